@@ -1,0 +1,28 @@
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import { Projections } from './projections.ts'
+import { SessionStore } from './store.ts'
+
+export * from './types.ts'
+export * from './messages.ts'
+export * from './json.ts'
+export * from './session.ts'
+export * from './surface.ts'
+export * from './file.ts'
+export * from './lock.ts'
+export * from './paths.ts'
+export * from './repair.ts'
+export * from './backscan.ts'
+export * from './store.ts'
+export * from './projections.ts'
+export { Invariants, InvariantError, coreProblem, type InvariantCheck, type Trace } from './invariants.ts'
+
+export const name = 'keel-session'
+export interface Config {}
+export const Config: Schema<Config> = Schema.object({})
+
+/** Provides `ctx.sessions` (the log store) and `ctx.projections` (folds over it). */
+export function apply(ctx: Context): void {
+  ctx.plugin(SessionStore)
+  ctx.plugin(Projections)
+}

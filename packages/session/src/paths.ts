@@ -1,0 +1,21 @@
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+/** `$KEEL_HOME`, else `~/.keel`. Read at call time so tests can point it at a temp dir. */
+export function keelHome(): string {
+  return process.env.KEEL_HOME ? resolve(process.env.KEEL_HOME) : join(homedir(), '.keel')
+}
+
+export function sessionsRoot(home = keelHome()): string {
+  return join(home, 'sessions')
+}
+
+/** A readable, filesystem-safe folder name for a working directory. */
+export function cwdSlug(cwd: string): string {
+  const slug = resolve(cwd).replace(/[^A-Za-z0-9._]+/g, '-').replace(/^-+|-+$/g, '')
+  return slug.slice(-120) || 'root'
+}
+
+export function sessionPath(cwd: string, id: string, home?: string): string {
+  return join(sessionsRoot(home), cwdSlug(cwd), `${id}.jsonl`)
+}

@@ -1,0 +1,92 @@
+import { frozenJsonCopy } from './json.ts'
+import type { Message } from './messages.ts'
+import { checkSurfaceMetadata, Surface } from './surface.ts'
+import type { AppendOptions, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, SurfaceIntent } from './types.ts'
+
+export interface SessionHooks {
+  /** Runs before the event commits; a throw vetoes the append. */
+  beforeCommit?(session: Session, event: SessionEvent): void
+  /** Runs after the event commits (persistence, then listeners). */
+  afterCommit?(session: Session, event: SessionEvent): void
+}
+
+export class SeedError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'SeedError'
+  }
+}
+
+/**
+ * An append-only, in-memory event log. `seq` equals the index; every appended event is a frozen, JSON-clean
+ * copy. Persistence and notification are hooks, so a detached session (tests, tools) needs no store.
+ */
+export class Session {
+  private readonly log: SessionEvent[] = []
+  private readonly surface = new Surface()
+  private frozenView: readonly SessionEvent[] | undefined
+  private appending = false
+  hooks: SessionHooks
+
+  constructor(readonly header: SessionHeader, seed: readonly SessionEvent[] = [], hooks: SessionHooks = {}) {
+    this.hooks = {}
+    for (const event of seed) {
+      if (event.seq !== this.log.length) throw new SeedError(`seed must be contiguous from 0: expected seq ${this.log.length}, got ${event.seq}`)
+      const intent = 'surfaceOp' in event ? (event as unknown as SurfaceIntent) : undefined
+      checkSurfaceMetadata(event.type, event.seq, intent, this.surface.nodes)
+      const frozen = frozenJsonCopy(event, `event ${event.seq}`)
+      this.log.push(frozen)
+      this.surface.add(frozen)
+    }
+    this.hooks = hooks
+  }
+
+  get id(): string { return this.header.id }
+
+  /** The next seq to be assigned (the log length). */
+  get seq(): number { return this.log.length }
+
+  /** A frozen snapshot of the log, reused until the next append. */
+  get events(): readonly SessionEvent[] {
+    return (this.frozenView ??= Object.freeze(this.log.slice()))
+  }
+
+  get last(): SessionEvent | undefined { return this.log[this.log.length - 1] }
+
+  at(seq: number): SessionEvent | undefined { return this.log[seq] }
+
+  append<K extends SessionEventType>(type: K, data: SessionEventMap[K], ...options: AppendOptions<K>): SessionEvent<K> {
+    if (this.appending) throw new Error(`re-entrant append of ${type} while another event is being published`)
+    const intent = options[0] as SurfaceIntent | undefined
+    const seq = this.log.length
+    checkSurfaceMetadata(type, seq, intent, this.surface.nodes)
+    const draft: Record<string, unknown> = { type, seq, time: Date.now(), data }
+    if (intent) {
+      draft.surfaceOp = intent.surfaceOp
+      if (intent.sourceEventSeqs) draft.sourceEventSeqs = intent.sourceEventSeqs
+    }
+    const event = frozenJsonCopy(draft, type) as unknown as SessionEvent<K>
+    this.appending = true
+    try {
+      this.hooks.beforeCommit?.(this, event)
+      this.log.push(event)
+      this.frozenView = undefined
+      this.surface.add(event)
+      this.hooks.afterCommit?.(this, event)
+    } finally {
+      this.appending = false
+    }
+    return event
+  }
+
+  /** Provider-neutral history: only surface events, folded once each (see Surface). */
+  deriveMessages(): Message[] {
+    return this.surface.messages()
+  }
+
+  /** How many surface events have been folded in total; tests use it to prove caching. */
+  get surfaceFolds(): number { return this.surface.folds }
+
+  /** Seqs of the model-visible surface nodes, in order. */
+  get surfaceNodes(): readonly number[] { return this.surface.nodes }
+}

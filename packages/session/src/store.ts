@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto'
+import { existsSync, readdirSync, statSync, openSync, readSync, closeSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { Context, Service } from 'cordis'
+import { backscan } from './backscan.ts'
+import { readSessionFile, SessionWriter } from './file.ts'
+import { acquireLock } from './lock.ts'
+import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
+import { closeOpenTurn } from './repair.ts'
+import { Session } from './session.ts'
+import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
+
+declare module 'cordis' {
+  interface Context {
+    sessions: SessionStore
+  }
+  interface Events {
+    /**
+     * A session was created or opened and is now live in this process.
+     * @mode emit
+     */
+    'session/created'(session: Session): void
+    /**
+     * Runs before an event commits; a listener that throws vetoes the append (dev-mode invariants use this).
+     * @mode emit
+     */
+    'session/validate'(session: Session, event: SessionEvent): void
+    /**
+     * An event was committed (and, for a persistent session, written). A throwing listener never breaks the append.
+     * @mode emit
+     */
+    'session/event'(session: Session, event: SessionEvent): void
+    /**
+     * A live session was closed: its writer is flushed and its lock released.
+     * @mode emit
+     */
+    'session/closed'(session: Session): void
+  }
+}
+
+export interface CreateSessionOptions {
+  cwd: string
+  id?: string
+  parent?: { sessionId: string; callId: string }
+  /** Write to `$KEEL_HOME/sessions/…` (default true). An in-memory session leaves nothing on disk. */
+  persist?: boolean
+}
+
+export interface SessionSummary {
+  id: string
+  cwd: string
+  createdAt: number
+  updatedAt: number
+  path: string
+  parent?: { sessionId: string; callId: string }
+  /** The first user prompt, cut to one line. */
+  title: string
+}
+
+export interface OpenedSession {
+  session: Session
+  /** What load had to mend: a torn last line dropped, an open turn closed. */
+  repairs: string[]
+}
+
+interface Live {
+  session: Session
+  writer?: SessionWriter
+  release?: () => void
+}
+
+export class SessionNotFoundError extends Error {
+  constructor(id: string) {
+    super(`no session with id ${id}`)
+    this.name = 'SessionNotFoundError'
+  }
+}
+
+/**
+ * `ctx.sessions`: creates, opens and tracks live sessions; writes persistent ones to JSONL (one writer each, by
+ * lock) and publishes every committed event as `session/event`.
+ */
+export class SessionStore extends Service {
+  private readonly live = new Map<string, Live>()
+
+  constructor(ctx: Context) {
+    super(ctx, 'sessions', true)
+    ctx.on('dispose', () => {
+      for (const id of [...this.live.keys()]) this.closeId(id)
+    })
+  }
+
+  create(options: CreateSessionOptions): Session {
+    const id = options.id ?? randomUUID()
+    if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
+    if (this.live.has(id)) throw new Error(`session ${id} is already open`)
+    const header: SessionHeader = {
+      type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: Date.now(), cwd: resolve(options.cwd),
+      ...(options.parent ? { parent: options.parent } : {}),
+    }
+    const entry: Live = { session: new Session(header) }
+    if (options.persist !== false) {
+      const path = sessionPath(header.cwd, id)
+      entry.release = acquireLock(path + '.lock')
+      try {
+        entry.writer = SessionWriter.create(path, header)
+      } catch (error) {
+        entry.release()
+        throw error
+      }
+    }
+    return this.attach(entry)
+  }
+
+  /** Reopens a persisted session: repairs a torn tail and an open turn, takes the writer lock, goes live. */
+  open(id: string): OpenedSession {
+    if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
+    const existing = this.live.get(id)
+    if (existing) return { session: existing.session, repairs: [] }
+    const path = this.locate(id)
+    if (!path) throw new SessionNotFoundError(id)
+    const release = acquireLock(path + '.lock')
+    try {
+      const file = readSessionFile(path)
+      const repairs: string[] = []
+      if (file.tornLine) repairs.push(`dropped a torn last line (line ${file.tornLine})`)
+      const writer = SessionWriter.reopen(path, file.validBytes)
+      const session = this.attach({ session: new Session(file.header, file.events), writer, release })
+      if (closeOpenTurn(session)) repairs.push('closed a turn left open by a crash (reason: interrupted)')
+      return { session, repairs }
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+
+  /** A read-only load (no lock, no repair written): for `sessions show` and the host's history. */
+  read(id: string): { header: SessionHeader; events: SessionEvent[]; path: string } {
+    if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
+    const live = this.live.get(id)
+    if (live) return { header: live.session.header, events: [...live.session.events], path: live.writer?.path ?? '' }
+    const path = this.locate(id)
+    if (!path) throw new SessionNotFoundError(id)
+    const file = readSessionFile(path)
+    return { header: file.header, events: file.events, path }
+  }
+
+  get(id: string): Session | undefined {
+    return this.live.get(id)?.session
+  }
+
+  /** The file of a persisted session, or undefined. */
+  pathOf(id: string): string | undefined {
+    return this.live.get(id)?.writer?.path ?? this.locate(id)
+  }
+
+  close(session: Session): void {
+    this.closeId(session.id)
+  }
+
+  /** Persisted sessions, newest first; only those of `cwd` when given. */
+  list(cwd?: string): SessionSummary[] {
+    const root = sessionsRoot()
+    if (!existsSync(root)) return []
+    const dirs = cwd ? [join(root, cwdSlug(cwd))] : readdirSync(root).map((dir) => join(root, dir))
+    const out: SessionSummary[] = []
+    for (const dir of dirs) {
+      if (!existsSync(dir)) continue
+      for (const name of readdirSync(dir)) {
+        if (!name.endsWith('.jsonl')) continue
+        const path = join(dir, name)
+        const summary = summarize(path)
+        if (summary && (!cwd || summary.cwd === resolve(cwd))) out.push(summary)
+      }
+    }
+    return out.sort((a, b) => b.updatedAt - a.updatedAt)
+  }
+
+  /** Finds the latest event a visitor answers for, reading the file backwards (see backscan). */
+  backscan<T>(id: string, visit: (event: SessionEvent) => T | undefined) {
+    const path = this.pathOf(id)
+    if (!path) throw new SessionNotFoundError(id)
+    return backscan(path, visit)
+  }
+
+  private locate(id: string): string | undefined {
+    const root = sessionsRoot()
+    if (!existsSync(root)) return undefined
+    for (const dir of readdirSync(root)) {
+      const path = join(root, dir, `${id}.jsonl`)
+      if (existsSync(path)) return path
+    }
+    return undefined
+  }
+
+  private attach(entry: Live): Session {
+    const { session } = entry
+    const ctx = this.ctx
+    session.hooks = {
+      beforeCommit: (s, event) => ctx.emit('session/validate', s, event),
+      afterCommit: (s, event) => {
+        entry.writer?.write(event)
+        publish(ctx, s, event)
+      },
+    }
+    this.live.set(session.id, entry)
+    ctx.emit('session/created', session)
+    return session
+  }
+
+  private closeId(id: string): void {
+    const entry = this.live.get(id)
+    if (!entry) return
+    this.live.delete(id)
+    entry.writer?.close()
+    entry.release?.()
+    entry.session.hooks = {}
+    this.ctx.emit('session/closed', entry.session)
+  }
+}
+
+/** Calls each `session/event` listener in its own try/catch: an observer's bug must not break the log. */
+function publish(ctx: Context, session: Session, event: SessionEvent): void {
+  const hooks = ctx.lifecycle.filterHooks(ctx.lifecycle._hooks['session/event'] ?? [])
+  for (const hook of hooks) {
+    try {
+      hook.callback(session, event)
+    } catch (error) {
+      ctx.emit(ctx, 'internal/warning', `session/event listener failed: ${(error as Error)?.stack ?? error}`)
+    }
+  }
+}
+
+function summarize(path: string): SessionSummary | undefined {
+  try {
+    const fd = openSync(path, 'r')
+    const buffer = Buffer.alloc(64 * 1024)
+    const size = readSync(fd, buffer, 0, buffer.length, 0)
+    closeSync(fd)
+    const lines = buffer.toString('utf8', 0, size).split('\n')
+    const header = JSON.parse(lines[0]!) as SessionHeader
+    let title = ''
+    for (const line of lines.slice(1)) {
+      try {
+        const event = JSON.parse(line) as SessionEvent
+        if (event.type === 'user/message') {
+          for (const block of event.data.message.content) if (block.type === 'text') title += block.text
+          break
+        }
+      } catch {}
+    }
+    return {
+      id: header.id, cwd: header.cwd, createdAt: header.createdAt, updatedAt: statSync(path).mtimeMs, path,
+      ...(header.parent ? { parent: header.parent } : {}),
+      title: title.replace(/\s+/g, ' ').trim().slice(0, 120),
+    }
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,66 @@
+import type { AssistantMessage, TextBlock, ImageBlock, TokenUsage, UserMessage } from './messages.ts'
+
+/** How a turn ended. `interrupted` is written only by crash repair. */
+export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'step-limit' | 'interrupted'
+
+export type TurnTrigger = 'prompt' | 'continue'
+
+/**
+ * The log vocabulary. Merge-extensible: a package adds its own events with
+ * `declare module '@keel/session' { interface SessionEventMap { 'x/y': {...} } }`.
+ */
+export interface SessionEventMap {
+  'turn/start': { turn: number; trigger: TurnTrigger }
+  'turn/end': { turn: number; reason: TurnEndReason; message?: string }
+  'step/start': { turn: number; step: number }
+  'step/end': { turn: number; step: number }
+  'user/message': { message: UserMessage }
+  'assistant/message': { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage }
+  /** `arguments` is the raw JSON string as the model sent it. */
+  'tool/call': { turn: number; step: number; callId: string; name: string; arguments: string }
+  'tool/result': { turn: number; step: number; callId: string; content: (TextBlock | ImageBlock)[]; isError: boolean }
+}
+
+export type SessionEventType = keyof SessionEventMap & string
+
+/** The three types that produce model-visible messages. Everything else is log-only. */
+export type SurfaceEventType = 'user/message' | 'assistant/message' | 'tool/result'
+export const SURFACE_EVENT_TYPES: ReadonlySet<string> = new Set<SurfaceEventType>(['user/message', 'assistant/message', 'tool/result'])
+export const CORE_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/message', 'tool/call', 'tool/result',
+])
+
+/** `append` adds the event at the end of the surface; `replace` stands in for the surface nodes with seq in [start, end]. */
+export type SurfaceOp = { op: 'append' } | { op: 'replace'; start: number; end: number }
+export interface SurfaceIntent { surfaceOp: SurfaceOp; sourceEventSeqs?: number[] }
+
+interface Envelope<K extends SessionEventType> {
+  readonly type: K
+  readonly seq: number
+  readonly time: number
+  readonly data: SessionEventMap[K]
+}
+
+export type SessionEvent<K extends SessionEventType = SessionEventType> = {
+  [P in K]: Envelope<P> & (P extends SurfaceEventType ? { readonly surfaceOp: SurfaceOp; readonly sourceEventSeqs?: readonly number[] } : {})
+}[K]
+
+/** Surface metadata is required for surface types and forbidden for every other type. */
+export type AppendOptions<K extends SessionEventType> = K extends SurfaceEventType ? [intent: SurfaceIntent] : []
+
+export interface SessionHeader {
+  type: 'session'
+  version: number
+  id: string
+  createdAt: number
+  cwd: string
+  parent?: { sessionId: string; callId: string }
+}
+
+export const SESSION_FORMAT_VERSION = 1
+
+/** Session ids are what we mint (UUIDs) or a conservative slug; anything else is refused at every boundary. */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/
+export function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && SESSION_ID_PATTERN.test(value)
+}
