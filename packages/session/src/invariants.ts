@@ -60,7 +60,7 @@ export function coreProblem(event: SessionEvent, t: Readonly<Trace>): string | u
     case 'user/message':
       return
     default:
-      if (!CORE_EVENT_TYPES.has(event.type) && t.openTurn === undefined) return 'a non-core event outside an open turn'
+      if (!CORE_EVENT_TYPES.has((event as SessionEvent).type) && t.openTurn === undefined) return 'a non-core event outside an open turn'
       return
   }
 }

@@ -65,7 +65,7 @@ export class Session {
       draft.surfaceOp = intent.surfaceOp
       if (intent.sourceEventSeqs) draft.sourceEventSeqs = intent.sourceEventSeqs
     }
-    const event = frozenJsonCopy(draft, type) as unknown as SessionEvent<K>
+    const event = frozenJsonCopy(draft, type) as unknown as SessionEvent
     this.appending = true
     try {
       this.hooks.beforeCommit?.(this, event)
@@ -76,7 +76,7 @@ export class Session {
     } finally {
       this.appending = false
     }
-    return event
+    return event as SessionEvent<K>
   }
 
   /** Provider-neutral history: only surface events, folded once each (see Surface). */

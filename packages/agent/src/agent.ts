@@ -1,0 +1,212 @@
+import type { Context } from 'cordis'
+import { LlmError, MessageAssembler, toolCallsOf, type ContentBlock, type LlmAdapter, type ToolCallBlock } from '@keel/llm'
+import type { Session, TurnEndReason } from '@keel/session'
+import type { ToolAgent, ToolResult } from '@keel/tools'
+import { systemPrompt } from './prompt.ts'
+
+export type AgentStatus = 'idle' | 'running' | 'disposed'
+
+/** Live-only output for UIs; the log holds whole messages. */
+export type AgentDelta =
+  | { kind: 'text'; text: string }
+  | { kind: 'reasoning'; text: string }
+  | { kind: 'tool-input'; index: number; name?: string; text: string }
+  | { kind: 'tool-output'; callId: string; text: string }
+
+export interface TurnResult {
+  reason: TurnEndReason
+  /** The one-line reason when `reason` is `error`. */
+  message?: string
+  /** The assistant's final text. */
+  text: string
+  turn: number
+  steps: number
+  toolCalls: number
+}
+
+export interface AgentOptions {
+  session: Session
+  model: LlmAdapter
+  cwd: string
+  depth?: number
+  /** Tools this agent's model is not offered (and may not call). */
+  excludeTools?: readonly string[]
+  maxSteps?: number
+  maxTokens?: number
+  system?: string
+}
+
+const ABORTED_BEFORE_START = 'Error: the turn was cancelled before this tool call started.'
+
+/**
+ * One agent: a session plus the loop. A turn is `turn/start` → steps → `turn/end`; a step is one model request
+ * and the tool calls it asked for. `tool/call` is logged before a tool runs and `tool/result` after, in model order.
+ */
+export class Agent implements ToolAgent {
+  readonly session: Session
+  readonly cwd: string
+  readonly depth: number
+  model: LlmAdapter
+  status: AgentStatus = 'idle'
+  private controller: AbortController | undefined
+  private lastTurn: number
+  private running: Promise<TurnResult> | undefined
+
+  constructor(private readonly ctx: Context, readonly options: AgentOptions) {
+    this.session = options.session
+    this.cwd = options.cwd
+    this.depth = options.depth ?? 0
+    this.model = options.model
+    this.lastTurn = 0
+    for (const event of this.session.events) if (event.type === 'turn/start') this.lastTurn = event.data.turn
+  }
+
+  get id(): string { return this.session.id }
+
+  /** Runs one turn for a user prompt. One turn at a time per agent. */
+  prompt(content: string | ContentBlock[]): Promise<TurnResult> {
+    if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
+    if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
+    const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
+    this.controller = new AbortController()
+    this.running = this.turn(blocks, this.controller.signal).finally(() => {
+      this.running = undefined
+      this.controller = undefined
+      if (this.status === 'running') this.setStatus('idle')
+    })
+    return this.running
+  }
+
+  /** Cancels the running turn: the request and every running tool see the abort; the turn ends `aborted`. */
+  cancel(): void {
+    this.controller?.abort(new Error('cancelled'))
+  }
+
+  whenIdle(): Promise<unknown> {
+    return this.running?.catch(() => {}) ?? Promise.resolve()
+  }
+
+  dispose(): void {
+    this.cancel()
+    this.status = 'disposed'
+  }
+
+  private setStatus(status: AgentStatus): void {
+    this.status = status
+    this.ctx.emit('agent/status', this, status)
+  }
+
+  private async turn(content: ContentBlock[], signal: AbortSignal): Promise<TurnResult> {
+    const session = this.session
+    const turn = ++this.lastTurn
+    const maxSteps = this.options.maxSteps ?? 200
+    this.setStatus('running')
+    session.append('turn/start', { turn, trigger: 'prompt' })
+    const result: TurnResult = { reason: 'completed', text: '', turn, steps: 0, toolCalls: 0 }
+    try {
+      for (let step = 1; ; step++) {
+        if (step > maxSteps) { result.reason = 'step-limit'; break }
+        result.steps = step
+        session.append('step/start', { turn, step })
+        try {
+          if (step === 1) session.append('user/message', { message: { role: 'user', content, source: 'user' } }, { surfaceOp: { op: 'append' } })
+          const outcome = await this.step(turn, step, signal, result)
+          if (outcome) { result.reason = outcome; break }
+        } finally {
+          session.append('step/end', { turn, step })
+        }
+      }
+    } catch (error) {
+      if (signal.aborted) {
+        result.reason = 'aborted'
+      } else {
+        result.reason = 'error'
+        result.message = oneLine(error)
+      }
+    } finally {
+      session.append('turn/end', { turn, reason: result.reason, ...(result.message ? { message: result.message } : {}) })
+    }
+    return result
+  }
+
+  /** One model request and its tool calls. Returns why the turn ends, or undefined to continue. */
+  private async step(turn: number, step: number, signal: AbortSignal, result: TurnResult): Promise<TurnEndReason | undefined> {
+    await this.ctx.parallel('agent/prepare', this, signal)
+    const exclude = this.options.excludeTools ?? []
+    const tools = this.ctx.tools.schemas(exclude)
+    const request = {
+      system: this.options.system ?? systemPrompt(this.cwd, tools.map((tool) => tool.name)),
+      messages: this.session.deriveMessages(),
+      tools,
+      sessionId: this.id,
+      ...(this.options.maxTokens ? { maxTokens: this.options.maxTokens } : {}),
+    }
+    const assembler = new MessageAssembler()
+    try {
+      for await (const chunk of this.model.stream(request, signal)) {
+        assembler.push(chunk)
+        if (chunk.type === 'text-delta') this.ctx.emit('agent/delta', this, { kind: 'text', text: chunk.text })
+        else if (chunk.type === 'reasoning-delta') this.ctx.emit('agent/delta', this, { kind: 'reasoning', text: chunk.text })
+        else if (chunk.type === 'tool-call-start') this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, name: chunk.name, text: '' })
+        else if (chunk.type === 'tool-call-delta') this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, text: chunk.argumentsDelta })
+      }
+    } catch (error) {
+      if (signal.aborted || (error instanceof LlmError && error.kind === 'aborted')) {
+        // Keep what the user already saw; unfinished tool calls are dropped, never run.
+        const partial = assembler.message()
+        partial.content = partial.content.filter((block) => block.type !== 'tool-call')
+        if (partial.content.length) this.session.append('assistant/message', { turn, step, message: partial }, { surfaceOp: { op: 'append' } })
+        return 'aborted'
+      }
+      throw error
+    }
+    const message = assembler.message()
+    const calls = toolCallsOf(message)
+    for (const [i, call] of calls.entries()) if (!call.id) call.id = `call_${turn}_${step}_${i}`
+    this.session.append('assistant/message', { turn, step, message, ...(assembler.usage ? { usage: assembler.usage } : {}) }, { surfaceOp: { op: 'append' } })
+    const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+    if (text) result.text = text
+    if (!calls.length) return assembler.finish === 'max-tokens' ? 'max-tokens' : 'completed'
+    result.toolCalls += calls.length
+    await this.runCalls(turn, step, calls, signal)
+    return signal.aborted ? 'aborted' : undefined
+  }
+
+  /**
+   * Consecutive concurrency-safe calls overlap; any other call runs alone. `tool/call` events are logged in model
+   * order before their tools start, and `tool/result` events in model order after.
+   */
+  private async runCalls(turn: number, step: number, calls: ToolCallBlock[], signal: AbortSignal): Promise<void> {
+    const exclude = this.options.excludeTools ?? []
+    let i = 0
+    while (i < calls.length) {
+      let j = i + 1
+      if (this.ctx.tools.isConcurrencySafe(calls[i]!.name)) {
+        while (j < calls.length && this.ctx.tools.isConcurrencySafe(calls[j]!.name)) j++
+      }
+      const batch = calls.slice(i, j)
+      i = j
+      for (const call of batch) this.session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
+      if (signal.aborted) {
+        for (const call of batch) this.appendResult(turn, step, call, { isError: true, content: [{ type: 'text', text: ABORTED_BEFORE_START }] })
+        continue
+      }
+      const results = await Promise.all(batch.map((call) => exclude.includes(call.name)
+        ? Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }] })
+        : this.ctx.tools.execute({
+          callId: call.id, name: call.name, arguments: call.arguments, agent: this, signal,
+          onUpdate: (text) => this.ctx.emit('agent/delta', this, { kind: 'tool-output', callId: call.id, text }),
+        })))
+      batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
+    }
+  }
+
+  private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {
+    this.session.append('tool/result', { turn, step, callId: call.id, content: result.content, isError: result.isError }, { surfaceOp: { op: 'append' } })
+  }
+}
+
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return text.split('\n')[0]!.slice(0, 500)
+}

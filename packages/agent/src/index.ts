@@ -1,0 +1,89 @@
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { LlmAdapter } from '@keel/llm'
+import type { Session } from '@keel/session'
+import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
+
+export * from './agent.ts'
+export { systemPrompt } from './prompt.ts'
+
+declare module 'cordis' {
+  interface Context {
+    agents: AgentRegistry
+  }
+  interface Events {
+    /**
+     * Live output (text, reasoning, tool input and tool output as it streams). Not logged.
+     * @mode emit
+     */
+    'agent/delta'(agent: Agent, delta: AgentDelta): void
+    /**
+     * The agent went idle, started running, or was disposed.
+     * @mode emit
+     */
+    'agent/status'(agent: Agent, status: AgentStatus): void
+    /**
+     * Before each model request is built; listeners may append to the session (compaction does). Awaited.
+     * @mode parallel
+     */
+    'agent/prepare'(agent: Agent, signal: AbortSignal): Promise<void>
+  }
+}
+
+export interface CreateAgentOptions extends Omit<AgentOptions, 'session'> {
+  sessionId?: string
+  parent?: { sessionId: string; callId: string }
+  persist?: boolean
+}
+
+/** `ctx.agents`: makes agents over new or reopened sessions and tracks the live ones. */
+export class AgentRegistry extends Service {
+  private readonly live = new Map<string, Agent>()
+
+  constructor(ctx: Context, readonly config: Config = { maxSteps: 200 }) {
+    super(ctx, 'agents', true)
+    ctx.on('dispose', () => { for (const agent of this.live.values()) agent.dispose() })
+  }
+
+  create(options: CreateAgentOptions): Agent {
+    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist })
+    return this.adopt(session, options)
+  }
+
+  /** Reopens a persisted session (repairing a crash) and continues its numbering and history. */
+  resume(id: string, options: Omit<CreateAgentOptions, 'cwd' | 'sessionId'> & { cwd?: string }): { agent: Agent; repairs: string[] } {
+    const { session, repairs } = this.ctx.sessions.open(id)
+    return { agent: this.adopt(session, { ...options, cwd: options.cwd ?? session.header.cwd }), repairs }
+  }
+
+  get(id: string): Agent | undefined {
+    return this.live.get(id)
+  }
+
+  /** Disposes the agent and closes its session (flushing the file, releasing the lock). */
+  close(agent: Agent): void {
+    agent.dispose()
+    this.live.delete(agent.id)
+    this.ctx.sessions.close(agent.session)
+    this.ctx.emit('agent/status', agent, 'disposed')
+  }
+
+  private adopt(session: Session, options: Omit<AgentOptions, 'session'>): Agent {
+    const agent = new Agent(this.ctx, { maxSteps: this.config.maxSteps, ...options, session })
+    this.live.set(agent.id, agent)
+    return agent
+  }
+}
+
+export type { LlmAdapter }
+
+export const name = 'keel-agent'
+export const inject = ['sessions', 'tools', 'llm']
+export interface Config { maxSteps: number }
+export const Config: Schema<Config> = Schema.object({
+  maxSteps: Schema.natural().min(1).default(200).description('Steps (model requests) one turn may take before it ends with reason step-limit.'),
+})
+
+export function apply(ctx: Context, config: Config): void {
+  ctx.plugin(AgentRegistry, config)
+}

@@ -1,0 +1,96 @@
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import { loadScript, ScriptedAdapter } from './scripted.ts'
+import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
+
+export * from './types.ts'
+export * from './scripted.ts'
+
+export interface ProviderOptions {
+  baseUrl?: string
+  cwd: string
+  env: Record<string, string | undefined>
+}
+
+export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
+
+declare module 'cordis' {
+  interface Context {
+    llm: LlmService
+  }
+}
+
+export interface RetryPolicy { attempts: number; baseDelayMs: number }
+
+/**
+ * `ctx.llm`: providers by name, and `create('provider/model')` → an adapter wrapped with bounded retries for
+ * rate limits, server errors and dropped connections (only before any output arrived, so nothing is duplicated).
+ */
+export class LlmService extends Service {
+  private readonly providers = new Map<string, ProviderFactory>()
+
+  constructor(ctx: Context, readonly retry: RetryPolicy = { attempts: 3, baseDelayMs: 500 }) {
+    super(ctx, 'llm', true)
+    this.providers.set('scripted', (model, options) => new ScriptedAdapter(loadScript(model, options.cwd), model))
+  }
+
+  register(provider: string, factory: ProviderFactory): () => void {
+    return this.ctx.effect(() => {
+      this.providers.set(provider, factory)
+      return () => this.providers.delete(provider)
+    })
+  }
+
+  providerNames(): string[] {
+    return [...this.providers.keys()]
+  }
+
+  async create(spec: string, options: Partial<ProviderOptions> = {}): Promise<LlmAdapter> {
+    const slash = spec.indexOf('/')
+    if (slash <= 0 || slash === spec.length - 1) throw new LlmError('config', `--model must be <provider>/<model>, got ${JSON.stringify(spec)}`)
+    const provider = spec.slice(0, slash)
+    const factory = this.providers.get(provider)
+    if (!factory) throw new LlmError('config', `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`)
+    const adapter = await factory(spec.slice(slash + 1), { cwd: options.cwd ?? process.cwd(), env: options.env ?? process.env, baseUrl: options.baseUrl })
+    return withRetries(adapter, this.retry)
+  }
+}
+
+export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapter {
+  if (adapter instanceof ScriptedAdapter) return adapter
+  return {
+    provider: adapter.provider,
+    model: adapter.model,
+    contextWindow: adapter.contextWindow,
+    async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+      for (let attempt = 1; ; attempt++) {
+        let started = false
+        try {
+          for await (const chunk of adapter.stream(request, signal)) {
+            started = true
+            yield chunk
+          }
+          return
+        } catch (error) {
+          const failure = error instanceof LlmError ? error : new LlmError(signal.aborted ? 'aborted' : 'network', (error as Error)?.message ?? String(error))
+          if (signal.aborted || started || !failure.retryable || attempt >= policy.attempts) {
+            if (failure.retryable && attempt > 1) failure.message += ` (after ${attempt} attempts)`
+            throw failure
+          }
+          await new Promise((done) => setTimeout(done, policy.baseDelayMs * 2 ** (attempt - 1)))
+        }
+      }
+    },
+  }
+}
+
+export const name = 'keel-llm'
+export interface Config { retryAttempts: number; retryBaseDelayMs: number }
+export const Config: Schema<Config> = Schema.object({
+  retryAttempts: Schema.natural().min(1).default(3).description('Attempts for a request that fails with 429, 5xx or a dropped connection.'),
+  retryBaseDelayMs: Schema.natural().default(500).description('First backoff delay; doubles each retry.'),
+})
+
+export function apply(ctx: Context, config: Config): void {
+  ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs })
+}

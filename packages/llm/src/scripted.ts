@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs'
+import { isAbsolute, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { LlmError, type LlmAdapter, type LlmErrorKind, type LlmRequest, type StreamChunk } from './types.ts'
+
+/**
+ * One scripted model reply. `when` routes it: the step is only used for a session whose first user prompt
+ * contains that text, so one script can drive a parent and its subagents.
+ */
+export interface ScriptStep {
+  when?: string
+  reasoning?: string
+  text?: string
+  toolCalls?: { name: string; arguments: unknown; id?: string }[]
+  /** Fail the request instead of answering. */
+  error?: { kind: LlmErrorKind; message: string }
+  /** Stream a little, then wait until the request is aborted. */
+  hang?: boolean
+  /** Pause between chunks, to make streaming visible in demos and to test cancellation. */
+  delayMs?: number
+  usage?: { input: number; output: number }
+}
+
+export interface Script {
+  steps: ScriptStep[]
+}
+
+const SHIPPED = fileURLToPath(new URL('../scripts/', import.meta.url))
+
+/** `scripted/demo` names a shipped script; anything else is a path to a JSON script. */
+export function loadScript(name: string, cwd = process.cwd()): Script {
+  const path = /^[a-z0-9-]+$/.test(name) ? join(SHIPPED, `${name}.json`) : isAbsolute(name) ? name : resolve(cwd, name)
+  let parsed: Script
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new LlmError('config', `cannot read scripted model ${path}: ${(error as Error).message}`)
+  }
+  if (!Array.isArray(parsed?.steps)) throw new LlmError('config', `scripted model ${path}: expected { "steps": [...] }`)
+  return parsed
+}
+
+function firstPrompt(request: LlmRequest): string {
+  const first = request.messages.find((message) => message.role === 'user')
+  if (!first) return ''
+  return first.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done, fail) => {
+    if (signal.aborted) return fail(new LlmError('aborted', 'request aborted'))
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); done() }, ms)
+    const onAbort = () => { clearTimeout(timer); fail(new LlmError('aborted', 'request aborted')) }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** Replays a script of replies. Every request is recorded so tests can inspect what the model was sent. */
+export class ScriptedAdapter implements LlmAdapter {
+  readonly provider = 'scripted'
+  readonly requests: LlmRequest[] = []
+  private readonly used = new Set<number>()
+  private callSeq = 0
+
+  constructor(readonly script: Script, readonly model = 'script', readonly contextWindow?: number) {}
+
+  async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    this.requests.push(structuredClone(request))
+    const prompt = firstPrompt(request)
+    const index = this.script.steps.findIndex((step, i) => !this.used.has(i) && (step.when === undefined || prompt.includes(step.when)))
+    if (index < 0) throw new LlmError('bad-request', `scripted model: no step left for a session whose prompt is ${JSON.stringify(prompt.slice(0, 60))}`)
+    this.used.add(index)
+    const step = this.script.steps[index]!
+    const pause = () => (step.delayMs ? sleep(step.delayMs, signal) : Promise.resolve())
+    if (step.error) throw new LlmError(step.error.kind, step.error.message)
+    if (step.reasoning) {
+      for (const piece of pieces(step.reasoning)) { await pause(); yield { type: 'reasoning-delta', text: piece } }
+    }
+    if (step.text) {
+      for (const piece of pieces(step.text)) { await pause(); yield { type: 'text-delta', text: piece } }
+    }
+    if (step.hang) {
+      await sleep(24 * 3600_000, signal)
+      return
+    }
+    const calls = step.toolCalls ?? []
+    for (const [i, call] of calls.entries()) {
+      await pause()
+      const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments)
+      yield { type: 'tool-call-start', index: i, id: call.id ?? `call_${++this.callSeq}_${index}`, name: call.name }
+      const half = Math.ceil(args.length / 2)
+      yield { type: 'tool-call-delta', index: i, argumentsDelta: args.slice(0, half) }
+      yield { type: 'tool-call-delta', index: i, argumentsDelta: args.slice(half) }
+    }
+    const input = step.usage?.input ?? Math.ceil(JSON.stringify(request.messages).length / 4)
+    yield { type: 'usage', usage: { input, output: step.usage?.output ?? Math.ceil(((step.text ?? '').length + JSON.stringify(calls).length) / 4) } }
+    yield { type: 'finish', reason: calls.length ? 'tool-calls' : 'stop' }
+  }
+}
+
+/** Splits text into word-sized pieces so a scripted reply streams like a real one. */
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [text]
+}

@@ -1,0 +1,103 @@
+import type { AssistantMessage, Message, TokenUsage } from '@keel/session'
+
+export type { AssistantMessage, ContentBlock, ContentBlockMap, ImageBlock, Message, MessageSource, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock, ToolMessage, ToolResultBlock, UserMessage } from '@keel/session'
+export { textOf, toolCallsOf } from '@keel/session'
+
+/** What a model is told about one tool: exactly these three fields. */
+export interface ToolSchema {
+  name: string
+  description: string
+  parameters: object
+}
+
+export interface LlmRequest {
+  system: string
+  messages: Message[]
+  tools: ToolSchema[]
+  maxTokens?: number
+  /** Lets routing adapters (scripted) tell sessions apart; real providers ignore it. */
+  sessionId?: string
+}
+
+export type FinishReason = 'stop' | 'tool-calls' | 'max-tokens'
+
+/** The streamed vocabulary every adapter speaks. Tool arguments stay raw JSON text. */
+export type StreamChunk =
+  | { type: 'text-delta'; text: string }
+  | { type: 'reasoning-delta'; text: string; signature?: string }
+  | { type: 'tool-call-start'; index: number; id: string; name: string }
+  | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
+  | { type: 'usage'; usage: TokenUsage }
+  | { type: 'finish'; reason: FinishReason }
+
+export interface LlmAdapter {
+  readonly provider: string
+  readonly model: string
+  /** Tokens the model accepts in one request, when known. */
+  readonly contextWindow?: number
+  stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk>
+}
+
+export type LlmErrorKind = 'auth' | 'rate-limit' | 'server' | 'network' | 'bad-request' | 'aborted' | 'config'
+
+export class LlmError extends Error {
+  constructor(readonly kind: LlmErrorKind, message: string, readonly status?: number) {
+    super(message)
+    this.name = 'LlmError'
+  }
+
+  get retryable(): boolean {
+    return this.kind === 'rate-limit' || this.kind === 'server' || this.kind === 'network'
+  }
+}
+
+/** Folds a chunk stream into one assistant message, in the order blocks began. */
+export class MessageAssembler {
+  private readonly blocks: ({ type: 'text'; text: string } | { type: 'reasoning'; text: string; signature?: string } | { type: 'tool-call'; index: number; id: string; name: string; arguments: string })[] = []
+  usage: TokenUsage | undefined
+  finish: FinishReason | undefined
+
+  push(chunk: StreamChunk): void {
+    const last = this.blocks[this.blocks.length - 1]
+    switch (chunk.type) {
+      case 'text-delta':
+        if (last?.type === 'text') last.text += chunk.text
+        else this.blocks.push({ type: 'text', text: chunk.text })
+        break
+      case 'reasoning-delta':
+        if (last?.type === 'reasoning') {
+          last.text += chunk.text
+          if (chunk.signature) last.signature = chunk.signature
+        } else this.blocks.push({ type: 'reasoning', text: chunk.text, ...(chunk.signature ? { signature: chunk.signature } : {}) })
+        break
+      case 'tool-call-start':
+        this.blocks.push({ type: 'tool-call', index: chunk.index, id: chunk.id, name: chunk.name, arguments: '' })
+        break
+      case 'tool-call-delta': {
+        const call = this.blocks.findLast((block) => block.type === 'tool-call' && block.index === chunk.index)
+        if (call && call.type === 'tool-call') call.arguments += chunk.argumentsDelta
+        break
+      }
+      case 'usage':
+        this.usage = chunk.usage
+        break
+      case 'finish':
+        this.finish = chunk.reason
+        break
+    }
+  }
+
+  /** True once any visible output (text or a tool call) has arrived; retries stop being safe then. */
+  get started(): boolean {
+    return this.blocks.length > 0
+  }
+
+  message(): AssistantMessage {
+    return {
+      role: 'assistant',
+      content: this.blocks
+        .filter((block) => block.type !== 'text' || block.text.length > 0)
+        .map((block) => block.type === 'tool-call' ? { type: 'tool-call', id: block.id, name: block.name, arguments: block.arguments } : { ...block }),
+    }
+  }
+}

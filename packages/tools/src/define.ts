@@ -1,0 +1,60 @@
+import type { Static, TSchema } from 'typebox'
+import type { ImageBlock, TextBlock } from '@keel/llm'
+
+/** The calling agent, as a tool sees it. Kept structural so @keel/tools does not depend on @keel/agent. */
+export interface ToolAgent {
+  readonly id: string
+  readonly cwd: string
+  /** The agent's session: where per-session state (e.g. `todo/write`) is appended. */
+  readonly session: import('@keel/session').Session
+  /** How deep in a subagent tree this agent runs (0 for a top-level agent). */
+  readonly depth: number
+}
+
+export interface ToolExecution {
+  callId: string
+  /** The calling agent; undefined for a non-agent call. */
+  agent?: ToolAgent
+  signal: AbortSignal
+  /** Stream partial output to UIs (not logged; the final result is). */
+  onUpdate?: (text: string) => void
+}
+
+export type ToolContent = (TextBlock | ImageBlock)[]
+
+/** What `execute` may return: plain text, content blocks, or an explicit error. */
+export type ToolOutput = string | { content: ToolContent; isError?: boolean }
+
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'fetch' | 'think' | 'other'
+
+export interface ToolCallView {
+  title: string
+  kind: ToolKind
+  rawInput: unknown
+  /** Files the call touches, for UIs that link them. */
+  locations?: { path: string; line?: number }[]
+}
+
+export interface ToolDefinition<S extends TSchema = TSchema> {
+  name: string
+  description: string
+  parameters: S
+  execute(args: Static<S>, exec: ToolExecution): Promise<ToolOutput> | ToolOutput
+  /** Pure; given arguments that passed validation. UIs call it live and on replay. */
+  presentCall?(args: Static<S>): ToolCallView
+  /** Safe to overlap with other concurrency-safe calls of the same assistant message. */
+  concurrencySafe?: boolean
+}
+
+export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): ToolDefinition<S> {
+  return definition
+}
+
+export interface ToolResult {
+  content: ToolContent
+  isError: boolean
+}
+
+export function errorResult(message: string): ToolResult {
+  return { isError: true, content: [{ type: 'text', text: `Error: ${message}` }] }
+}

@@ -1,0 +1,116 @@
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { ToolSchema } from '@keel/llm'
+import { errorResult, type ToolAgent, type ToolCallView, type ToolDefinition, type ToolResult } from './define.ts'
+import { compileValidator, type Validator } from './validate.ts'
+
+export * from './define.ts'
+export { compileValidator, pathOf, type Validator } from './validate.ts'
+
+declare module 'cordis' {
+  interface Context {
+    tools: ToolRegistry
+  }
+}
+
+export interface ExecuteInput {
+  callId: string
+  name: string
+  /** The raw JSON text the model sent, or an already parsed value. */
+  arguments: unknown
+  agent?: ToolAgent
+  signal: AbortSignal
+  onUpdate?: (text: string) => void
+}
+
+interface Entry { definition: ToolDefinition; validate: Validator }
+
+/** `ctx.tools`: the registry the loop asks for schemas and sends calls to. `execute` never throws. */
+export class ToolRegistry extends Service {
+  private readonly entries = new Map<string, Entry>()
+
+  constructor(ctx: Context) {
+    super(ctx, 'tools', true)
+  }
+
+  /** A disposable effect: disposing the registering plugin removes the tool. */
+  register(definition: ToolDefinition<any>): () => void {
+    return this.ctx.effect(() => {
+      if (this.entries.has(definition.name)) throw new Error(`tool ${definition.name} is already registered`)
+      this.entries.set(definition.name, { definition, validate: compileValidator(definition.parameters) })
+      return () => this.entries.delete(definition.name)
+    })
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.entries.get(name)?.definition
+  }
+
+  names(): string[] {
+    return [...this.entries.keys()]
+  }
+
+  /** What the model is sent: name, description and the JSON Schema, nothing else. `except` hides tools by name. */
+  schemas(except: readonly string[] = []): ToolSchema[] {
+    const out: ToolSchema[] = []
+    for (const { definition } of this.entries.values()) {
+      if (except.includes(definition.name)) continue
+      out.push({ name: definition.name, description: definition.description, parameters: definition.parameters })
+    }
+    return out
+  }
+
+  /** Parses and validates raw arguments; a string describes what is wrong. */
+  parse(name: string, raw: unknown): { args: unknown } | { error: string } {
+    const entry = this.entries.get(name)
+    if (!entry) return { error: `unknown tool ${JSON.stringify(name)}; available: ${this.names().join(', ')}` }
+    let args = raw
+    if (typeof raw === 'string') {
+      try {
+        args = raw.trim() === '' ? {} : JSON.parse(raw)
+      } catch (error) {
+        return { error: `arguments are not valid JSON (${(error as Error).message})` }
+      }
+    }
+    const violations = entry.validate(args)
+    if (violations.length) return { error: `invalid arguments:\n${violations.join('\n')}` }
+    return { args }
+  }
+
+  /** `presentCall` for UIs; falls back to the tool name when the arguments do not validate. */
+  present(name: string, raw: unknown): ToolCallView {
+    const parsed = this.parse(name, raw)
+    const definition = this.get(name)
+    if ('args' in parsed && definition?.presentCall) {
+      try { return definition.presentCall(parsed.args as never) } catch {}
+    }
+    return { title: name, kind: 'other', rawInput: 'args' in parsed ? parsed.args : raw }
+  }
+
+  isConcurrencySafe(name: string): boolean {
+    return this.get(name)?.concurrencySafe === true
+  }
+
+  async execute(input: ExecuteInput): Promise<ToolResult> {
+    const parsed = this.parse(input.name, input.arguments)
+    if ('error' in parsed) return errorResult(parsed.error)
+    if (input.signal.aborted) return errorResult('tool call aborted before it started')
+    const definition = this.get(input.name)!
+    try {
+      const output = await definition.execute(parsed.args as never, { callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate })
+      if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }
+      return { isError: output.isError === true, content: output.content }
+    } catch (error) {
+      if (input.signal.aborted) return errorResult('tool call aborted')
+      return errorResult(error instanceof Error ? error.message : String(error))
+    }
+  }
+}
+
+export const name = 'keel-tools'
+export interface Config {}
+export const Config: Schema<Config> = Schema.object({})
+
+export function apply(ctx: Context): void {
+  ctx.plugin(ToolRegistry)
+}
