@@ -1,0 +1,121 @@
+import { parseArgs } from 'node:util'
+
+export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
+
+/** Every flag, with its one-line help. The table is the parser's spec and `--help`'s text. */
+export const FLAGS = {
+  print: { type: 'boolean', short: 'p', help: 'Print mode: run one prompt to the end of its turn and exit' },
+  'output-format': { type: 'string', help: 'Print mode output: text (default), json, or stream-json (log events as JSON lines)' },
+  model: { type: 'string', short: 'm', help: `Model as <provider>/<model> (default ${DEFAULT_MODEL}, or $KEEL_MODEL)` },
+  'base-url': { type: 'string', help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override' },
+  cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
+  continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
+  resume: { type: 'string', short: 'r', help: 'Resume the session with this id' },
+  config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
+  port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
+  host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
+  json: { type: 'boolean', help: 'sessions: print JSON' },
+  all: { type: 'boolean', help: 'sessions list: every working directory and child sessions' },
+  markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
+  version: { type: 'boolean', short: 'v', help: 'Print the version' },
+  help: { type: 'boolean', short: 'h', help: 'Print this help' },
+} as const
+
+export const SUBCOMMANDS = {
+  serve: 'Start the web UI on 127.0.0.1 (prints a URL with an access token)',
+  acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
+  'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
+  'sessions show <id>': 'Show a session: its transcript summary and standing plan',
+} as const
+
+export type Flags = {
+  [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string
+}
+
+export type Command =
+  | { kind: 'help' }
+  | { kind: 'version' }
+  | { kind: 'interactive'; prompt?: string }
+  | { kind: 'print'; prompt?: string }
+  | { kind: 'serve' }
+  | { kind: 'acp' }
+  | { kind: 'sessions-list' }
+  | { kind: 'sessions-show'; id: string }
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0]!
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j]!
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1))
+      previous = current
+    }
+  }
+  return row[b.length]!
+}
+
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined
+  let score = Infinity
+  for (const candidate of candidates) {
+    const d = distance(word, candidate)
+    if (d < score) { score = d; best = candidate }
+  }
+  return score <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined
+}
+
+export function parse(argv: string[]): { command: Command; flags: Flags } {
+  let parsed
+  try {
+    parsed = parseArgs({ args: argv, options: FLAGS as never, allowPositionals: true, strict: true })
+  } catch (error) {
+    const message = (error as Error).message
+    const unknown = /Unknown option '(-{1,2}[^']+)'/.exec(message)?.[1]
+    if (unknown) {
+      const guess = closest(unknown.replace(/^-+/, ''), Object.keys(FLAGS))
+      throw new UsageError(`unknown option ${unknown}${guess ? ` (did you mean --${guess}?)` : ''}; see keel --help`)
+    }
+    throw new UsageError(message.split('\n')[0]!.replace(/\. To specify.*$/, ''))
+  }
+  const flags = parsed.values as Flags
+  const words = parsed.positionals
+  if (flags.help) return { command: { kind: 'help' }, flags }
+  if (flags.version) return { command: { kind: 'version' }, flags }
+  const format = flags['output-format']
+  if (format !== undefined && !['text', 'json', 'stream-json'].includes(format)) {
+    throw new UsageError(`--output-format must be text, json or stream-json, not ${JSON.stringify(format)}`)
+  }
+  if (flags.continue && flags.resume) throw new UsageError('use either --continue or --resume, not both')
+  if (flags.print) return { command: { kind: 'print', prompt: words.join(' ') || undefined }, flags }
+  const [first, second, third] = words
+  if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
+  if (first === 'acp' && words.length === 1) return { command: { kind: 'acp' }, flags }
+  if (first === 'sessions') {
+    if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
+    if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }
+    throw new UsageError('usage: keel sessions list [--json] [--all] | keel sessions show <id> [--json] [--markdown]')
+  }
+  return { command: { kind: 'interactive', prompt: words.join(' ') || undefined }, flags }
+}
+
+export function helpText(version: string): string {
+  const lines = [`keel ${version} — a coding agent with a live task plan`, '', 'Usage:', '  keel [prompt]                 Interactive terminal UI', '  keel -p "prompt" [flags]      Print mode']
+  for (const [name, help] of Object.entries(SUBCOMMANDS)) lines.push(`  keel ${name.padEnd(24)} ${help}`)
+  lines.push('', 'Flags:')
+  for (const [name, spec] of Object.entries(FLAGS)) {
+    const short = 'short' in spec ? `-${spec.short}, ` : '    '
+    const value = spec.type === 'string' ? ' <value>' : ''
+    lines.push(`  ${short}--${(name + value).padEnd(22)} ${spec.help}`)
+  }
+  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)')
+  return lines.join('\n')
+}

@@ -1,0 +1,11 @@
+// The plugins Keel ships, imported statically by name so a bundled binary needs no module resolution at run
+// time. A composition may still name any other package or a path relative to itself.
+export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
+  '@keel/session': () => import('@keel/session'),
+  '@keel/session/dev': () => import('@keel/session/dev'),
+  '@keel/llm': () => import('@keel/llm'),
+  '@keel/tools': () => import('@keel/tools'),
+  '@keel/agent': () => import('@keel/agent'),
+  '@keel/shell': () => import('@keel/shell'),
+  '@keel/todo': () => import('@keel/todo'),
+}

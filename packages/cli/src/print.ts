@@ -1,0 +1,92 @@
+import type { Context } from 'cordis'
+import type { AgentDelta } from '@keel/agent'
+import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
+import { planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
+import { UsageError, type Flags } from './args.ts'
+import { openAgent } from './agent.ts'
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return ''
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8').trim()
+}
+
+/** Print mode: one prompt, one turn. stdout carries only the answer (or JSON); plans and tool activity go to stderr. */
+export async function runPrint(ctx: Context, flags: Flags, promptArg: string | undefined): Promise<number> {
+  const prompt = promptArg ?? (await readStdin())
+  if (!prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
+  const format = flags['output-format'] ?? 'text'
+  const { agent, repairs } = await openAgent(ctx, flags)
+  const out = process.stdout
+  let wroteText = false
+  let endsWithNewline = true
+  let textStep = -1
+  let stepCounter = 0
+  const err = process.stderr
+  for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
+
+  const disposeEvents = ctx.on('session/event', (session, event) => {
+    if (session !== agent.session) return
+    if (format === 'stream-json') out.write(JSON.stringify(event) + '\n')
+    else if (format === 'text') showOnStderr(event, err, ctx)
+    if (event.type === 'step/start') stepCounter = event.data.step
+  })
+  const disposeDeltas = ctx.on('agent/delta', (source, delta: AgentDelta) => {
+    if (source !== agent) return
+    if (format === 'stream-json') out.write(JSON.stringify({ type: 'live/delta', sessionId: agent.id, delta }) + '\n')
+    else if (format === 'text' && delta.kind === 'text') {
+      // Separate the texts of different steps by a blank line, as a reader would expect.
+      if (wroteText && textStep !== stepCounter) out.write(endsWithNewline ? '\n' : '\n\n')
+      textStep = stepCounter
+      const safe = escapeControls(delta.text)
+      out.write(safe)
+      wroteText = true
+      endsWithNewline = safe.endsWith('\n')
+    }
+  })
+
+  let interrupts = 0
+  const onSigint = () => {
+    if (++interrupts > 1) process.exit(130)
+    err.write('\nkeel: cancelling (Ctrl+C again to quit now)\n')
+    agent.cancel()
+  }
+  process.on('SIGINT', onSigint)
+  try {
+    const result = await agent.prompt(prompt)
+    if (format === 'text' && wroteText && !endsWithNewline) out.write('\n')
+    if (format === 'json') {
+      out.write(JSON.stringify({
+        sessionId: agent.id, reason: result.reason, ...(result.message ? { error: result.message } : {}),
+        text: result.text, turn: result.turn, steps: result.steps, toolCalls: result.toolCalls,
+        todos: standingPlan(agent.session.events),
+      }, null, 2) + '\n')
+    }
+    if (result.reason === 'error') err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
+    else if (result.reason === 'step-limit') err.write('keel: the turn hit the step limit and stopped\n')
+    else if (result.reason === 'aborted') err.write('keel: the turn was cancelled\n')
+    if (format === 'text') err.write(`keel: session ${agent.id}\n`)
+    return result.reason === 'error' ? 1 : result.reason === 'aborted' ? 130 : 0
+  } finally {
+    process.off('SIGINT', onSigint)
+    disposeEvents()
+    disposeDeltas()
+    ctx.agents.close(agent)
+  }
+}
+
+/** What a person watching print mode sees on stderr: tool calls, failed results, and every plan update. */
+function showOnStderr(event: SessionEvent, err: NodeJS.WriteStream, ctx: Context): void {
+  if (event.type === 'tool/call') {
+    if (event.data.name === 'todo_write') return
+    const view = ctx.tools.present(event.data.name, event.data.arguments)
+    err.write(`→ ${escapeLine(view.title).slice(0, 200)}\n`)
+  } else if (event.type === 'tool/result' && event.data.isError) {
+    const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+    err.write(`  ${escapeLine(text).slice(0, 300)}\n`)
+  } else if (event.type === 'todo/write') {
+    const todos = event.data.todos as TodoItem[]
+    err.write(`${planHeader(todos)}\n${planLines(todos).map((line) => `  ${line}`).join('\n')}\n`)
+  }
+}

@@ -1,0 +1,79 @@
+import { backscan, type ProjectionDefinition, type SessionEvent } from '@keel/session'
+import type { TodoItem } from './types.ts'
+
+/**
+ * The one rule every surface uses: the standing plan is the latest `todo/write` not followed by a later
+ * `turn/start`. `turn/end` keeps it, so a finished turn still shows its plan until the next one begins.
+ */
+export function settlePlan(event: SessionEvent): { value: TodoItem[] | null } | undefined {
+  if (event.type === 'todo/write') return { value: event.data.todos as TodoItem[] }
+  if (event.type === 'turn/start') return { value: null }
+  return undefined
+}
+
+/** Forward fold, for full-log consumers. */
+export function applyPlan(state: TodoItem[] | null, event: SessionEvent): TodoItem[] | null {
+  if (event.type === 'todo/write') return event.data.todos as TodoItem[]
+  if (event.type === 'turn/start') return state === null ? state : null
+  return state
+}
+
+export function standingPlan(events: readonly SessionEvent[]): TodoItem[] | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const settled = settlePlan(events[i]!)
+    if (settled) return settled.value
+  }
+  return null
+}
+
+/** The standing plan of a session file, read from its end: stops at the first `todo/write` or `turn/start`. */
+export function standingPlanFromFile(path: string): { todos: TodoItem[] | null; bytesRead: number } {
+  const found = backscan(path, settlePlan)
+  return { todos: found.value ? found.value.value : null, bytesRead: found.bytesRead }
+}
+
+/** The latest plan ever written, even one a later turn cleared (for `/plan`). */
+export function lastPlan(events: readonly SessionEvent[]): TodoItem[] | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'todo/write') return event.data.todos as TodoItem[]
+  }
+  return null
+}
+
+export const todosProjection: ProjectionDefinition<'todos'> = {
+  key: 'todos',
+  version: 1,
+  init: () => null,
+  apply: applyPlan,
+  settle: settlePlan,
+}
+
+export interface PlanSummary {
+  done: number
+  total: number
+  /** The first in-progress item's content, or null. */
+  active: string | null
+  /** In-progress items beyond the first. */
+  moreActive: number
+}
+
+export function planSummary(todos: readonly TodoItem[]): PlanSummary {
+  let done = 0
+  let active: string | null = null
+  let activeCount = 0
+  for (const todo of todos) {
+    if (todo.status === 'completed') done++
+    else if (todo.status === 'in_progress') {
+      activeCount++
+      active ??= todo.content
+    }
+  }
+  return { done, total: todos.length, active, moreActive: Math.max(0, activeCount - 1) }
+}
+
+export function countStatuses(todos: readonly TodoItem[]): { pending: number; in_progress: number; completed: number } {
+  const counts = { pending: 0, in_progress: 0, completed: 0 }
+  for (const todo of todos) counts[todo.status]++
+  return counts
+}

@@ -1,0 +1,31 @@
+import { Type } from 'typebox'
+import { defineTool } from '@keel/tools'
+import { describeTodoWrite, resultText } from './describe.ts'
+import { standingPlan } from './plan.ts'
+import { TODO_STATUSES, type TodoItem } from './types.ts'
+import { checkTodos, droppedUnfinished, type Policy } from './validate.ts'
+
+export const TodoParameters = Type.Object({
+  todos: Type.Array(Type.Object({
+    content: Type.String({ description: 'What the task is, in a few words.' }),
+    status: Type.Enum([...TODO_STATUSES]),
+  }, { additionalProperties: false }), { description: 'The complete list, in order.' }),
+}, { additionalProperties: false })
+
+export function todoWriteTool(policy: Policy) {
+  return defineTool({
+    name: 'todo_write',
+    description: describeTodoWrite(policy),
+    parameters: TodoParameters,
+    presentCall: (args) => ({ title: 'Update plan', kind: 'other', rawInput: args }),
+    execute(args, exec) {
+      const agent = exec.agent
+      if (!agent) throw new Error('todo_write must be called by an agent: the list belongs to the calling agent\'s session')
+      const checked = checkTodos(args.todos as TodoItem[], policy)
+      if ('error' in checked) throw new Error(checked.error)
+      const previous = standingPlan(agent.session.events)
+      agent.session.append('todo/write', { todos: checked.todos })
+      return resultText(checked.todos, droppedUnfinished(previous, checked.todos))
+    },
+  })
+}
