@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import * as agentPlugin from '@keel/agent'
+import { quietCordisLogger } from '../packages/cli/src/boot.ts'
 import type { Agent, CreateAgentOptions } from '@keel/agent'
 import * as llmPlugin from '@keel/llm'
 import { ScriptedAdapter, type ScriptStep } from '@keel/llm'
@@ -46,6 +47,7 @@ export async function makeKeel(options: KeelOptions = {}): Promise<Keel> {
   const cwd = mkdtempSync(join(tmpdir(), 'keel-cwd-'))
   const previousHome = process.env.KEEL_HOME
   process.env.KEEL_HOME = home
+  quietCordisLogger()
   const ctx = new Context()
   ctx.plugin(sessionPlugin)
   if (options.dev !== false) ctx.plugin(devPlugin)

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs'
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { Context } from 'cordis'
+import { Context, Logger } from 'cordis'
 import { Loader } from '@cordisjs/loader'
 import { BUILTIN_PLUGINS } from './plugins.ts'
+import { shipped } from './root.ts'
 
-export const DEFAULT_COMPOSITION = fileURLToPath(new URL('../keel.yml', import.meta.url))
+export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
 
 /**
  * The cordis Loader, adapted: plugin names resolve to Keel's built-ins first, then relative to the composition
@@ -41,6 +42,15 @@ export interface BootOptions {
   require?: string[]
 }
 
+/**
+ * cordis's logger prints to stdout, which belongs to print mode's answer and to ACP's protocol: route it to
+ * stderr, and only when KEEL_DEBUG asks for it (Keel reports load errors itself, as one line).
+ */
+export function quietCordisLogger(): void {
+  Logger.targets.splice(0, Logger.targets.length)
+  if (process.env.KEEL_DEBUG) Logger.targets.push({ colors: 0, print: (text: string) => process.stderr.write(text + '\n') })
+}
+
 /** Boots a cordis Context from a composition file and waits until every entry is loaded; load errors are fatal. */
 export async function boot(options: BootOptions = {}): Promise<Context> {
   const composition = resolve(options.composition ?? DEFAULT_COMPOSITION)
@@ -49,6 +59,7 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
   } catch {
     throw new BootError(`cannot read composition file ${composition}`)
   }
+  quietCordisLogger()
   const ctx = new Context()
   const errors: string[] = []
   ctx.on('internal/error', (error: unknown) => {
@@ -71,7 +82,7 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
   }
   await ctx.lifecycle.flush()
   if (errors.length) {
-    await ctx.stop().catch(() => {})
+    await shutdown(ctx)
     throw new BootError(`${composition}: ${errors[0]}`)
   }
   const missing = required.filter((key) => !ctx.get(key))

@@ -5,11 +5,12 @@ import { escapeLine } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
+import { shipped } from './root.ts'
 import { boot, BootError, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
 import { listSessions, showSession } from './sessions.ts'
 
-export const VERSION: string = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version
+export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { LlmError, type LlmAdapter, type LlmErrorKind, type LlmRequest, type StreamChunk } from './types.ts'
@@ -25,11 +25,21 @@ export interface Script {
   steps: ScriptStep[]
 }
 
-const SHIPPED = fileURLToPath(new URL('../scripts/', import.meta.url))
+/** Shipped scripts; looked up by walking up so the same code works from sources and from the CLI bundle. */
+function shippedScripts(): string {
+  let dir = fileURLToPath(new URL('.', import.meta.url))
+  for (;;) {
+    const candidate = join(dir, 'packages/llm/scripts')
+    if (existsSync(candidate)) return candidate
+    const parent = resolve(dir, '..')
+    if (parent === dir) return fileURLToPath(new URL('../scripts/', import.meta.url))
+    dir = parent
+  }
+}
 
 /** `scripted/demo` names a shipped script; anything else is a path to a JSON script. */
 export function loadScript(name: string, cwd = process.cwd()): Script {
-  const path = /^[a-z0-9-]+$/.test(name) ? join(SHIPPED, `${name}.json`) : isAbsolute(name) ? name : resolve(cwd, name)
+  const path = /^[a-z0-9-]+$/.test(name) ? join(shippedScripts(), `${name}.json`) : isAbsolute(name) ? name : resolve(cwd, name)
   let parsed: Script
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'))

@@ -1,0 +1,22 @@
+// Bundles the keel CLI into dist/ with esbuild so a cold start loads one module graph instead of compiling
+// TypeScript. bin/keel.js uses the bundle only while it is newer than every source file.
+import { build } from 'esbuild'
+import { rmSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+rmSync(`${root}dist`, { recursive: true, force: true })
+await build({
+  entryPoints: [`${root}packages/cli/src/main.ts`],
+  outdir: `${root}dist`,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  // Build tools and the browser driver are loaded from node_modules when (rarely) needed.
+  external: ['vite', '@vitejs/plugin-react', 'playwright-core', 'esbuild', 'typescript', 'tsx'],
+  banner: { js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);" },
+})
+if (!process.argv.includes('--quiet')) console.log('keel: built dist/main.js')

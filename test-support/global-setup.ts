@@ -1,0 +1,7 @@
+// End-to-end tests spawn the real `keel` binary; build its bundle first so they run today's code, fast.
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+export default function setup(): void {
+  execFileSync(process.execPath, [fileURLToPath(new URL('../scripts/build.mjs', import.meta.url)), '--quiet'], { stdio: 'inherit' })
+}
