@@ -1,5 +1,6 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { registerProviders } from './providers.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
@@ -93,4 +94,5 @@ export const Config: Schema<Config> = Schema.object({
 
 export function apply(ctx: Context, config: Config): void {
   ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs })
+  ctx.inject(['llm'], (ctx) => registerProviders(ctx.llm))
 }

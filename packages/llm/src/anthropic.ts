@@ -1,0 +1,234 @@
+import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
+import { causeText, providerError, type FailureContext } from './openai.ts'
+import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
+
+type Param = Anthropic.MessageParam
+type Block = Anthropic.ContentBlockParam
+type Event = Anthropic.RawMessageStreamEvent
+
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
+
+export interface AnthropicAdapterOptions {
+  model: string
+  /** Without the `/v1` suffix (the SDK adds `/v1/messages`); a trailing `/v1` is dropped. */
+  baseURL: string
+  apiKey?: string
+  /** Used when there is no API key (ANTHROPIC_AUTH_TOKEN). */
+  authToken?: string
+  keyVariable: string
+  contextWindow?: number
+}
+
+/**
+ * Anthropic Messages API streaming adapter on `@anthropic-ai/sdk`. The SDK sends the key; its own retries are
+ * off because `withRetries` in index.ts owns retry policy.
+ */
+export class AnthropicAdapter implements LlmAdapter {
+  readonly provider = 'anthropic'
+  readonly model: string
+  readonly contextWindow?: number
+  private readonly client: Anthropic
+  private readonly where: FailureContext
+
+  constructor(options: AnthropicAdapterOptions) {
+    this.model = options.model
+    this.contextWindow = options.contextWindow
+    const baseURL = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')
+    this.where = { provider: 'anthropic', keyVariable: options.keyVariable, baseURL }
+    this.client = new Anthropic({
+      ...(options.apiKey ? { apiKey: options.apiKey } : { authToken: options.authToken ?? null }),
+      baseURL,
+      webhookKey: null,
+      maxRetries: 0,
+      logLevel: 'off',
+      openTelemetry: false,
+    })
+  }
+
+  async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    const body: Anthropic.MessageCreateParamsStreaming = {
+      model: this.model,
+      max_tokens: request.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+      messages: toAnthropicMessages(request.messages),
+      stream: true,
+    }
+    if (request.system) body.system = request.system
+    if (request.tools.length) {
+      body.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters as Anthropic.Tool.InputSchema }))
+    }
+
+    let iterator: AsyncIterator<Event>
+    try {
+      const response = await this.client.messages.create(body, { signal })
+      iterator = response[Symbol.asyncIterator]()
+    } catch (error) {
+      throw this.failure(error, signal, false)
+    }
+
+    // Content blocks by their index in the message: tool_use blocks get a tool slot (0, 1, …).
+    const blocks = new Map<number, { kind: 'text' | 'thinking' | 'tool' | 'other'; slot: number; args: number; startInput?: string }>()
+    let slots = 0
+    let usage: TokenUsage | undefined
+    let stop: string | null | undefined
+    let stopped = false
+    let done = false
+    try {
+      for (;;) {
+        let next: IteratorResult<Event>
+        try {
+          next = await iterator.next()
+        } catch (error) {
+          throw this.failure(error, signal, true)
+        }
+        if (next.done) { done = true; break }
+        const event = next.value
+        switch (event.type) {
+          case 'message_start': {
+            const raw = event.message.usage
+            usage = { input: (raw.input_tokens ?? 0) + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0), output: raw.output_tokens ?? 0 }
+            if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
+            break
+          }
+          case 'content_block_start': {
+            const block = event.content_block
+            if (block.type === 'text') {
+              blocks.set(event.index, { kind: 'text', slot: -1, args: 0 })
+              if (block.text) yield { type: 'text-delta', text: block.text }
+            } else if (block.type === 'thinking') {
+              blocks.set(event.index, { kind: 'thinking', slot: -1, args: 0 })
+              if (block.thinking) yield { type: 'reasoning-delta', text: block.thinking, ...(block.signature ? { signature: block.signature } : {}) }
+            } else if (block.type === 'tool_use') {
+              const input = block.input && typeof block.input === 'object' && Object.keys(block.input).length ? JSON.stringify(block.input) : undefined
+              const entry = { kind: 'tool' as const, slot: slots++, args: 0, startInput: input }
+              blocks.set(event.index, entry)
+              yield { type: 'tool-call-start', index: entry.slot, id: block.id, name: block.name }
+            } else {
+              // redacted_thinking and server-tool blocks are not part of Keel's vocabulary.
+              blocks.set(event.index, { kind: 'other', slot: -1, args: 0 })
+            }
+            break
+          }
+          case 'content_block_delta': {
+            const block = blocks.get(event.index)
+            const delta = event.delta
+            if (delta.type === 'text_delta') {
+              if (delta.text) yield { type: 'text-delta', text: delta.text }
+            } else if (delta.type === 'thinking_delta') {
+              if (delta.thinking) yield { type: 'reasoning-delta', text: delta.thinking }
+            } else if (delta.type === 'signature_delta') {
+              if (block?.kind === 'thinking') yield { type: 'reasoning-delta', text: '', signature: delta.signature }
+            } else if (delta.type === 'input_json_delta') {
+              if (block?.kind === 'tool' && delta.partial_json) {
+                block.args += delta.partial_json.length
+                yield { type: 'tool-call-delta', index: block.slot, argumentsDelta: delta.partial_json }
+              }
+            }
+            break
+          }
+          case 'content_block_stop': {
+            const block = blocks.get(event.index)
+            // A tool with no streamed input still has an (empty) object of arguments.
+            if (block?.kind === 'tool' && block.args === 0) yield { type: 'tool-call-delta', index: block.slot, argumentsDelta: block.startInput ?? '{}' }
+            break
+          }
+          case 'message_delta': {
+            stop = event.delta.stop_reason
+            const raw = event.usage
+            usage ??= { input: 0, output: 0 }
+            if (typeof raw.output_tokens === 'number') usage.output = raw.output_tokens
+            if (typeof raw.input_tokens === 'number') usage.input = raw.input_tokens + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0)
+            if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
+            const thinking = raw.output_tokens_details?.thinking_tokens
+            if (thinking) usage.reasoning = thinking
+            break
+          }
+          case 'message_stop':
+            stopped = true
+            break
+        }
+      }
+    } finally {
+      if (!done) Promise.resolve(iterator.return?.()).catch(() => {})
+    }
+    // The SDK ends the iteration quietly when the request is aborted mid-stream.
+    if (signal.aborted) throw new LlmError('aborted', 'request aborted')
+    if (!stopped) throw new LlmError('network', 'anthropic: the stream ended before the reply was complete (no message_stop)')
+    if (usage) yield { type: 'usage', usage }
+    yield { type: 'finish', reason: finishReason(stop) }
+  }
+
+  private failure(error: unknown, signal: AbortSignal, midStream: boolean): LlmError {
+    if (error instanceof LlmError) return error
+    if (signal.aborted || error instanceof APIUserAbortError) return new LlmError('aborted', 'request aborted')
+    if (error instanceof APIConnectionError) return providerError(this.where, { connection: true, message: causeText(error) })
+    if (error instanceof APIError) {
+      return providerError(this.where, { status: error.status, type: error.type, message: error.apiMessage ?? error.message.replace(/^\d{3}\s+/, '') })
+    }
+    if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
+    return providerError(this.where, { connection: true, midStream, message: causeText(error) })
+  }
+}
+
+function finishReason(stop: string | null | undefined): FinishReason {
+  if (stop === 'tool_use') return 'tool-calls'
+  if (stop === 'max_tokens' || stop === 'model_context_window_exceeded') return 'max-tokens'
+  return 'stop'
+}
+
+/**
+ * Provider-neutral history → Messages API turns. Reasoning goes back only as signed `thinking` blocks (Anthropic
+ * verifies the signature; unsigned reasoning from other providers is dropped). Tool results become
+ * `tool_result` blocks in a user turn; consecutive same-role messages merge into one turn, tool results first.
+ */
+export function toAnthropicMessages(messages: readonly Message[]): Param[] {
+  const turns: { role: 'user' | 'assistant'; content: Block[] }[] = []
+  const add = (role: 'user' | 'assistant', content: Block[]) => {
+    if (!content.length) return
+    const last = turns[turns.length - 1]
+    if (last?.role === role) last.content.push(...content)
+    else turns.push({ role, content })
+  }
+  for (const message of messages) {
+    if (message.role === 'user') {
+      const content: Block[] = []
+      for (const block of message.content) {
+        if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
+        else if (block.type === 'image') content.push(imageBlock(block))
+      }
+      add('user', content)
+    } else if (message.role === 'assistant') {
+      const content: Block[] = []
+      for (const block of message.content) {
+        if (block.type === 'reasoning' && block.signature) content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
+        else if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
+        else if (block.type === 'tool-call') content.push({ type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.arguments) })
+      }
+      add('assistant', content)
+    } else {
+      add('user', message.content.map((result) => ({
+        type: 'tool_result' as const,
+        tool_use_id: result.toolCallId,
+        content: result.content.map((block) => (block.type === 'text' ? { type: 'text' as const, text: block.text } : imageBlock(block))).filter((block) => block.type !== 'text' || block.text),
+        ...(result.isError ? { is_error: true } : {}),
+      })))
+    }
+  }
+  for (const turn of turns) {
+    if (turn.role === 'user') turn.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'))
+  }
+  return turns
+}
+
+function imageBlock(block: ImageBlock): Anthropic.ImageBlockParam {
+  return { type: 'image', source: { type: 'base64', media_type: block.mediaType as Anthropic.Base64ImageSource['media_type'], data: block.data } }
+}
+
+/** Tool input must be an object; arguments the model garbled (the tool already reported that) go back as {}. */
+function parseInput(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text || '{}')
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : {}
+  } catch {
+    return {}
+  }
+}

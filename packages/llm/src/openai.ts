@@ -1,0 +1,275 @@
+import { randomUUID } from 'node:crypto'
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
+import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
+
+type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
+type ChatChunk = OpenAI.Chat.ChatCompletionChunk
+type UserPart = OpenAI.Chat.ChatCompletionContentPartText | OpenAI.Chat.ChatCompletionContentPartImage
+
+export interface OpenAiAdapterOptions {
+  /** Provider name as the user typed it (`deepseek`, `openai`, `openrouter`, `openai-compatible`). */
+  provider: string
+  model: string
+  baseURL: string
+  /** Omitted: no Authorization header at all (local servers). */
+  apiKey?: string
+  /** The variable the key comes from, named in auth errors. */
+  keyVariable: string
+  contextWindow?: number
+  /** OpenAI's own API wants `max_completion_tokens`; most compatible servers still read `max_tokens`. */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens'
+  organization?: string
+  project?: string
+  headers?: Record<string, string>
+}
+
+/**
+ * OpenAI-compatible chat-completions adapter (DeepSeek, OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio)
+ * on the official `openai` SDK. The SDK's own retries are off: `withRetries` in index.ts owns retry policy.
+ */
+export class OpenAiAdapter implements LlmAdapter {
+  readonly provider: string
+  readonly model: string
+  readonly contextWindow?: number
+  private readonly client: OpenAI
+  private readonly where: FailureContext
+
+  constructor(readonly options: OpenAiAdapterOptions) {
+    this.provider = options.provider
+    this.model = options.model
+    this.contextWindow = options.contextWindow
+    this.where = { provider: options.provider, keyVariable: options.keyVariable, baseURL: options.baseURL }
+    this.client = new OpenAI({
+      baseURL: options.baseURL,
+      // The SDK refuses to start without a key; a keyless server gets a placeholder that the null header removes.
+      apiKey: options.apiKey ?? 'unused',
+      defaultHeaders: { ...options.headers, ...(options.apiKey ? {} : { Authorization: null }) },
+      // Pass these explicitly so the SDK does not read OPENAI_* variables from process.env for other providers.
+      organization: options.organization ?? null,
+      project: options.project ?? null,
+      webhookSecret: null,
+      maxRetries: 0,
+      logLevel: 'off',
+    })
+  }
+
+  async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    const body: OpenAI.Chat.ChatCompletionCreateParamsStreaming = {
+      model: this.model,
+      messages: toChatMessages(request.system, request.messages),
+      stream: true,
+      stream_options: { include_usage: true },
+    }
+    if (request.tools.length) {
+      body.tools = request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> } }))
+    }
+    if (request.maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = request.maxTokens
+
+    let iterator: AsyncIterator<ChatChunk>
+    try {
+      const response = await this.client.chat.completions.create(body, { signal })
+      iterator = response[Symbol.asyncIterator]()
+    } catch (error) {
+      throw this.failure(error, signal, false)
+    }
+
+    const calls = new ToolCallTracker()
+    let finish: string | undefined
+    let usage: TokenUsage | undefined
+    let done = false
+    try {
+      for (;;) {
+        let next: IteratorResult<ChatChunk>
+        try {
+          next = await iterator.next()
+        } catch (error) {
+          throw this.failure(error, signal, true)
+        }
+        if (next.done) { done = true; break }
+        const chunk = next.value
+        if (chunk.usage) usage = usageOf(chunk.usage)
+        const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
+        if (!choice) continue
+        const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null; reasoning?: string | null }
+        const reasoning = delta.reasoning_content ?? delta.reasoning
+        if (typeof reasoning === 'string' && reasoning) yield { type: 'reasoning-delta', text: reasoning }
+        if (typeof delta.content === 'string' && delta.content) yield { type: 'text-delta', text: delta.content }
+        for (const call of delta.tool_calls ?? []) yield* calls.push(call)
+        if (choice.finish_reason) finish = choice.finish_reason
+      }
+    } finally {
+      // A consumer that stops early (or a failure above) must not leave the HTTP stream running.
+      if (!done) Promise.resolve(iterator.return?.()).catch(() => {})
+    }
+    // The SDK ends the iteration quietly when the request is aborted mid-stream.
+    if (signal.aborted) throw new LlmError('aborted', 'request aborted')
+    if (!finish) throw new LlmError('network', `${this.provider}: the stream ended before the reply was complete (no finish reason)`)
+    if (usage) yield { type: 'usage', usage }
+    yield { type: 'finish', reason: finishReason(finish, calls.count > 0) }
+  }
+
+  private failure(error: unknown, signal: AbortSignal, midStream: boolean): LlmError {
+    if (error instanceof LlmError) return error
+    if (signal.aborted || error instanceof APIUserAbortError) return new LlmError('aborted', 'request aborted')
+    if (error instanceof APIConnectionError) return providerError(this.where, { connection: true, message: causeText(error) })
+    if (error instanceof APIError) {
+      const body = error.error as { message?: unknown; type?: unknown } | undefined
+      const message = typeof body?.message === 'string' ? body.message : error.message.replace(/^\d{3}\s+/, '')
+      return providerError(this.where, { status: error.status, type: typeof body?.type === 'string' ? body.type : error.type, message })
+    }
+    if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
+    return providerError(this.where, { connection: true, midStream, message: causeText(error) })
+  }
+}
+
+/** Accumulates streamed tool calls by their `index` and emits tool-call-start / tool-call-delta chunks. */
+class ToolCallTracker {
+  private readonly byIndex = new Map<number, { slot: number; id: string; name: string; started: boolean; pending: string }>()
+  /** Tool calls started so far; also the next slot. */
+  count = 0;
+
+  *push(delta: OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
+    const index = typeof delta.index === 'number' ? delta.index : this.byIndex.size
+    let call = this.byIndex.get(index)
+    // Some servers reuse index 0 for every call; a new id at a known index is a new call.
+    if (call && delta.id && call.id && delta.id !== call.id) call = undefined
+    if (!call) {
+      call = { slot: this.count++, id: '', name: '', started: false, pending: '' }
+      this.byIndex.set(index, call)
+    }
+    if (delta.id && !call.id) call.id = delta.id
+    if (delta.function?.name && !call.started) call.name += delta.function.name
+    const args = delta.function?.arguments ?? ''
+    if (!call.started && call.name) {
+      call.started = true
+      yield { type: 'tool-call-start', index: call.slot, id: call.id || `call_${randomUUID().slice(0, 8)}_${call.slot}`, name: call.name }
+      if (call.pending) yield { type: 'tool-call-delta', index: call.slot, argumentsDelta: call.pending }
+      call.pending = ''
+    }
+    if (!args) return
+    if (call.started) yield { type: 'tool-call-delta', index: call.slot, argumentsDelta: args }
+    else call.pending += args
+  }
+}
+
+function finishReason(reason: string, sawToolCalls: boolean): FinishReason {
+  if (reason === 'length') return 'max-tokens'
+  // Some servers say "stop" after emitting tool calls; the calls are what matters.
+  if (reason === 'tool_calls' || reason === 'function_call' || sawToolCalls) return 'tool-calls'
+  return 'stop'
+}
+
+function usageOf(raw: OpenAI.CompletionUsage): TokenUsage {
+  const extra = raw as OpenAI.CompletionUsage & { prompt_cache_hit_tokens?: number }
+  const usage: TokenUsage = { input: raw.prompt_tokens ?? 0, output: raw.completion_tokens ?? 0 }
+  const cached = raw.prompt_tokens_details?.cached_tokens ?? extra.prompt_cache_hit_tokens
+  if (typeof cached === 'number' && cached > 0) usage.cacheRead = cached
+  const reasoning = raw.completion_tokens_details?.reasoning_tokens
+  if (typeof reasoning === 'number' && reasoning > 0) usage.reasoning = reasoning
+  return usage
+}
+
+/**
+ * Provider-neutral history → chat messages. Assistant tool calls become `tool_calls`, each tool result a
+ * `tool` message; images ride user messages as data URLs (tool-result images follow the run of tool messages in
+ * one user message, since `tool` messages carry text only). Reasoning is never sent back.
+ */
+export function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
+  const out: ChatMessage[] = []
+  if (system) out.push({ role: 'system', content: system })
+  let toolImages: UserPart[] = []
+  const flushToolImages = () => {
+    if (toolImages.length) out.push({ role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...toolImages] })
+    toolImages = []
+  }
+  for (const message of messages) {
+    if (message.role !== 'tool') flushToolImages()
+    if (message.role === 'user') {
+      const parts: UserPart[] = []
+      for (const block of message.content) {
+        if (block.type === 'text' && block.text) parts.push({ type: 'text', text: block.text })
+        else if (block.type === 'image') parts.push(imagePart(block))
+      }
+      if (!parts.length) continue
+      out.push({ role: 'user', content: parts.every((part) => part.type === 'text') ? parts.map((part) => (part as { text: string }).text).join('\n') : parts })
+    } else if (message.role === 'assistant') {
+      let text = ''
+      const toolCalls: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[] = []
+      for (const block of message.content) {
+        if (block.type === 'text') text += block.text
+        else if (block.type === 'tool-call') toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: block.arguments || '{}' } })
+      }
+      if (!text && !toolCalls.length) continue
+      out.push(toolCalls.length ? { role: 'assistant', content: text || null, tool_calls: toolCalls } : { role: 'assistant', content: text })
+    } else {
+      for (const result of message.content) {
+        const text = result.content.map((block) => (block.type === 'text' ? block.text : `[image ${block.mediaType} attached below]`)).join('\n')
+        out.push({ role: 'tool', tool_call_id: result.toolCallId, content: text || '(no output)' })
+        for (const block of result.content) if (block.type === 'image') toolImages.push(imagePart(block))
+      }
+    }
+  }
+  flushToolImages()
+  return out
+}
+
+function imagePart(block: ImageBlock): OpenAI.Chat.ChatCompletionContentPartImage {
+  return { type: 'image_url', image_url: { url: `data:${block.mediaType};base64,${block.data}` } }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Error mapping shared by both SDK adapters (both SDKs raise the same shapes: a status, a body, a cause).
+
+export interface FailureContext { provider: string; keyVariable: string; baseURL: string }
+
+export interface Failure {
+  status?: number
+  /** The provider's error type, when the body has one (`rate_limit_error`, `overloaded_error`, …). */
+  type?: string | null
+  message: string
+  /** The request never got a response, or the connection broke. */
+  connection?: boolean
+  midStream?: boolean
+  /** The response was not what the protocol says (unparseable SSE data). */
+  malformed?: boolean
+}
+
+/** One line, provider named: 401/403 → auth, 429 → rate-limit, 5xx → server, no connection → network, other 4xx → bad-request. */
+export function providerError(where: FailureContext, failure: Failure): LlmError {
+  const { provider } = where
+  const status = failure.status
+  const detail = oneLine(failure.message)
+  const tag = status ? `${status}${detail ? `: ${detail}` : ''}` : detail
+  const type = failure.type ?? ''
+  if (failure.connection) {
+    return failure.midStream
+      ? new LlmError('network', `${provider}: connection lost mid-stream (${detail || 'socket closed'})`)
+      : new LlmError('network', `${provider}: cannot reach ${where.baseURL} (${detail || 'connection failed'})`)
+  }
+  if (failure.malformed) return new LlmError('server', `${provider}: malformed response from ${where.baseURL} (${detail})`, status)
+  if (status === 401 || status === 403 || type === 'authentication_error' || type === 'permission_error') {
+    return new LlmError('auth', `${provider} rejected the API key (${tag}); check ${where.keyVariable}`, status)
+  }
+  if (status === 429 || type === 'rate_limit_error') return new LlmError('rate-limit', `${provider}: rate limited (${tag})`, status)
+  if ((status !== undefined && status >= 500) || type === 'overloaded_error' || type === 'api_error') return new LlmError('server', `${provider}: server error (${tag})`, status)
+  // An error event inside a 200 stream has no status: the server failed while answering.
+  if (status === undefined) return new LlmError('server', `${provider}: server error (${tag || 'error event in stream'})`)
+  return new LlmError('bad-request', `${provider}: request rejected (${tag})`, status)
+}
+
+/** The innermost useful message of an error and its causes (`fetch failed` → `connect ECONNREFUSED …`). */
+export function causeText(error: unknown): string {
+  const parts: string[] = []
+  let current: unknown = error
+  for (let depth = 0; current && depth < 5; depth++) {
+    const message = (current as { message?: unknown }).message
+    if (typeof message === 'string' && message && !/^(Connection error\.|fetch failed)$/.test(message)) parts.push(message)
+    current = (current as { cause?: unknown }).cause
+  }
+  return parts.length ? parts.join(': ') : String((error as { message?: unknown })?.message ?? error)
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim()
+  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat
+}

@@ -1,0 +1,225 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
+import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../src/anthropic.ts'
+import { createAnthropic } from '../src/providers.ts'
+import { LlmError, MessageAssembler, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+
+// A model the SDK does not flag as deprecated (it warns on stdout for those).
+const MODEL = 'claude-sonnet-5'
+
+let fake: FakeProvider | undefined
+afterEach(async () => { await fake?.close(); fake = undefined })
+
+async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
+  fake = await startFakeProvider(replies)
+  return fake
+}
+
+function adapter(env: Record<string, string> = { ANTHROPIC_API_KEY: 'sk-ant-test' }, baseUrl = fake!.url): LlmAdapter {
+  return createAnthropic(MODEL, { baseUrl, env, cwd: process.cwd() })
+}
+
+const hello: LlmRequest = { system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] }
+
+async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const chunks: StreamChunk[] = []
+  for await (const chunk of stream) chunks.push(chunk)
+  return chunks
+}
+
+function assemble(chunks: StreamChunk[]): MessageAssembler {
+  const assembler = new MessageAssembler()
+  for (const chunk of chunks) assembler.push(chunk)
+  return assembler
+}
+
+async function failure(stream: AsyncIterable<StreamChunk>, seen: StreamChunk[] = []): Promise<LlmError> {
+  try {
+    for await (const chunk of stream) seen.push(chunk)
+  } catch (error) {
+    expect(error).toBeInstanceOf(LlmError)
+    return error as LlmError
+  }
+  throw new Error('expected the stream to fail')
+}
+
+describe('Anthropic adapter against the fake server', () => {
+  it('streams text; the system prompt goes in `system`; max_tokens defaults to 8192; the SDK sends the key', async () => {
+    await serve({ text: 'Hello there, how are you today?' })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(chunks.filter((chunk) => chunk.type === 'text-delta').length).toBeGreaterThan(3)
+    const assembled = assemble(chunks)
+    expect(assembled.message()).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Hello there, how are you today?' }] })
+    expect(chunks.at(-1)).toEqual({ type: 'finish', reason: 'stop' })
+
+    const [request] = fake!.requests
+    expect(request!.path).toBe('/v1/messages')
+    expect(request!.body).toEqual({ model: MODEL, max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS, stream: true, system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] })
+    expect(ANTHROPIC_DEFAULT_MAX_TOKENS).toBe(8192)
+    const auth = `${request!.headers.authorization ?? ''} ${request!.headers['x-api-key'] ?? ''}`
+    expect(auth).toContain('sk-ant-test')
+  })
+
+  it('accepts a --base-url that ends in /v1', async () => {
+    await serve({ text: 'ok' })
+    await collect(adapter(undefined, `${fake!.url}/v1/`).stream(hello, new AbortController().signal))
+    expect(fake!.requests[0]!.path).toBe('/v1/messages')
+  })
+
+  it('turns tool_use blocks with input_json_delta fragments into tool-call-start/delta, for two calls in one reply', async () => {
+    await serve({
+      text: 'Two things.',
+      chunkSize: 3,
+      toolCalls: [
+        { id: 'toolu_1', name: 'read', arguments: { path: 'src/index.ts' } },
+        { id: 'toolu_2', name: 'bash', arguments: { command: 'npm test' } },
+      ],
+    })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(chunks.filter((chunk) => chunk.type === 'tool-call-start')).toEqual([
+      { type: 'tool-call-start', index: 0, id: 'toolu_1', name: 'read' },
+      { type: 'tool-call-start', index: 1, id: 'toolu_2', name: 'bash' },
+    ])
+    expect(chunks.filter((chunk) => chunk.type === 'tool-call-delta').length).toBeGreaterThan(8)
+    const assembled = assemble(chunks)
+    expect(assembled.message().content).toEqual([
+      { type: 'text', text: 'Two things.' },
+      { type: 'tool-call', id: 'toolu_1', name: 'read', arguments: '{"path":"src/index.ts"}' },
+      { type: 'tool-call', id: 'toolu_2', name: 'bash', arguments: '{"command":"npm test"}' },
+    ])
+    expect(assembled.finish).toBe('tool-calls')
+  })
+
+  it('gives a tool call without input an empty object of arguments', async () => {
+    await serve({ toolCalls: [{ id: 'toolu_1', name: 'list', arguments: '' }] })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(assemble(chunks).message().content).toEqual([{ type: 'tool-call', id: 'toolu_1', name: 'list', arguments: '{}' }])
+  })
+
+  it('turns thinking blocks into reasoning deltas and keeps the signature', async () => {
+    await serve({ reasoning: 'Let me think about this.', signature: 'EqQBCkgIARABGAIiQ', text: 'Answer.' })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(chunks.filter((chunk) => chunk.type === 'reasoning-delta').length).toBeGreaterThan(3)
+    expect(assemble(chunks).message().content).toEqual([
+      { type: 'reasoning', text: 'Let me think about this.', signature: 'EqQBCkgIARABGAIiQ' },
+      { type: 'text', text: 'Answer.' },
+    ])
+  })
+
+  it('reports usage from message_start and message_delta; input counts cached tokens', async () => {
+    await serve({ text: 'ok', usage: { input: 5000, output: 42, cacheRead: 4096 } })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(chunks.find((chunk) => chunk.type === 'usage')).toEqual({ type: 'usage', usage: { input: 5000, output: 42, cacheRead: 4096 } })
+  })
+
+  it('maps max_tokens to max-tokens', async () => {
+    await serve({ text: 'cut', finish: 'max_tokens' })
+    const chunks = await collect(adapter().stream(hello, new AbortController().signal))
+    expect(chunks.at(-1)).toEqual({ type: 'finish', reason: 'max-tokens' })
+  })
+
+  it('maps history: signed thinking goes back, unsigned reasoning does not; consecutive tool results become one user turn', async () => {
+    await serve({ text: 'done' })
+    const messages: Message[] = [
+      { role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'signed thought', signature: 'sig-1' },
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool-call', id: 'toolu_1', name: 'bash', arguments: '{"command":"ls"}' },
+          { type: 'tool-call', id: 'toolu_2', name: 'bash', arguments: '{"command":"pwd"' },
+        ],
+      },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }], isError: false }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_2', content: [{ type: 'text', text: 'Error: invalid JSON arguments' }], isError: true }] },
+      { role: 'user', content: [{ type: 'text', text: 'and then?' }] },
+      { role: 'assistant', content: [{ type: 'reasoning', text: 'UNSIGNED-FROM-ANOTHER-PROVIDER' }, { type: 'text', text: 'Then nothing.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'ok' }] },
+    ]
+    const request: LlmRequest = {
+      system: 'sys',
+      messages,
+      tools: [{ name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }],
+      maxTokens: 2048,
+    }
+    await collect(adapter().stream(request, new AbortController().signal))
+    const body = fake!.requests[0]!.body
+    expect(JSON.stringify(body)).not.toContain('UNSIGNED')
+    expect(body.max_tokens).toBe(2048)
+    expect(body.system).toBe('sys')
+    expect(body.tools).toEqual([{ name: 'bash', description: 'Run a command', input_schema: { type: 'object', properties: { command: { type: 'string' } } } }])
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'signed thought', signature: 'sig-1' },
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
+          { type: 'tool_use', id: 'toolu_2', name: 'bash', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }] },
+          { type: 'tool_result', tool_use_id: 'toolu_2', content: [{ type: 'text', text: 'Error: invalid JSON arguments' }], is_error: true },
+          { type: 'text', text: 'and then?' },
+        ],
+      },
+      { role: 'assistant', content: [{ type: 'text', text: 'Then nothing.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'ok' }] },
+    ])
+  })
+
+  it('turns 401 into a one-line auth error naming ANTHROPIC_API_KEY', async () => {
+    await serve({ status: 401, error: 'invalid x-api-key' })
+    const error = await failure(adapter().stream(hello, new AbortController().signal))
+    expect(error.kind).toBe('auth')
+    expect(error.message).toBe('anthropic rejected the API key (401: invalid x-api-key); check ANTHROPIC_API_KEY')
+    expect(fake!.requests).toHaveLength(1)
+  })
+
+  it('maps 429, 529 and 400 to rate-limit, server and bad-request without SDK retries', async () => {
+    await serve({ status: 429, error: 'slow down' }, { status: 529, error: 'Overloaded' }, { status: 400, error: 'messages.0.content: empty' })
+    const errors: LlmError[] = []
+    for (let i = 0; i < 3; i++) errors.push(await failure(adapter().stream(hello, new AbortController().signal)))
+    expect(errors.map((error) => error.kind)).toEqual(['rate-limit', 'server', 'bad-request'])
+    expect(errors[2]!.message).toContain('messages.0.content: empty')
+    expect(fake!.requests).toHaveLength(3)
+  })
+
+  it('reports a mid-stream disconnect as a network error', async () => {
+    await serve({ text: 'one two three four five six seven', disconnectAfter: 6 })
+    const seen: StreamChunk[] = []
+    const error = await failure(adapter().stream(hello, new AbortController().signal), seen)
+    expect(error.kind).toBe('network')
+    expect(seen.some((chunk) => chunk.type === 'text-delta')).toBe(true)
+  })
+
+  it('stops with an aborted error when the signal fires mid-stream', async () => {
+    await serve({ text: 'streaming along', hang: true })
+    const controller = new AbortController()
+    const stream = adapter().stream(hello, controller.signal)
+    const error = await failure((async function* () {
+      for await (const chunk of stream) {
+        yield chunk
+        controller.abort()
+      }
+    })())
+    expect(error.kind).toBe('aborted')
+  })
+
+  it('fails with a one-line config error when ANTHROPIC_API_KEY is missing', () => {
+    let error: unknown
+    try { createAnthropic('claude-sonnet-5', { env: {}, cwd: '.' }) } catch (caught) { error = caught }
+    expect(error).toBeInstanceOf(LlmError)
+    expect((error as LlmError).kind).toBe('config')
+    expect((error as LlmError).message).toBe('ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-sonnet-5)')
+  })
+
+  it('has a 200k context window for claude models', () => {
+    expect(createAnthropic('claude-opus-5', { env: { ANTHROPIC_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(200_000)
+  })
+})
