@@ -14,7 +14,7 @@ afterEach(async () => { await keel?.dispose(); keel = undefined })
 const A = [{ content: 'a', status: 'in_progress' as const }]
 const B = [{ content: 'a', status: 'completed' as const }]
 
-function turnWithWrites(s: { append: Session['append'] }, turn: number, writes: typeof A[]) {
+function turnWithWrites(s: { append: Session["append"] }, turn: number, writes: { content: string; status: "pending" | "in_progress" | "completed" }[][]) {
   s.append('turn/start', { turn, trigger: 'prompt' })
   s.append('step/start', { turn, step: 1 })
   for (const todos of writes) s.append('todo/write', { todos })

@@ -1,0 +1,180 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'vitest'
+import { closest, FLAGS, helpText, parse } from '../src/args.ts'
+
+const root = join(import.meta.dirname, '../../..')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-cli-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+function keel(args: string[], options: { home?: string; cwd?: string; env?: Record<string, string | undefined>; input?: string } = {}) {
+  const env: Record<string, string | undefined> = { ...process.env, KEEL_HOME: options.home ?? join(scratch, 'home'), ...options.env }
+  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: options.cwd ?? scratch, env: env as NodeJS.ProcessEnv, encoding: 'utf8', input: options.input ?? '' })
+}
+
+function script(name: string, steps: unknown[]): string {
+  const path = join(scratch, `${name}.json`)
+  writeFileSync(path, JSON.stringify({ steps }))
+  return `scripted/${path}`
+}
+
+describe('argument parsing', () => {
+  test('an unknown flag is one line with the closest valid one', () => {
+    expect(() => parse(['--modle', 'x'])).toThrow('unknown option --modle (did you mean --model?); see keel --help')
+    expect(closest('contineu', Object.keys(FLAGS))).toBe('continue')
+  })
+
+  test('--help lists every flag and subcommand, one line each', () => {
+    const help = helpText('0.0.0')
+    for (const name of Object.keys(FLAGS)) expect(help).toContain(`--${name}`)
+    for (const sub of ['serve', 'acp', 'sessions list', 'sessions show']) expect(help).toContain(`keel ${sub}`)
+  })
+
+  test('bad values are refused with a one-line reason', () => {
+    expect(() => parse(['-p', 'x', '--output-format', 'yaml'])).toThrow(/--output-format must be text, json or stream-json/)
+    expect(() => parse(['-c', '-r', 'abc'])).toThrow(/either --continue or --resume/)
+    expect(() => parse(['sessions', 'show'])).toThrow(/usage: keel sessions/)
+  })
+})
+
+describe('keel -p (print mode)', () => {
+  const plan = [
+    { text: 'Planning.', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Look \u001b[31maround', status: 'in_progress' }, { content: 'Report', status: 'pending' }] } }] },
+    { toolCalls: [{ name: 'bash', arguments: { command: 'echo hello-from-bash' } }] },
+    { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Look \u001b[31maround', status: 'completed' }, { content: 'Report', status: 'completed' }] } }] },
+    { text: 'All \u001b]0;pwned\u0007done.' },
+  ]
+
+  test('text: the answer on stdout (escaped); plan updates and tool calls on stderr; a session file on disk', () => {
+    const home = join(scratch, 'text-home')
+    const result = keel(['-p', 'look around', '--model', script('text', plan)], { home })
+    expect(result.status, result.stderr).toBe(0)
+    expect(result.stdout).toBe('Planning.\n\nAll ␛]0;pwned␇done.\n')
+    expect(result.stderr).toContain('Plan 0/2 · 1 in progress\n  ◐ Look ␛[31maround\n  ○ Report\n')
+    expect(result.stderr).toContain('→ echo hello-from-bash\n')
+    expect(result.stderr).toContain('Plan 2/2\n  ✓ Look ␛[31maround\n  ✓ Report\n')
+    expect(result.stderr).not.toContain('\u001b')
+    const dir = join(home, 'sessions')
+    const files = readdirSync(join(dir, readdirSync(dir)[0]!)).filter((f) => f.endsWith('.jsonl'))
+    expect(files).toHaveLength(1)
+    const lines = readFileSync(join(dir, readdirSync(dir)[0]!, files[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+    expect(lines[0]).toMatchObject({ type: 'session', cwd: scratch })
+    expect(lines.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
+  })
+
+  test('stream-json: every log event as a JSON line, live deltas marked as such', () => {
+    const result = keel(['-p', 'go', '--model', script('stream', plan), '--output-format', 'stream-json'])
+    expect(result.status, result.stderr).toBe(0)
+    const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const events = lines.filter((l) => typeof l.seq === 'number')
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
+    expect(events.some((e) => e.type === 'todo/write')).toBe(true)
+    expect(lines.filter((l) => l.type === 'live/delta').length).toBeGreaterThan(0)
+    expect(result.stderr).not.toContain('Plan')
+  })
+
+  test('json: one object with the answer, the reason and the standing plan', () => {
+    const result = keel(['-p', 'go', '--model', script('json', plan), '--output-format', 'json'])
+    expect(result.status, result.stderr).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ reason: 'completed', steps: 4, toolCalls: 3, todos: [{ status: 'completed' }, { status: 'completed' }] })
+  })
+
+  test('the prompt may come on stdin', () => {
+    const result = keel(['-p', '--model', script('stdin', [{ text: 'got it' }])], { input: 'from stdin\n' })
+    expect(result.stdout).toBe('got it\n')
+  })
+
+  test('a turn that ends in error exits non-zero with one line', () => {
+    const result = keel(['-p', 'go', '--model', script('error', [{ error: { kind: 'server', message: 'upstream exploded' } }])])
+    expect(result.status).toBe(1)
+    expect(result.stderr).toContain('keel: the turn ended with an error: upstream exploded\n')
+  })
+
+  test('a missing API key is one line naming the variable', () => {
+    const result = keel(['-p', 'hi', '--model', 'deepseek/deepseek-chat'], { env: { DEEPSEEK_API_KEY: undefined } })
+    expect(result.status).toBe(2)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toContain('DEEPSEEK_API_KEY')
+  })
+
+  test('an unknown flag and a bad composition are one-line errors', () => {
+    const flag = keel(['-p', 'hi', '--modle', 'x'])
+    expect(flag.status).toBe(2)
+    expect(flag.stderr).toBe('keel: unknown option --modle (did you mean --model?); see keel --help\n')
+    const config = join(scratch, 'bad.yml')
+    writeFileSync(config, "- id: todo\n  name: '@keel/todo'\n  config:\n    allowParallelInProgress: maybe\n")
+    const bad = keel(['-p', 'hi', '--config', config])
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toMatch(/^keel: .*bad\.yml: .*allowParallelInProgress expected boolean but got maybe\n$/)
+  })
+})
+
+describe('keel sessions', () => {
+  test('list and show, with the standing plan as text, JSON and Markdown', () => {
+    const home = join(scratch, 'sessions-home')
+    const cwd = mkdtempSync(join(scratch, 'proj-'))
+    const run = keel(['-p', 'make a plan', '--model', script('sessions', [
+      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Design', status: 'completed' }, { content: 'Build *it*', status: 'in_progress' }] } }] },
+      { text: 'Planned.' },
+    ]), '--output-format', 'json'], { home, cwd })
+    const id = JSON.parse(run.stdout).sessionId
+    const list = keel(['sessions', 'list'], { home, cwd })
+    expect(list.stdout).toMatch(new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  make a plan\\n$`))
+    const json = JSON.parse(keel(['sessions', 'list', '--json'], { home, cwd }).stdout)
+    expect(json[0]).toMatchObject({ id, cwd, title: 'make a plan' })
+    const show = keel(['sessions', 'show', id], { home, cwd })
+    expect(show.stdout).toContain('> make a plan')
+    expect(show.stdout).toContain('Plan 1/2 · 1 in progress\n  ✓ Design\n  ◐ Build *it*')
+    expect(JSON.parse(keel(['sessions', 'show', id, '--json'], { home, cwd }).stdout).todos).toEqual([{ content: 'Design', status: 'completed' }, { content: 'Build *it*', status: 'in_progress' }])
+    expect(keel(['sessions', 'show', id, '--markdown'], { home, cwd }).stdout).toBe('- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n')
+    const missing = keel(['sessions', 'show', 'no-such-session'], { home, cwd })
+    expect(missing.status).toBe(2)
+    expect(missing.stderr).toBe('keel: no session with id no-such-session\n')
+    expect(keel(['sessions', 'show', '../etc/passwd'], { home, cwd }).stderr).toBe('keel: not a session id: "../etc/passwd"\n')
+  })
+
+  test('--version and --help', () => {
+    expect(keel(['--version']).stdout).toMatch(/^keel \d+\.\d+\.\d+\n$/)
+    expect(keel(['--help']).stdout).toContain('Usage:')
+  })
+})
+
+describe('keel -p against a provider that speaks the real wire format', () => {
+  test('a multi-step tool loop through the OpenAI-compatible adapter and a fake server on 127.0.0.1', async () => {
+    const { startFakeProvider } = await import('../../../test-support/fake-provider.ts')
+    const fake = await startFakeProvider([
+      { text: 'Let me plan.', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'in_progress' }] } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo 42' } }] },
+      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'completed' }] } }] },
+      { text: 'There are 42.' },
+    ])
+    try {
+      const home = join(scratch, 'fake-home')
+      const { spawn } = await import('node:child_process')
+      const child = spawn(process.execPath, [join(root, 'bin/keel.js'), '-p', 'count the files', '--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`], { cwd: scratch, env: { ...process.env, KEEL_HOME: home } })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (d) => { stdout += d })
+      child.stderr.on('data', (d) => { stderr += d })
+      const code = await new Promise((done) => child.on('close', done))
+      expect(code, stderr).toBe(0)
+      expect(stdout).toBe('Let me plan.\n\nThere are 42.\n')
+      expect(stderr).toContain('Plan 1/1')
+      expect(fake.requests).toHaveLength(4)
+      const last = fake.requests[3]!.body as { model: string; stream: boolean; messages: { role: string; content: unknown }[]; tools: { function: { name: string } }[] }
+      expect(last.model).toBe('test-model')
+      expect(last.stream).toBe(true)
+      expect(last.tools.map((t) => t.function.name)).toEqual(expect.arrayContaining(['bash', 'todo_write']))
+      expect(last.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([
+        'Todo list updated: 0 completed, 1 in progress, 0 pending.',
+        expect.stringMatching(/^42\n\[exit code 0/),
+        'Todo list updated: 1 completed, 0 in progress, 0 pending.',
+      ])
+    } finally {
+      await fake.close()
+    }
+  })
+})
