@@ -61,6 +61,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders
   /** Parsed JSON (the raw text when it is not JSON). */
   body: any
+  /** When the request line arrived (epoch ms), for start-up benchmarks. */
+  at: number
 }
 
 export interface FakeProvider {
@@ -77,6 +79,7 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
   let served = 0
 
   const server = createServer((req, res) => {
+    const at = Date.now()
     let raw = ''
     req.setEncoding('utf8')
     req.on('data', (chunk: string) => { raw += chunk })
@@ -84,7 +87,7 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
       let body: unknown = raw
       try { body = raw ? JSON.parse(raw) : undefined } catch { /* keep the raw text */ }
       const path = (req.url ?? '/').split('?')[0]!
-      requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body })
+      requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
       const flavor = req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/v1/messages' ? 'anthropic' : undefined
       if (!flavor) return sendError(res, 'openai', 404, `fake provider: no route for ${req.method} ${path}`)
       const reply = replies.shift()

@@ -23,6 +23,8 @@ export interface KeelOptions {
   /** More plugins to load after the core, as [module, config]. */
   plugins?: [unknown, unknown?][]
   contextWindow?: number
+  /** Keep copies of every request the model is sent (default true). */
+  recordRequests?: boolean
 }
 
 export interface Keel {
@@ -60,7 +62,7 @@ export async function makeKeel(options: KeelOptions = {}): Promise<Keel> {
   await ctx.start()
   await waitFor(() => ctx.get('agents') && ctx.get('tools') && ctx.get('sessions'), 'keel services')
   await ctx.lifecycle.flush()
-  const model = new ScriptedAdapter({ steps: options.steps ?? [] }, 'script', options.contextWindow)
+  const model = new ScriptedAdapter({ steps: options.steps ?? [] }, 'script', options.contextWindow, { record: options.recordRequests })
   return {
     ctx, model, home, cwd,
     agent: (extra = {}) => ctx.agents.create({ cwd, model, ...extra }),

@@ -72,10 +72,11 @@ export class ScriptedAdapter implements LlmAdapter {
   private readonly used = new Set<number>()
   private callSeq = 0
 
-  constructor(readonly script: Script, readonly model = 'script', readonly contextWindow?: number) {}
+  /** `record: false` keeps no copies of requests (benchmarks run sessions long enough for that to matter). */
+  constructor(readonly script: Script, readonly model = 'script', readonly contextWindow?: number, readonly options: { record?: boolean } = {}) {}
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
-    this.requests.push(structuredClone(request))
+    if (this.options.record !== false) this.requests.push(structuredClone(request))
     const prompt = firstPrompt(request)
     const index = this.script.steps.findIndex((step, i) => !this.used.has(i) && (step.when === undefined || prompt.includes(step.when)))
     if (index < 0) throw new LlmError('bad-request', `scripted model: no step left for a session whose prompt is ${JSON.stringify(prompt.slice(0, 60))}`)
