@@ -29,7 +29,14 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
     if (format === 'stream-json') out.write(JSON.stringify(event) + '\n')
-    else if (format === 'text') showOnStderr(event, err, ctx)
+    else if (format === 'text') {
+      // End the answer's current line before stderr speaks, so a shared terminal never glues the two together.
+      if (wroteText && !endsWithNewline && (event.type === 'tool/call' || event.type === 'todo/write')) {
+        out.write('\n')
+        endsWithNewline = true
+      }
+      showOnStderr(event, err, ctx)
+    }
     if (event.type === 'step/start') stepCounter = event.data.step
   })
   const disposeDeltas = ctx.on('agent/delta', (source, delta: AgentDelta) => {
