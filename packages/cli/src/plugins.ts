@@ -8,4 +8,5 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/agent': () => import('@keel/agent'),
   '@keel/shell': () => import('@keel/shell'),
   '@keel/todo': () => import('@keel/todo'),
+  '@keel/subagent': () => import('@keel/subagent'),
 }
