@@ -8,5 +8,6 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/agent': () => import('@keel/agent'),
   '@keel/shell': () => import('@keel/shell'),
   '@keel/todo': () => import('@keel/todo'),
+  '@keel/fs': () => import('@keel/fs'),
   '@keel/subagent': () => import('@keel/subagent'),
 }

@@ -1,0 +1,99 @@
+import { readFile, stat } from 'node:fs/promises'
+import { dirname, join, sep } from 'node:path'
+import fg from 'fast-glob'
+import { GitignoreRules } from './gitignore.ts'
+import { isInside } from './paths.ts'
+
+/** Never worth walking into, ignored or not. */
+export const ALWAYS_SKIPPED = ['node_modules', '.git']
+
+export interface WalkEntry {
+  /** Relative to the walk root, `/`-separated. */
+  path: string
+  kind: 'file' | 'dir' | 'symlink' | 'other'
+}
+
+export interface WalkOptions {
+  root: string
+  /** fast-glob patterns relative to the root. */
+  patterns: string[]
+  /** The agent's cwd: where .gitignore lookup stops outside a git repository. */
+  cwd: string
+  onlyFiles: boolean
+  /** 1 lists the root only. */
+  deep?: number
+  /** A pattern without a slash matches at any depth. */
+  baseNameMatch?: boolean
+}
+
+export interface WalkResult {
+  entries: WalkEntry[]
+  /** Entries found but left out: gitignored, node_modules or .git. Directories pruned unopened are not counted. */
+  hidden: number
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false)
+const readText = (path: string) => readFile(path, 'utf8').catch(() => undefined)
+
+/** The directories above `root` whose .gitignore applies: up to the repository top, or to the cwd outside a repo. */
+async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
+  const dirs: string[] = []
+  if (await exists(join(root, '.git'))) return dirs
+  for (let dir = dirname(root); ; dir = dirname(dir)) {
+    dirs.push(dir)
+    if (await exists(join(dir, '.git'))) return dirs
+    if (dirname(dir) === dir) break
+  }
+  // No repository above: only the cwd's own tree counts.
+  return isInside(cwd, root) ? dirs.filter((dir) => isInside(cwd, dir)) : []
+}
+
+async function loadRules(root: string, cwd: string): Promise<GitignoreRules> {
+  const rules = new GitignoreRules(root)
+  for (const dir of await ancestorDirs(root, cwd)) {
+    const text = await readText(join(dir, '.gitignore'))
+    if (text !== undefined) rules.add(dir, text)
+  }
+  if (rules.rootIgnored()) rules.dropAncestors()
+  const own = await readText(join(root, '.gitignore'))
+  if (own !== undefined) rules.add(root, own)
+  return rules
+}
+
+/**
+ * fast-glob does the walking; `ignore` decides what .gitignore hides. Symlinks are not followed, so a link inside
+ * the cwd cannot pull a walk outside it.
+ */
+export async function walk(options: WalkOptions): Promise<WalkResult> {
+  const rules = await loadRules(options.root, options.cwd)
+  const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
+  const base = {
+    cwd: options.root,
+    dot: true,
+    followSymbolicLinks: false,
+    suppressErrors: true,
+    // Listing one level descends nowhere, and leaving the ignore list empty lets hidden entries be counted.
+    ignore: options.deep === 1 ? [] : [...skipped, ...rules.pruneGlobs()],
+  }
+  const nested = options.deep === 1
+    ? Promise.resolve([] as string[])
+    : fg(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity })
+  const [found, gitignores] = await Promise.all([
+    fg(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }),
+    nested,
+  ])
+  await Promise.all(gitignores.filter((path) => path !== '.gitignore').map(async (path) => {
+    const text = await readText(join(options.root, path))
+    if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
+  }))
+  const entries: WalkEntry[] = []
+  let hidden = 0
+  for (const entry of found) {
+    const kind = entry.dirent.isDirectory() ? 'dir' : entry.dirent.isFile() ? 'file' : entry.dirent.isSymbolicLink() ? 'symlink' : 'other'
+    // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
+    if (entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) || rules.ignores(entry.path, kind === 'dir')) hidden++
+    else entries.push({ path: entry.path, kind })
+  }
+  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  return { entries, hidden }
+}
