@@ -1,6 +1,5 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { registerProviders } from './providers.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
@@ -85,6 +84,9 @@ export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapte
   }
 }
 
+/** Providers backed by real SDKs (see providers.ts). */
+export const PROVIDER_NAMES = ['deepseek', 'openai', 'openrouter', 'openai-compatible', 'anthropic'] as const
+
 export const name = 'keel-llm'
 export interface Config { retryAttempts: number; retryBaseDelayMs: number }
 export const Config: Schema<Config> = Schema.object({
@@ -94,5 +96,11 @@ export const Config: Schema<Config> = Schema.object({
 
 export function apply(ctx: Context, config: Config): void {
   ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs })
-  ctx.inject(['llm'], (ctx) => registerProviders(ctx.llm))
+  // The provider SDKs load only when a model of theirs is created: a cold start that uses one provider (or the
+  // scripted model) does not pay for parsing the others.
+  ctx.inject(['llm'], (ctx) => {
+    for (const provider of PROVIDER_NAMES) {
+      ctx.llm.register(provider, async (model, options) => (await import('./providers.ts')).createProvider(provider, model, options))
+    }
+  })
 }

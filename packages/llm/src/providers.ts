@@ -91,6 +91,11 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
   })
 }
 
+/** One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions). */
+export function createProvider(provider: string, model: string, options: ProviderOptions): OpenAiAdapter | AnthropicAdapter {
+  return provider === 'anthropic' ? createAnthropic(model, options) : createOpenAiCompatible(provider, model, options)
+}
+
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */
 export function registerProviders(llm: LlmService): void {
   for (const provider of Object.keys(OPENAI_FLAVORS)) llm.register(provider, (model, options) => createOpenAiCompatible(provider, model, options))
