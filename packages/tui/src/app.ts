@@ -1,0 +1,366 @@
+import type { Context } from 'cordis'
+import { CombinedAutocompleteProvider, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
+import type { Agent, AgentDelta } from '@keel/agent'
+import type { Session, SessionEvent } from '@keel/session'
+import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
+import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
+import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
+import { Footer } from './footer.ts'
+import { PlanPanel } from './plan-panel.ts'
+import { escapeLine } from './safe.ts'
+import { StatusLine } from './status.ts'
+import { style } from './style.ts'
+import { subagentPlan } from './subagent.ts'
+import { editorTheme } from './theme.ts'
+import { emptyLive, TranscriptView } from './transcript.ts'
+
+/** Live tool output kept per running call; the log has the whole result once the call ends. */
+const LIVE_OUTPUT_CAP = 64 * 1024
+const DOUBLE_PRESS_MS = 2000
+
+export interface AppOptions {
+  ctx: Context
+  terminal: Terminal
+  agent: Agent
+  cwd: string
+  modelSpec: string
+  version: string
+  /** Shown on every frame in the footer (the scripted demo). */
+  label?: string
+  /** Extra banner text under the title (trusted). */
+  intro?: string
+  repairs?: string[]
+  resumed?: boolean
+}
+
+/**
+ * The interactive UI: transcript, plan panel, status line, editor and footer over one agent. Every log event of the
+ * agent's session goes through `foldEvent`; opening a session (start, /new, /resume) replays its log through the
+ * same fold.
+ */
+export class KeelApp {
+  readonly tui: TUI
+  readonly editor: Editor
+  readonly transcript: TranscriptView
+  readonly plan = new PlanPanel()
+  readonly status = new StatusLine()
+  readonly footer: Footer
+  agent: Agent
+  state: TranscriptState = emptyTranscript()
+  private queue: string[] = []
+  private running: Promise<unknown> | undefined
+  private ticker: ReturnType<typeof setInterval> | undefined
+  private lastCtrlC = 0
+  private readonly disposers: (() => void)[] = []
+  private exit: ((code: number) => void) | undefined
+  private closing = false
+
+  constructor(private readonly options: AppOptions) {
+    const { ctx, terminal } = options
+    this.agent = options.agent
+    this.tui = new TUI(terminal)
+    this.transcript = new TranscriptView({
+      present: (name, args) => ctx.tools.present(name, args),
+      subagentPlan: (callId) => subagentPlan(ctx, this.agent.session, callId),
+    })
+    this.transcript.banner = [
+      `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,
+      ...(options.intro ? options.intro.split('\n').map((line) => style.yellow(line)) : []),
+    ]
+    this.status.activeTool = () => this.activeTool()
+    this.editor = new Editor(this.tui, editorTheme)
+    this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(slashCommands(), options.cwd))
+    this.editor.onSubmit = (text) => this.submit(text)
+    this.footer = new Footer({ model: options.modelSpec, cwd: options.cwd, sessionId: this.agent.id, tokens: { input: 0, output: 0 }, label: options.label })
+    for (const child of [this.transcript, this.plan, this.status, this.editor, this.footer]) this.tui.addChild(child)
+    this.tui.setFocus(this.editor)
+    this.tui.addInputListener((data) => this.onKey(data))
+    this.disposers.push(
+      ctx.on('session/event', (session, event) => this.onEvent(session, event)),
+      ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+    )
+    this.open(this.agent)
+    if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
+    for (const repair of options.repairs ?? []) this.transcript.note('warn', repair)
+  }
+
+  /** Starts drawing; resolves with the exit code when the person quits. */
+  run(initialPrompt?: string): Promise<number> {
+    const done = new Promise<number>((resolve) => { this.exit = resolve })
+    this.tui.start()
+    if (initialPrompt?.trim()) this.submit(initialPrompt)
+    return done
+  }
+
+  /** Lines as they would be drawn at `width` (tests and text captures). */
+  frame(width: number): string[] {
+    return this.tui.render(width)
+  }
+
+  /** Shows `agent`'s session: replays its log through the fold and seeds the editor history with its prompts. */
+  private open(agent: Agent): void {
+    this.agent = agent
+    this.state = foldEvents(agent.session.events)
+    this.transcript.reset(this.state)
+    this.plan.setPlan(this.state.plan)
+    this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
+    for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
+    this.tui.requestRender()
+  }
+
+  /** The latest tool call of the open turn that is still running. */
+  private activeTool(): { name: string; startedAt: number } | undefined {
+    const entries = this.state.entries
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const entry = entries[i]!
+      if (entry.kind === 'user') return undefined
+      if (entry.kind === 'tool' && entry.status === 'running') return entry
+    }
+    return undefined
+  }
+
+  private onEvent(session: Session, event: SessionEvent): void {
+    if (session !== this.agent.session) {
+      // A child session's events move its parent's `subagentPlans` projection: redraw the task cards.
+      if (session.header.parent?.sessionId === this.agent.id) this.tui.requestRender()
+      return
+    }
+    foldEvent(this.state, event)
+    const live = this.transcript.live
+    switch (event.type) {
+      case 'step/start':
+      case 'turn/end':
+        this.transcript.live = emptyLive()
+        break
+      case 'assistant/message':
+        this.transcript.live = { ...emptyLive(), output: live.output }
+        break
+      case 'tool/result':
+        delete live.output[event.data.callId]
+        break
+    }
+    this.plan.setPlan(this.state.plan)
+    this.footer.info.tokens = { ...this.state.tokens }
+    this.tui.requestRender()
+  }
+
+  private onDelta(agent: Agent, delta: AgentDelta): void {
+    if (agent !== this.agent) return
+    const live = this.transcript.live
+    switch (delta.kind) {
+      case 'text': live.text += delta.text; break
+      case 'reasoning': live.reasoning += delta.text; break
+      case 'tool-input': if (delta.name) live.preparing = delta.name; break
+      case 'tool-output': {
+        const text = (live.output[delta.callId] ?? '') + delta.text
+        live.output[delta.callId] = text.length > LIVE_OUTPUT_CAP ? text.slice(-LIVE_OUTPUT_CAP) : text
+        break
+      }
+    }
+    this.tui.requestRender()
+  }
+
+  private onKey(data: string): { consume: boolean } | undefined {
+    if (matchesKey(data, 'ctrl+c')) {
+      this.onCtrlC()
+      return { consume: true }
+    }
+    if (matchesKey(data, 'escape')) {
+      if (this.editor.isShowingAutocomplete() || !this.running) return undefined
+      this.cancel()
+      return { consume: true }
+    }
+    if (matchesKey(data, 'ctrl+o')) {
+      this.transcript.expanded = !this.transcript.expanded
+      this.tui.requestRender()
+      return { consume: true }
+    }
+    if (matchesKey(data, 'ctrl+t')) {
+      this.plan.toggle()
+      this.tui.requestRender()
+      return { consume: true }
+    }
+    if (matchesKey(data, 'ctrl+d') && this.editor.getText() === '') {
+      void this.quit()
+      return { consume: true }
+    }
+    return undefined
+  }
+
+  private onCtrlC(): void {
+    const now = Date.now()
+    if (now - this.lastCtrlC < DOUBLE_PRESS_MS) {
+      void this.quit()
+      return
+    }
+    this.lastCtrlC = now
+    if (this.running) this.cancel()
+    else this.editor.setText('')
+    this.status.show('Press Ctrl+C again to exit', DOUBLE_PRESS_MS)
+    this.tui.requestRender()
+    setTimeout(() => this.tui.requestRender(), DOUBLE_PRESS_MS + 50).unref()
+  }
+
+  /** Esc: the turn ends `aborted` and the bash tool kills its process group. Queued prompts go back to the editor. */
+  cancel(): void {
+    this.agent.cancel()
+    if (this.queue.length) {
+      const current = this.editor.getText()
+      this.editor.setText([...this.queue, ...(current ? [current] : [])].join('\n\n'))
+      this.queue = []
+      this.status.queued = 0
+    }
+    this.status.show('Cancelling…', 1000)
+    this.tui.requestRender()
+  }
+
+  submit(raw: string): void {
+    const text = raw.trim()
+    if (!text || this.closing) return
+    this.editor.addToHistory(text)
+    if (text.startsWith('/')) {
+      this.command(text)
+    } else if (this.running) {
+      this.queue.push(text)
+      this.status.queued = this.queue.length
+    } else {
+      this.send(text)
+    }
+    this.tui.requestRender()
+  }
+
+  private send(text: string): void {
+    const agent = this.agent
+    this.status.runningSince = Date.now()
+    this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
+    this.running = agent.prompt(text)
+      .catch((error: unknown) => {
+        if (agent === this.agent) this.transcript.note('error', error instanceof Error ? error.message : String(error))
+      })
+      .finally(() => {
+        this.running = undefined
+        this.status.runningSince = undefined
+        if (this.ticker) clearInterval(this.ticker)
+        this.ticker = undefined
+        const next = this.queue.shift()
+        this.status.queued = this.queue.length
+        if (next !== undefined && !this.closing && agent === this.agent) this.send(next)
+        this.tui.requestRender()
+      })
+  }
+
+  private command(text: string): void {
+    this.transcript.note('command', text)
+    const parsed = parseCommand(text)
+    if ('unknown' in parsed) {
+      // The commands start with different letters, so the first letter is a fair guess at a typo.
+      const known = parsed.unknown && Object.keys(COMMANDS).find((name) => name[0] === parsed.unknown[0])
+      this.transcript.note('warn', `Unknown command /${parsed.unknown}${known ? ` (did you mean /${known}?)` : ''}. /help lists the commands.`)
+      return
+    }
+    switch (parsed.name) {
+      case 'help':
+        this.transcript.note('info', helpText())
+        return
+      case 'quit':
+        void this.quit()
+        return
+      case 'plan':
+        this.showLastPlan()
+        return
+      case 'sessions':
+        this.listSessions()
+        return
+      case 'new':
+        if (this.busy()) return
+        this.replaceAgent(() => ({ agent: this.options.ctx.agents.create({ cwd: this.options.cwd, model: this.agent.model }), repairs: [] }), 'Started a new session.')
+        return
+      case 'resume':
+        if (this.busy()) return
+        this.resume(parsed.arg)
+        return
+    }
+  }
+
+  private busy(): boolean {
+    if (!this.running) return false
+    this.transcript.note('warn', 'A turn is running: press Esc to cancel it first.')
+    return true
+  }
+
+  private showLastPlan(): void {
+    const events = this.agent.session.events
+    const todos = lastPlan(events)
+    if (!todos) {
+      this.transcript.note('info', 'No plan has been written in this session yet.')
+      return
+    }
+    const standing = standingPlan(events) !== null
+    const where = standing ? 'standing' : 'cleared when a later turn started'
+    this.transcript.note('info', [`Last ${planHeader(todos)} (${where})`, ...planLines(todos).map((line) => `  ${line}`)].join('\n'))
+  }
+
+  private listSessions(): void {
+    const sessions = this.options.ctx.sessions.list(this.options.cwd).filter((summary) => !summary.parent)
+    if (!sessions.length) {
+      this.transcript.note('info', 'No sessions in this directory yet.')
+      return
+    }
+    const lines = sessions.slice(0, 20).map((summary) => {
+      const when = new Date(summary.updatedAt).toISOString().replace('T', ' ').slice(0, 16)
+      const mark = summary.id === this.agent.id ? '*' : ' '
+      return `${mark} ${summary.id}  ${when}  ${escapeLine(summary.title || '(no prompt)').slice(0, 60)}`
+    })
+    if (sessions.length > 20) lines.push(`  … and ${sessions.length - 20} older`)
+    lines.push('', '/resume <id or prefix> opens one; * marks this session.')
+    this.transcript.note('info', lines.join('\n'))
+  }
+
+  private resume(arg: string): void {
+    if (!arg) {
+      this.transcript.note('warn', 'Usage: /resume <session id or unique prefix> (see /sessions)')
+      return
+    }
+    const matches = this.options.ctx.sessions.list(this.options.cwd).filter((summary) => summary.id.startsWith(arg))
+    const id = matches.length === 1 ? matches[0]!.id : arg
+    if (matches.length > 1) {
+      this.transcript.note('warn', `${matches.length} sessions start with ${arg}; type more of the id.`)
+      return
+    }
+    if (id === this.agent.id) {
+      this.transcript.note('info', 'That is the session already open.')
+      return
+    }
+    this.replaceAgent(() => this.options.ctx.agents.resume(id, { model: this.agent.model }), `Resumed session ${id}.`)
+  }
+
+  /** Swaps the open agent: the old one is closed (its file flushed, its lock released) only once the new one opened. */
+  private replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): void {
+    let next: { agent: Agent; repairs: string[] }
+    try {
+      next = make()
+    } catch (error) {
+      this.transcript.note('error', error instanceof Error ? error.message : String(error))
+      return
+    }
+    const previous = this.agent
+    this.options.ctx.agents.close(previous)
+    this.open(next.agent)
+    this.transcript.note('info', message)
+    for (const repair of next.repairs) this.transcript.note('warn', repair)
+  }
+
+  /** Cancels a running turn (waiting a little for it to end on the log), stops drawing and resolves `run`. */
+  async quit(code = 0): Promise<void> {
+    if (this.closing) return
+    this.closing = true
+    if (this.running) {
+      this.agent.cancel()
+      await Promise.race([this.running, new Promise((done) => setTimeout(done, 3000))])
+    }
+    if (this.ticker) clearInterval(this.ticker)
+    for (const dispose of this.disposers.splice(0)) dispose()
+    this.tui.stop()
+    this.exit?.(code)
+  }
+}

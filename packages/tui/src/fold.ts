@@ -1,0 +1,106 @@
+import { textOf, type SessionEvent, type TurnEndReason } from '@keel/session'
+import { applyPlan, type TodoItem } from '@keel/todo'
+
+// The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
+// replays `session.events` through the same function, so what you saw live is what you see after `keel -c`.
+// Entries hold raw (unescaped) log text; views escape at render time.
+
+export interface UserEntry { kind: 'user'; seq: number; text: string }
+export interface AssistantEntry { kind: 'assistant'; seq: number; text: string; reasoning: string }
+export type ToolStatus = 'running' | 'done' | 'error'
+export interface ToolEntry {
+  kind: 'tool'
+  seq: number
+  callId: string
+  name: string
+  /** The raw JSON text the model sent; views present it through `ctx.tools.present`. */
+  arguments: string
+  status: ToolStatus
+  startedAt: number
+  endedAt?: number
+  output: string
+}
+export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
+export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry
+
+export interface TranscriptState {
+  entries: Entry[]
+  /** The standing plan, by @keel/todo's one rule (`applyPlan`). */
+  plan: TodoItem[] | null
+  tokens: { input: number; output: number }
+  /** The turn now open on the log, if any. */
+  openTurn: number | null
+  /** Index into `entries` of each tool call's card. */
+  calls: Record<string, number>
+  /** The seq of the last event folded (-1 before any). */
+  seq: number
+}
+
+export function emptyTranscript(): TranscriptState {
+  return { entries: [], plan: null, tokens: { input: 0, output: 0 }, openTurn: null, calls: {}, seq: -1 }
+}
+
+/** Folds one event into the state, in place, and returns the same state. Events at or below `state.seq` are skipped. */
+export function foldEvent(state: TranscriptState, event: SessionEvent): TranscriptState {
+  if (event.seq <= state.seq) return state
+  state.seq = event.seq
+  state.plan = applyPlan(state.plan, event)
+  switch (event.type) {
+    case 'turn/start':
+      state.openTurn = event.data.turn
+      break
+    case 'turn/end':
+      state.openTurn = null
+      if (event.data.reason !== 'completed') {
+        state.entries.push({ kind: 'turn-end', seq: event.seq, turn: event.data.turn, reason: event.data.reason, ...(event.data.message ? { message: event.data.message } : {}) })
+      }
+      break
+    case 'user/message':
+      // Harness-made user messages (compaction summaries, context blocks) are not something the person typed.
+      if (event.data.message.source === undefined || event.data.message.source === 'user') {
+        state.entries.push({ kind: 'user', seq: event.seq, text: textOf(event.data.message.content) })
+      }
+      break
+    case 'assistant/message': {
+      let text = ''
+      let reasoning = ''
+      for (const block of event.data.message.content) {
+        if (block.type === 'text') text += block.text
+        else if (block.type === 'reasoning') reasoning += block.text
+      }
+      if (text || reasoning) state.entries.push({ kind: 'assistant', seq: event.seq, text, reasoning })
+      if (event.data.usage) {
+        state.tokens.input += event.data.usage.input
+        state.tokens.output += event.data.usage.output
+      }
+      break
+    }
+    case 'tool/call':
+      state.calls[event.data.callId] = state.entries.length
+      state.entries.push({
+        kind: 'tool', seq: event.seq, callId: event.data.callId, name: event.data.name, arguments: event.data.arguments,
+        status: 'running', startedAt: event.time, output: '',
+      })
+      break
+    case 'tool/result': {
+      const entry = state.entries[state.calls[event.data.callId] ?? -1]
+      if (entry?.kind !== 'tool') break
+      entry.status = event.data.isError ? 'error' : 'done'
+      entry.endedAt = event.time
+      entry.output = textOf(event.data.content)
+      break
+    }
+  }
+  return state
+}
+
+/** The cold path: the same fold over a whole log. */
+export function foldEvents(events: readonly SessionEvent[], state: TranscriptState = emptyTranscript()): TranscriptState {
+  for (const event of events) foldEvent(state, event)
+  return state
+}
+
+/** The user prompts of a log, oldest first (for editor history after a resume). */
+export function promptsOf(state: TranscriptState): string[] {
+  return state.entries.filter((entry): entry is UserEntry => entry.kind === 'user').map((entry) => entry.text)
+}

@@ -1,0 +1,98 @@
+import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
+import { GLYPHS, planHeader, type TodoItem } from '@keel/todo'
+import { escapeLine, guardLine } from './safe.ts'
+import { style } from './style.ts'
+
+/** Lists longer than this collapse to a window around the active item. */
+export const COLLAPSE_ABOVE = 7
+/** Items shown in the collapsed window. */
+export const WINDOW = 5
+
+export interface PlanWindow {
+  start: number
+  end: number
+}
+
+/**
+ * Which items a collapsed list shows: a window of WINDOW items around the first in-progress item (or the first
+ * pending one; or the last items when everything is done), so the active task always has its neighbours.
+ */
+export function planWindow(todos: readonly TodoItem[], size = WINDOW): PlanWindow {
+  if (todos.length <= size) return { start: 0, end: todos.length }
+  let focus = todos.findIndex((todo) => todo.status === 'in_progress')
+  if (focus < 0) focus = todos.findIndex((todo) => todo.status === 'pending')
+  if (focus < 0) focus = todos.length - 1
+  // One item of context before the active one, the rest after it: what comes next matters more.
+  const start = Math.max(0, Math.min(focus - 1, todos.length - size))
+  return { start, end: start + size }
+}
+
+function itemLine(todo: TodoItem, indent: string): string {
+  const content = escapeLine(todo.content)
+  switch (todo.status) {
+    case 'completed': return `${indent}${style.green(GLYPHS.completed)} ${style.dim(content)}`
+    case 'in_progress': return `${indent}${style.yellow(GLYPHS.in_progress)} ${style.bold(content)}`
+    default: return `${indent}${style.dim(GLYPHS.pending)} ${content}`
+  }
+}
+
+export interface PlanLinesOptions {
+  /** Show every item even when the list is long. */
+  expanded?: boolean
+  indent?: string
+  /** Shown dimmed after the header (the key that expands or collapses). */
+  hint?: string
+  /** Replaces the word `Plan` in the header (nested subagent plans). */
+  title?: string
+}
+
+/** The plan as terminal lines no wider than `width`: header with counts, then one line per item. */
+export function planLines(todos: readonly TodoItem[], width: number, options: PlanLinesOptions = {}): string[] {
+  const indent = options.indent ?? ''
+  const collapsed = !options.expanded && todos.length > COLLAPSE_ABOVE
+  const counts = planHeader(todos).replace(/^Plan /, '')
+  const title = options.title === undefined ? 'Plan' : escapeLine(options.title)
+  let header = `${indent}${style.bold(title)} ${style.dim(counts)}`
+  if (options.hint) header += style.dim(`  ${options.hint}`)
+  const lines = [header]
+  const itemIndent = `${indent}  `
+  const { start, end } = collapsed ? planWindow(todos) : { start: 0, end: todos.length }
+  if (start > 0) {
+    const hidden = todos.slice(0, start)
+    const allDone = hidden.every((todo) => todo.status === 'completed')
+    lines.push(style.dim(`${itemIndent}${allDone ? `${GLYPHS.completed} ${start} done` : `+${start} more`}`))
+  }
+  for (let i = start; i < end; i++) lines.push(itemLine(todos[i]!, itemIndent))
+  if (end < todos.length) lines.push(style.dim(`${itemIndent}+${todos.length - end} more`))
+  return lines.map((line) => truncateToWidth(guardLine(line), Math.max(1, width), '…'))
+}
+
+/**
+ * The standing plan, between the transcript and the editor. Hidden while no plan stands (and for an empty list).
+ * `setPlan` is called with the fold's value; `toggle` flips between the collapsed window and the whole list.
+ */
+export class PlanPanel implements Component {
+  private todos: readonly TodoItem[] | null = null
+  expanded = false
+
+  setPlan(todos: readonly TodoItem[] | null): void {
+    this.todos = todos
+  }
+
+  get plan(): readonly TodoItem[] | null {
+    return this.todos
+  }
+
+  toggle(): void {
+    this.expanded = !this.expanded
+  }
+
+  invalidate(): void {}
+
+  render(width: number): string[] {
+    const todos = this.todos
+    if (!todos || !todos.length) return []
+    const hint = todos.length > COLLAPSE_ABOVE ? (this.expanded ? 'ctrl+t collapse' : 'ctrl+t show all') : undefined
+    return ['', ...planLines(todos, width, { expanded: this.expanded, hint })]
+  }
+}

@@ -1,0 +1,247 @@
+import { Markdown, truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
+import { planSummary, type TodoItem } from '@keel/todo'
+import type { Entry, ToolEntry, TranscriptState, TurnEndEntry } from './fold.ts'
+import { planLines } from './plan-panel.ts'
+import { escapeControls, escapeLine, guardLine } from './safe.ts'
+import { style, type Styler } from './style.ts'
+import { markdownTheme } from './theme.ts'
+
+/** Output lines a finished tool card shows before it is expanded. */
+export const OUTPUT_LINES = 4
+/** Lines an expanded card shows at most: a huge output must not stall every frame. */
+const EXPANDED_LINES = 400
+
+/** A child's plan as @keel/subagent's `subagentPlans` projection gives it, keyed by the parent's `task` call id. */
+export interface SubagentPlan {
+  sessionId: string
+  description: string
+  status: string
+  todos: TodoItem[]
+}
+
+export interface TranscriptDeps {
+  /** `ctx.tools.present`: a card's title from the tool's `presentCall`. */
+  present(name: string, args: string): { title: string }
+  subagentPlan?(callId: string): SubagentPlan | undefined
+}
+
+/** What streams in before the log has the whole message: `agent/delta` text, reasoning, tool output. */
+export interface LiveStream {
+  text: string
+  reasoning: string
+  /** Output of running tools, by call id. */
+  output: Record<string, string>
+  /** A tool call the model is still writing. */
+  preparing?: string
+}
+
+export function emptyLive(): LiveStream {
+  return { text: '', reasoning: '', output: {} }
+}
+
+export type NoteLevel = 'info' | 'warn' | 'error' | 'command'
+/** UI-only lines (command output, repairs). `at` is the entry count when it was added: it renders after those. */
+export interface Note { at: number; level: NoteLevel; text: string }
+
+export function formatDuration(ms: number): string {
+  if (ms < 60_000) return `${(Math.max(0, ms) / 1000).toFixed(1)}s`
+  const minutes = Math.floor(ms / 60_000)
+  return `${minutes}m ${String(Math.floor((ms % 60_000) / 1000)).padStart(2, '0')}s`
+}
+
+/** Wraps escaped text to `width`, with a first-line prefix and a continuation prefix of the same width. */
+function wrap(text: string, width: number, first: string, rest: string, styler: Styler = (s) => s): string[] {
+  const inner = Math.max(1, width - visibleWidth(first))
+  const out: string[] = []
+  for (const line of text.split('\n')) {
+    for (const piece of wrapTextWithAnsi(line, inner)) out.push(styler(piece))
+  }
+  return out.map((line, i) => fit((i === 0 ? first : rest) + line, width))
+}
+
+function fit(line: string, width: number): string {
+  return truncateToWidth(guardLine(line), Math.max(1, width), '…')
+}
+
+function nonEmptyLines(text: string): string[] {
+  const lines = text.replace(/\s+$/, '').split('\n')
+  return lines.length === 1 && lines[0] === '' ? [] : lines
+}
+
+/** The one-line reason of a failed call: its `Error:` line, else its last line. */
+export function errorReason(output: string): string {
+  const lines = nonEmptyLines(output)
+  return lines.find((line) => line.startsWith('Error')) ?? lines[lines.length - 1] ?? 'failed'
+}
+
+function todoArgs(raw: string): TodoItem[] | undefined {
+  try {
+    const parsed = JSON.parse(raw) as { todos?: unknown }
+    if (!Array.isArray(parsed?.todos)) return undefined
+    const todos = parsed.todos.filter((todo): todo is TodoItem => typeof todo?.content === 'string' && typeof todo?.status === 'string')
+    return todos.length === parsed.todos.length ? todos : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The conversation: the fold's entries, UI notes between them, and whatever is still streaming. Finished entries
+ * are rendered once per width and cached; running cards and the live tail render every frame.
+ */
+export class TranscriptView implements Component {
+  state: TranscriptState | undefined
+  live: LiveStream = emptyLive()
+  notes: Note[] = []
+  /** Banner lines above everything (already styled; built from trusted text only). */
+  banner: string[] = []
+  /** Ctrl+O: full tool output and reasoning. */
+  expanded = false
+  private cache = new WeakMap<Entry, { width: number; expanded: boolean; lines: string[] }>()
+
+  constructor(private readonly deps: TranscriptDeps) {}
+
+  note(level: NoteLevel, text: string): void {
+    this.notes.push({ at: this.state?.entries.length ?? 0, level, text })
+  }
+
+  reset(state: TranscriptState): void {
+    this.state = state
+    this.live = emptyLive()
+    this.notes = []
+    this.cache = new WeakMap()
+  }
+
+  invalidate(): void {
+    this.cache = new WeakMap()
+  }
+
+  render(width: number): string[] {
+    const lines = this.banner.map((line) => fit(line, width))
+    const entries = this.state?.entries ?? []
+    let n = 0
+    for (let i = 0; i <= entries.length; i++) {
+      while (n < this.notes.length && this.notes[n]!.at <= i) lines.push(...this.renderNote(this.notes[n++]!, width))
+      if (i < entries.length) lines.push(...this.renderEntry(entries[i]!, width))
+    }
+    lines.push(...this.renderLive(width))
+    return lines
+  }
+
+  private renderEntry(entry: Entry, width: number): string[] {
+    const cached = this.cache.get(entry)
+    if (cached && cached.width === width && cached.expanded === this.expanded) return cached.lines
+    let lines: string[]
+    let final = true
+    switch (entry.kind) {
+      case 'user':
+        lines = ['', ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold)]
+        break
+      case 'assistant':
+        lines = this.renderAssistant(entry.text, entry.reasoning, width)
+        break
+      case 'tool':
+        lines = this.renderTool(entry, width)
+        final = entry.status !== 'running' && entry.name !== 'task'
+        break
+      case 'turn-end':
+        lines = renderTurnEnd(entry, width)
+        break
+    }
+    if (final) this.cache.set(entry, { width, expanded: this.expanded, lines })
+    return lines
+  }
+
+  private renderAssistant(text: string, reasoning: string, width: number, streaming = false): string[] {
+    const lines: string[] = []
+    if (reasoning.trim()) {
+      if (this.expanded) {
+        lines.push('', ...wrap(escapeControls(reasoning.trim()), width, style.dim('✻ '), '  ', (s) => style.dim(style.italic(s))))
+      } else {
+        const count = nonEmptyLines(reasoning.trim()).length
+        const label = streaming && !text ? 'Thinking…' : `Thought for ${count} line${count === 1 ? '' : 's'}`
+        lines.push('', fit(style.dim(style.italic(`✻ ${label}`)) + style.dim('  ctrl+o to show'), width))
+      }
+    }
+    if (text.trim()) {
+      lines.push('')
+      const markdown = new Markdown(escapeControls(text.trim()), 2, 0, markdownTheme)
+      for (const line of markdown.render(width)) lines.push(fit(line.replace(/\s+$/, ''), width))
+    }
+    return lines
+  }
+
+  private renderTool(entry: ToolEntry, width: number): string[] {
+    const elapsed = formatDuration((entry.endedAt ?? entry.startedAt) - entry.startedAt)
+    const dot = entry.status === 'running' ? style.yellow('●') : entry.status === 'done' ? style.green('●') : style.red('●')
+    // A running card shows no ticking clock (the status line does): a card that scrolled above the viewport would
+    // otherwise force pi-tui into a full redraw on every tick.
+    const statusText = entry.status === 'running' ? style.yellow('running') : entry.status === 'error' ? `${style.red('error')} ${style.dim(elapsed)}` : style.dim(elapsed)
+    const todos = entry.name === 'todo_write' ? todoArgs(entry.arguments) : undefined
+    let title: string
+    if (todos) {
+      const summary = planSummary(todos)
+      title = `${summary.done}/${summary.total} done${summary.active ? ` · ${summary.active}` : ''}${summary.moreActive ? ` +${summary.moreActive}` : ''}`
+    } else {
+      title = this.deps.present(entry.name, entry.arguments).title
+    }
+    const name = style.bold(escapeLine(entry.name))
+    const head = `${dot} ${name} `
+    const tail = `  ${statusText}`
+    const room = Math.max(4, width - visibleWidth(head) - visibleWidth(tail))
+    const lines = ['', fit(head + truncateToWidth(escapeLine(title), room, '…') + tail, width)]
+    const body = entry.status === 'running' ? this.live.output[entry.callId] ?? '' : entry.output
+    if (entry.status === 'error') {
+      lines.push(fit(`  ${style.red('✗ ' + escapeLine(errorReason(body)))}`, width))
+      if (this.expanded) lines.push(...this.outputLines(body, width))
+    } else if (todos) {
+      const dropped = nonEmptyLines(body).find((line) => line.startsWith('Removed without completing'))
+      if (dropped) lines.push(fit(`  ${style.dim(escapeLine(dropped))}`, width))
+    } else {
+      lines.push(...this.outputLines(body, width))
+    }
+    const child = entry.name === 'task' ? this.deps.subagentPlan?.(entry.callId) : undefined
+    if (child?.todos.length) {
+      if (child.status === 'running') lines.push(...planLines(child.todos, width, { indent: '    ', title: child.description || 'Subagent plan' }))
+      else lines.push(fit(`    ${style.dim(`${escapeLine(child.description || 'Subagent')} plan ${planSummary(child.todos).done}/${child.todos.length}`)}`, width))
+    }
+    return lines
+  }
+
+  private outputLines(output: string, width: number): string[] {
+    const all = nonEmptyLines(escapeControls(output))
+    const limit = this.expanded ? EXPANDED_LINES : OUTPUT_LINES
+    const shown = all.slice(-limit)
+    const lines: string[] = []
+    if (all.length > shown.length) {
+      const more = all.length - shown.length
+      lines.push(fit(style.dim(`  │ … ${more} earlier line${more === 1 ? '' : 's'}${this.expanded ? '' : '  ctrl+o to expand'}`), width))
+    }
+    for (const line of shown) lines.push(fit(style.dim('  │ ') + line, width))
+    return lines
+  }
+
+  private renderLive(width: number): string[] {
+    const live = this.live
+    const lines = this.renderAssistant(live.text, live.reasoning, width, true)
+    if (live.preparing) lines.push('', fit(`${style.yellow('●')} ${style.bold(escapeLine(live.preparing))} ${style.dim('…')}`, width))
+    return lines
+  }
+
+  private renderNote(note: Note, width: number): string[] {
+    if (note.level === 'command') return ['', ...wrap(escapeControls(note.text), width, style.dim('› '), '  ', style.dim)]
+    const styler: Styler = note.level === 'error' ? style.red : note.level === 'warn' ? style.yellow : style.dim
+    return ['', ...wrap(escapeControls(note.text), width, '  ', '  ', styler)]
+  }
+}
+
+function renderTurnEnd(entry: TurnEndEntry, width: number): string[] {
+  const reason = entry.message ? `: ${escapeLine(entry.message)}` : ''
+  switch (entry.reason) {
+    case 'aborted': return [fit(`  ${style.yellow('⏹ cancelled')}`, width)]
+    case 'error': return [fit(`  ${style.red(`✗ error${reason}`)}`, width)]
+    case 'step-limit': return [fit(`  ${style.yellow('⏹ stopped: the turn hit the step limit')}`, width)]
+    case 'max-tokens': return [fit(`  ${style.yellow('⏹ stopped: the model hit its output limit')}`, width)]
+    case 'interrupted': return [fit(`  ${style.yellow(`⏹ interrupted: Keel stopped before this turn ended${reason}`)}`, width)]
+  }
+}

@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, test } from 'vitest'
+import type { SessionEvent } from '@keel/session'
+import { standingPlan } from '@keel/todo'
+import { makeKeel, type Keel } from '../../../test-support/harness.ts'
+import { emptyTranscript, foldEvent, foldEvents, type TranscriptState } from '../src/fold.ts'
+
+let keel: Keel | undefined
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
+
+const plan = (a: string, b: string) => ({ todos: [{ content: 'Look', status: a }, { content: 'Fix', status: b }] })
+
+/** A session touching every arm of the fold: reasoning, text, plan writes, ok and failing tools, an error and a cancel. */
+async function recordedSession(): Promise<{ live: TranscriptState; events: readonly SessionEvent[]; id: string }> {
+  keel = await makeKeel({
+    steps: [
+      { reasoning: 'Plan first.', text: 'Looking.', toolCalls: [{ name: 'todo_write', arguments: plan('in_progress', 'pending') }, { name: 'bash', arguments: { command: 'echo one; echo two' } }], usage: { input: 100, output: 10 } },
+      { toolCalls: [{ name: 'todo_write', arguments: plan('completed', 'in_progress') }, { name: 'nope', arguments: {} }], usage: { input: 120, output: 12 } },
+      { text: 'Done for now.', usage: { input: 130, output: 5 } },
+      { error: { kind: 'server', message: 'upstream exploded' } },
+      { text: 'Working', toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30' } }], usage: { input: 140, output: 3 } },
+    ],
+  })
+  const agent = keel.agent()
+  const live = emptyTranscript()
+  keel.ctx.on('session/event', (session, event) => { if (session === agent.session) foldEvent(live, event) })
+  await agent.prompt('first')
+  await agent.prompt('second')
+  const third = agent.prompt('third')
+  await new Promise<void>((done) => {
+    const check = setInterval(() => {
+      if (agent.session.events.some((e) => e.type === 'tool/call' && e.data.name === 'bash' && e.data.arguments.includes('sleep'))) {
+        clearInterval(check)
+        done()
+      }
+    }, 5)
+  })
+  agent.cancel()
+  await third
+  return { live, events: agent.session.events, id: agent.id }
+}
+
+describe('transcript fold', () => {
+  test('the live fold and the cold rebuild (memory and file) give identical state', async () => {
+    const { live, events, id } = await recordedSession()
+    const cold = foldEvents(events)
+    expect(cold).toEqual(live)
+    const fromFile = foldEvents(keel!.ctx.sessions.read(id).events)
+    expect(fromFile).toEqual(live)
+
+    expect(live.entries.map((entry) => entry.kind)).toEqual([
+      'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'assistant',
+      'user', 'turn-end',
+      'user', 'assistant', 'tool', 'turn-end',
+    ])
+    const tools = live.entries.filter((entry) => entry.kind === 'tool')
+    expect(tools.map((tool) => [tool.name, tool.status])).toEqual([
+      ['todo_write', 'done'], ['bash', 'done'], ['todo_write', 'done'], ['nope', 'error'], ['bash', 'error'],
+    ])
+    expect(tools[1]!.output).toContain('one\ntwo')
+    expect(tools[4]!.output).toContain('[cancelled by the user]')
+    const ends = live.entries.filter((entry) => entry.kind === 'turn-end')
+    expect(ends).toMatchObject([{ reason: 'error', message: expect.stringContaining('upstream exploded') }, { reason: 'aborted' }])
+    expect(live.entries[1]).toMatchObject({ kind: 'assistant', text: 'Looking.', reasoning: 'Plan first.' })
+    expect(live.tokens).toEqual({ input: 490, output: 30 })
+    expect(live.openTurn).toBeNull()
+  })
+
+  test('the plan follows @keel/todo\'s rule after every event: kept at turn/end, cleared at the next turn/start', async () => {
+    const { events } = await recordedSession()
+    const state = emptyTranscript()
+    let sawKept = false
+    let sawCleared = false
+    for (let k = 0; k < events.length; k++) {
+      foldEvent(state, events[k]!)
+      expect(state.plan).toEqual(standingPlan(events.slice(0, k + 1)))
+      if (events[k]!.type === 'turn/end' && state.plan) sawKept = true
+      if (events[k]!.type === 'turn/start' && k > 0 && state.plan === null) sawCleared = true
+    }
+    expect(sawKept).toBe(true)
+    expect(sawCleared).toBe(true)
+  })
+
+  test('replaying an event twice changes nothing (the live path may see events the rebuild already folded)', async () => {
+    const { events } = await recordedSession()
+    const once = foldEvents(events)
+    const twice = foldEvents(events, foldEvents(events))
+    expect(twice).toEqual(once)
+  })
+})

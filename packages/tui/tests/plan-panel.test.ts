@@ -1,0 +1,101 @@
+import { visibleWidth } from '@mariozechner/pi-tui'
+import { describe, expect, test } from 'vitest'
+import type { TodoItem, TodoStatus } from '@keel/todo'
+import { PlanPanel, planWindow } from '../src/plan-panel.ts'
+import { plainLines } from './support.ts'
+
+const three: TodoItem[] = [
+  { content: 'Read the failing test', status: 'completed' },
+  { content: 'Fix the parser', status: 'in_progress' },
+  { content: 'Run the suite', status: 'pending' },
+]
+
+function list(n: number, active: number): TodoItem[] {
+  return Array.from({ length: n }, (_, i) => ({
+    content: `Task ${i + 1}`,
+    status: (i < active ? 'completed' : i === active ? 'in_progress' : 'pending') as TodoStatus,
+  }))
+}
+
+function panel(todos: TodoItem[] | null): PlanPanel {
+  const p = new PlanPanel()
+  p.setPlan(todos)
+  return p
+}
+
+describe('plan panel', () => {
+  test('renders nothing while no plan stands, or for an empty list', () => {
+    expect(panel(null).render(80)).toEqual([])
+    expect(panel([]).render(80)).toEqual([])
+  })
+
+  test('three items: header with counts, one glyph line each', () => {
+    expect(plainLines(panel(three).render(80))).toEqual([
+      '',
+      'Plan 1/3 · 1 in progress',
+      '  ✓ Read the failing test',
+      '  ◐ Fix the parser',
+      '  ○ Run the suite',
+    ])
+  })
+
+  test('styles: completed dimmed, in progress highlighted', () => {
+    const [, , done, active] = panel(three).render(80)
+    expect(done).toContain('\x1b[2mRead the failing test')
+    expect(active).toContain('\x1b[1mFix the parser')
+  })
+
+  test('a long list collapses to the active item with its neighbours and +N more; the toggle shows all', () => {
+    const p = panel(list(12, 6))
+    expect(plainLines(p.render(80))).toEqual([
+      '',
+      'Plan 6/12 · 1 in progress  ctrl+t show all',
+      '  ✓ 5 done',
+      '  ✓ Task 6',
+      '  ◐ Task 7',
+      '  ○ Task 8',
+      '  ○ Task 9',
+      '  ○ Task 10',
+      '  +2 more',
+    ])
+    p.toggle()
+    const full = plainLines(p.render(80))
+    expect(full[1]).toBe('Plan 6/12 · 1 in progress  ctrl+t collapse')
+    expect(full.slice(2)).toEqual(list(12, 6).map((t, i) => `  ${i < 6 ? '✓' : i === 6 ? '◐' : '○'} ${t.content}`))
+  })
+
+  test('the window keeps the active item visible at either end', () => {
+    expect(planWindow(list(12, 0))).toEqual({ start: 0, end: 5 })
+    expect(planWindow(list(12, 11))).toEqual({ start: 7, end: 12 })
+    expect(planWindow(list(12, 12))).toEqual({ start: 7, end: 12 })
+    const collapsedStart = plainLines(panel(list(12, 0)).render(80))
+    expect(collapsedStart.slice(2)).toEqual(['  ◐ Task 1', '  ○ Task 2', '  ○ Task 3', '  ○ Task 4', '  ○ Task 5', '  +7 more'])
+  })
+
+  test('narrow width: every line fits, long content is cut with an ellipsis', () => {
+    const todos: TodoItem[] = [...three, { content: 'A rather long task description that cannot fit', status: 'pending' }]
+    for (const width of [1, 5, 12, 20]) {
+      const lines = panel(todos).render(width)
+      for (const line of lines) expect(visibleWidth(line)).toBeLessThanOrEqual(width)
+    }
+    expect(plainLines(panel(todos).render(20))).toEqual(['', 'Plan 1/4 · 1 in pro…', '  ✓ Read the failin…', '  ◐ Fix the parser', '  ○ Run the suite', '  ○ A rather long t…'])
+    expect(plainLines(panel(todos).render(1))).toEqual(['', '…', '…', '…', '…', '…'])
+  })
+
+  test('control characters in todo content are shown, not obeyed', () => {
+    const evil: TodoItem[] = [
+      { content: 'Title \x1b]0;pwned\x07 and \x1b[2J clear', status: 'in_progress' },
+      { content: 'C1 \u009b31m and bell \x07 and\nnewline', status: 'pending' },
+    ]
+    const lines = panel(evil).render(120)
+    for (const line of lines) {
+      // Only our own SGR codes may carry ESC; no OSC, no other CSI, no BEL, no C1, no newline.
+      expect(line.replace(/\x1b\[[0-9;]*m/g, '')).not.toMatch(/[\x00-\x1f\x7f-\x9f]/)
+    }
+    const text = plainLines(lines)
+    expect(text[2]).toContain('␛]0;pwned␇')
+    expect(text[2]).toContain('␛[2J')
+    expect(text[3]).toContain('\\x9b31m')
+    expect(text[3]).toContain('and newline')
+  })
+})
