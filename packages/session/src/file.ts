@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
-import type { SessionEvent, SessionHeader } from './types.ts'
+import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
 
 export class SessionFileError extends Error {
   constructor(readonly path: string, readonly line: number, problem: string) {
@@ -36,7 +36,10 @@ export function readSessionFile(path: string): LoadedSessionFile {
   } catch {
     throw new SessionFileError(path, 1, 'the header line is not JSON')
   }
-  if (header?.type !== 'session' || typeof header.id !== 'string') throw new SessionFileError(path, 1, 'not a Keel session header')
+  if (header?.type !== 'session' || !isSessionId(header.id)) throw new SessionFileError(path, 1, 'not a Keel session header')
+  if (typeof header.version === 'number' && header.version > SESSION_FORMAT_VERSION) {
+    throw new SessionFileError(path, 1, `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`)
+  }
   const events: SessionEvent[] = []
   let validBytes = lines[0]!.end
   let tornLine: number | undefined
@@ -67,35 +70,67 @@ export function readSessionFile(path: string): LoadedSessionFile {
 /** Types after which everything logged so far must survive a crash. */
 const DURABLE_TYPES = new Set(['tool/result', 'turn/end', 'user/message'])
 
-/** Appends one JSON line per event; fsyncs at the durability points so `kill -9` never loses an acknowledged result. */
+/**
+ * Appends one JSON line per event; fsyncs at the durability points so `kill -9` never loses an acknowledged result.
+ * A failed write is cut back off the file before the error is thrown, so a half-written line can never end up in
+ * the middle of the log; if even that fails, the writer refuses every later write.
+ */
 export class SessionWriter {
   private fd: number | undefined
+  /** Bytes in the file: everything up to here is whole lines. */
+  private size: number
+  private broken: Error | undefined
 
-  private constructor(readonly path: string, fd: number) {
+  private constructor(readonly path: string, fd: number, size: number) {
     this.fd = fd
+    this.size = size
   }
 
   static create(path: string, header: SessionHeader): SessionWriter {
     mkdirSync(dirname(path), { recursive: true })
     const fd = openSync(path, 'wx')
-    writeSync(fd, JSON.stringify(header) + '\n')
-    fsyncSync(fd)
-    return new SessionWriter(path, fd)
+    try {
+      const bytes = Buffer.from(JSON.stringify(header) + '\n')
+      writeAll(fd, bytes)
+      fsyncSync(fd)
+      syncDirectory(dirname(path))
+      return new SessionWriter(path, fd, bytes.length)
+    } catch (error) {
+      closeSync(fd)
+      throw error
+    }
   }
 
   /** Opens an existing file for appending, cutting a torn tail beyond `validBytes` first. */
   static reopen(path: string, validBytes: number): SessionWriter {
     const fd = openSync(path, 'r+')
-    ftruncateSync(fd, validBytes)
-    fsyncSync(fd)
-    closeSync(fd)
-    return new SessionWriter(path, openSync(path, 'a'))
+    try {
+      if (fstatSync(fd).size !== validBytes) {
+        ftruncateSync(fd, validBytes)
+        fsyncSync(fd)
+      }
+    } finally {
+      closeSync(fd)
+    }
+    return new SessionWriter(path, openSync(path, 'a'), validBytes)
   }
 
   write(event: SessionEvent): void {
     if (this.fd === undefined) throw new Error(`session file ${this.path} is closed`)
-    writeSync(this.fd, JSON.stringify(event) + '\n')
-    if (DURABLE_TYPES.has(event.type)) fsyncSync(this.fd)
+    if (this.broken) throw new Error(`session file ${this.path} is not writable after an earlier failure: ${this.broken.message}`)
+    const bytes = Buffer.from(JSON.stringify(event) + '\n')
+    try {
+      writeAll(this.fd, bytes)
+      if (DURABLE_TYPES.has(event.type)) fsyncSync(this.fd)
+    } catch (error) {
+      try {
+        ftruncateSync(this.fd, this.size)
+      } catch {
+        this.broken = error as Error
+      }
+      throw error
+    }
+    this.size += bytes.length
   }
 
   sync(): void {
@@ -107,5 +142,23 @@ export class SessionWriter {
     try { fsyncSync(this.fd) } catch {}
     closeSync(this.fd)
     this.fd = undefined
+  }
+}
+
+function writeAll(fd: number, bytes: Buffer): void {
+  let offset = 0
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset)
+}
+
+/** Makes a new file's directory entry durable too (a no-op where directories cannot be opened). */
+function syncDirectory(path: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, 'r')
+    fsyncSync(fd)
+  } catch {
+    // not supported on this platform or filesystem
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }

@@ -50,8 +50,11 @@ export function coreProblem(event: SessionEvent, t: Readonly<Trace>): string | u
       return
     case 'step/end':
     case 'assistant/message':
-    case 'tool/call':
       if (t.openTurn !== named.turn || t.openStep !== named.step) return `names turn ${named.turn} step ${named.step}, which is not the open step`
+      return
+    case 'tool/call':
+      if (t.openTurn !== event.data.turn || t.openStep !== event.data.step) return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
+      if (t.pendingCalls.has(event.data.callId)) return `call ${event.data.callId} is already waiting for its result in this step`
       return
     case 'tool/result':
       if (t.openTurn !== event.data.turn || t.openStep !== event.data.step) return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
@@ -88,6 +91,9 @@ export class Invariants extends Service {
 
   constructor(ctx: Context) {
     super(ctx, 'invariants', true)
+    // Sessions already live when this plugin (re)loads: tracked so `register` replays them; their traces build lazily.
+    const store = ctx.get('sessions') as { liveSessions?(): Session[] } | undefined
+    for (const session of store?.liveSessions?.() ?? []) this.sessions.add(session)
     ctx.on('session/created', (session) => {
       this.sessions.add(session)
       this.replay(session, [...this.checks.values()], true)

@@ -48,7 +48,10 @@ function copy(value: unknown, path: string, seen: Set<object>): unknown {
     }
     const result: Record<string, unknown> = {}
     for (const key of Object.keys(object)) {
-      result[key] = copy((object as Record<string, unknown>)[key], `${path}.${key}`, seen)
+      const item = copy((object as Record<string, unknown>)[key], `${path}.${key}`, seen)
+      // An own `__proto__` key (JSON.parse makes those) must stay data; plain assignment would set the prototype.
+      if (key === '__proto__') Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true })
+      else result[key] = item
     }
     out = Object.freeze(result)
   }

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 export class SessionLockedError extends Error {
@@ -17,27 +17,68 @@ function alive(pid: number): boolean {
   }
 }
 
-/** One writer per session: an exclusive lock file holding the pid; a stale lock of a dead pid is taken over. */
+function readPid(path: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(path, 'utf8'), 10)
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+let counter = 0
+
+/** Puts the lock in place with its content, or throws EEXIST. Falls back to create-then-write where hard links are not supported. */
+function placeLock(draft: string, path: string): void {
+  try {
+    linkSync(draft, path)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw error
+    const fd = openSync(path, 'wx')
+    try { writeSync(fd, String(process.pid)) } finally { closeSync(fd) }
+  }
+}
+
+/**
+ * One writer per session: a lock file holding the writer's pid. The file appears with its pid already in it (written
+ * to a private file, then hard-linked into place, which fails if a lock exists), so a reader never sees an empty
+ * lock. A lock whose pid is dead is stale and is taken over.
+ */
 export function acquireLock(path: string): () => void {
   mkdirSync(dirname(path), { recursive: true })
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(path, 'wx')
-      writeSync(fd, String(process.pid))
-      closeSync(fd)
+  const draft = `${path}.${process.pid}.${++counter}.tmp`
+  const fd = openSync(draft, 'w')
+  try {
+    writeSync(fd, String(process.pid))
+  } finally {
+    closeSync(fd)
+  }
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        placeLock(draft, path)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        const pid = readPid(path)
+        if (pid !== undefined && alive(pid)) throw new SessionLockedError(path, pid)
+        // Stale (its holder died) or unreadable. Remove it only if it still names the same dead holder, so a lock
+        // another process has just taken over is left alone.
+        if (readPid(path) === pid) {
+          try { unlinkSync(path) } catch {}
+        }
+        continue
+      }
       let released = false
       return () => {
         if (released) return
         released = true
+        if (readPid(path) !== process.pid) return
         try { unlinkSync(path) } catch {}
       }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      let pid = NaN
-      try { pid = Number.parseInt(readFileSync(path, 'utf8'), 10) } catch {}
-      if (Number.isInteger(pid) && pid > 0 && alive(pid)) throw new SessionLockedError(path, pid)
-      try { unlinkSync(path) } catch {}
     }
+  } finally {
+    try { unlinkSync(draft) } catch {}
   }
   throw new Error(`could not take the session lock ${path}`)
 }

@@ -5,7 +5,10 @@ export interface UnansweredCall { callId: string; step: number; name: string; ar
 
 export interface OpenTurnState {
   turn: number
+  /** The step left open, if any. */
   step: number | undefined
+  /** The highest step number the open turn has started (0 before its first step). */
+  lastStep: number
   /** Calls the model asked for in this turn that have no result yet, in order; `logged` once `tool/call` was appended. */
   unanswered: UnansweredCall[]
 }
@@ -17,7 +20,7 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
   for (const event of events) {
     switch (event.type) {
       case 'turn/start':
-        open = { turn: event.data.turn, step: undefined, unanswered: [] }
+        open = { turn: event.data.turn, step: undefined, lastStep: 0, unanswered: [] }
         pending.clear()
         break
       case 'turn/end':
@@ -25,7 +28,10 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
         pending.clear()
         break
       case 'step/start':
-        if (open) open.step = event.data.step
+        if (open) {
+          open.step = event.data.step
+          open.lastStep = Math.max(open.lastStep, event.data.step)
+        }
         break
       case 'step/end':
         if (open) open.step = undefined
@@ -35,11 +41,9 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
           if (block.type === 'tool-call') pending.set(block.id, { callId: block.id, step: event.data.step, name: block.name, arguments: block.arguments, logged: false })
         }
         break
-      case 'tool/call': {
-        const known = pending.get(event.data.callId)
-        pending.set(event.data.callId, { ...(known ?? { callId: event.data.callId, step: event.data.step, name: event.data.name, arguments: event.data.arguments }), logged: true })
+      case 'tool/call':
+        pending.set(event.data.callId, { callId: event.data.callId, step: event.data.step, name: event.data.name, arguments: event.data.arguments, logged: true })
         break
-      }
       case 'tool/result':
         pending.delete(event.data.callId)
         break
@@ -53,20 +57,34 @@ export const INTERRUPTED_RESULT = 'Error: the session was interrupted before thi
 
 /**
  * Closes a turn left open by a crash: an error result for every call the model asked for and never got an answer
- * to (so the next request is well formed), `step/end`, then `turn/end { interrupted }`.
+ * to (so the next request is well formed), `step/end`, then `turn/end { interrupted }`. Every event it appends obeys
+ * the dev-mode invariants: calls of the open step are answered in it; calls stranded outside it (only a damaged log
+ * has those) are logged again and answered in a new step.
  */
 export function closeOpenTurn(session: Session): boolean {
   const open = findOpenTurn(session.events)
   if (!open) return false
-  for (const call of open.unanswered) {
-    if (open.step === undefined) session.append('step/start', { turn: open.turn, step: (open.step = call.step) })
-    if (!call.logged) session.append('tool/call', { turn: open.turn, step: call.step, callId: call.callId, name: call.name, arguments: call.arguments })
+  const { turn } = open
+  const answer = (step: number, call: UnansweredCall, log: boolean) => {
+    if (log) session.append('tool/call', { turn, step, callId: call.callId, name: call.name, arguments: call.arguments })
     session.append('tool/result', {
-      turn: open.turn, step: call.step, callId: call.callId, isError: true,
+      turn, step, callId: call.callId, isError: true,
       content: [{ type: 'text', text: INTERRUPTED_RESULT }],
     }, { surfaceOp: { op: 'append' } })
   }
-  if (open.step !== undefined) session.append('step/end', { turn: open.turn, step: open.step })
-  session.append('turn/end', { turn: open.turn, reason: 'interrupted' })
+  const current = open.step
+  const stranded: UnansweredCall[] = []
+  for (const call of open.unanswered) {
+    if (current !== undefined && call.step === current) answer(current, call, !call.logged)
+    else stranded.push(call)
+  }
+  if (current !== undefined) session.append('step/end', { turn, step: current })
+  if (stranded.length) {
+    const step = open.lastStep + 1
+    session.append('step/start', { turn, step })
+    for (const call of stranded) answer(step, call, true)
+    session.append('step/end', { turn, step })
+  }
+  session.append('turn/end', { turn, reason: 'interrupted' })
   return true
 }

@@ -6,14 +6,22 @@ import type { AppendOptions, SessionEvent, SessionEventMap, SessionEventType, Se
 export interface SessionHooks {
   /** Runs before the event commits; a throw vetoes the append. */
   beforeCommit?(session: Session, event: SessionEvent): void
-  /** Runs after the event commits (persistence, then listeners). */
+  /**
+   * Writes the event durably, after validation and before it joins the in-memory log. A throw fails the append and
+   * leaves the log unchanged, so memory and disk never disagree about which events exist.
+   */
+  persist?(session: Session, event: SessionEvent): void
+  /** Runs after the event commits (listeners). */
   afterCommit?(session: Session, event: SessionEvent): void
 }
 
 export class SeedError extends Error {
-  constructor(message: string) {
+  /** Seq of the seed event that was refused, when one was. */
+  readonly seq?: number
+  constructor(message: string, seq?: number) {
     super(message)
     this.name = 'SeedError'
+    if (seq !== undefined) this.seq = seq
   }
 }
 
@@ -31,10 +39,15 @@ export class Session {
   constructor(readonly header: SessionHeader, seed: readonly SessionEvent[] = [], hooks: SessionHooks = {}) {
     this.hooks = {}
     for (const event of seed) {
-      if (event.seq !== this.log.length) throw new SeedError(`seed must be contiguous from 0: expected seq ${this.log.length}, got ${event.seq}`)
-      const intent = 'surfaceOp' in event ? (event as unknown as SurfaceIntent) : undefined
-      checkSurfaceMetadata(event.type, event.seq, intent, this.surface.nodes)
-      const frozen = frozenJsonCopy(event, `event ${event.seq}`)
+      const seq = this.log.length
+      if (event.seq !== seq) throw new SeedError(`seed must be contiguous from 0: expected seq ${seq}, got ${event.seq}`, seq)
+      let frozen: SessionEvent
+      try {
+        checkSurfaceMetadata(event.type, seq, event as unknown as Partial<SurfaceIntent>, this.surface.nodes)
+        frozen = frozenJsonCopy(event, `event ${seq}`)
+      } catch (error) {
+        throw new SeedError(`seed event ${seq} (${event.type}): ${(error as Error).message}`, seq)
+      }
       this.log.push(frozen)
       this.surface.add(frozen)
     }
@@ -69,6 +82,7 @@ export class Session {
     this.appending = true
     try {
       this.hooks.beforeCommit?.(this, event)
+      this.hooks.persist?.(this, event)
       this.log.push(event)
       this.frozenView = undefined
       this.surface.add(event)

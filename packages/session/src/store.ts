@@ -3,11 +3,11 @@ import { existsSync, readdirSync, statSync, openSync, readSync, closeSync } from
 import { join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import { backscan } from './backscan.ts'
-import { readSessionFile, SessionWriter } from './file.ts'
+import { readSessionFile, SessionFileError, SessionWriter } from './file.ts'
 import { acquireLock } from './lock.ts'
 import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
-import { closeOpenTurn } from './repair.ts'
-import { Session } from './session.ts'
+import { closeOpenTurn, findOpenTurn } from './repair.ts'
+import { SeedError, Session, type SessionHooks } from './session.ts'
 import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
 
 declare module 'cordis' {
@@ -106,6 +106,7 @@ export class SessionStore extends Service {
         entry.writer = SessionWriter.create(path, header)
       } catch (error) {
         entry.release()
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`session ${id} already exists (${path})`)
         throw error
       }
     }
@@ -120,18 +121,36 @@ export class SessionStore extends Service {
     const path = this.locate(id)
     if (!path) throw new SessionNotFoundError(id)
     const release = acquireLock(path + '.lock')
+    let session: Session
+    const repairs: string[] = []
     try {
       const file = readSessionFile(path)
-      const repairs: string[] = []
-      if (file.tornLine) repairs.push(`dropped a torn last line (line ${file.tornLine})`)
+      if (file.header.id !== id) throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id}`)
+      let seeded: Session
+      try {
+        seeded = new Session(file.header, file.events)
+      } catch (error) {
+        if (error instanceof SeedError && error.seq !== undefined) throw new SessionFileError(path, error.seq + 2, error.message)
+        throw error
+      }
+      if (file.tornLine) repairs.push(`${path}: dropped a torn last line (line ${file.tornLine}); the file now ends at the last whole event`)
       const writer = SessionWriter.reopen(path, file.validBytes)
-      const session = this.attach({ session: new Session(file.header, file.events), writer, release })
-      if (closeOpenTurn(session)) repairs.push('closed a turn left open by a crash (reason: interrupted)')
-      return { session, repairs }
+      session = this.attach({ session: seeded, writer, release })
     } catch (error) {
       release()
       throw error
     }
+    try {
+      const open = findOpenTurn(session.events)
+      if (open && closeOpenTurn(session)) {
+        const calls = open.unanswered.length
+        repairs.push(`${path}: turn ${open.turn} was left open by a crash; closed it as interrupted${calls ? ` with an error result for ${calls} unanswered tool call${calls === 1 ? '' : 's'}` : ''}`)
+      }
+    } catch (error) {
+      this.closeId(id)
+      throw error
+    }
+    return { session, repairs }
   }
 
   /** A read-only load (no lock, no repair written): for `sessions show` and the host's history. */
@@ -155,7 +174,12 @@ export class SessionStore extends Service {
   }
 
   close(session: Session): void {
-    this.closeId(session.id)
+    if (this.live.get(session.id)?.session === session) this.closeId(session.id)
+  }
+
+  /** The sessions live in this process. */
+  liveSessions(): Session[] {
+    return [...this.live.values()].map((entry) => entry.session)
   }
 
   /** Persisted sessions, newest first; only those of `cwd` when given. */
@@ -173,7 +197,7 @@ export class SessionStore extends Service {
         if (summary && (!cwd || summary.cwd === resolve(cwd))) out.push(summary)
       }
     }
-    return out.sort((a, b) => b.updatedAt - a.updatedAt)
+    return out.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)
   }
 
   /** Finds the latest event a visitor answers for, reading the file backwards (see backscan). */
@@ -193,18 +217,25 @@ export class SessionStore extends Service {
     return undefined
   }
 
+  /** Makes a session live: validate, then write, then publish each append. Undone if a `session/created` listener refuses it. */
   private attach(entry: Live): Session {
     const { session } = entry
     const ctx = this.ctx
     session.hooks = {
       beforeCommit: (s, event) => ctx.emit('session/validate', s, event),
-      afterCommit: (s, event) => {
-        entry.writer?.write(event)
-        publish(ctx, s, event)
-      },
+      persist: entry.writer ? (_, event) => entry.writer!.write(event) : undefined,
+      afterCommit: (s, event) => publish(ctx, s, event),
     }
     this.live.set(session.id, entry)
-    ctx.emit('session/created', session)
+    try {
+      ctx.emit('session/created', session)
+    } catch (error) {
+      this.live.delete(session.id)
+      entry.writer?.close()
+      entry.release?.()
+      session.hooks = closedHooks
+      throw error
+    }
     return session
   }
 
@@ -212,11 +243,18 @@ export class SessionStore extends Service {
     const entry = this.live.get(id)
     if (!entry) return
     this.live.delete(id)
+    entry.session.hooks = closedHooks
     entry.writer?.close()
     entry.release?.()
-    entry.session.hooks = {}
     this.ctx.emit('session/closed', entry.session)
   }
+}
+
+/** A closed session refuses appends: they would reach neither the file nor any listener. */
+const closedHooks: SessionHooks = {
+  beforeCommit(session, event) {
+    throw new Error(`session ${session.id} is closed; cannot append ${event.type} (open it again to continue)`)
+  },
 }
 
 /** Calls each `session/event` listener in its own try/catch: an observer's bug must not break the log. */
@@ -243,7 +281,7 @@ function summarize(path: string): SessionSummary | undefined {
     for (const line of lines.slice(1)) {
       try {
         const event = JSON.parse(line) as SessionEvent
-        if (event.type === 'user/message') {
+        if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
           for (const block of event.data.message.content) if (block.type === 'text') title += block.text
           break
         }

@@ -23,8 +23,12 @@ export function checkSurfaceMetadata(type: string, seq: number, intent: { surfac
     if (!Number.isInteger(op.start) || !Number.isInteger(op.end) || op.start > op.end || op.end >= seq) {
       throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] is not a range of earlier events`)
     }
-    if (!nodes.some((node) => node >= op.start && node <= op.end)) {
-      throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers no surface message`)
+    const [first, count] = coveredRun(nodes, op.start, op.end)
+    if (count === 0) throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers no surface message`)
+    for (let i = first + count; i < nodes.length; i++) {
+      if (nodes[i]! >= op.start && nodes[i]! <= op.end) {
+        throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers surface messages that are not adjacent`)
+      }
     }
   } else if (op.op !== 'append') {
     throw new SurfaceError(`${type} has an unknown surfaceOp`)
@@ -34,6 +38,18 @@ export function checkSurfaceMetadata(type: string, seq: number, intent: { surfac
   }
 }
 
+/**
+ * Where the nodes with seq in [start, end] begin in the surface and how many of them stand together there. Nodes are
+ * in surface order, which is not seq order once a replace has put a newer node before older ones.
+ */
+function coveredRun(nodes: readonly number[], start: number, end: number): [first: number, count: number] {
+  const first = nodes.findIndex((node) => node >= start && node <= end)
+  if (first < 0) return [0, 0]
+  let count = 1
+  while (first + count < nodes.length && nodes[first + count]! >= start && nodes[first + count]! <= end) count++
+  return [first, count]
+}
+
 export function messageOf(event: SessionEvent): Message | null {
   switch (event.type) {
     case 'user/message':
@@ -41,7 +57,11 @@ export function messageOf(event: SessionEvent): Message | null {
     case 'assistant/message':
       return event.data.message.content.length ? event.data.message : null
     case 'tool/result':
-      return { role: 'tool', content: [{ type: 'tool-result', toolCallId: event.data.callId, content: [...event.data.content], isError: event.data.isError }] }
+      // Frozen like the event it comes from: the surface caches it and hands the same object out on every call.
+      return Object.freeze({
+        role: 'tool',
+        content: Object.freeze([Object.freeze({ type: 'tool-result', toolCallId: event.data.callId, content: event.data.content, isError: event.data.isError })]),
+      }) as Message
     default:
       return null
   }
@@ -69,9 +89,7 @@ export class Surface {
       if (message && !this.stale) this.compact.push(message)
       return
     }
-    const first = this.nodes.findIndex((node) => node >= op.start && node <= op.end)
-    let count = 0
-    while (first + count < this.nodes.length && this.nodes[first + count]! <= op.end) count++
+    const [first, count] = coveredRun(this.nodes, op.start, op.end)
     this.nodes.splice(first, count, event.seq)
     this.cache.splice(first, count, message)
     this.stale = true
