@@ -1,0 +1,240 @@
+import { statSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
+import type { Context } from 'cordis'
+import {
+  agent as agentApp, methods, PROTOCOL_VERSION, RequestError,
+  type AgentApp, type AgentContext, type ContentBlock, type InitializeResponse, type SessionUpdate,
+} from '@agentclientprotocol/sdk'
+import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
+import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
+import { settlePlan, type TodoItem } from '@keel/todo'
+import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
+import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
+
+export interface BridgeOptions {
+  /** The model for every session of this connection; created on the first `session/new` or `session/load`. */
+  model(): Promise<LlmAdapter>
+  /** Project the standing plan as `plan` updates (off by default: the bridge is automation-only). */
+  plan: boolean
+  version: string
+  /** One line of diagnostics (stderr in `keel acp`). */
+  log?(line: string): void
+}
+
+/** A Keel session this connection drives. */
+class Bridged {
+  running = false
+  /** The plan last sent (null: none, or cleared). */
+  sentPlan: readonly TodoItem[] | null = null
+  private outbox: Promise<void> = Promise.resolve()
+
+  constructor(
+    readonly agent: Agent,
+    readonly client: AgentContext,
+    readonly projector: UpdateProjector,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  get id(): string { return this.agent.id }
+
+  /** Sends now, in order; `flushed()` resolves once everything sent so far is written. */
+  send(update: SessionUpdate): void {
+    const sent = this.client.notify(methods.client.session.update, { sessionId: this.id, update })
+      .catch((error: unknown) => this.log(`session ${this.id}: could not send an update: ${error instanceof Error ? error.message : String(error)}`))
+    // `.then` drops the results, so a long session does not keep a nested array of every update's outcome.
+    this.outbox = Promise.all([this.outbox, sent]).then(() => {})
+  }
+
+  flushed(): Promise<void> {
+    return this.outbox
+  }
+}
+
+function message(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+}
+
+function requireAbsoluteDirectory(cwd: string): void {
+  if (!isAbsolute(cwd)) throw RequestError.invalidParams({ cwd }, `cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
+  let directory = false
+  try { directory = statSync(cwd).isDirectory() } catch {}
+  if (!directory) throw RequestError.invalidParams({ cwd }, `cwd ${cwd} is not a directory`)
+}
+
+/**
+ * One ACP connection over a booted Keel: its handlers, and the Keel sessions it has opened. `close()` cancels their
+ * turns (killing running commands) and closes them, flushing their logs and releasing their locks.
+ */
+export class AcpBridge {
+  readonly app: AgentApp
+  private readonly sessions = new Map<string, Bridged>()
+  private readonly disposers: (() => void)[] = []
+  private modelPromise: Promise<LlmAdapter> | undefined
+  private closed = false
+
+  constructor(private readonly ctx: Context, private readonly options: BridgeOptions) {
+    this.disposers.push(
+      ctx.on('session/event', (session, event) => this.onEvent(session, event)),
+      ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+    )
+    this.app = agentApp({ name: 'keel' })
+      .onRequest(methods.agent.initialize, () => this.initialize())
+      .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers.length, client))
+      .onRequest(methods.agent.session.load, ({ params, client }) => this.loadSession(params.sessionId, params.cwd, params.mcpServers.length, client))
+      .onRequest(methods.agent.session.prompt, ({ params, signal }) => this.prompt(params.sessionId, params.prompt, signal))
+      .onNotification(methods.agent.session.cancel, ({ params }) => { this.sessions.get(params.sessionId)?.agent.cancel() })
+  }
+
+  private log(line: string): void {
+    this.options.log?.(escapeLine(line))
+  }
+
+  private initialize(): InitializeResponse {
+    return {
+      protocolVersion: PROTOCOL_VERSION,
+      agentCapabilities: {
+        loadSession: true,
+        promptCapabilities: { ...PROMPT_CAPABILITIES },
+        mcpCapabilities: { http: false, sse: false },
+      },
+      agentInfo: { name: 'keel', title: 'Keel', version: this.options.version },
+      authMethods: [],
+    }
+  }
+
+  private async model(): Promise<LlmAdapter> {
+    this.modelPromise ??= this.options.model()
+    try {
+      return await this.modelPromise
+    } catch (error) {
+      this.modelPromise = undefined // a later session may succeed (a key set, a server up)
+      throw new RequestError(-32603, `cannot start the model: ${message(error)}`)
+    }
+  }
+
+  private adopt(agent: Agent, client: AgentContext): Bridged {
+    const projector = new UpdateProjector({ cwd: agent.cwd, present: (name, args) => this.ctx.tools.present(name, args) })
+    const bridged = new Bridged(agent, client, projector, (line) => this.log(line))
+    this.sessions.set(agent.id, bridged)
+    return bridged
+  }
+
+  private async newSession(cwd: string, mcpServers: number, client: AgentContext) {
+    this.refuseWhenClosed()
+    requireAbsoluteDirectory(cwd)
+    const model = await this.model()
+    this.refuseWhenClosed()
+    if (mcpServers) this.log(`ignoring ${mcpServers} MCP server(s): Keel does not connect to MCP servers`)
+    const agent = this.ctx.agents.create({ cwd, model })
+    this.adopt(agent, client)
+    return { sessionId: agent.id }
+  }
+
+  private async loadSession(id: string, cwd: string, mcpServers: number, client: AgentContext) {
+    this.refuseWhenClosed()
+    requireAbsoluteDirectory(cwd)
+    let bridged = this.sessions.get(id)
+    if (!bridged) {
+      if (!isSessionId(id)) throw RequestError.sessionNotFound(id)
+      const model = await this.model()
+      this.refuseWhenClosed()
+      // Another load of the same id may have opened it while the model was starting.
+      bridged = this.sessions.get(id) ?? this.resume(id, cwd, model, client)
+    }
+    if (bridged.running) throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is running in this session; cancel it first')
+    if (mcpServers) this.log(`ignoring ${mcpServers} MCP server(s): Keel does not connect to MCP servers`)
+    // A fresh projector per replay, so a second load of the same session replays it whole.
+    const replay = new UpdateProjector({ cwd: bridged.agent.cwd, present: (name, args) => this.ctx.tools.present(name, args) })
+    for (const event of bridged.agent.session.events) for (const update of replay.event(event, true)) bridged.send(update)
+    if (this.options.plan) {
+      const plan = this.standingPlan(bridged.agent.session)
+      if (plan) bridged.send(planUpdate(plan))
+      bridged.sentPlan = plan
+    }
+    await bridged.flushed()
+    return {}
+  }
+
+  private resume(id: string, cwd: string, model: LlmAdapter, client: AgentContext): Bridged {
+    if (this.ctx.agents.get(id)) throw RequestError.invalidRequest({ sessionId: id }, `session ${id} is already open in this process`)
+    let opened
+    try {
+      opened = this.ctx.agents.resume(id, { model, cwd })
+    } catch (error) {
+      if (error instanceof SessionNotFoundError) throw RequestError.sessionNotFound(id)
+      throw new RequestError(-32603, `cannot open session ${id}: ${message(error)}`)
+    }
+    for (const repair of opened.repairs) this.log(`session ${id}: ${repair}`)
+    return this.adopt(opened.agent, client)
+  }
+
+  private async prompt(id: string, blocks: readonly ContentBlock[], signal: AbortSignal) {
+    const bridged = this.sessions.get(id)
+    if (!bridged) throw RequestError.sessionNotFound(id)
+    if (bridged.running) throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is already running in this session; wait for it or send session/cancel')
+    const parsed = promptContent(blocks)
+    if ('error' in parsed) throw RequestError.invalidParams({ sessionId: id }, parsed.error)
+    bridged.running = true
+    // A client that cancels the request itself ($/cancel_request) or goes away cancels the turn too.
+    const onAbort = () => bridged.agent.cancel()
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      const result = await bridged.agent.prompt(parsed.content)
+      await bridged.flushed()
+      const stopReason = stopReasonOf(result.reason)
+      if (stopReason) return { stopReason }
+      const why = result.message ?? `the turn ended: ${result.reason}`
+      this.log(`session ${id}: the turn ended with an error: ${why}`)
+      throw new RequestError(-32603, `the turn ended with an error: ${why}`, { sessionId: id, reason: result.reason })
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+      bridged.running = false
+    }
+  }
+
+  private onEvent(session: Session, event: SessionEvent): void {
+    const bridged = this.sessions.get(session.id)
+    if (!bridged || bridged.agent.session !== session) return
+    for (const update of bridged.projector.event(event, false)) bridged.send(update)
+    if (this.options.plan && settlePlan(event)) {
+      const plan = this.standingPlan(session, event)
+      if (plan !== bridged.sentPlan && (plan || bridged.sentPlan)) bridged.send(planUpdate(plan))
+      bridged.sentPlan = plan
+    }
+  }
+
+  private onDelta(agent: Agent, delta: AgentDelta): void {
+    const bridged = this.sessions.get(agent.id)
+    if (!bridged || bridged.agent !== agent) return
+    for (const update of bridged.projector.delta(delta)) bridged.send(update)
+  }
+
+  /** The `todos` projection when it is registered; otherwise the same rule applied to the log. */
+  private standingPlan(session: Session, latest?: SessionEvent): TodoItem[] | null {
+    const projections = this.ctx.get('projections')
+    if (projections?.has('todos')) return projections.get(session, 'todos') ?? null
+    if (latest) return settlePlan(latest)?.value ?? null
+    for (let i = session.events.length - 1; i >= 0; i--) {
+      const settled = settlePlan(session.events[i]!)
+      if (settled) return settled.value
+    }
+    return null
+  }
+
+  private refuseWhenClosed(): void {
+    if (this.closed) throw new RequestError(-32603, 'the agent is shutting down')
+  }
+
+  /** Cancels running turns, waits (bounded) for them to end, and closes every session this connection opened. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    const sessions = [...this.sessions.values()]
+    for (const bridged of sessions) bridged.agent.cancel()
+    const settle = Promise.all(sessions.map((bridged) => bridged.agent.whenIdle()))
+    await Promise.race([settle, new Promise((done) => setTimeout(done, 5000).unref())])
+    for (const bridged of sessions) this.ctx.agents.close(bridged.agent)
+    this.sessions.clear()
+    for (const dispose of this.disposers.splice(0)) dispose()
+  }
+}

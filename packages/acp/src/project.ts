@@ -1,0 +1,163 @@
+import { resolve } from 'node:path'
+import type { PlanEntry, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk'
+import type { AgentDelta } from '@keel/agent'
+import { CORE_EVENT_TYPES, type SessionEvent, type TurnEndReason } from '@keel/session'
+import type { TodoItem } from '@keel/todo'
+import type { ToolCallView, ToolContent } from '@keel/tools'
+import { callOfData, diffFromArgs, diffFromData, type FileDiff } from './diff.ts'
+
+/**
+ * How a finished turn answers `session/prompt`. `error` (and `interrupted`, which only crash repair writes) have no
+ * stop reason: the prompt request fails instead.
+ */
+export function stopReasonOf(reason: TurnEndReason): StopReason | undefined {
+  switch (reason) {
+    case 'completed': return 'end_turn'
+    case 'aborted': return 'cancelled'
+    case 'step-limit': return 'max_turn_requests'
+    case 'max-tokens': return 'max_tokens'
+    default: return undefined
+  }
+}
+
+/** The standing plan as an ACP `plan` update: the whole list every time, status 1:1, a constant priority. */
+export function planUpdate(todos: readonly TodoItem[] | null): SessionUpdate {
+  const entries: PlanEntry[] = (todos ?? []).map((todo) => ({ content: todo.content, status: todo.status, priority: 'medium' }))
+  return { sessionUpdate: 'plan', entries }
+}
+
+export interface ProjectorOptions {
+  /** The session's working directory: relative paths in tool calls resolve against it. */
+  cwd: string
+  /** `ctx.tools.present`: title, kind, raw input and locations of a call. */
+  present(name: string, args: string): ToolCallView
+}
+
+interface OpenCall {
+  view: ToolCallView
+  /** A diff the tool logged while it ran. */
+  logged?: FileDiff
+}
+
+function messageId(turn: number, step: number | 'user'): string {
+  return step === 'user' ? `turn-${turn}-user` : `turn-${turn}-step-${step}`
+}
+
+function toolContent(content: ToolContent): ToolCallContent[] {
+  return content.map((block): ToolCallContent => block.type === 'text'
+    ? { type: 'content', content: { type: 'text', text: block.text } }
+    : { type: 'content', content: { type: 'image', data: block.data, mimeType: block.mediaType } })
+}
+
+/**
+ * Turns one session's log events and live deltas into ACP `session/update` payloads. The same projector serves the
+ * live stream and `session/load` replay, so a replayed session reads like the one the client watched: in replay the
+ * user's and the assistant's messages come from the log; live, assistant text comes from the deltas as it streams.
+ */
+export class UpdateProjector {
+  private turn = 0
+  private step = 0
+  private streamedText = false
+  private streamedReasoning = false
+  private readonly open = new Map<string, OpenCall>()
+
+  constructor(private readonly options: ProjectorOptions) {}
+
+  delta(delta: AgentDelta): SessionUpdate[] {
+    if (!delta.text) return []
+    const id = messageId(this.turn, this.step)
+    if (delta.kind === 'text') {
+      this.streamedText = true
+      return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: delta.text }, messageId: id }]
+    }
+    if (delta.kind === 'reasoning') {
+      this.streamedReasoning = true
+      return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: delta.text }, messageId: id }]
+    }
+    return []
+  }
+
+  event(event: SessionEvent, replay: boolean): SessionUpdate[] {
+    switch (event.type) {
+      case 'turn/start':
+        this.turn = event.data.turn
+        this.step = 0
+        return []
+      case 'step/start':
+        this.turn = event.data.turn
+        this.step = event.data.step
+        this.streamedText = false
+        this.streamedReasoning = false
+        return []
+      case 'user/message': {
+        const message = event.data.message
+        if (!replay || (message.source ?? 'user') !== 'user') return []
+        const id = messageId(this.turn, 'user')
+        return message.content.flatMap((block): SessionUpdate[] => block.type === 'text' && block.text
+          ? [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text }, messageId: id }]
+          : [])
+      }
+      case 'assistant/message': {
+        const id = messageId(event.data.turn, event.data.step)
+        const out: SessionUpdate[] = []
+        for (const block of event.data.message.content) {
+          // Live, what already streamed as deltas is not sent twice; an adapter that streamed nothing still shows.
+          if (block.type === 'reasoning' && block.text && (replay || !this.streamedReasoning)) {
+            out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text }, messageId: id })
+          } else if (block.type === 'text' && block.text && (replay || !this.streamedText)) {
+            out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text }, messageId: id })
+          }
+        }
+        return out
+      }
+      case 'tool/call': {
+        const view = this.options.present(event.data.name, event.data.arguments)
+        this.open.set(event.data.callId, { view })
+        const locations = this.locations(view)
+        return [{
+          sessionUpdate: 'tool_call',
+          toolCallId: event.data.callId,
+          title: view.title,
+          kind: view.kind,
+          status: 'in_progress',
+          rawInput: view.rawInput,
+          ...(locations.length ? { locations } : {}),
+        }]
+      }
+      case 'tool/result': {
+        const call = this.open.get(event.data.callId)
+        this.open.delete(event.data.callId)
+        const content = toolContent(event.data.content)
+        const diff = call && !event.data.isError && call.view.kind === 'edit'
+          ? call.logged ?? diffFromArgs(call.view.rawInput, this.options.cwd)
+          : undefined
+        if (diff) content.unshift({ type: 'diff', ...diff })
+        return [{
+          sessionUpdate: 'tool_call_update',
+          toolCallId: event.data.callId,
+          status: event.data.isError ? 'failed' : 'completed',
+          content,
+        }]
+      }
+      default:
+        if (!CORE_EVENT_TYPES.has(event.type) && this.open.size) this.noteDiff(event.data)
+        return []
+    }
+  }
+
+  /** A tool's own event carrying a diff is kept for its call's final update. */
+  private noteDiff(data: unknown): void {
+    const diff = diffFromData(data, this.options.cwd)
+    if (!diff) return
+    const callId = callOfData(data, [...this.open.keys()])
+    const call = callId ? this.open.get(callId) : undefined
+    if (call) call.logged = diff
+  }
+
+  private locations(view: ToolCallView): ToolCallLocation[] {
+    return (view.locations ?? []).map((location) => ({
+      path: resolve(this.options.cwd, location.path),
+      ...(location.line !== undefined ? { line: location.line } : {}),
+    }))
+  }
+}

@@ -1,0 +1,40 @@
+import { fileURLToPath } from 'node:url'
+import type { ContentBlock } from '@agentclientprotocol/sdk'
+import type { TextBlock } from '@keel/session'
+
+/** What `initialize` promises and `session/prompt` accepts: the ACP baseline, text and resource links. */
+export const PROMPT_CAPABILITIES = { image: false, audio: false, embeddedContext: false } as const
+
+/** A link as the model reads it: a local file by its path, anything else by its URI. */
+function linkText(uri: string, name: string, title?: string | null): string {
+  let target = uri
+  let kind = 'resource'
+  if (uri.startsWith('file:')) {
+    try {
+      target = fileURLToPath(uri)
+      kind = 'file'
+    } catch {}
+  }
+  const label = title || name
+  const named = label && !target.endsWith(label) ? ` (${label})` : ''
+  return `[Referenced ${kind}: ${target}${named}]`
+}
+
+/**
+ * The blocks of one ACP prompt as the content of one Keel user message, in order. A block kind the agent did not
+ * advertise is refused with a reason rather than silently dropped.
+ */
+export function promptContent(prompt: readonly ContentBlock[]): { content: TextBlock[] } | { error: string } {
+  const content: TextBlock[] = []
+  for (const [i, block] of prompt.entries()) {
+    if (block.type === 'text') {
+      if (block.text) content.push({ type: 'text', text: block.text })
+    } else if (block.type === 'resource_link') {
+      content.push({ type: 'text', text: linkText(block.uri, block.name, block.title) })
+    } else {
+      return { error: `prompt[${i}]: ${block.type} content is not accepted; send text and resource_link blocks (see promptCapabilities)` }
+    }
+  }
+  if (!content.some((block) => block.text.trim())) return { error: 'the prompt is empty' }
+  return { content }
+}
