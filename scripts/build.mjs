@@ -1,14 +1,15 @@
 // Bundles the keel CLI into dist/ with esbuild so a cold start loads one module graph instead of compiling
 // TypeScript. bin/keel.js uses the bundle only while it is newer than every source file.
 import { build } from 'esbuild'
-import { rmSync } from 'node:fs'
+import { existsSync, renameSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-rmSync(`${root}dist`, { recursive: true, force: true })
+// Build beside dist/ and swap it in, so a keel process starting meanwhile never sees a half-written bundle.
+const next = `${root}dist.next-${process.pid}`
 await build({
   entryPoints: [`${root}packages/cli/src/main.ts`],
-  outdir: `${root}dist`,
+  outdir: next,
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -19,4 +20,8 @@ await build({
   external: ['vite', '@vitejs/plugin-react', 'playwright-core', 'esbuild', 'typescript', 'tsx'],
   banner: { js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);" },
 })
+const old = `${root}dist.old-${process.pid}`
+if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
+renameSync(next, `${root}dist`)
+rmSync(old, { recursive: true, force: true })
 if (!process.argv.includes('--quiet')) console.log('keel: built dist/main.js')

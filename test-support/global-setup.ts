@@ -1,4 +1,4 @@
-// End-to-end tests spawn the real `keel` binary; build its bundle first so they run today's code, fast.
+// End-to-end tests spawn the real `keel` binary; make sure its bundle is current so they run today's code, fast.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 

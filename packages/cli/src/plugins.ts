@@ -10,4 +10,5 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/todo': () => import('@keel/todo'),
   '@keel/fs': () => import('@keel/fs'),
   '@keel/subagent': () => import('@keel/subagent'),
+  '@keel/acp': () => import('@keel/acp'),
 }
