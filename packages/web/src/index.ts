@@ -1,7 +1,10 @@
-import type { DoorContext } from '@keel/cli'
-
-/** Placeholder until this front door lands; the CLI reports it as unavailable. */
-export async function runServe(door: DoorContext): Promise<number> {
-  process.stderr.write(`keel: ${door.command.kind} mode is not built yet\n`)
-  return 2
-}
+// `keel serve`: the web front door. The host (hono) lives here; the React client is under src/client and is built
+// with Vite on demand (see build.ts).
+export { runServe } from './serve.ts'
+export { WebHost, RpcFailure, type WebHostOptions } from './host.ts'
+export { EventHub } from './events.ts'
+export { PageCutter, pageOfEvents, pageOfFile, standingPlanOfFile, PageRequestError, MAX_PAGE_EVENTS, type Page, type FilePage } from './history.ts'
+export { resolveBind, isLoopback, originOf, DEFAULT_HOST, DEFAULT_PORT, type BindAddress } from './bind.ts'
+export { newToken, tokenMatches, requestToken } from './token.ts'
+export { ensureClientBuilt, clientIsFresh, clientDistDir, clientSourceDir, webPackageDir } from './build.ts'
+export * from './protocol.ts'

@@ -1,0 +1,170 @@
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
+import type { SessionInfo } from '../protocol.ts'
+import { Api, ApiError, takeToken, type StreamState } from './api.ts'
+import { Composer } from './components/Composer.tsx'
+import { SessionList } from './components/SessionList.tsx'
+import { TodoPanel } from './components/TodoPanel.tsx'
+import { Transcript } from './components/Transcript.tsx'
+import { ConversationStore, PAGE_MESSAGES } from './store.ts'
+
+function sessionFromHash(): string | null {
+  const match = /^#s=([A-Za-z0-9_-]{1,128})$/.exec(window.location.hash)
+  return match ? match[1]! : null
+}
+
+/** The end of a long path, where the project's name is. */
+function shortPath(path: string, max = 34): string {
+  return path.length > max ? `…${path.slice(-(max - 1))}` : path
+}
+
+/** `?messages=N` asks for smaller history pages (for trying paging on short sessions). */
+function pageMessages(): number {
+  const value = Number(new URL(window.location.href).searchParams.get('messages'))
+  return Number.isInteger(value) && value >= 1 && value <= 500 ? value : PAGE_MESSAGES
+}
+
+export function App() {
+  const [token, setToken] = useState(takeToken)
+  if (!token) {
+    return (
+      <div className="gate">
+        <h1>Keel</h1>
+        <p>Open the address that <code>keel serve</code> printed: it carries this server&apos;s access token.</p>
+      </div>
+    )
+  }
+  return <Main token={token} onUnauthorized={() => { sessionStorage.removeItem('keel.token'); setToken(null) }} />
+}
+
+function Main({ token, onUnauthorized }: { token: string; onUnauthorized: () => void }) {
+  const api = useMemo(() => new Api(token), [token])
+  const [sessions, setSessions] = useState<SessionInfo[]>([])
+  const [cwd, setCwd] = useState('')
+  const [selected, setSelected] = useState<string | null>(sessionFromHash)
+  const [stream, setStream] = useState<StreamState>('connecting')
+  const [error, setError] = useState<string | null>(null)
+  const store = useMemo(() => (selected ? new ConversationStore(selected, api, { pageMessages: pageMessages() }) : null), [selected, api])
+  const storeRef = useRef(store)
+  storeRef.current = store
+
+  const fail = useCallback((err: unknown) => {
+    if (err instanceof ApiError && err.code === 'unauthorized') onUnauthorized()
+    else setError(err instanceof Error ? err.message : String(err))
+  }, [onUnauthorized])
+
+  const refresh = useCallback(() => {
+    api.call('session.list', {}).then((value) => {
+      setSessions(value.sessions)
+      setCwd(value.cwd)
+    }, fail)
+  }, [api, fail])
+
+  useEffect(() => { refresh() }, [refresh])
+  useEffect(() => { void store?.open() }, [store])
+
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const refreshSoon = () => {
+      clearTimeout(timer)
+      timer = setTimeout(refresh, 150)
+    }
+    const close = api.events((frame) => {
+      storeRef.current?.accept(frame)
+      if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
+    }, setStream)
+    return () => {
+      clearTimeout(timer)
+      close()
+    }
+  }, [api, refresh])
+
+  useEffect(() => {
+    const onHash = () => setSelected(sessionFromHash())
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [])
+
+  const select = useCallback((id: string) => {
+    setError(null)
+    if (window.location.hash !== `#s=${id}`) window.location.hash = `s=${id}`
+    setSelected(id)
+  }, [])
+
+  const create = useCallback(async (): Promise<string | null> => {
+    try {
+      const { session } = await api.call('session.create', {})
+      select(session.id)
+      refresh()
+      return session.id
+    } catch (err) {
+      fail(err)
+      return null
+    }
+  }, [api, select, refresh, fail])
+
+  const send = useCallback(async (text: string): Promise<boolean> => {
+    setError(null)
+    const id = selected ?? (await create())
+    if (!id) return false
+    try {
+      await api.call('session.prompt', { sessionId: id, text })
+      refresh()
+      return true
+    } catch (err) {
+      fail(err)
+      return false
+    }
+  }, [api, selected, create, refresh, fail])
+
+  const cancel = useCallback(() => {
+    if (selected) api.call('session.cancel', { sessionId: selected }).catch(fail)
+  }, [api, selected, fail])
+
+  const title = sessions.find((session) => session.id === selected)?.title
+  return (
+    <div className="app">
+      <aside className="sidebar">
+        <div className="brand">
+          <span className="brand-name">Keel</span>
+          <span className={`stream-state ${stream}`} title={stream === 'open' ? 'live' : stream === 'connecting' ? 'connecting…' : 'disconnected'} />
+        </div>
+        <div className="cwd" title={cwd}>{shortPath(cwd)}</div>
+        <SessionList sessions={sessions} selected={selected} onSelect={select} onCreate={() => void create()} />
+      </aside>
+      <main className="main">
+        <header className="conversation-header">
+          <span className="conversation-title">{selected ? title || 'New session' : 'Keel'}</span>
+          {selected && <span className="conversation-id">{selected}</span>}
+        </header>
+        {store ? <Conversation store={store} error={error} onSend={send} onCancel={cancel} /> : (
+          <>
+            <div className="transcript"><div className="transcript-inner"><div className="placeholder">Start a new session, or pick one on the left.</div></div></div>
+            <div className="dock">
+              {error && <div className="notice error">{error}</div>}
+              <Composer running={false} disabled={false} onSend={send} onCancel={cancel} />
+            </div>
+          </>
+        )}
+      </main>
+    </div>
+  )
+}
+
+function Conversation({ store, error, onSend, onCancel }: {
+  store: ConversationStore
+  error: string | null
+  onSend: (text: string) => Promise<boolean>
+  onCancel: () => void
+}) {
+  const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
+  return (
+    <>
+      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} />
+      <div className="dock">
+        <TodoPanel todos={snapshot.todos} />
+        {error && <div className="notice error" role="alert">{error}</div>}
+        <Composer running={snapshot.running} disabled={snapshot.openState !== 'open'} onSend={onSend} onCancel={onCancel} />
+      </div>
+    </>
+  )
+}

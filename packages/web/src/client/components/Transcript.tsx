@@ -1,0 +1,78 @@
+import { useEffect, useLayoutEffect, useRef } from 'react'
+import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
+import { ToolRow } from './ToolRow.tsx'
+
+/** Messages and tool rows. All model and tool text is rendered as text nodes. */
+export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSnapshot; onLoadOlder: () => void }) {
+  const scroller = useRef<HTMLDivElement>(null)
+  const pinned = useRef(true)
+  const previousFirst = useRef<{ seq: number; height: number } | null>(null)
+
+  const onScroll = () => {
+    const el = scroller.current
+    if (el) pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48
+  }
+
+  // Follow new output while the reader is at the bottom; keep the reading position when older pages are prepended.
+  useLayoutEffect(() => {
+    const el = scroller.current
+    if (!el) return
+    const before = previousFirst.current
+    if (before && snapshot.firstSeq < before.seq && !pinned.current) el.scrollTop += el.scrollHeight - before.height
+    else if (pinned.current) el.scrollTop = el.scrollHeight
+    previousFirst.current = { seq: snapshot.firstSeq, height: el.scrollHeight }
+  })
+
+  useEffect(() => { pinned.current = true }, [snapshot.sessionId])
+
+  return (
+    <div className="transcript" ref={scroller} onScroll={onScroll} data-testid="transcript">
+      <div className="transcript-inner">
+        {snapshot.hasMore && (
+          <button type="button" className="load-older" onClick={onLoadOlder} disabled={snapshot.loadingOlder}>
+            {snapshot.loadingOlder ? 'Loading…' : 'Load earlier messages'}
+          </button>
+        )}
+        {snapshot.olderError && <div className="notice error">{snapshot.olderError}</div>}
+        {snapshot.openState === 'loading' && !snapshot.items.length && <div className="placeholder">Loading…</div>}
+        {snapshot.openState === 'error' && <div className="notice error">{snapshot.openError}</div>}
+        {snapshot.openState === 'open' && !snapshot.items.length && !snapshot.partial && (
+          <div className="placeholder">Ask Keel to do something in this repository.</div>
+        )}
+        {snapshot.items.map((item) => <Item key={item.key} item={item} snapshot={snapshot} />)}
+        {snapshot.partial && (snapshot.partial.text || snapshot.partial.reasoning) && (
+          <div className="message assistant streaming" data-testid="streaming">
+            {snapshot.partial.reasoning && <div className="reasoning">{snapshot.partial.reasoning}</div>}
+            <div className="message-text">{snapshot.partial.text}</div>
+          </div>
+        )}
+        {snapshot.running && !snapshot.partial && <div className="working" aria-live="polite">Working…</div>}
+      </div>
+    </div>
+  )
+}
+
+function Item({ item, snapshot }: { item: TranscriptItem; snapshot: ConversationSnapshot }) {
+  switch (item.kind) {
+    case 'user':
+      return (
+        <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
+          {item.source !== 'user' && <div className="message-label">{item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}</div>}
+          <div className="message-text">{item.text}</div>
+        </div>
+      )
+    case 'assistant':
+      return (
+        <div className="message assistant" data-testid="assistant-message">
+          {item.reasoning && (
+            <details className="reasoning-block"><summary>Reasoning</summary><div className="reasoning">{item.reasoning}</div></details>
+          )}
+          {item.text && <div className="message-text">{item.text}</div>}
+        </div>
+      )
+    case 'tool':
+      return <ToolRow item={item} output={snapshot.outputs[item.callId]} run={snapshot.subagentPlans[item.callId] ?? item.run} />
+    case 'notice':
+      return <div className={`notice ${item.tone}`}>{item.text}</div>
+  }
+}

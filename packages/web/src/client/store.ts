@@ -1,0 +1,399 @@
+// The page's model of one conversation, free of React and of the browser so it runs (and is tested) in Node.
+//
+// It holds a window of the log (the tail page, then older pages prepended) plus live events from the event
+// stream, and derives a ConversationSnapshot from it. The plan (`todos`) follows the one rule every Keel surface
+// uses: a `todo/write` sets it, the next `turn/start` clears it. A window rebuilt from a tail page starts from the
+// host's value for the whole log (its `projections` block; absent means empty), because the write that set the
+// plan may lie before the window. Older pages never reseed it.
+import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ServerFrame } from '../protocol.ts'
+import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
+
+export const PAGE_MESSAGES = 50
+/** Live tool output kept per running call (the tail, where the news is). */
+const MAX_LIVE_OUTPUT = 8 * 1024
+
+export interface ToolResultView { isError: boolean; text: string }
+
+export type TranscriptItem =
+  | { kind: 'user'; key: string; seq: number; text: string; source: string }
+  | { kind: 'assistant'; key: string; seq: number; text: string; reasoning: string }
+  | { kind: 'tool'; key: string; seq: number; callId: string; name: string; arguments: string; view?: CallView; result?: ToolResultView; run?: SubagentRun }
+  | { kind: 'notice'; key: string; seq: number; text: string; tone: 'info' | 'error' }
+
+export type OpenState = 'idle' | 'loading' | 'open' | 'error'
+
+export interface ConversationSnapshot {
+  sessionId: string
+  openState: OpenState
+  openError: string | null
+  items: readonly TranscriptItem[]
+  /** The assistant text streaming in now (not yet a logged message). */
+  partial: { text: string; reasoning: string } | null
+  /** Live output of running tool calls, by call id. */
+  outputs: Readonly<Record<string, string>>
+  running: boolean
+  hasMore: boolean
+  loadingOlder: boolean
+  olderError: string | null
+  todos: readonly TodoItem[]
+  /** Delegated tasks of the current turn by call id, from the host's `subagentPlans` projection (if it has one). */
+  subagentPlans: Readonly<Record<string, SubagentRun>>
+  /** Seqs of the window's first and last events (-1 when empty). */
+  firstSeq: number
+  lastSeq: number
+}
+
+export interface HistorySource {
+  history(params: HistoryParams): Promise<HistoryPage>
+}
+
+const NO_TODOS: readonly TodoItem[] = Object.freeze([])
+
+/** The plan fold: the latest `todo/write` stands until the next `turn/start`. Returns `todos` itself for other events. */
+export function foldTodos(todos: readonly TodoItem[], entry: HistoryEntry): readonly TodoItem[] {
+  const { event } = entry
+  if (event.type === 'turn/start') return todos.length ? NO_TODOS : todos
+  if (event.type === 'todo/write') return parseTodoList((event.data as { todos?: unknown }).todos) ?? NO_TODOS
+  return todos
+}
+
+/** The value a tail page seeds the plan with: its projection, and an absent one is the empty list. */
+export function seedTodos(page: HistoryPage): readonly TodoItem[] {
+  const value = page.projections?.values.todos
+  return (value === null || value === undefined ? null : parseTodoList(value)) ?? NO_TODOS
+}
+
+export class ConversationStore {
+  private window: HistoryEntry[] = []
+  private items: TranscriptItem[] = []
+  private readonly callIndex = new Map<string, number>()
+  private todos: readonly TodoItem[] = NO_TODOS
+  private plans: Record<string, SubagentRun> = {}
+  private plansSeq = -1
+  private running = false
+  private partial: { text: string; reasoning: string } | null = null
+  private outputs: Record<string, string> = {}
+  private hasMore = false
+  private openState: OpenState = 'idle'
+  private openError: string | null = null
+  private loadingOlder = false
+  private olderError: string | null = null
+  /** Live events that arrived while a tail page was on its way, or past a gap. */
+  private buffered: HistoryEntry[] = []
+  private pulling: Promise<void> | null = null
+  private pullAgain = false
+  /** The newest seq the host has told us exists (hello frames); a window ending before it is stale. */
+  private knownSeq = -1
+  /** Bumped by every tail install; an older page that answers after one is dropped. */
+  private generation = 0
+  private snapshot: ConversationSnapshot
+  private readonly listeners = new Set<() => void>()
+  private readonly pageMessages: number
+
+  constructor(readonly sessionId: string, private readonly source: HistorySource, options: { pageMessages?: number } = {}) {
+    this.pageMessages = options.pageMessages ?? PAGE_MESSAGES
+    this.snapshot = this.build()
+  }
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  getSnapshot = (): ConversationSnapshot => this.snapshot
+
+  /** Loads the tail page. */
+  open(): Promise<void> {
+    return this.pullTail()
+  }
+
+  /** Prepends the page before the window. The plan is left alone: it already reflects the whole log. */
+  async loadOlder(): Promise<void> {
+    if (!this.hasMore || this.loadingOlder || this.openState !== 'open' || !this.window.length) return
+    const generation = this.generation
+    const beforeSeq = this.window[0]!.event.seq
+    this.loadingOlder = true
+    this.olderError = null
+    this.changed()
+    try {
+      const page = await this.source.history({ sessionId: this.sessionId, beforeSeq, maxMessages: this.pageMessages })
+      if (generation !== this.generation) return
+      const last = page.events[page.events.length - 1]
+      if (last && last.event.seq + 1 !== beforeSeq) return // not adjacent to the window: keep what we have
+      this.window = page.events.concat(this.window)
+      this.hasMore = page.events.length ? page.hasMore : false
+      this.rebuildItems()
+    } catch (error) {
+      this.olderError = messageOf(error)
+    } finally {
+      this.loadingOlder = false
+      this.changed()
+    }
+  }
+
+  /** Feeds one frame from the event stream; frames of other sessions are ignored. */
+  accept(frame: ServerFrame): void {
+    switch (frame.type) {
+      case 'hello': {
+        if (this.openState === 'error') void this.pullTail() // the stream is back: try the failed open again
+        const mine = frame.sessions.find((s) => s.sessionId === this.sessionId)
+        if (!mine) return
+        this.knownSeq = Math.max(this.knownSeq, mine.lastSeq)
+        if (this.openState === 'open' && this.lastSeq() < this.knownSeq) void this.pullTail()
+        return
+      }
+      case 'session/event': {
+        if (frame.sessionId !== this.sessionId) return
+        const entry: HistoryEntry = frame.view ? { event: frame.event, view: frame.view } : { event: frame.event }
+        if (this.pulling) {
+          this.buffered.push(entry)
+          return
+        }
+        if (this.openState !== 'open') return // not opened, or the open failed: the next open pulls the tail anyway
+        const seq = entry.event.seq
+        if (seq <= this.lastSeq()) return
+        if (seq > this.lastSeq() + 1) {
+          // Missed events (a dropped connection, a slow tab): the tail page is the repair.
+          this.buffered.push(entry)
+          void this.pullTail()
+          return
+        }
+        this.applyLive(entry)
+        this.changed()
+        return
+      }
+      case 'agent/delta': {
+        if (frame.sessionId !== this.sessionId || this.openState !== 'open') return
+        const { delta } = frame
+        if (delta.kind === 'text' || delta.kind === 'reasoning') {
+          const partial = this.partial ?? { text: '', reasoning: '' }
+          this.partial = delta.kind === 'text' ? { ...partial, text: partial.text + delta.text } : { ...partial, reasoning: partial.reasoning + delta.text }
+        } else if (delta.kind === 'tool-output') {
+          this.outputs = { ...this.outputs, [delta.callId]: ((this.outputs[delta.callId] ?? '') + delta.text).slice(-MAX_LIVE_OUTPUT) }
+        } else {
+          return
+        }
+        this.changed()
+        return
+      }
+      case 'session/projection': {
+        if (frame.sessionId !== this.sessionId || frame.key !== 'subagentPlans' || frame.seq < this.plansSeq) return
+        this.plans = parseSubagentPlans(frame.value)
+        this.plansSeq = frame.seq
+        this.changed()
+        return
+      }
+      default:
+        return
+    }
+  }
+
+  private lastSeq(): number {
+    return this.window.length ? this.window[this.window.length - 1]!.event.seq : -1
+  }
+
+  private pullTail(): Promise<void> {
+    if (this.pulling) {
+      this.pullAgain = true
+      return this.pulling
+    }
+    if (this.openState !== 'open') this.openState = 'loading'
+    this.changed()
+    this.pulling = (async () => {
+      try {
+        do {
+          this.pullAgain = false
+          const page = await this.source.history({ sessionId: this.sessionId, maxMessages: this.pageMessages })
+          this.install(page)
+        } while (this.pullAgain)
+      } catch (error) {
+        // An open window stays usable; the next gap or hello tries again.
+        if (this.openState !== 'open') {
+          this.openState = 'error'
+          this.openError = messageOf(error)
+        }
+      } finally {
+        this.pulling = null
+        this.changed()
+      }
+    })()
+    return this.pulling
+  }
+
+  /** Replaces the window with a tail page, seeds the derived state from it, then stitches buffered live events on. */
+  private install(page: HistoryPage): void {
+    this.generation++
+    this.window = page.events.slice()
+    this.hasMore = page.hasMore
+    this.todos = seedTodos(page)
+    const asOf = page.projections?.asOfSeq ?? this.lastSeq()
+    if (asOf >= this.plansSeq) {
+      this.plans = parseSubagentPlans(page.projections?.values.subagentPlans)
+      this.plansSeq = asOf
+    }
+    let running = false
+    for (const entry of this.window) {
+      // A plan written or cleared inside the window is determined by it; the fold agrees with the seed.
+      this.todos = foldTodos(this.todos, entry)
+      if (entry.event.type === 'turn/start') running = true
+      else if (entry.event.type === 'turn/end') running = false
+    }
+    this.running = page.running ?? running
+    this.partial = null
+    this.outputs = {}
+    this.rebuildItems()
+    this.openState = 'open'
+    this.openError = null
+    const pending = this.buffered.sort((a, b) => a.event.seq - b.event.seq)
+    this.buffered = []
+    for (const [i, entry] of pending.entries()) {
+      const seq = entry.event.seq
+      if (seq <= this.lastSeq()) continue
+      if (seq > this.lastSeq() + 1) {
+        this.buffered = pending.slice(i)
+        this.pullAgain = true
+        return
+      }
+      this.applyLive(entry)
+    }
+    if (this.lastSeq() < this.knownSeq) this.pullAgain = true
+  }
+
+  private applyLive(entry: HistoryEntry): void {
+    this.window.push(entry)
+    this.applyItem(entry)
+    this.todos = foldTodos(this.todos, entry)
+    const { event } = entry
+    if (event.type === 'turn/start') this.running = true
+    else if (event.type === 'turn/end') {
+      this.running = false
+      this.partial = null
+    } else if (event.type === 'assistant/message') {
+      this.partial = null
+    } else if (event.type === 'tool/result' && this.outputs[event.data.callId] !== undefined) {
+      const { [event.data.callId]: _done, ...rest } = this.outputs
+      this.outputs = rest
+    }
+  }
+
+  private rebuildItems(): void {
+    this.items = []
+    this.callIndex.clear()
+    for (const entry of this.window) this.applyItem(entry)
+  }
+
+  private applyItem(entry: HistoryEntry): void {
+    const { event } = entry
+    const seq = event.seq
+    const key = `e${seq}`
+    switch (event.type) {
+      case 'user/message': {
+        const message = event.data.message
+        this.items.push({ kind: 'user', key, seq, text: textOf(message?.content), source: typeof message?.source === 'string' ? message.source : 'user' })
+        return
+      }
+      case 'assistant/message': {
+        const content = event.data.message?.content
+        const text = textOf(content)
+        const reasoning = textOf(content, 'reasoning')
+        if (text || reasoning) this.items.push({ kind: 'assistant', key, seq, text, reasoning })
+        return
+      }
+      case 'tool/call': {
+        const { callId, name } = event.data
+        this.callIndex.set(callId, this.items.length)
+        this.items.push({ kind: 'tool', key, seq, callId, name, arguments: String(event.data.arguments ?? ''), ...(entry.view ? { view: entry.view } : {}) })
+        return
+      }
+      case 'tool/result':
+        this.updateCall(event.data.callId, { result: { isError: event.data.isError === true, text: textOf(event.data.content) } })
+        return
+      case 'turn/end': {
+        const notice = turnNotice(event.data.reason, event.data.message)
+        if (notice) this.items.push({ kind: 'notice', key, seq, ...notice })
+        return
+      }
+      default: {
+        // Delegated tasks (events of @keel/subagent, read by shape so the page works with or without it).
+        const type = event.type as string
+        if (type !== 'subagent/start' && type !== 'subagent/end') return
+        const data = event.data as unknown as Record<string, unknown>
+        if (typeof data?.callId !== 'string') return
+        const previous = this.callItem(data.callId)?.run
+        const run = parseRun({
+          ...previous,
+          sessionId: data.sessionId ?? previous?.sessionId,
+          description: data.description ?? previous?.description,
+          status: type === 'subagent/start' ? 'running' : statusOfReason(data.reason),
+          todos: type === 'subagent/end' ? data.todos ?? null : previous?.todos ?? null,
+        })
+        if (run) this.updateCall(data.callId, { run })
+      }
+    }
+  }
+
+  private callItem(callId: string): Extract<TranscriptItem, { kind: 'tool' }> | undefined {
+    const index = this.callIndex.get(callId)
+    const item = index === undefined ? undefined : this.items[index]
+    return item?.kind === 'tool' ? item : undefined
+  }
+
+  private updateCall(callId: string, patch: Partial<Extract<TranscriptItem, { kind: 'tool' }>>): void {
+    const index = this.callIndex.get(callId)
+    const item = this.callItem(callId)
+    if (index === undefined || !item) return
+    this.items[index] = { ...item, ...patch }
+  }
+
+  private changed(): void {
+    this.snapshot = this.build()
+    for (const listener of [...this.listeners]) listener()
+  }
+
+  private build(): ConversationSnapshot {
+    return Object.freeze({
+      sessionId: this.sessionId,
+      openState: this.openState,
+      openError: this.openError,
+      items: this.items.slice(),
+      partial: this.partial,
+      outputs: this.outputs,
+      running: this.running,
+      hasMore: this.hasMore,
+      loadingOlder: this.loadingOlder,
+      olderError: this.olderError,
+      todos: this.todos,
+      subagentPlans: this.plans,
+      firstSeq: this.window.length ? this.window[0]!.event.seq : -1,
+      lastSeq: this.lastSeq(),
+    })
+  }
+}
+
+function textOf(content: unknown, type = 'text'): string {
+  if (!Array.isArray(content)) return ''
+  let out = ''
+  for (const block of content) if (block?.type === type && typeof block.text === 'string') out += block.text
+  return out
+}
+
+function statusOfReason(reason: unknown): string {
+  if (reason === 'completed' || reason === 'max-tokens') return 'completed'
+  if (reason === 'aborted') return 'aborted'
+  return 'error'
+}
+
+function turnNotice(reason: string, message?: string): { text: string; tone: 'info' | 'error' } | undefined {
+  switch (reason) {
+    case 'completed': return undefined
+    case 'aborted': return { text: 'Turn cancelled.', tone: 'info' }
+    case 'max-tokens': return { text: 'The reply hit the output token limit.', tone: 'info' }
+    case 'step-limit': return { text: 'The turn hit the step limit and stopped.', tone: 'error' }
+    case 'interrupted': return { text: 'The turn was interrupted (Keel stopped while it ran).', tone: 'error' }
+    default: return { text: `The turn ended with an error${message ? `: ${message}` : '.'}`, tone: 'error' }
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,339 @@
+import type { Context } from 'cordis'
+import { Hono, type Context as HonoContext } from 'hono'
+import type { Agent, LlmAdapter } from '@keel/agent'
+import type { Projections } from '@keel/session'
+import { isSessionId, type Session, type SessionEvent, type SessionSummary } from '@keel/session'
+import { EventHub } from './events.ts'
+import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
+import {
+  DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES,
+  type CallView, type HistoryEntry, type HistoryPage, type ProjectionsBlock, type RpcError, type RpcErrorCode,
+  type RpcMethod, type RpcMethods, type RpcResult, type ServerFrame, type SessionInfo,
+} from './protocol.ts'
+import { clientFile, SECURITY_HEADERS } from './static.ts'
+import { requestToken, tokenMatches } from './token.ts'
+
+export interface WebHostOptions {
+  ctx: Context
+  /** Sessions of this directory are listed; new sessions work here. */
+  cwd: string
+  /** The model that new and resumed sessions use. */
+  model: LlmAdapter
+  token: string
+  /** Serve the built client from this folder; without it the host answers the API only. */
+  clientDir?: string
+}
+
+export class RpcFailure extends Error {
+  constructor(readonly code: RpcErrorCode, message: string) {
+    super(message)
+    this.name = 'RpcFailure'
+  }
+}
+
+const MAX_BODY_BYTES = 1024 * 1024
+const MAX_PROMPT_CHARS = 200_000
+
+/** What the host needs of `ctx.subagents` (another package; read structurally, and only if it is composed). */
+interface SubagentPlansSource {
+  plans(session: Session): unknown
+  onChanged(listener: (session: Session, key: string, value: unknown, seq: number) => void): () => void
+}
+
+function subagentsOf(ctx: Context): SubagentPlansSource | undefined {
+  const service = ctx.get('subagents') as Partial<SubagentPlansSource> | undefined
+  return typeof service?.plans === 'function' && typeof service.onChanged === 'function' ? (service as SubagentPlansSource) : undefined
+}
+
+/**
+ * The `keel serve` host: JSON RPC under `/api/<method>`, a server-sent event stream of live frames at `/api/events`,
+ * and the built client. Prompts run on agents this host holds, one running turn per session.
+ */
+export class WebHost {
+  readonly app: Hono
+  readonly hub = new EventHub()
+  private readonly ctx: Context
+  private readonly held = new Map<string, Agent>()
+  private readonly turns = new Map<string, Promise<unknown>>()
+  private readonly disposers: (() => void)[] = []
+  private closed = false
+
+  constructor(private readonly options: WebHostOptions) {
+    const ctx = this.ctx = options.ctx
+    this.disposers.push(
+      ctx.on('session/event', (session, event) => {
+        if (this.hub.size) this.hub.broadcast({ type: 'session/event', sessionId: session.id, ...this.entry(event) })
+      }),
+      ctx.on('agent/delta', (agent, delta) => this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })),
+      ctx.on('agent/status', (agent, status) => this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })),
+    )
+    const subagents = subagentsOf(ctx)
+    const projections = ctx.get('projections') as Projections | undefined
+    if (projections) {
+      this.disposers.push(projections.onChanged((session, key, value, seq) => {
+        // With ctx.subagents composed, its own feed carries subagentPlans with running children's live plans overlaid.
+        if (key === 'subagentPlans' && subagents) return
+        this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
+      }))
+    }
+    if (subagents) {
+      this.disposers.push(subagents.onChanged((session, key, value, seq) => {
+        this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
+      }))
+    }
+    this.app = this.routes()
+  }
+
+  /** Ends the event streams, cancels running turns (waiting up to `graceMs`), and closes the agents this host opened. */
+  async close(graceMs = 5000): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.hub.close()
+    for (const id of this.turns.keys()) this.held.get(id)?.cancel()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([
+      Promise.allSettled([...this.turns.values()]),
+      new Promise((done) => { timer = setTimeout(done, graceMs) }),
+    ])
+    clearTimeout(timer)
+    for (const agent of this.held.values()) {
+      try { this.ctx.agents.close(agent) } catch {}
+    }
+    this.held.clear()
+    for (const dispose of this.disposers.splice(0)) dispose()
+  }
+
+  /** Calls one RPC method directly (the HTTP route and tests share it). */
+  async call<M extends RpcMethod>(method: M, params: unknown): Promise<RpcResult<RpcMethods[M]['value']>> {
+    try {
+      const handler = this.methods[method] as ((params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value']) | undefined
+      if (!handler || !Object.hasOwn(this.methods, method)) throw new RpcFailure('unknown-method', `unknown method ${JSON.stringify(String(method)).slice(0, 80)}; methods: ${Object.keys(this.methods).join(', ')}`)
+      if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
+        throw new RpcFailure('bad-request', 'params must be a JSON object')
+      }
+      if (this.closed) throw new RpcFailure('unavailable', 'the server is shutting down')
+      return { ok: true, value: await handler((params ?? {}) as Record<string, unknown>) }
+    } catch (error) {
+      return { ok: false, error: toRpcError(error) }
+    }
+  }
+
+  private routes(): Hono {
+    const app = new Hono()
+    app.use('*', async (c, next) => {
+      await next()
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(name)) c.res.headers.set(name, value)
+    })
+    app.use('/api/*', async (c, next) => {
+      if (!tokenMatches(this.options.token, requestToken(c.req.raw))) {
+        return c.json(failure('unauthorized', 'missing or wrong token; open the URL that keel serve printed'), 401)
+      }
+      await next()
+    })
+    app.get('/api/events', () => this.hub.open(this.hello()))
+    app.post('/api/:method', async (c) => {
+      const params = await readParams(c)
+      if ('error' in params) return c.json(failure('bad-request', params.error), 400)
+      const result = await this.call(c.req.param('method') as RpcMethod, params.value)
+      const status = !result.ok && result.error.code === 'unknown-method' ? 404 : 200
+      return c.json(result, status)
+    })
+    app.all('/api/*', (c) => c.json(failure('unknown-method', `no such endpoint: ${c.req.method} ${c.req.path.slice(0, 100)}`), 404))
+    const dir = this.options.clientDir
+    app.get('*', (c) => (dir && clientFile(dir, c.req.path)) || c.text('not found', 404))
+    return app
+  }
+
+  private readonly methods: { [M in RpcMethod]: (params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value'] } = {
+    'session.list': () => ({ sessions: this.ctx.sessions.list(this.options.cwd).map((summary) => this.info(summary)), cwd: this.options.cwd }),
+    'session.create': () => {
+      const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.options.model })
+      this.held.set(agent.id, agent)
+      const session = this.infoOf(agent.session)
+      this.hub.broadcast({ type: 'session/created', session })
+      return { session }
+    },
+    'session.history': (params) => this.history(params),
+    'session.prompt': (params) => this.prompt(params),
+    'session.cancel': (params) => {
+      const id = sessionIdOf(params)
+      const running = this.turns.has(id)
+      if (running) this.held.get(id)?.cancel()
+      return { cancelled: running }
+    },
+  }
+
+  private history(params: Record<string, unknown>): HistoryPage {
+    const sessionId = sessionIdOf(params)
+    const beforeSeq = optionalInteger(params, 'beforeSeq', 0, Number.MAX_SAFE_INTEGER)
+    const maxMessages = optionalInteger(params, 'maxMessages', 1, MAX_PAGE_MESSAGES) ?? DEFAULT_PAGE_MESSAGES
+    const tail = beforeSeq === undefined
+    const live = this.ctx.sessions.get(sessionId)
+    if (live) {
+      // One synchronous read of the in-memory log: the page and the projections describe the same instant.
+      const page = pageOfEvents(live.events, { beforeSeq, maxMessages })
+      const out: HistoryPage = { events: page.events.map((event) => this.entry(event)), hasMore: page.hasMore }
+      if (tail) {
+        out.projections = this.liveProjections(live)
+        out.running = this.turns.has(sessionId) || this.ctx.agents.get(sessionId)?.status === 'running'
+      }
+      return out
+    }
+    const path = this.ctx.sessions.pathOf(sessionId)
+    if (!path) throw new RpcFailure('not-found', `no session with id ${sessionId}`)
+    const page = pageOfFile(path, { beforeSeq, maxMessages })
+    const out: HistoryPage = { events: page.events.map((event) => this.entry(event)), hasMore: page.hasMore }
+    if (tail) {
+      out.projections = this.fileProjections(path, page.lastSeq, page.events)
+      out.running = false
+    }
+    return out
+  }
+
+  private liveProjections(session: Session): ProjectionsBlock {
+    const projections = this.ctx.get('projections') as Projections | undefined
+    const block: ProjectionsBlock = projections ? (projections.snapshot(session) as ProjectionsBlock) : { asOfSeq: session.seq - 1, values: {} }
+    const subagents = subagentsOf(this.ctx)
+    if (subagents && 'subagentPlans' in block.values) block.values = { ...block.values, subagentPlans: subagents.plans(session) }
+    return block
+  }
+
+  /**
+   * A session not open here is read from its file's tail, so only projections with a backwards rule are offered:
+   * `todos`. Folding the others would mean reading the whole log; the client derives finished subagent plans from
+   * the `subagent/end` events it holds instead.
+   */
+  private fileProjections(path: string, lastSeq: number, page: readonly SessionEvent[]): ProjectionsBlock {
+    const projections = this.ctx.get('projections') as Projections | undefined
+    const values: ProjectionsBlock['values'] = {}
+    if (projections?.has('todos')) values.todos = standingPlanOfFile(path, lastSeq, page).todos
+    return { asOfSeq: lastSeq, values }
+  }
+
+  private prompt(params: Record<string, unknown>): { accepted: true } {
+    const sessionId = sessionIdOf(params)
+    const text = params.text
+    if (typeof text !== 'string' || !text.trim()) throw new RpcFailure('bad-request', 'text must be a non-empty string')
+    if (text.length > MAX_PROMPT_CHARS) throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
+    if (this.turns.has(sessionId)) throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
+    const agent = this.agentFor(sessionId)
+    if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
+    const turn = agent.prompt(text).catch((error: unknown) => {
+      this.ctx.emit(this.ctx, 'internal/warning', `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`)
+    })
+    this.turns.set(sessionId, turn)
+    void turn.finally(() => { if (this.turns.get(sessionId) === turn) this.turns.delete(sessionId) })
+    return { accepted: true }
+  }
+
+  /** The agent this host holds for a session, resuming a persisted one on first use. */
+  private agentFor(sessionId: string): Agent {
+    const held = this.held.get(sessionId)
+    if (held) return held
+    if (this.ctx.agents.get(sessionId)) {
+      throw new RpcFailure('read-only', `session ${sessionId} is driven by another agent in this process (a running subagent); prompt its parent`)
+    }
+    let agent: Agent
+    try {
+      agent = this.ctx.agents.resume(sessionId, { model: this.options.model }).agent
+    } catch (error) {
+      if ((error as Error)?.name === 'SessionNotFoundError') throw new RpcFailure('not-found', `no session with id ${sessionId}`)
+      throw error
+    }
+    if (agent.session.header.parent) {
+      this.ctx.agents.close(agent)
+      throw new RpcFailure('read-only', `session ${sessionId} belongs to a subagent; prompt its parent session ${agent.session.header.parent.sessionId}`)
+    }
+    this.held.set(sessionId, agent)
+    return agent
+  }
+
+  private hello(): ServerFrame {
+    return {
+      type: 'hello',
+      sessions: this.ctx.sessions.liveSessions().map((session) => ({
+        sessionId: session.id, lastSeq: session.seq - 1, running: this.turns.has(session.id),
+      })),
+    }
+  }
+
+  private entry(event: SessionEvent): HistoryEntry {
+    if (event.type !== 'tool/call') return { event }
+    return { event, view: this.view(event.data.name, event.data.arguments) }
+  }
+
+  private view(name: string, args: string): CallView | undefined {
+    try {
+      const { title, kind, locations } = this.ctx.tools.present(name, args)
+      return { title: String(title), kind: String(kind), ...(locations ? { locations } : {}) }
+    } catch {
+      return undefined
+    }
+  }
+
+  private info(summary: SessionSummary): SessionInfo {
+    return {
+      id: summary.id, title: summary.title, cwd: summary.cwd, createdAt: summary.createdAt, updatedAt: summary.updatedAt,
+      ...(summary.parent ? { parent: summary.parent } : {}),
+      live: this.held.has(summary.id), running: this.turns.has(summary.id),
+    }
+  }
+
+  private infoOf(session: Session): SessionInfo {
+    const { header } = session
+    return {
+      id: header.id, title: '', cwd: header.cwd, createdAt: header.createdAt, updatedAt: Date.now(),
+      ...(header.parent ? { parent: header.parent } : {}),
+      live: this.held.has(header.id), running: this.turns.has(header.id),
+    }
+  }
+}
+
+function failure(code: RpcErrorCode, message: string): RpcResult<never> {
+  return { ok: false, error: { code, message } }
+}
+
+function toRpcError(error: unknown): RpcError {
+  if (error instanceof RpcFailure) return { code: error.code, message: error.message }
+  if (error instanceof PageRequestError) return { code: 'bad-request', message: error.message }
+  const name = (error as Error)?.name
+  const message = oneLine(error)
+  if (name === 'SessionNotFoundError') return { code: 'not-found', message }
+  if (name === 'SessionLockedError') return { code: 'busy', message }
+  return { code: 'internal', message }
+}
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 500)
+}
+
+function sessionIdOf(params: Record<string, unknown>): string {
+  const id = params.sessionId
+  if (!isSessionId(id)) {
+    const shown = typeof id === 'string' ? JSON.stringify(id.slice(0, 80)) : id === undefined ? 'nothing' : `a ${typeof id}`
+    throw new RpcFailure('invalid-session-id', `sessionId must be a session id (letters, digits, - and _), got ${shown}`)
+  }
+  return id
+}
+
+function optionalInteger(params: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  const value = params[key]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new RpcFailure('bad-request', `${key} must be an integer from ${min} to ${max}`)
+  }
+  return value
+}
+
+async function readParams(c: HonoContext): Promise<{ value: unknown } | { error: string }> {
+  const length = Number(c.req.header('content-length') ?? 0)
+  if (length > MAX_BODY_BYTES) return { error: `request body over ${MAX_BODY_BYTES} bytes` }
+  const text = await c.req.text()
+  if (text.length > MAX_BODY_BYTES) return { error: `request body over ${MAX_BODY_BYTES} bytes` }
+  if (!text.trim()) return { value: {} }
+  try {
+    return { value: JSON.parse(text) }
+  } catch {
+    return { error: 'request body is not JSON' }
+  }
+}

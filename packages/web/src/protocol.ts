@@ -1,0 +1,97 @@
+// The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
+// can import it without pulling in anything from Node.
+import type { AgentDelta, AgentStatus } from '@keel/agent'
+import type { SessionEvent } from '@keel/session'
+import type { TodoItem } from '@keel/todo'
+
+export type { AgentDelta, AgentStatus, SessionEvent, TodoItem }
+
+export type RpcErrorCode =
+  | 'unauthorized'
+  | 'bad-request'
+  | 'unknown-method'
+  | 'invalid-session-id'
+  | 'not-found'
+  | 'busy'
+  | 'read-only'
+  | 'unavailable'
+  | 'internal'
+
+export interface RpcError { code: RpcErrorCode; message: string }
+
+/** Every `POST /api/<method>` answers with one of these; the HTTP status only reports transport faults. */
+export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: RpcError }
+
+/** What the host computes from a tool's `presentCall` (the raw input is already in the `tool/call` event). */
+export interface CallView {
+  title: string
+  kind: string
+  locations?: { path: string; line?: number }[]
+}
+
+export interface HistoryEntry {
+  event: SessionEvent
+  /** On `tool/call` events: the tool's own presentation of the call. Never persisted. */
+  view?: CallView
+}
+
+/**
+ * Projection values as of `asOfSeq`, computed over the whole log (not just the page). A key that is absent means the
+ * capability is absent; `todos: null` means no plan stands.
+ */
+export interface ProjectionsBlock {
+  asOfSeq: number
+  values: { todos?: TodoItem[] | null; [key: string]: unknown }
+}
+
+export interface HistoryPage {
+  /** Whole events in seq order, starting at a message boundary. */
+  events: HistoryEntry[]
+  /** Older events exist: ask again with `beforeSeq` = the first event's seq. */
+  hasMore: boolean
+  /** Only on the tail page (no `beforeSeq`). */
+  projections?: ProjectionsBlock
+  /** Only on the tail page: a turn is running in this process. */
+  running?: boolean
+}
+
+export interface HistoryParams {
+  sessionId: string
+  beforeSeq?: number
+  maxMessages?: number
+}
+
+export interface SessionInfo {
+  id: string
+  title: string
+  cwd: string
+  createdAt: number
+  updatedAt: number
+  parent?: { sessionId: string; callId: string }
+  /** Open in this host (prompts run here). */
+  live: boolean
+  running: boolean
+}
+
+export interface RpcMethods {
+  'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string } }
+  'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
+  'session.history': { params: HistoryParams; value: HistoryPage }
+  'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }
+  'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
+}
+
+export type RpcMethod = keyof RpcMethods
+
+/** Frames on `GET /api/events` (server-sent events, one JSON object per `data:` line). */
+export type ServerFrame =
+  /** Sent first on every (re)connection: where each live session's log ends, so a client can spot missed events. */
+  | { type: 'hello'; sessions: { sessionId: string; lastSeq: number; running: boolean }[] }
+  | { type: 'session/event'; sessionId: string; event: SessionEvent; view?: CallView }
+  | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
+  | { type: 'agent/status'; sessionId: string; status: AgentStatus }
+  | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
+  | { type: 'session/created'; session: SessionInfo }
+
+export const DEFAULT_PAGE_MESSAGES = 50
+export const MAX_PAGE_MESSAGES = 500

@@ -1,0 +1,76 @@
+import type { AddressInfo } from 'node:net'
+import { serve, type ServerType } from '@hono/node-server'
+import type { DoorContext } from '@keel/cli'
+import { escapeLine, isSessionId } from '@keel/session'
+import { originOf, resolveBind } from './bind.ts'
+import { ensureClientBuilt } from './build.ts'
+import { WebHost } from './host.ts'
+import { newToken } from './token.ts'
+
+/**
+ * `keel serve`: builds the client if needed, listens (127.0.0.1:4317 by default; `--port 0` takes any free port),
+ * prints the URL with its access token on stdout, and runs until SIGINT or SIGTERM.
+ */
+export async function runServe(door: DoorContext): Promise<number> {
+  const { ctx, flags } = door
+  const bind = resolveBind(flags)
+  const focus = initialSession(door)
+  const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
+  const err = (line: string) => process.stderr.write(line + '\n')
+  const clientDir = await ensureClientBuilt({ log: err })
+  const token = newToken()
+  const host = new WebHost({ ctx, cwd: door.cwd, model, token, clientDir })
+  let server: ServerType
+  let port: number
+  try {
+    ({ server, port } = await listen(host, bind.host, bind.port))
+  } catch (error) {
+    await host.close()
+    throw error
+  }
+  process.stdout.write(`Keel web UI: ${originOf(bind.host, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
+  err(`keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
+  if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
+  await stopSignal()
+  err('keel: stopping')
+  await host.close()
+  await new Promise<void>((done) => {
+    server.close(() => done())
+    ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
+  })
+  return 0
+}
+
+function listen(host: WebHost, hostname: string, port: number): Promise<{ server: ServerType; port: number }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: host.app.fetch, hostname, port }, (info: AddressInfo) => resolve({ server, port: info.port }))
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(new Error(`port ${port} on ${hostname} is in use (try --port 0 for any free port)`))
+      else if (error.code === 'EADDRNOTAVAIL') reject(new Error(`cannot listen on ${hostname}: no such address on this machine`))
+      else reject(error)
+    })
+  })
+}
+
+/** `--resume <id>` or `--continue` open that session in the page (via the URL fragment). */
+function initialSession(door: DoorContext): string | undefined {
+  const resume: string | undefined = door.flags.resume
+  if (resume) {
+    if (!isSessionId(resume)) throw new Error(`--resume: not a session id: ${JSON.stringify(String(resume).slice(0, 80))}`)
+    return resume
+  }
+  if (door.flags.continue) return door.ctx.sessions.list(door.cwd).find((summary) => !summary.parent)?.id
+  return undefined
+}
+
+function stopSignal(): Promise<void> {
+  return new Promise((done) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      done()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+}

@@ -1,0 +1,132 @@
+// The web UI end to end: the real `keel serve` binary with the scripted model, driven from headless Chromium.
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { ensureClientBuilt } from '../src/build.ts'
+import { REPO, serve, type Served } from './serve-support.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium) process.stderr.write(`skipping the web UI browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+
+const XSS = '<img src=x onerror=alert(1)>'
+const ARTIFACTS = join(REPO, 'test-artifacts')
+
+const scratch = mkdtempSync(join(tmpdir(), 'keel-web-e2e-'))
+let served: Served | undefined
+let context: BrowserContext | undefined
+
+afterAll(async () => {
+  await context?.close().catch(() => {})
+  await served?.stop()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+describe.skipIf(!hasChromium)('web UI in headless Chromium', () => {
+  beforeAll(async () => {
+    await ensureClientBuilt()
+    const todos = (b: string, c: string) => [
+      { content: 'Read the code', status: b === 'start' ? 'in_progress' : 'completed' },
+      { content: 'Write the fix', status: b === 'start' ? 'pending' : 'in_progress' },
+      { content: 'Update the docs', status: c },
+      { content: XSS, status: 'pending' },
+    ]
+    writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [
+      { text: 'I will plan this first.', delayMs: 40, toolCalls: [{ name: 'todo_write', arguments: { todos: todos('start', 'pending') } }] },
+      { delayMs: 600, toolCalls: [{ name: 'todo_write', arguments: { todos: todos('next', 'in_progress') } }] },
+      { text: 'Both tasks are under way and the checks look good so far, so I am wrapping up this turn now.', delayMs: 150 },
+      { text: 'Here is the summary you asked for.', delayMs: 60 },
+    ] }))
+    // Parallel in-progress tasks are allowed here so the row shows its `+n`.
+    writeFileSync(join(scratch, 'keel.yml'), [
+      "- { id: session, name: '@keel/session' }",
+      "- { id: llm, name: '@keel/llm' }",
+      "- { id: tools, name: '@keel/tools' }",
+      "- { id: agent, name: '@keel/agent' }",
+      "- id: todo",
+      "  name: '@keel/todo'",
+      '  config: { allowParallelInProgress: true }',
+    ].join('\n') + '\n')
+    served = await serve(
+      ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', scratch, '--config', join(scratch, 'keel.yml')],
+      { KEEL_HOME: join(scratch, 'home') }, scratch,
+    )
+    const { chromium } = await import('playwright-core')
+    context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1100, height: 760 },
+    })
+  }, 180_000)
+
+  test('a plan appears and updates live, survives a reload from the tail page, renders markup as text, and clears on the next turn', async () => {
+    const page: Page = context!.pages()[0] ?? await context!.newPage()
+    const dialogs: string[] = []
+    page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
+    const pageErrors: string[] = []
+    page.on('pageerror', (error) => pageErrors.push(error.message))
+    // Single-message history pages, so after the turn the plan's write lies outside the tail page.
+    const url = new URL(served!.url)
+    url.searchParams.set('messages', '1')
+    await page.goto(url.href)
+    // The token leaves the address bar once the page has it.
+    await expect.poll(() => new URL(page.url()).searchParams.has('token')).toBe(false)
+
+    const panel = page.getByTestId('todo-panel')
+    const counts = page.getByTestId('todo-counts')
+    await page.getByTestId('composer-input').fill('Plan the release')
+    await page.getByTestId('send').click()
+
+    await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 in progress · 3 pending')
+    const summaries = page.getByTestId('todo-row-summary')
+    await expect.poll(() => summaries.first().textContent()).toBe('0/4 completed · Read the code')
+    expect(await page.getByTestId('todo-row-suffix').count()).toBe(0)
+
+    await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 completed · 2 in progress · 1 pending')
+    await expect.poll(() => summaries.nth(1).textContent()).toBe('1/4 completed · Write the fix')
+    expect(await page.getByTestId('todo-row-suffix').textContent()).toBe('+1')
+    const items = panel.getByTestId('todo-item')
+    expect(await items.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-status')))).toEqual(['completed', 'in_progress', 'in_progress', 'pending'])
+    // Three distinct glyphs.
+    const glyphs = await items.evaluateAll((nodes) => nodes.map((node) => node.querySelector('.glyph svg')!.innerHTML))
+    expect(new Set(glyphs).size).toBe(3)
+    // Markup in a todo is text: no element made of it, no script run.
+    expect(await items.nth(3).textContent()).toBe(XSS)
+    expect(await panel.locator('img').count()).toBe(0)
+    expect(await page.locator('img[src="x"]').count()).toBe(0)
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await panel.screenshot({ path: join(ARTIFACTS, 'web-todo-panel.png'), animations: 'disabled', caret: 'hide' })
+    await page.screenshot({ path: join(ARTIFACTS, 'web-ui.png'), animations: 'disabled', caret: 'hide' })
+
+    // Reload while the turn is still streaming its last step: the plan is back from the tail page.
+    await page.reload()
+    await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 completed · 2 in progress · 1 pending')
+    await expect.poll(() => page.getByTestId('send').count(), { timeout: 15_000 }).toBe(1) // the turn has ended
+
+    // Reload after the turn: the tail page (one message) no longer holds any todo_write call, yet the plan stands.
+    await page.reload()
+    await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 completed · 2 in progress · 1 pending')
+    expect(await page.locator('[data-tool="todo_write"]').count()).toBe(0)
+    expect(await page.getByText('Load earlier messages').count()).toBe(1)
+
+    // The next turn clears the plan as soon as it starts.
+    await page.getByTestId('composer-input').fill('Summarize it')
+    await page.getByTestId('send').click()
+    await expect.poll(() => panel.count(), { timeout: 15_000 }).toBe(0)
+    await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 15_000 }).toBe('Here is the summary you asked for.')
+    expect(await panel.count()).toBe(0)
+
+    expect(dialogs).toEqual([])
+    expect(pageErrors).toEqual([])
+  }, 120_000)
+})
+
+/** Keeps the README screenshot in step with the test's: run with KEEL_UPDATE_DOCS=1 to copy it. */
+afterAll(() => {
+  if (process.env.KEEL_UPDATE_DOCS === '1' && existsSync(join(ARTIFACTS, 'web-todo-panel.png'))) {
+    copyFileSync(join(ARTIFACTS, 'web-todo-panel.png'), join(REPO, 'docs/web-todo-panel.png'))
+  }
+})

@@ -1,0 +1,80 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { renderToStaticMarkup } from 'react-dom/server'
+import { describe, expect, test } from 'vitest'
+import { TodoPanel } from '../src/client/components/TodoPanel.tsx'
+import { ToolRow } from '../src/client/components/ToolRow.tsx'
+import type { TranscriptItem } from '../src/client/store.ts'
+import type { TodoItem } from '../src/client/plan.ts'
+
+const XSS = '<img src=x onerror=alert(1)>'
+const PLAN: TodoItem[] = [
+  { content: 'Read the code', status: 'completed' },
+  { content: 'Write the fix', status: 'in_progress' },
+  { content: 'Update the docs', status: 'in_progress' },
+  { content: XSS, status: 'pending' },
+]
+
+function toolItem(name: string, args: unknown, result?: { isError: boolean; text: string }): Extract<TranscriptItem, { kind: 'tool' }> {
+  return { kind: 'tool', key: 'e1', seq: 1, callId: 'c1', name, arguments: typeof args === 'string' ? args : JSON.stringify(args), ...(result ? { result } : {}) }
+}
+
+describe('TodoPanel', () => {
+  test('renders nothing for an empty plan', () => {
+    expect(renderToStaticMarkup(<TodoPanel todos={[]} />)).toBe('')
+  })
+
+  test('header counts, one line per item with a glyph per status, content as text', () => {
+    const html = renderToStaticMarkup(<TodoPanel todos={PLAN} />)
+    expect(html).toContain('>1 completed · 2 in progress · 1 pending<')
+    expect(html.match(/data-testid="todo-item"/g)).toHaveLength(4)
+    for (const status of ['completed', 'in_progress', 'pending']) expect(html).toContain(`glyph glyph-${status}`)
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;')
+    expect(html).not.toContain('<img')
+    expect(html).toContain('aria-expanded="true"')
+  })
+})
+
+describe('ToolRow', () => {
+  test('a todo_write row shows N/M completed with the first active item, and +n for the others', () => {
+    const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', { todos: PLAN }, { isError: false, text: 'ok' })} />)
+    expect(html).toContain('>1/4 completed · Write the fix<')
+    expect(html).toContain('data-testid="todo-row-suffix">+1<')
+  })
+
+  test('a rejected write keeps the summary but not the suffix', () => {
+    const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', { todos: PLAN }, { isError: true, text: 'Error: 2 tasks are in_progress' })} />)
+    expect(html).toContain('>1/4 completed · Write the fix<')
+    expect(html).not.toContain('todo-row-suffix')
+    expect(html).toContain('Error: 2 tasks are in_progress')
+  })
+
+  test('unparseable todo_write arguments fall back to the generic row', () => {
+    for (const args of ['{not json', '[]', '{"todos":"nope"}', '{"todos":[1]}', '{"todos":[{"content":"a","status":"doing"}]}']) {
+      const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', args)} />)
+      expect(html, args).not.toContain('todo-row-summary')
+      expect(html).toContain('>todo_write<')
+    }
+  })
+
+  test('a task row nests its subagent\'s plan; markup in tool output stays text', () => {
+    const html = renderToStaticMarkup(<ToolRow item={toolItem('task', { description: 'sub' }, { isError: false, text: XSS })} run={{ status: 'running', todos: PLAN }} />)
+    expect(html).toContain('data-testid="subagent-plan"')
+    expect(html).toContain('1 completed · 2 in progress · 1 pending')
+    expect(html).not.toContain('<img')
+  })
+})
+
+test('no client code hands model text to the DOM as markup', () => {
+  const root = join(import.meta.dirname, '../src/client')
+  const files: string[] = []
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(join(dir, entry.name))
+      else if (/\.(tsx?|html)$/.test(entry.name)) files.push(join(dir, entry.name))
+    }
+  }
+  walk(root)
+  expect(files.length).toBeGreaterThan(5)
+  for (const file of files) expect(readFileSync(file, 'utf8'), file).not.toMatch(/dangerouslySetInnerHTML|\.innerHTML\s*=|insertAdjacentHTML|document\.write/)
+})

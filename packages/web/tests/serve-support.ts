@@ -1,0 +1,60 @@
+// Runs the real `keel serve` binary and reads the URL it prints.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+
+export const REPO = join(import.meta.dirname, '../../..')
+
+export interface Served {
+  url: string
+  origin: string
+  token: string
+  child: ChildProcess
+  stderr(): string
+  /** SIGINT, then the exit code (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<number | null>
+}
+
+export function runKeel(args: string[], env: Record<string, string>, cwd: string): ChildProcess {
+  return spawn(process.execPath, [join(REPO, 'bin/keel.js'), ...args], {
+    cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  })
+}
+
+export function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode)
+    else child.once('exit', (code) => done(code))
+  })
+}
+
+export async function serve(args: string[], env: Record<string, string>, cwd: string, timeoutMs = 60_000): Promise<Served> {
+  const child = runKeel(['serve', ...args], env, cwd)
+  let out = ''
+  let err = ''
+  child.stderr!.on('data', (chunk) => { err += chunk })
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`keel serve printed no URL within ${timeoutMs} ms; stderr:\n${err}`)) }, timeoutMs)
+    child.stdout!.on('data', (chunk) => {
+      out += chunk
+      const match = /Keel web UI: (http:\/\/\S+)/.exec(out)
+      if (match) { clearTimeout(timer); resolve(match[1]!) }
+    })
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited with ${code}; stderr:\n${err}`)) })
+  })
+  const parsed = new URL(url)
+  return {
+    url,
+    origin: parsed.origin,
+    token: parsed.searchParams.get('token') ?? '',
+    child,
+    stderr: () => err,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null) return child.exitCode
+      child.kill('SIGINT')
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+      const code = await exitOf(child)
+      clearTimeout(timer)
+      return code
+    },
+  }
+}

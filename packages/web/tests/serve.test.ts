@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { ensureClientBuilt } from '../src/build.ts'
+import { exitOf, runKeel, serve } from './serve-support.ts'
+
+const scratch = mkdtempSync(join(tmpdir(), 'keel-web-serve-'))
+const home = join(scratch, 'home')
+const script = join(scratch, 'script.json')
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+beforeAll(async () => {
+  writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello from the script' }] }))
+  await ensureClientBuilt()
+}, 120_000)
+
+describe('keel serve (the real binary)', () => {
+  test('listens on 127.0.0.1, prints a URL with a token, serves the page, answers the API only with the token, stops on SIGINT', async () => {
+    const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    try {
+      const url = new URL(served.url)
+      expect(url.hostname).toBe('127.0.0.1')
+      expect(Number(url.port)).toBeGreaterThan(0)
+      expect(served.token).toMatch(/^[A-Za-z0-9_-]{32}$/)
+      const page = await fetch(`${served.origin}/`)
+      expect(page.status).toBe(200)
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
+      expect(await page.text()).toContain('<div id="root"></div>')
+      const denied = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}' })
+      expect(denied.status).toBe(401)
+      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
+      expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch } })
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
+    expect(served.stderr()).toContain('keel: stopping')
+  })
+
+  test('--host 0.0.0.0 is refused with one line', async () => {
+    const child = runKeel(['serve', '--host', '0.0.0.0', '--model', `scripted/${script}`], { KEEL_HOME: home, KEEL_SERVE_ALLOW_REMOTE: '' }, scratch)
+    let err = ''
+    child.stderr!.on('data', (chunk) => { err += chunk })
+    expect(await exitOf(child)).toBe(2)
+    expect(err.trim().split('\n')).toEqual([expect.stringMatching(/^keel: refusing to serve on 0\.0\.0\.0: it is not a loopback address/)])
+  })
+})
