@@ -10,5 +10,6 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/todo': () => import('@keel/todo'),
   '@keel/fs': () => import('@keel/fs'),
   '@keel/subagent': () => import('@keel/subagent'),
+  '@keel/compaction': () => import('@keel/compaction'),
   '@keel/acp': () => import('@keel/acp'),
 }

@@ -1,0 +1,75 @@
+import type { ContentBlock, Message, Session } from '@keel/session'
+
+/** Roughly what providers charge for one image; base64 length says nothing useful about it. */
+const IMAGE_TOKENS = 1_000
+const CHARS_PER_TOKEN = 4
+
+// Messages on the surface are frozen and reused across calls, so their size is computed once.
+const sizes = new WeakMap<object, number>()
+
+function blockChars(block: ContentBlock): number {
+  switch (block.type) {
+    case 'text':
+    case 'reasoning':
+      return block.text.length
+    case 'image':
+      return IMAGE_TOKENS * CHARS_PER_TOKEN
+    case 'tool-call':
+      return block.name.length + block.arguments.length
+    case 'tool-result': {
+      let chars = 0
+      for (const inner of block.content) chars += blockChars(inner)
+      return chars
+    }
+    default:
+      return 0
+  }
+}
+
+export function messageChars(message: Message): number {
+  let chars = sizes.get(message)
+  if (chars === undefined) {
+    chars = 0
+    for (const block of message.content) chars += blockChars(block)
+    sizes.set(message, chars)
+  }
+  return chars
+}
+
+export function charsToTokens(chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN)
+}
+
+export interface ContextEstimate {
+  tokens: number
+  /** `usage`: anchored on the provider's count for the last request; `chars`: chars/4 over everything. */
+  basis: 'usage' | 'chars'
+}
+
+/**
+ * The size of the next request, in tokens. When the last model reply since the latest compaction reported usage,
+ * its `usage.input` (the whole prompt of that request, system and tools included) is the anchor and only what was
+ * appended after that request is estimated, at 4 characters per token. Otherwise everything — system prompt, tool
+ * schemas (`overheadChars`) and every surface message — is estimated that way. A replace invalidates the anchor,
+ * because the provider's count described a history that no longer exists.
+ */
+export function estimateContext(session: Session, overheadChars: number): ContextEstimate {
+  const events = session.events
+  let since = 0
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (!('surfaceOp' in event)) continue
+    if (event.surfaceOp.op === 'replace') break
+    if (event.type === 'assistant/message') {
+      since += messageChars(event.data.message)
+      if (event.data.usage) return { tokens: event.data.usage.input + charsToTokens(since), basis: 'usage' }
+    } else if (event.type === 'user/message') {
+      since += messageChars(event.data.message)
+    } else if (event.type === 'tool/result') {
+      for (const block of event.data.content) since += blockChars(block)
+    }
+  }
+  let chars = overheadChars
+  for (const message of session.deriveMessages()) chars += messageChars(message)
+  return { tokens: charsToTokens(chars), basis: 'chars' }
+}
