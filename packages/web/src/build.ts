@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -29,6 +29,20 @@ function newestMtime(dir: string, newest = 0): number {
     newest = entry.isDirectory() ? newestMtime(path, newest) : Math.max(newest, statSync(path).mtimeMs)
   }
   return newest
+}
+
+/**
+ * Dates every built file to the sources it was built from (as SOURCE_DATE_EPOCH does), so the build never looks
+ * newer than the code: bin/keel.js compares the CLI bundle against every file under packages/, this one included.
+ */
+function stamp(dir: string, mtimeMs: number): void {
+  // Rounded up to the millisecond: file times keep less precision than mtimeMs reports, and must not fall below it.
+  const when = Math.ceil(mtimeMs) / 1000
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) stamp(path, mtimeMs)
+    utimesSync(path, when, when)
+  }
 }
 
 /** The built client exists and is newer than every client source file. */
@@ -62,6 +76,7 @@ export async function ensureClientBuilt(options: { force?: boolean; log?: (line:
   }
   const [{ build }, { default: react }] = tools
   options.log?.('keel: building the web client (once after each change to packages/web/src/client)')
+  const sourcesAsOf = newestMtime(source)
   const temp = `${out}.tmp-${process.pid}-${Date.now()}`
   try {
     await build({
@@ -75,6 +90,7 @@ export async function ensureClientBuilt(options: { force?: boolean; log?: (line:
       plugins: [react()],
       build: { outDir: temp, emptyOutDir: true, sourcemap: false, reportCompressedSize: false, chunkSizeWarningLimit: 1024 },
     })
+    stamp(temp, sourcesAsOf)
     rmSync(out, { recursive: true, force: true })
     try {
       renameSync(temp, out)

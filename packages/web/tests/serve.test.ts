@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ensureClientBuilt } from '../src/build.ts'
+import { clientDistDir, clientIsFresh, clientSourceDir, ensureClientBuilt } from '../src/build.ts'
 import { exitOf, runKeel, serve } from './serve-support.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-serve-'))
@@ -13,6 +13,22 @@ beforeAll(async () => {
   writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello from the script' }] }))
   await ensureClientBuilt()
 }, 120_000)
+
+function newest(dir: string): number {
+  let max = 0
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) max = Math.max(max, statSync(join(entry.parentPath, entry.name)).mtimeMs)
+  }
+  return max
+}
+
+test('the built client is fresh, and dated to its sources so it never makes the CLI bundle look stale', () => {
+  expect(clientIsFresh()).toBe(true)
+  const built = newest(clientDistDir())
+  const sources = newest(clientSourceDir())
+  expect(built).toBeGreaterThanOrEqual(sources)
+  expect(built - sources).toBeLessThan(1)
+})
 
 describe('keel serve (the real binary)', () => {
   test('listens on 127.0.0.1, prints a URL with a token, serves the page, answers the API only with the token, stops on SIGINT', async () => {
