@@ -1,5 +1,6 @@
 // Plan helpers for the page. Everything here reads untrusted JSON (model-written tool arguments, projection values
-// from another package), so every shape is checked and anything unexpected yields null rather than a guess.
+// from another package), so every shape is checked and anything unexpected yields null rather than a guess. (The
+// summaries in @keel/todo assume validated lists, and importing that package would pull Node code into the bundle.)
 import type { TodoItem, TodoStatus } from '@keel/todo'
 
 export type { TodoItem, TodoStatus }
