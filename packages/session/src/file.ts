@@ -21,18 +21,14 @@ export interface LoadedSessionFile {
 /** Parses a session file. Only a torn last line is tolerated; any other damage is refused naming file and line. */
 export function readSessionFile(path: string): LoadedSessionFile {
   const buffer = readFileSync(path)
-  const lines: { text: string; end: number }[] = []
-  let start = 0
-  while (start < buffer.length) {
-    const newline = buffer.indexOf(0x0a, start)
-    const end = newline < 0 ? buffer.length : newline + 1
-    lines.push({ text: buffer.toString('utf8', start, newline < 0 ? buffer.length : newline), end })
-    start = end
-  }
-  if (!lines.length) throw new SessionFileError(path, 1, 'empty file (no session header)')
+  if (!buffer.length) throw new SessionFileError(path, 1, 'empty file (no session header)')
+  // One decode and one split: a newline byte never occurs inside a multi-byte UTF-8 sequence, so the pieces are
+  // exactly the lines. The last piece is what follows the last newline: empty for a whole file, else a torn line.
+  const lines = buffer.toString('utf8').split('\n')
+  const whole = buffer[buffer.length - 1] === 0x0a
   let header: SessionHeader
   try {
-    header = JSON.parse(lines[0]!.text)
+    header = JSON.parse(lines[0]!)
   } catch {
     throw new SessionFileError(path, 1, 'the header line is not JSON')
   }
@@ -40,29 +36,33 @@ export function readSessionFile(path: string): LoadedSessionFile {
   if (typeof header.version === 'number' && header.version > SESSION_FORMAT_VERSION) {
     throw new SessionFileError(path, 1, `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`)
   }
+  if (lines.length === 1) throw new SessionFileError(path, 1, 'the header line is torn')
   const events: SessionEvent[] = []
-  let validBytes = lines[0]!.end
+  let validBytes = buffer.length
   let tornLine: number | undefined
-  for (let i = 1; i < lines.length; i++) {
-    const { text, end } = lines[i]!
-    const isLast = i === lines.length - 1
-    const complete = buffer[end - 1] === 0x0a
+  const last = lines.length - 1 // index of the piece after the last newline
+  for (let i = 1; i < last; i++) {
     let event: SessionEvent
     try {
-      event = JSON.parse(text)
+      event = JSON.parse(lines[i]!)
     } catch {
-      if (isLast) { tornLine = i + 1; break }
+      // A whole last line that is not JSON is treated as torn too (a filesystem may leave junk at the end of a
+      // file after a power cut); anywhere else it is damage.
+      if (i === last - 1 && whole) {
+        tornLine = i + 1
+        validBytes = buffer.lastIndexOf(0x0a, buffer.length - 2) + 1
+        break
+      }
       throw new SessionFileError(path, i + 1, 'line is not JSON (damage inside the log, not a torn tail)')
     }
-    if (!complete && isLast) { tornLine = i + 1; break }
     if (typeof event?.type !== 'string' || event.seq !== events.length) {
       throw new SessionFileError(path, i + 1, `expected event seq ${events.length}, found ${JSON.stringify(event?.seq)}`)
     }
     events.push(event)
-    validBytes = end
   }
-  if (lines[0]!.end === buffer.length && buffer[buffer.length - 1] !== 0x0a) {
-    throw new SessionFileError(path, 1, 'the header line is torn')
+  if (!whole) {
+    tornLine = last + 1
+    validBytes = buffer.lastIndexOf(0x0a) + 1
   }
   return { header, events, validBytes, tornLine }
 }

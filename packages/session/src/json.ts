@@ -58,3 +58,16 @@ function copy(value: unknown, path: string, seen: Set<object>): unknown {
   seen.delete(object)
   return out
 }
+
+/**
+ * Deep-freezes a value in place. Only for values fresh from `JSON.parse` that nobody else holds (a loaded log): they
+ * are JSON-clean by construction, so the copy `frozenJsonCopy` makes would buy nothing.
+ */
+export function deepFreezeParsed<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    if (Array.isArray(value)) for (const item of value) deepFreezeParsed(item)
+    else for (const key in value) deepFreezeParsed((value as Record<string, unknown>)[key])
+    Object.freeze(value)
+  }
+  return value
+}

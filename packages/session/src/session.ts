@@ -1,4 +1,4 @@
-import { frozenJsonCopy } from './json.ts'
+import { deepFreezeParsed, frozenJsonCopy } from './json.ts'
 import type { Message } from './messages.ts'
 import { checkSurfaceMetadata, Surface } from './surface.ts'
 import type { AppendOptions, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, SurfaceIntent } from './types.ts'
@@ -36,7 +36,12 @@ export class Session {
   private appending = false
   hooks: SessionHooks
 
-  constructor(readonly header: SessionHeader, seed: readonly SessionEvent[] = [], hooks: SessionHooks = {}) {
+  /**
+   * `seed` is checked (contiguous seqs, surface metadata) and copied. With `adoptSeed`, the seed events are taken
+   * over instead of copied: frozen in place, which is only right for objects fresh from `JSON.parse` that the caller
+   * hands over (the store does this when it loads a file).
+   */
+  constructor(readonly header: SessionHeader, seed: readonly SessionEvent[] = [], hooks: SessionHooks = {}, options: { adoptSeed?: boolean } = {}) {
     this.hooks = {}
     for (const event of seed) {
       const seq = this.log.length
@@ -44,7 +49,7 @@ export class Session {
       let frozen: SessionEvent
       try {
         checkSurfaceMetadata(event.type, seq, event as unknown as Partial<SurfaceIntent>, this.surface.nodes)
-        frozen = frozenJsonCopy(event, `event ${seq}`)
+        frozen = options.adoptSeed ? deepFreezeParsed(event) : frozenJsonCopy(event, `event ${seq}`)
       } catch (error) {
         throw new SeedError(`seed event ${seq} (${event.type}): ${(error as Error).message}`, seq)
       }

@@ -128,7 +128,7 @@ export class SessionStore extends Service {
       if (file.header.id !== id) throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id}`)
       let seeded: Session
       try {
-        seeded = new Session(file.header, file.events)
+        seeded = new Session(file.header, file.events, {}, { adoptSeed: true })
       } catch (error) {
         if (error instanceof SeedError && error.seq !== undefined) throw new SessionFileError(path, error.seq + 2, error.message)
         throw error

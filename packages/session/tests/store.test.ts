@@ -179,6 +179,28 @@ describe('persistence', () => {
     expect(loaded.tornLine).toBe(12)
   })
 
+  it('cuts at the right byte with multi-byte text, and drops a junk last line (a power cut can leave one)', async () => {
+    ctx = await boot()
+    const session = ctx.sessions.create({ cwd, id: 'utf8' })
+    session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'naïve café — 日本語 🚀' }] } }, append)
+    const path = ctx.sessions.pathOf('utf8')!
+    ctx.sessions.close(session)
+    const valid = statSync(path).size
+    appendFileSync(path, '{"type":"user/message","seq":1,"data":{"text":"🚀')
+    appendFileSync(path, Buffer.from([0xf0, 0x9f])) // cut inside a multi-byte character
+    let reopened = ctx.sessions.open('utf8')
+    expect(reopened.repairs[0]).toContain('dropped a torn last line (line 3)')
+    expect(statSync(path).size).toBe(valid)
+    expect(reopened.session.deriveMessages()[0]!.content).toEqual([{ type: 'text', text: 'naïve café — 日本語 🚀' }])
+    expect(Object.isFrozen(reopened.session.at(0)!.data)).toBe(true) // loaded events are frozen like appended ones
+    ctx.sessions.close(reopened.session)
+    appendFileSync(path, '\0\0\0\0\n')
+    reopened = ctx.sessions.open('utf8')
+    expect(reopened.repairs[0]).toContain('dropped a torn last line (line 3)')
+    expect(statSync(path).size).toBe(valid)
+    ctx.sessions.close(reopened.session)
+  })
+
   it('refuses a bad line in the middle, naming file and line', async () => {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'bad' })
