@@ -8,7 +8,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 
 function newestSource(dir, newest = 0) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'node_modules' || entry.name === 'tests' || entry.name.startsWith('.')) continue
+    if (entry.name === 'node_modules' || entry.name === 'tests' || entry.name === 'client-dist' || entry.name.startsWith('.')) continue
     const path = `${dir}/${entry.name}`
     if (entry.isDirectory()) newest = newestSource(path, newest)
     else newest = Math.max(newest, statSync(path).mtimeMs)
