@@ -6,6 +6,7 @@ import { isSessionId, type Session, type SessionEvent, type SessionSummary } fro
 import { EventHub } from './events.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
+  type CompactResult,
   DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES,
   type CallView, type HistoryEntry, type HistoryPage, type ProjectionsBlock, type RpcError, type RpcErrorCode,
   type RpcMethod, type RpcMethods, type RpcResult, type ServerFrame, type SessionInfo,
@@ -160,6 +161,11 @@ export class WebHost {
       const running = this.turns.has(id)
       if (running) this.held.get(id)?.cancel()
       return { cancelled: running }
+    },
+    'session.compact': async (params) => {
+      const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
+      if (!compaction) throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
+      return compaction.compact(this.agentFor(sessionIdOf(params)))
     },
   }
 

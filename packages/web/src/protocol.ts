@@ -79,6 +79,19 @@ export interface RpcMethods {
   'session.history': { params: HistoryParams; value: HistoryPage }
   'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
+  /** Summarise older turns now (needs @keel/compaction in the composition). */
+  'session.compact': { params: { sessionId: string }; value: CompactResult }
+}
+
+/** What a manual compaction did (the shape of @keel/compaction's outcome; token figures are estimates). */
+export interface CompactResult {
+  ok: boolean
+  before: number
+  after: number
+  summarised: number
+  /** `next-request` when the session was idle: the summary is committed at the start of the next request. */
+  applied?: 'now' | 'next-request'
+  error?: string
 }
 
 export type RpcMethod = keyof RpcMethods

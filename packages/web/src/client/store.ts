@@ -314,8 +314,16 @@ export class ConversationStore {
         return
       }
       default: {
-        // Delegated tasks (events of @keel/subagent, read by shape so the page works with or without it).
         const type = event.type as string
+        // Compaction (events of @keel/compaction, read by shape): one line where it happened.
+        if (type === 'compaction/end') {
+          const data = event.data as unknown as { before?: number; after?: number; summarised?: number; error?: string }
+          this.items.push(data.error
+            ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${data.error}` }
+            : { kind: 'notice', key, seq, tone: 'info', text: `Context compacted: ${data.summarised ?? 0} messages summarised, ~${data.before ?? '?'} → ~${data.after ?? '?'} tokens` })
+          return
+        }
+        // Delegated tasks (events of @keel/subagent, read by shape so the page works with or without it).
         if (type !== 'subagent/start' && type !== 'subagent/end') return
         const data = event.data as unknown as Record<string, unknown>
         if (typeof data?.callId !== 'string') return
