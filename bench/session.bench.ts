@@ -68,6 +68,25 @@ try {
     row('  store / raw (p50, p99)', ratio(percentile(store, 50), percentile(raw, 50)), ratio(percentile(store, 99), percentile(raw, 99)))
   }
 
+  // 1b. The same without fsync (a tool/call is written but not synced): the store's own CPU cost per append.
+  {
+    const N = 2000
+    const session = ctx.sessions.create({ cwd: scratch, id: 'plain' })
+    const rawFd = openSync(join(scratch, 'raw-plain.jsonl'), 'a')
+    const store: number[] = []
+    const raw: number[] = []
+    for (let i = 0; i < N; i++) {
+      let event: SessionEvent | undefined
+      store.push(time(() => { event = session.append('tool/call', { turn: 1, step: 1, callId: `c${i}`, name: 'bash', arguments: `{"command":"${text(200)}"}` }) }))
+      const bytes = JSON.stringify(event) + '\n'
+      raw.push(time(() => { appendFileSync(rawFd, bytes) }))
+    }
+    closeSync(rawFd)
+    ctx.sessions.close(session)
+    row(`unsynced append (tool/call, ${N}×): store p50 / p99`, ms(percentile(store, 50)), ms(percentile(store, 99)))
+    row('  raw appendFileSync p50 / p99', ms(percentile(raw, 50)), ms(percentile(raw, 99)))
+  }
+
   // 2. Load a 100k-event log: ctx.sessions.open (parse, seq checks, freeze, surface fold, repair check, lock) and
   //    ctx.sessions.read (parse and seq checks only) vs JSON.parse of every line.
   {
