@@ -19,8 +19,17 @@ export function applyPlan(state: TodoItem[] | null, event: SessionEvent): TodoIt
 }
 
 export function standingPlan(events: readonly SessionEvent[]): TodoItem[] | null {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const settled = settlePlan(events[i]!)
+  return standingPlanAt(events.length, (seq) => events[seq]!)
+}
+
+/** The same rule over a live session, walking back from its end without copying the log. */
+export function standingPlanOf(session: { readonly seq: number; at(seq: number): SessionEvent | undefined }): TodoItem[] | null {
+  return standingPlanAt(session.seq, (seq) => session.at(seq)!)
+}
+
+function standingPlanAt(length: number, at: (seq: number) => SessionEvent): TodoItem[] | null {
+  for (let seq = length - 1; seq >= 0; seq--) {
+    const settled = settlePlan(at(seq))
     if (settled) return settled.value
   }
   return null

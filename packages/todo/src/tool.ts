@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import { describeTodoWrite, resultText } from './describe.ts'
-import { standingPlan } from './plan.ts'
+import { standingPlanOf } from './plan.ts'
 import { TODO_STATUSES, type TodoItem } from './types.ts'
 import { checkTodos, droppedUnfinished, type Policy } from './validate.ts'
 
@@ -23,7 +23,7 @@ export function todoWriteTool(policy: Policy) {
       if (!agent) throw new Error('todo_write must be called by an agent: the list belongs to the calling agent\'s session')
       const checked = checkTodos(args.todos as TodoItem[], policy)
       if ('error' in checked) throw new Error(checked.error)
-      const previous = standingPlan(agent.session.events)
+      const previous = standingPlanOf(agent.session)
       agent.session.append('todo/write', { todos: checked.todos })
       return resultText(checked.todos, droppedUnfinished(previous, checked.todos))
     },
