@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs'
 import { CURSOR_MARKER } from '@mariozechner/pi-tui'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
+import * as subagentPlugin from '@keel/subagent'
 import type { Session } from '@keel/session'
 import { defineTool } from '@keel/tools'
 import type { TodoItem } from '@keel/todo'
@@ -208,10 +208,10 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(text).toContain('(https://example.com/␛]8;;x)')
   })
 
-  test('a running subagent\'s plan is nested under its task card (stand-in for @keel/subagent)', async () => {
+  test('the subagentPlans projection alone (no ctx.subagents service) nests a running child\'s plan', async () => {
     let release: () => void = () => {}
     const gate = new Promise<void>((done) => { release = done })
-    // Until @keel/subagent lands: a `task` tool that waits, and the projection it will register on the parent.
+    // A `task` tool that waits and a projection in the shape @keel/subagent registers, without its service.
     const standIn = {
       name: 'subagent-stand-in',
       inject: ['tools', 'projections'],
@@ -254,27 +254,23 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(subagentPlan(keel!.ctx, app.agent.session, 'missing')).toBeUndefined()
     expect(screen(app)).toContain('● task task  error')
   })
-})
 
-// With the real @keel/subagent (skipped until that package is in the tree).
-const SUBAGENT = new URL('../../subagent/src/index.ts', import.meta.url)
-const hasSubagent = existsSync(SUBAGENT)
-test.skipIf(!hasSubagent)(`a real subagent's live plan nests under its task card${hasSubagent ? '' : ' — skipped: @keel/subagent is not in this tree'}`, async () => {
-  const subagent = await import(SUBAGENT.href)
-  const child = (statuses: TodoItem['status'][]) => ({ todos: [{ content: 'Read the grammar', status: statuses[0] }, { content: 'Write tests', status: statuses[1] }] })
-  const { app } = await start([
-    { when: 'delegate please', toolCalls: [{ name: 'task', arguments: { description: 'Audit parser', prompt: 'CHILD: audit the parser' } }] },
-    { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['in_progress', 'pending']) }, { name: 'bash', arguments: { command: 'sleep 1.5' } }] },
-    { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['completed', 'completed']) }] },
-    { when: 'CHILD', text: 'child done' },
-    { when: 'delegate please', text: 'parent done' },
-  ], { plugins: [[subagent, { maxDepth: 1, maxConcurrent: 2 }]] })
-  app.submit('delegate please')
-  await waitFor(() => screen(app).includes('      ◐ Read the grammar'), 'the child plan under the task card', 10_000)
-  expect(screen(app)).toMatch(/● task Audit parser  running\n(.*\n)*    Audit parser 0\/2 · 1 in progress\n      ◐ Read the grammar\n      ○ Write tests/)
-  // The parent's own plan panel is not the child's.
-  expect(screen(app)).not.toMatch(/^Plan /m)
-  await idle(app)
-  expect(screen(app)).toContain('    Audit parser plan 2/2')
-  expect(screen(app)).toContain('parent done')
+  test('a real @keel/subagent child\'s live plan nests under its task card', async () => {
+    const child = (statuses: TodoItem['status'][]) => ({ todos: [{ content: 'Read the grammar', status: statuses[0] }, { content: 'Write tests', status: statuses[1] }] })
+    const { app } = await start([
+      { when: 'delegate please', toolCalls: [{ name: 'task', arguments: { description: 'Audit parser', prompt: 'CHILD: audit the parser' } }] },
+      { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['in_progress', 'pending']) }, { name: 'bash', arguments: { command: 'sleep 1.5' } }] },
+      { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['completed', 'completed']) }] },
+      { when: 'CHILD', text: 'child done' },
+      { when: 'delegate please', text: 'parent done' },
+    ], { plugins: [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] })
+    app.submit('delegate please')
+    await waitFor(() => screen(app).includes('      ◐ Read the grammar'), 'the child plan under the task card', 10_000)
+    expect(screen(app)).toMatch(/● task Audit parser  running\n(.*\n)*    Audit parser 0\/2 · 1 in progress\n      ◐ Read the grammar\n      ○ Write tests/)
+    // The parent's own plan panel is not the child's.
+    expect(screen(app)).not.toMatch(/^Plan /m)
+    await idle(app)
+    expect(screen(app)).toContain('    Audit parser plan 2/2')
+    expect(screen(app)).toContain('parent done')
+  })
 })

@@ -24,7 +24,7 @@ class Tmux {
 
   constructor() {
     // escape-time 0: tmux would otherwise hold a lone Esc for 500 ms to see if a sequence follows.
-    writeFileSync(this.conf, 'set -s escape-time 0\nset -g remain-on-exit on\nset -g history-limit 5000\n')
+    writeFileSync(this.conf, 'set -s escape-time 0\nset -g history-limit 5000\n')
   }
 
   run(...args: string[]): string {
@@ -50,9 +50,13 @@ class Tmux {
     this.run('send-keys', '-t', name, key)
   }
 
+  /**
+   * keel's exit status, once the wrapper shell has printed it (undefined before). Read from the screen, not from
+   * `#{pane_dead_status}`: tmux 3.3 sometimes leaves an exited pane process unreaped, with no status.
+   */
   exitStatus(name: string): number | undefined {
-    const [dead, status] = this.run('display-message', '-p', '-t', name, '#{pane_dead} #{pane_dead_status}').trim().split(' ')
-    return dead === '1' ? Number(status) : undefined
+    const match = /\[keel exited (\d+)\]/.exec(this.screen(name))
+    return match ? Number(match[1]) : undefined
   }
 
   dispose(): void {
@@ -94,7 +98,7 @@ test.skipIf(!HAS_TMUX)(`keel in tmux: plan panel live, cleared by the next promp
     rmSync(home, { recursive: true, force: true })
     rmSync(cwd, { recursive: true, force: true })
   }
-  const keel = (flags: string) => `cd '${cwd}' && exec env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --model 'scripted/${SCRIPT}' ${flags}`
+  const keel = (flags: string) => `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
   const screen = (history = false) => tmux.screen('one', history)
   const has = (...parts: string[]) => () => { const s = screen(); return parts.every((part) => s.includes(part)) }
 
