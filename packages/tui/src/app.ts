@@ -268,6 +268,9 @@ export class KeelApp {
       case 'plan':
         this.showLastPlan()
         return
+      case 'compact':
+        void this.compact()
+        return
       case 'sessions':
         this.listSessions()
         return
@@ -286,6 +289,22 @@ export class KeelApp {
     if (!this.running) return false
     this.transcript.note('warn', 'A turn is running: press Esc to cancel it first.')
     return true
+  }
+
+  /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
+  private async compact(): Promise<void> {
+    const compaction = this.options.ctx.get('compaction') as { compact(agent: Agent): Promise<{ ok: boolean; before: number; after: number; summarised: number; applied?: 'now' | 'next-request'; error?: string }> } | undefined
+    if (!compaction) {
+      this.transcript.note('warn', 'Compaction is not loaded (add @keel/compaction to the composition).')
+      return
+    }
+    this.transcript.note('info', 'Compacting…')
+    this.tui.requestRender()
+    const outcome = await compaction.compact(this.agent)
+    this.transcript.note(outcome.ok ? 'info' : 'warn', outcome.ok
+      ? `Summarised ${outcome.summarised} messages: ~${outcome.before} → ~${outcome.after} tokens${outcome.applied === 'next-request' ? ' (takes effect with your next message)' : ''}.`
+      : `Not compacted: ${escapeLine(outcome.error ?? 'unknown reason')}`)
+    this.tui.requestRender()
   }
 
   private showLastPlan(): void {

@@ -21,7 +21,9 @@ export interface ToolEntry {
   output: string
 }
 export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
-export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry
+/** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
+export interface CompactionEntry { kind: 'compaction'; seq: number; before: number; after: number; summarised: number; error?: string }
+export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry
 
 export interface TranscriptState {
   entries: Entry[]
@@ -82,6 +84,11 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
         status: 'running', startedAt: event.time, output: '',
       })
       break
+    case 'compaction/end' as SessionEvent['type']: {
+      const data = (event as { data: unknown }).data as { before?: number; after?: number; summarised?: number; error?: string }
+      state.entries.push({ kind: 'compaction', seq: event.seq, before: data.before ?? 0, after: data.after ?? 0, summarised: data.summarised ?? 0, ...(data.error ? { error: data.error } : {}) })
+      break
+    }
     case 'tool/result': {
       const entry = state.entries[state.calls[event.data.callId] ?? -1]
       if (entry?.kind !== 'tool') break

@@ -147,6 +147,11 @@ export class TranscriptView implements Component {
       case 'turn-end':
         lines = renderTurnEnd(entry, width)
         break
+      case 'compaction':
+        lines = entry.error
+          ? [fit(`  ${style.yellow(`── compaction failed: ${escapeLine(entry.error)}`)}`, width)]
+          : [fit(style.dim(`  ── context compacted: ${entry.summarised} messages summarised, ~${tokens(entry.before)} → ~${tokens(entry.after)} tokens ──`), width)]
+        break
     }
     if (final) this.cache.set(entry, { width, expanded: this.expanded, lines })
     return lines
@@ -233,6 +238,10 @@ export class TranscriptView implements Component {
     const styler: Styler = note.level === 'error' ? style.red : note.level === 'warn' ? style.yellow : style.dim
     return ['', ...wrap(escapeControls(note.text), width, '  ', '  ', styler)]
   }
+}
+
+function tokens(count: number): string {
+  return count >= 1000 ? `${(count / 1000).toFixed(1)}k` : String(count)
 }
 
 function renderTurnEnd(entry: TurnEndEntry, width: number): string[] {
