@@ -70,6 +70,8 @@ export class ScriptedAdapter implements LlmAdapter {
   readonly provider = 'scripted'
   readonly requests: LlmRequest[] = []
   private readonly used = new Set<number>()
+  private firstUnused = 0
+  private measured: { count: number; sum: number; first: object; last: object } | undefined
   private callSeq = 0
 
   /** `record: false` keeps no copies of requests (benchmarks run sessions long enough for that to matter). */
@@ -78,7 +80,13 @@ export class ScriptedAdapter implements LlmAdapter {
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
     if (this.options.record !== false) this.requests.push(structuredClone(request))
     const prompt = firstPrompt(request)
-    const index = this.script.steps.findIndex((step, i) => !this.used.has(i) && (step.when === undefined || prompt.includes(step.when)))
+    // Steps before `firstUnused` are all consumed, so long scripts (benchmarks) do not rescan them on every request.
+    while (this.used.has(this.firstUnused)) this.firstUnused++
+    let index = -1
+    for (let i = this.firstUnused; i < this.script.steps.length; i++) {
+      const step = this.script.steps[i]!
+      if (!this.used.has(i) && (step.when === undefined || prompt.includes(step.when))) { index = i; break }
+    }
     if (index < 0) throw new LlmError('bad-request', `scripted model: no step left for a session whose prompt is ${JSON.stringify(prompt.slice(0, 60))}`)
     this.used.add(index)
     const step = this.script.steps[index]!
@@ -103,9 +111,26 @@ export class ScriptedAdapter implements LlmAdapter {
       yield { type: 'tool-call-delta', index: i, argumentsDelta: args.slice(0, half) }
       yield { type: 'tool-call-delta', index: i, argumentsDelta: args.slice(half) }
     }
-    const input = step.usage?.input ?? Math.ceil(JSON.stringify(request.messages).length / 4)
+    const input = step.usage?.input ?? Math.ceil(this.sizeOf(request.messages) / 4)
     yield { type: 'usage', usage: { input, output: step.usage?.output ?? Math.ceil(((step.text ?? '').length + JSON.stringify(calls).length) / 4) } }
     yield { type: 'finish', reason: calls.length ? 'tool-calls' : 'stop' }
+  }
+
+  /**
+   * The length of `JSON.stringify(messages)`. History only grows at the end (a compaction replaces its start, which
+   * changes the first message), so the previous request's total is reused and only new messages are measured.
+   */
+  private sizeOf(messages: readonly object[]): number {
+    const previous = this.measured
+    let start = 0
+    let sum = 0
+    if (previous && previous.count <= messages.length && messages[0] === previous.first && messages[previous.count - 1] === previous.last) {
+      start = previous.count
+      sum = previous.sum
+    }
+    for (let i = start; i < messages.length; i++) sum += JSON.stringify(messages[i]).length
+    this.measured = messages.length ? { count: messages.length, sum, first: messages[0]!, last: messages[messages.length - 1]! } : undefined
+    return sum + 2 + Math.max(0, messages.length - 1)
   }
 }
 
