@@ -3,6 +3,7 @@ import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../t
 import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../src/anthropic.ts'
 import { createAnthropic } from '../src/providers.ts'
 import { LlmError, MessageAssembler, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import { assemble, collect, failure, hello } from './stream-support.ts'
 
 // A model the SDK does not flag as deprecated (it warns on stdout for those).
 const MODEL = 'claude-sonnet-5'
@@ -17,30 +18,6 @@ async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
 
 function adapter(env: Record<string, string> = { ANTHROPIC_API_KEY: 'sk-ant-test' }, baseUrl = fake!.url): LlmAdapter {
   return createAnthropic(MODEL, { baseUrl, env, cwd: process.cwd() })
-}
-
-const hello: LlmRequest = { system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] }
-
-async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
-  const chunks: StreamChunk[] = []
-  for await (const chunk of stream) chunks.push(chunk)
-  return chunks
-}
-
-function assemble(chunks: StreamChunk[]): MessageAssembler {
-  const assembler = new MessageAssembler()
-  for (const chunk of chunks) assembler.push(chunk)
-  return assembler
-}
-
-async function failure(stream: AsyncIterable<StreamChunk>, seen: StreamChunk[] = []): Promise<LlmError> {
-  try {
-    for await (const chunk of stream) seen.push(chunk)
-  } catch (error) {
-    expect(error).toBeInstanceOf(LlmError)
-    return error as LlmError
-  }
-  throw new Error('expected the stream to fail')
 }
 
 describe('Anthropic adapter against the fake server', () => {

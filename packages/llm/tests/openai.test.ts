@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible, contextWindowFor } from '../src/providers.ts'
 import { LlmError, MessageAssembler, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined
 afterEach(async () => { await fake?.close(); fake = undefined })
@@ -13,30 +14,6 @@ async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
 
 function adapter(provider: string, model: string, env: Record<string, string> = {}): LlmAdapter {
   return createOpenAiCompatible(provider, model, { baseUrl: `${fake!.url}/v1`, env, cwd: process.cwd() })
-}
-
-const hello: LlmRequest = { system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] }
-
-async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
-  const chunks: StreamChunk[] = []
-  for await (const chunk of stream) chunks.push(chunk)
-  return chunks
-}
-
-function assemble(chunks: StreamChunk[]): MessageAssembler {
-  const assembler = new MessageAssembler()
-  for (const chunk of chunks) assembler.push(chunk)
-  return assembler
-}
-
-async function failure(stream: AsyncIterable<StreamChunk>, seen: StreamChunk[] = []): Promise<LlmError> {
-  try {
-    for await (const chunk of stream) seen.push(chunk)
-  } catch (error) {
-    expect(error).toBeInstanceOf(LlmError)
-    return error as LlmError
-  }
-  throw new Error('expected the stream to fail')
 }
 
 describe('OpenAI-compatible adapter against the fake server', () => {
