@@ -1,6 +1,5 @@
 import { readFile, stat } from 'node:fs/promises'
 import { dirname, join, sep } from 'node:path'
-import fg from 'fast-glob'
 import { GitignoreRules } from './gitignore.ts'
 import { isInside } from './paths.ts'
 
@@ -65,6 +64,8 @@ async function loadRules(root: string, cwd: string): Promise<GitignoreRules> {
  * the cwd cannot pull a walk outside it.
  */
 export async function walk(options: WalkOptions): Promise<WalkResult> {
+  // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
+  const { default: fg } = await import('fast-glob')
   const rules = await loadRules(options.root, options.cwd)
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
   const base = {

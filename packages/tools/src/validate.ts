@@ -31,10 +31,14 @@ function describe(error: RawError): string | undefined {
 
 export type Validator = (value: unknown) => string[]
 
-/** Compiles a schema once; the validator returns one path-qualified line per violation (empty when valid). */
+/**
+ * Compiles a schema on first use (compiling generates code, and most tools of a short session are never called);
+ * the validator returns one path-qualified line per violation (empty when valid).
+ */
 export function compileValidator(schema: TSchema): Validator {
-  const compiled = Compile(schema)
+  let compiled: ReturnType<typeof Compile> | undefined
   return (value) => {
+    compiled ??= Compile(schema)
     if (compiled.Check(value)) return []
     const lines: string[] = []
     for (const error of compiled.Errors(value) as Iterable<RawError>) {
