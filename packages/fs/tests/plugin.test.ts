@@ -7,6 +7,7 @@ import { boot, DEFAULT_COMPOSITION, KeelLoader, shutdown } from '@keel/cli'
 import * as fsPlugin from '@keel/fs'
 import * as toolsPlugin from '@keel/tools'
 import { waitFor } from '../../../test-support/harness.ts'
+import { useBoot } from '../../../test-support/boot.ts'
 
 const FS_TOOLS = ['read', 'write', 'edit', 'grep', 'glob', 'ls']
 /** A whole config: the schema's defaults plus what a test sets. */
@@ -82,24 +83,13 @@ describe('what UIs and the loop are told', () => {
 })
 
 describe('through the real Loader', () => {
-  let ctx: Context | undefined
-  let home: string | undefined
-  const previousHome = process.env.KEEL_HOME
-  afterEach(async () => {
-    if (ctx) await shutdown(ctx)
-    ctx = undefined
-    if (previousHome === undefined) delete process.env.KEEL_HOME
-    else process.env.KEEL_HOME = previousHome
-    if (home) rmSync(home, { recursive: true, force: true })
-  })
+  const booted = useBoot('keel-fs-home-')
 
   test('the shipped composition loads @keel/fs next to bash and todo_write, and is not rewritten', async () => {
-    home = mkdtempSync(join(tmpdir(), 'keel-fs-home-'))
-    process.env.KEEL_HOME = home
     const before = readFileSync(DEFAULT_COMPOSITION, 'utf8')
     expect(before).toMatch(/- id: fs\n  name: '@keel\/fs'/)
-    ctx = await boot()
-    await waitFor(() => FS_TOOLS.every((name) => ctx!.tools.get(name)), 'fs tools')
+    const ctx = await booted.boot()
+    await waitFor(() => FS_TOOLS.every((name) => ctx.tools.get(name)), 'fs tools')
     const names = ctx.tools.names()
     for (const name of [...FS_TOOLS, 'bash', 'todo_write']) expect(names).toContain(name)
     expect(readFileSync(DEFAULT_COMPOSITION, 'utf8')).toBe(before)

@@ -9,6 +9,7 @@ import { readSessionFile, Session, type SessionEvent } from '@keel/session'
 import * as subagent from '@keel/subagent'
 import { applySubagentPlans, describeTask, resultOf, Slots, subagentPlansProjection } from '@keel/subagent'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
+import { useBoot } from '../../../test-support/boot.ts'
 
 /** A whole config: the defaults plus what a test sets. */
 const config = (partial: Partial<subagent.Config> = {}): subagent.Config => ({ maxDepth: 1, maxConcurrent: 4, ...partial })
@@ -207,21 +208,11 @@ describe('resume', () => {
 })
 
 describe('through the real cordis Loader (boot)', () => {
+  const booted = useBoot('keel-subagent-loader-')
   let ctx: Context | undefined
-  let home: string | undefined
-  const previousHome = process.env.KEEL_HOME
-  afterEach(async () => {
-    if (ctx) await shutdown(ctx)
-    ctx = undefined
-    if (previousHome === undefined) delete process.env.KEEL_HOME
-    else process.env.KEEL_HOME = previousHome
-    if (home) rmSync(home, { recursive: true, force: true })
-  })
 
   function composition(subagentConfig: string): string {
-    home = mkdtempSync(join(tmpdir(), 'keel-subagent-loader-'))
-    process.env.KEEL_HOME = join(home, 'keel-home')
-    const path = join(home, 'keel.yml')
+    const path = join(booted.dir(), 'keel.yml')
     writeFileSync(path, [
       "- id: session\n  name: '@keel/session'", "- id: llm\n  name: '@keel/llm'", "- id: tools\n  name: '@keel/tools'",
       "- id: agent\n  name: '@keel/agent'", "- id: shell\n  name: '@keel/shell'",
@@ -234,12 +225,12 @@ describe('through the real cordis Loader (boot)', () => {
   test('loads from a composition file with its config and runs a fan-out with dev invariants on', async () => {
     const path = composition('  config:\n    maxDepth: 2\n    maxConcurrent: 3\n')
     const before = readFileSync(path, 'utf8')
-    ctx = await boot({ composition: path, dev: true })
+    ctx = await booted.boot({ composition: path, dev: true })
     await waitFor(() => ctx!.tools.get('task'), 'task registered')
     expect(ctx.tools.get('task')!.description).toBe(describeTask({ maxConcurrent: 3, maxDepth: 2 }))
     expect(ctx.projections.has('subagentPlans')).toBe(true)
     const model = new ScriptedAdapter({ steps: fanOut })
-    const parent = ctx.agents.create({ cwd: home!, model })
+    const parent = ctx.agents.create({ cwd: booted.dir(), model })
     const result = await parent.prompt('PARENT: fan out')
     expect(result).toMatchObject({ reason: 'completed', text: 'all done' })
     const answers = parent.session.events.filter((e) => e.type === 'tool/result').map((e) => textOfContent((e as SessionEvent<'tool/result'>).data.content).split('\n')[0])

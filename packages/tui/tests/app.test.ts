@@ -2,6 +2,7 @@ import { CURSOR_MARKER } from '@mariozechner/pi-tui'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
+import * as compactionPlugin from '@keel/compaction'
 import * as subagentPlugin from '@keel/subagent'
 import type { Session } from '@keel/session'
 import { defineTool } from '@keel/tools'
@@ -272,5 +273,36 @@ describe('interactive app (in-process, recording terminal)', () => {
     await idle(app)
     expect(screen(app)).toContain('    Audit parser plan 2/2')
     expect(screen(app)).toContain('parent done')
+  })
+})
+
+describe('/compact', () => {
+  test('summarises older turns; the marker shows live and after a cold rebuild', async () => {
+    const { app } = await start([
+      { text: 'first answer, long enough to be worth summarising later' },
+      { text: 'second answer' },
+      { text: 'Summary: two questions were asked and answered.' },
+      { text: 'third answer' },
+    ], { plugins: [[compactionPlugin, { auto: false, keepTurns: 1 }]] })
+    for (const prompt of ['one', 'two']) {
+      app.submit(prompt)
+      await idle(app)
+    }
+    app.submit('/compact')
+    await waitFor(() => /Summarised \d+ messages/.test(screen(app)), 'the compaction outcome')
+    expect(screen(app)).toContain('(takes effect with your next message)')
+    app.submit('three')
+    await idle(app)
+    await waitFor(() => screen(app).includes('── context compacted:'), 'the marker')
+    expect(screen(app)).toMatch(/── context compacted: \d+ messages summarised, ~\d+ → ~\d+ tokens ──/)
+    // The summary is not shown as something the person typed, and a cold rebuild shows the same marker.
+    expect(screen(app)).not.toContain('Summary: two questions')
+    expect(foldEvents(app.agent.session.events).entries.filter((entry) => entry.kind === 'compaction')).toHaveLength(1)
+  })
+
+  test('without the compaction plugin it says so', async () => {
+    const { app } = await start([])
+    app.submit('/compact')
+    await waitFor(() => screen(app).includes('Compaction is not loaded'), 'the warning')
   })
 })
