@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
 import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
-import { planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
+import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 
@@ -73,6 +73,8 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     if (result.reason === 'error') err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
     else if (result.reason === 'step-limit') err.write('keel: the turn hit the step limit and stopped\n')
     else if (result.reason === 'aborted') err.write('keel: the turn was cancelled\n')
+    const open = openTasks(standingPlan(agent.session.events))
+    if (format === 'text' && open.length) err.write(`keel: the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.map((c) => JSON.stringify(escapeLine(c))).join(', ')}\n`)
     if (format === 'text') err.write(`keel: session ${agent.id}\n`)
     return result.reason === 'error' ? 1 : result.reason === 'aborted' ? 130 : 0
   } finally {

@@ -82,6 +82,18 @@ describe('keel -p (print mode)', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ reason: 'completed', steps: 4, toolCalls: 3, todos: [{ status: 'completed' }, { status: 'completed' }] })
   })
 
+  test('a turn that ends with open tasks says so on stderr, once, escaped', () => {
+    const result = keel(['-p', 'go', '--model', script('open', [
+      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Done part', status: 'completed' }, { content: 'Ask \u001b[2Jthe user', status: 'in_progress' }, { content: 'Finish', status: 'pending' }] } }] },
+      { text: 'Which database should I use?' },
+    ])])
+    expect(result.status, result.stderr).toBe(0)
+    expect(result.stdout).toBe('Which database should I use?\n')
+    expect(result.stderr).toContain('keel: the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"\n')
+    const finished = keel(['-p', 'go', '--model', script('finished', plan)])
+    expect(finished.stderr).not.toContain('open task')
+  })
+
   test('the prompt may come on stdin', () => {
     const result = keel(['-p', '--model', script('stdin', [{ text: 'got it' }])], { input: 'from stdin\n' })
     expect(result.stdout).toBe('got it\n')

@@ -81,6 +81,11 @@ export function planSummary(todos: readonly TodoItem[]): PlanSummary {
   return { done, total: todos.length, active, moreActive: Math.max(0, activeCount - 1) }
 }
 
+/** Tasks not completed, in order: what a turn that ends now leaves open. */
+export function openTasks(todos: readonly TodoItem[] | null): string[] {
+  return (todos ?? []).filter((todo) => todo.status !== 'completed').map((todo) => todo.content)
+}
+
 export function countStatuses(todos: readonly TodoItem[]): { pending: number; in_progress: number; completed: number } {
   const counts = { pending: 0, in_progress: 0, completed: 0 }
   for (const todo of todos) counts[todo.status]++

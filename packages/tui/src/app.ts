@@ -102,7 +102,7 @@ export class KeelApp {
     this.agent = agent
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
-    this.plan.setPlan(this.state.plan)
+    this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
@@ -139,7 +139,7 @@ export class KeelApp {
         delete live.output[event.data.callId]
         break
     }
-    this.plan.setPlan(this.state.plan)
+    this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info.tokens = { ...this.state.tokens }
     this.tui.requestRender()
   }

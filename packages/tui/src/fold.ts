@@ -1,5 +1,5 @@
 import { textOf, type SessionEvent, type TurnEndReason } from '@keel/session'
-import { applyPlan, type TodoItem } from '@keel/todo'
+import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 
 // The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
 // replays `session.events` through the same function, so what you saw live is what you see after `keel -c`.
@@ -21,9 +21,11 @@ export interface ToolEntry {
   output: string
 }
 export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
+/** A turn ended while its plan still had open tasks (shown once, under the turn). */
+export interface OpenPlanEntry { kind: 'plan-open'; seq: number; open: string[] }
 /** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
 export interface CompactionEntry { kind: 'compaction'; seq: number; before: number; after: number; summarised: number; error?: string }
-export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry
+export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry | OpenPlanEntry
 
 export interface TranscriptState {
   entries: Entry[]
@@ -36,10 +38,12 @@ export interface TranscriptState {
   calls: Record<string, number>
   /** The seq of the last event folded (-1 before any). */
   seq: number
+  /** Tool calls (other than todo_write) since the plan was last written in this turn: how stale it may be. */
+  callsSincePlan: number
 }
 
 export function emptyTranscript(): TranscriptState {
-  return { entries: [], plan: null, tokens: { input: 0, output: 0 }, openTurn: null, calls: {}, seq: -1 }
+  return { entries: [], plan: null, tokens: { input: 0, output: 0 }, openTurn: null, calls: {}, seq: -1, callsSincePlan: 0 }
 }
 
 /** Folds one event into the state, in place, and returns the same state. Events at or below `state.seq` are skipped. */
@@ -47,16 +51,21 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
   if (event.seq <= state.seq) return state
   state.seq = event.seq
   state.plan = applyPlan(state.plan, event)
+  if (event.type === 'todo/write') state.callsSincePlan = 0
   switch (event.type) {
     case 'turn/start':
       state.openTurn = event.data.turn
+      state.callsSincePlan = 0
       break
-    case 'turn/end':
+    case 'turn/end': {
       state.openTurn = null
       if (event.data.reason !== 'completed') {
         state.entries.push({ kind: 'turn-end', seq: event.seq, turn: event.data.turn, reason: event.data.reason, ...(event.data.message ? { message: event.data.message } : {}) })
       }
+      const open = openTasks(state.plan)
+      if (open.length) state.entries.push({ kind: 'plan-open', seq: event.seq, open })
       break
+    }
     case 'user/message':
       // Harness-made user messages (compaction summaries, context blocks) are not something the person typed.
       if (event.data.message.source === undefined || event.data.message.source === 'user') {
@@ -78,6 +87,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       break
     }
     case 'tool/call':
+      if (event.data.name !== 'todo_write') state.callsSincePlan++
       state.calls[event.data.callId] = state.entries.length
       state.entries.push({
         kind: 'tool', seq: event.seq, callId: event.data.callId, name: event.data.name, arguments: event.data.arguments,

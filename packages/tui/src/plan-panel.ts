@@ -44,7 +44,12 @@ export interface PlanLinesOptions {
   hint?: string
   /** Replaces the word `Plan` in the header (nested subagent plans). */
   title?: string
+  /** Tool calls since the plan was last written while a task is in progress; shown once it looks stale. */
+  staleCalls?: number
 }
+
+/** From this many tool calls without an update, the header says how old the plan is. */
+export const STALE_AFTER_CALLS = 8
 
 /** The plan as terminal lines no wider than `width`: header with counts, then one line per item. */
 export function planLines(todos: readonly TodoItem[], width: number, options: PlanLinesOptions = {}): string[] {
@@ -53,6 +58,8 @@ export function planLines(todos: readonly TodoItem[], width: number, options: Pl
   const counts = planHeader(todos).replace(/^Plan /, '')
   const title = options.title === undefined ? 'Plan' : escapeLine(options.title)
   let header = `${indent}${style.bold(title)} ${style.dim(counts)}`
+  const stale = options.staleCalls ?? 0
+  if (stale >= STALE_AFTER_CALLS && todos.some((todo) => todo.status === 'in_progress')) header += style.yellow(` · updated ${stale} tool calls ago`)
   if (options.hint) header += style.dim(`  ${options.hint}`)
   const lines = [header]
   const itemIndent = `${indent}  `
@@ -73,10 +80,12 @@ export function planLines(todos: readonly TodoItem[], width: number, options: Pl
  */
 export class PlanPanel implements Component {
   private todos: readonly TodoItem[] | null = null
+  private staleCalls = 0
   expanded = false
 
-  setPlan(todos: readonly TodoItem[] | null): void {
+  setPlan(todos: readonly TodoItem[] | null, staleCalls = 0): void {
     this.todos = todos
+    this.staleCalls = staleCalls
   }
 
   get plan(): readonly TodoItem[] | null {
@@ -93,6 +102,6 @@ export class PlanPanel implements Component {
     const todos = this.todos
     if (!todos || !todos.length) return []
     const hint = todos.length > COLLAPSE_ABOVE ? (this.expanded ? 'ctrl+t collapse' : 'ctrl+t show all') : undefined
-    return ['', ...planLines(todos, width, { expanded: this.expanded, hint })]
+    return ['', ...planLines(todos, width, { expanded: this.expanded, hint, staleCalls: this.staleCalls })]
   }
 }

@@ -147,6 +147,11 @@ export class TranscriptView implements Component {
       case 'turn-end':
         lines = renderTurnEnd(entry, width)
         break
+      case 'plan-open': {
+        const names = entry.open.map((content) => `"${escapeLine(content)}"`).join(', ')
+        lines = [fit(style.yellow(`  ◌ turn ended with ${entry.open.length} open task${entry.open.length === 1 ? '' : 's'}: `) + style.dim(names), width)]
+        break
+      }
       case 'compaction':
         lines = entry.error
           ? [fit(`  ${style.yellow(`── compaction failed: ${escapeLine(entry.error)}`)}`, width)]

@@ -51,7 +51,7 @@ describe('transcript fold', () => {
     expect(fromFile).toEqual(live)
 
     expect(live.entries.map((entry) => entry.kind)).toEqual([
-      'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'assistant',
+      'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'assistant', 'plan-open',
       'user', 'turn-end',
       'user', 'assistant', 'tool', 'turn-end',
     ])
@@ -88,5 +88,27 @@ describe('transcript fold', () => {
     const once = foldEvents(events)
     const twice = foldEvents(events, foldEvents(events))
     expect(twice).toEqual(once)
+  })
+})
+
+describe('open tasks at the end of a turn', () => {
+  test('a turn that ends with open tasks leaves one line naming them; a finished plan leaves none', async () => {
+    const { live } = await recordedSession()
+    const open = live.entries.filter((entry) => entry.kind === 'plan-open')
+    // Turn 1 ends with "Fix" in progress; turn 2 (error) and turn 3 (cancel) start with no plan standing.
+    expect(open).toEqual([{ kind: 'plan-open', seq: expect.any(Number), open: ['Fix'] }])
+  })
+
+  test('tool calls since the last plan write are counted within the turn', () => {
+    const state = emptyTranscript()
+    let seq = 0
+    const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
+    foldEvent(state, event('turn/start', { turn: 1, trigger: 'prompt' }))
+    foldEvent(state, event('todo/write', { todos: [{ content: 'a', status: 'in_progress' }] }))
+    for (let i = 0; i < 3; i++) foldEvent(state, event('tool/call', { turn: 1, step: 1, callId: `c${i}`, name: 'bash', arguments: '{}' }))
+    foldEvent(state, event('tool/call', { turn: 1, step: 1, callId: 'plan', name: 'todo_write', arguments: '{}' }))
+    expect(state.callsSincePlan).toBe(3)
+    foldEvent(state, event('todo/write', { todos: [{ content: 'a', status: 'completed' }] }))
+    expect(state.callsSincePlan).toBe(0)
   })
 })

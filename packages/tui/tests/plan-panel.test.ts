@@ -1,8 +1,8 @@
 import { visibleWidth } from '@mariozechner/pi-tui'
 import { describe, expect, test } from 'vitest'
 import type { TodoItem, TodoStatus } from '@keel/todo'
-import { PlanPanel, planWindow } from '../src/plan-panel.ts'
-import { plainLines } from './support.ts'
+import { PlanPanel, planLines, planWindow, STALE_AFTER_CALLS } from '../src/plan-panel.ts'
+import { plain, plainLines } from './support.ts'
 
 const three: TodoItem[] = [
   { content: 'Read the failing test', status: 'completed' },
@@ -97,5 +97,15 @@ describe('plan panel', () => {
     expect(text[2]).toContain('␛[2J')
     expect(text[3]).toContain('\\x9b31m')
     expect(text[3]).toContain('and newline')
+  })
+})
+
+describe('staleness', () => {
+  const todos = [{ content: 'Read', status: 'completed' as const }, { content: 'Fix', status: 'in_progress' as const }]
+  test('the header says how old the plan is once it looks stale, and only while a task is in progress', () => {
+    expect(plain(planLines(todos, 80, { staleCalls: STALE_AFTER_CALLS - 1 })[0]!)).toBe('Plan 1/2 · 1 in progress')
+    expect(plain(planLines(todos, 80, { staleCalls: STALE_AFTER_CALLS })[0]!)).toBe(`Plan 1/2 · 1 in progress · updated ${STALE_AFTER_CALLS} tool calls ago`)
+    const done = todos.map((todo) => ({ ...todo, status: 'completed' as const }))
+    expect(plain(planLines(done, 80, { staleCalls: 20 })[0]!)).toBe('Plan 2/2')
   })
 })
