@@ -313,3 +313,17 @@ describe('ConversationStore against the real host', () => {
     expect(store.getSnapshot().todos).toEqual([])
   })
 })
+
+describe('open tasks at a turn\'s end', () => {
+  test('a turn that ends with open tasks gets one notice naming them; a finished plan gets none', async () => {
+    const session = new Session(header(ID))
+    longTurn(session, 1, PLAN)
+    session.append('turn/end', { turn: 1, reason: 'completed' })
+    longTurn(session, 2, PLAN.map((todo) => ({ ...todo, status: 'completed' as const })))
+    session.append('turn/end', { turn: 2, reason: 'completed' })
+    const store = new ConversationStore(ID, new LogSource(session))
+    await store.open()
+    const notices = store.getSnapshot().items.filter((item) => item.kind === 'notice')
+    expect(notices).toEqual([expect.objectContaining({ tone: 'info', text: 'Turn ended with 2 open tasks: "Write the fix", "Run the tests"' })])
+  })
+})

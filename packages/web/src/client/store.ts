@@ -87,6 +87,7 @@ export class ConversationStore {
   /** Bumped by every tail install; an older page that answers after one is dropped. */
   private generation = 0
   private snapshot: ConversationSnapshot
+  private itemPlan: readonly TodoItem[] = NO_TODOS
   private readonly listeners = new Set<() => void>()
   private readonly pageMessages: number
 
@@ -278,6 +279,7 @@ export class ConversationStore {
 
   private rebuildItems(): void {
     this.items = []
+    this.itemPlan = NO_TODOS
     this.callIndex.clear()
     for (const entry of this.window) this.applyItem(entry)
   }
@@ -286,6 +288,8 @@ export class ConversationStore {
     const { event } = entry
     const seq = event.seq
     const key = `e${seq}`
+    // The plan as of this point in the window, for the open-tasks line at a turn's end (same rule as `todos`).
+    this.itemPlan = foldTodos(this.itemPlan, entry)
     switch (event.type) {
       case 'user/message': {
         const message = event.data.message
@@ -311,6 +315,8 @@ export class ConversationStore {
       case 'turn/end': {
         const notice = turnNotice(event.data.reason, event.data.message)
         if (notice) this.items.push({ kind: 'notice', key, seq, ...notice })
+        const open = this.itemPlan.filter((todo) => todo.status !== 'completed').map((todo) => `"${todo.content}"`)
+        if (open.length) this.items.push({ kind: 'notice', key: `${key}-open`, seq, tone: 'info', text: `Turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.join(', ')}` })
         return
       }
       default: {
