@@ -45,11 +45,30 @@ describe('keel serve (the real binary)', () => {
       const denied = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}' })
       expect(denied.status).toBe(401)
       const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
-      expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch } })
+      expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch, all: false } })
+      // The printed URL: the token becomes a cookie, and the query token alone opens nothing.
+      const first = await fetch(served.url, { redirect: 'manual' })
+      expect(first.status).toBe(303)
+      const cookie = first.headers.get('set-cookie')!.split(';')[0]!
+      expect(cookie).toBe(`keel_token_${url.port}=${served.token}`)
+      const withCookie = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { cookie } })
+      expect(withCookie.status).toBe(200)
+      expect((await fetch(`${served.origin}/api/session.list?token=${served.token}`, { method: 'POST', body: '{}' })).status).toBe(401)
     } finally {
       expect(await served.stop()).toBe(0)
     }
     expect(served.stderr()).toContain('keel: stopping')
+  })
+
+  test('--all serves every working directory and says so', async () => {
+    const served = await serve(['--port', '0', '--all', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    try {
+      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
+      expect(await listed.json()).toMatchObject({ ok: true, value: { all: true } })
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
+    expect(served.stderr()).toContain('keel: serving the sessions of every working directory (--all)')
   })
 
   test('--host 0.0.0.0 is refused with one line', async () => {
