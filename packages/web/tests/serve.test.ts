@@ -1,6 +1,7 @@
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { SESSION_FORMAT_VERSION, sessionPath } from '@keel/session'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clientDistDir, clientIsFresh, clientSourceDir, ensureClientBuilt } from '../src/build.ts'
 import { exitOf, runKeel, serve } from './serve-support.ts'
@@ -69,6 +70,28 @@ describe('keel serve (the real binary)', () => {
       expect(await served.stop()).toBe(0)
     }
     expect(served.stderr()).toContain('keel: serving the sessions of every working directory (--all)')
+  })
+
+  test('--resume of another directory\'s session is refused with one line unless --all', async () => {
+    const elsewhere = join(scratch, 'elsewhere')
+    const id = '11111111-2222-4333-8444-555555555555'
+    const path = sessionPath(elsewhere, id, home)
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, JSON.stringify({ type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: Date.now(), cwd: elsewhere }) + '\n')
+    const child = runKeel(['serve', '--port', '0', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    let err = ''
+    child.stderr!.on('data', (chunk) => { err += chunk })
+    expect(await exitOf(child)).toBe(2) // like the other refused serve flags
+    expect(err.trim().split('\n')).toEqual([expect.stringContaining(`--resume: session ${id} belongs to ${elsewhere}, not ${scratch}; serve from there, or add --all`)])
+    const served = await serve(['--port', '0', '--all', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    try {
+      expect(served.url).toContain(`#s=${id}`)
+      // Answering means the server is past start-up (its SIGINT handler is installed after the URL is printed).
+      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
+      expect(await listed.json()).toMatchObject({ ok: true, value: { sessions: [expect.objectContaining({ id, cwd: elsewhere })] } })
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
   })
 
   test('--host 0.0.0.0 is refused with one line', async () => {
