@@ -94,6 +94,26 @@ describe('keel serve (the real binary)', () => {
     }
   })
 
+  test('under ulimit -n 200, 300 sessions created over the API all work (idle ones are closed, not leaked)', async () => {
+    const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: join(scratch, 'home-ulimit') }, scratch, 60_000, { maxOpenFiles: 200 })
+    try {
+      const call = async (method: string, params: unknown) => {
+        const response = await fetch(`${served.origin}/api/${method}`, { method: 'POST', body: JSON.stringify(params), headers: { authorization: `Bearer ${served.token}` } })
+        return response.json() as Promise<{ ok: boolean; value?: { session?: { id: string } }; error?: { message: string } }>
+      }
+      const ids: string[] = []
+      for (let i = 0; i < 300; i++) {
+        const created = await call('session.create', {})
+        expect(created, `session ${i}`).toMatchObject({ ok: true })
+        ids.push(created.value!.session!.id)
+      }
+      // The first one was closed long ago; it reopens on its first prompt.
+      expect(await call('session.prompt', { sessionId: ids[0], text: 'still there?' })).toMatchObject({ ok: true })
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
+  }, 120_000)
+
   test('--host 0.0.0.0 is refused with one line', async () => {
     const child = runKeel(['serve', '--host', '0.0.0.0', '--model', `scripted/${script}`], { KEEL_HOME: home, KEEL_SERVE_ALLOW_REMOTE: '' }, scratch)
     let err = ''
