@@ -15,7 +15,7 @@ export const FLAGS = {
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions: print JSON' },
-  all: { type: 'boolean', help: 'sessions list: every working directory and child sessions' },
+  all: { type: 'boolean', help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory' },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
   help: { type: 'boolean', short: 'h', help: 'Print this help' },

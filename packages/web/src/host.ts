@@ -1,9 +1,14 @@
+import { resolve } from 'node:path'
 import type { Context } from 'cordis'
 import { Hono, type Context as HonoContext } from 'hono'
+import { getCookie, setCookie } from 'hono/cookie'
 import type { Agent, LlmAdapter } from '@keel/agent'
 import type { Projections } from '@keel/session'
 import { isSessionId, type Session, type SessionEvent, type SessionSummary } from '@keel/session'
+import { AllowedHosts, checkHost, checkOrigin, tokenCookieName, type AccessRefusal } from './access.ts'
+import { readBodyLimited } from './body.ts'
 import { EventHub } from './events.ts'
+import { HeldAgents } from './held.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
   type CompactResult,
@@ -11,19 +16,29 @@ import {
   type CallView, type HistoryEntry, type HistoryPage, type ProjectionsBlock, type RpcError, type RpcErrorCode,
   type RpcMethod, type RpcMethods, type RpcResult, type ServerFrame, type SessionInfo,
 } from './protocol.ts'
+import { sessionFileCwd } from './scope.ts'
 import { clientFile, SECURITY_HEADERS } from './static.ts'
 import { requestToken, tokenMatches } from './token.ts'
 
 export interface WebHostOptions {
   ctx: Context
-  /** Sessions of this directory are listed; new sessions work here. */
+  /** Sessions of this directory are listed and served; new sessions work here. */
   cwd: string
+  /** Serve the sessions of every working directory (`keel serve --all`), each resumed in its own directory. */
+  all?: boolean
   /** The model that new and resumed sessions use. */
   model: LlmAdapter
   token: string
   /** Serve the built client from this folder; without it the host answers the API only. */
   clientDir?: string
+  /** Idle sessions beyond this many are closed, least recently used first (default 16). */
+  maxOpenSessions?: number
+  /** A session unused for this long is closed (default 10 minutes); the next use reopens it. */
+  idleCloseMs?: number
 }
+
+export const DEFAULT_MAX_OPEN_SESSIONS = 16
+export const DEFAULT_IDLE_CLOSE_MS = 10 * 60_000
 
 export class RpcFailure extends Error {
   constructor(readonly code: RpcErrorCode, message: string) {
@@ -54,35 +69,62 @@ export class WebHost {
   readonly app: Hono
   readonly hub = new EventHub()
   private readonly ctx: Context
-  private readonly held = new Map<string, Agent>()
+  private readonly held: HeldAgents
   private readonly turns = new Map<string, Promise<unknown>>()
+  /** Sessions with a manual compaction in flight or waiting for the next request: their agent holds it, so stays open. */
+  private readonly compacting = new Set<string>()
+  /** Known once the server listens; until then every request is refused. */
+  private hosts: AllowedHosts | undefined
   private readonly disposers: (() => void)[] = []
   private closed = false
 
   constructor(private readonly options: WebHostOptions) {
     const ctx = this.ctx = options.ctx
+    this.held = new HeldAgents({
+      maxOpen: Math.max(1, options.maxOpenSessions ?? DEFAULT_MAX_OPEN_SESSIONS),
+      idleMs: options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS,
+      busy: (agent) => this.turns.has(agent.id) || agent.status === 'running' || this.compacting.has(agent.id),
+      close: (agent) => this.ctx.agents.close(agent),
+    })
     this.disposers.push(
       ctx.on('session/event', (session, event) => {
-        if (this.hub.size) this.hub.broadcast({ type: 'session/event', sessionId: session.id, ...this.entry(event) })
+        if (this.hub.size && this.sessionInScope(session)) this.hub.broadcast({ type: 'session/event', sessionId: session.id, ...this.entry(event) })
       }),
-      ctx.on('agent/delta', (agent, delta) => this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })),
-      ctx.on('agent/status', (agent, status) => this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })),
+      ctx.on('agent/delta', (agent, delta) => {
+        if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })
+      }),
+      ctx.on('agent/status', (agent, status) => {
+        if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
+      }),
     )
     const subagents = subagentsOf(ctx)
     const projections = ctx.get('projections') as Projections | undefined
     if (projections) {
       this.disposers.push(projections.onChanged((session, key, value, seq) => {
         // With ctx.subagents composed, its own feed carries subagentPlans with running children's live plans overlaid.
-        if (key === 'subagentPlans' && subagents) return
+        if ((key === 'subagentPlans' && subagents) || !this.sessionInScope(session)) return
         this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
       }))
     }
     if (subagents) {
       this.disposers.push(subagents.onChanged((session, key, value, seq) => {
-        this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
+        if (this.sessionInScope(session)) this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
       }))
     }
     this.app = this.routes()
+  }
+
+  /**
+   * Tells the host where it listens: requests must name it (`Host`: the bound address or a loopback name, with this
+   * port, or one of `extraHosts`), and the page's token cookie is named after the port.
+   */
+  listening(bindHost: string, port: number, extraHosts: readonly string[] = []): void {
+    this.hosts = new AllowedHosts(bindHost, port, extraHosts)
+  }
+
+  /** How many sessions this host holds open (each holds its log file and lock). */
+  get openSessions(): number {
+    return this.held.size
   }
 
   /** Ends the event streams, cancels running turns (waiting up to `graceMs`), and closes the agents this host opened. */
@@ -90,17 +132,18 @@ export class WebHost {
     if (this.closed) return
     this.closed = true
     this.hub.close()
-    for (const id of this.turns.keys()) this.held.get(id)?.cancel()
+    for (const id of this.turns.keys()) this.ctx.agents.get(id)?.cancel()
     let timer: ReturnType<typeof setTimeout> | undefined
     await Promise.race([
       Promise.allSettled([...this.turns.values()]),
       new Promise((done) => { timer = setTimeout(done, graceMs) }),
     ])
     clearTimeout(timer)
-    for (const agent of this.held.values()) {
+    const held = this.held.values()
+    this.held.clear()
+    for (const agent of held) {
       try { this.ctx.agents.close(agent) } catch {}
     }
-    this.held.clear()
     for (const dispose of this.disposers.splice(0)) dispose()
   }
 
@@ -125,8 +168,20 @@ export class WebHost {
       await next()
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(name)) c.res.headers.set(name, value)
     })
+    // DNS rebinding: a page on a name its owner points at 127.0.0.1 would otherwise be served as this host.
+    app.use('*', async (c, next) => {
+      const refusal = checkHost(c.req.raw, this.hosts)
+      if (refusal) return this.refuse(c, refusal)
+      const method = c.req.method
+      // Every state change — and everything under /api — must come from this host's own page (or a non-browser client).
+      if (method !== 'GET' && method !== 'HEAD' || c.req.path.startsWith('/api/')) {
+        const cross = checkOrigin(c.req.raw, this.hosts!)
+        if (cross) return this.refuse(c, cross)
+      }
+      await next()
+    })
     app.use('/api/*', async (c, next) => {
-      if (!tokenMatches(this.options.token, requestToken(c.req.raw))) {
+      if (!tokenMatches(this.options.token, requestToken(c.req.raw, getCookie(c, this.cookieName())))) {
         return c.json(failure('unauthorized', 'missing or wrong token; open the URL that keel serve printed'), 401)
       }
       await next()
@@ -134,6 +189,11 @@ export class WebHost {
     app.get('/api/events', () => this.hub.open(this.hello()))
     app.post('/api/:method', async (c) => {
       const params = await readParams(c)
+      if ('tooLarge' in params) {
+        // Connection: close makes Node drop the socket after this answer instead of draining the rest of the body.
+        c.header('connection', 'close')
+        return c.json(failure('too-large', `request body over ${MAX_BODY_BYTES} bytes`), 413)
+      }
       if ('error' in params) return c.json(failure('bad-request', params.error), 400)
       const result = await this.call(c.req.param('method') as RpcMethod, params.value)
       const status = !result.ok && result.error.code === 'unknown-method' ? 404 : 200
@@ -141,15 +201,49 @@ export class WebHost {
     })
     app.all('/api/*', (c) => c.json(failure('unknown-method', `no such endpoint: ${c.req.method} ${c.req.path.slice(0, 100)}`), 404))
     const dir = this.options.clientDir
-    app.get('*', (c) => (dir && clientFile(dir, c.req.path)) || c.text('not found', 404))
+    app.get('*', (c) => {
+      if (c.req.query('token') !== undefined) return this.bootstrap(c)
+      return (dir && clientFile(dir, c.req.path)) || c.text('not found', 404)
+    })
     return app
   }
 
+  /**
+   * The printed URL's `?token=` is good for one thing: trading it for an HttpOnly, SameSite=Strict cookie, then a
+   * redirect to the same address without it, so it leaves the address bar and history. Reloads and new tabs send the
+   * cookie.
+   */
+  private bootstrap(c: HonoContext): Response {
+    if (!tokenMatches(this.options.token, c.req.query('token'))) {
+      c.header('cache-control', 'no-store')
+      return c.text('This link carries a wrong or old token. Open the URL that keel serve printed (each start has a new one).', 401)
+    }
+    setCookie(c, this.cookieName(), this.options.token, { httpOnly: true, sameSite: 'Strict', path: '/' })
+    const url = new URL(c.req.url)
+    url.searchParams.delete('token')
+    c.header('cache-control', 'no-store')
+    // One leading slash: `//name` in a Location header would send the browser to another host.
+    return c.redirect(`/${url.pathname.replace(/^[/\\]+/, '')}${url.search}`, 303)
+  }
+
+  private cookieName(): string {
+    return tokenCookieName(this.hosts?.port ?? 0)
+  }
+
+  private refuse(c: HonoContext, refusal: AccessRefusal): Response {
+    if (c.req.path.startsWith('/api/')) return c.json(failure('forbidden', refusal.message), refusal.status)
+    return c.text(refusal.message, refusal.status)
+  }
+
   private readonly methods: { [M in RpcMethod]: (params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value'] } = {
-    'session.list': () => ({ sessions: this.ctx.sessions.list(this.options.cwd).map((summary) => this.info(summary)), cwd: this.options.cwd }),
+    'session.list': () => ({
+      sessions: this.ctx.sessions.list(this.options.all ? undefined : this.options.cwd).map((summary) => this.info(summary)),
+      cwd: this.options.cwd,
+      all: this.options.all === true,
+    }),
     'session.create': () => {
       const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.options.model })
-      this.held.set(agent.id, agent)
+      this.held.add(agent)
       const session = this.infoOf(agent.session)
       this.hub.broadcast({ type: 'session/created', session })
       return { session }
@@ -157,7 +251,7 @@ export class WebHost {
     'session.history': (params) => this.history(params),
     'session.prompt': (params) => this.prompt(params),
     'session.cancel': (params) => {
-      const id = sessionIdOf(params)
+      const id = this.scopedSessionId(params)
       const running = this.turns.has(id)
       if (running) this.held.get(id)?.cancel()
       return { cancelled: running }
@@ -165,12 +259,22 @@ export class WebHost {
     'session.compact': async (params) => {
       const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
       if (!compaction) throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
-      return compaction.compact(this.agentFor(sessionIdOf(params)))
+      const agent = this.agentFor(this.scopedSessionId(params))
+      // An idle compaction is committed at the agent's next request; closing the agent before then would drop it.
+      this.compacting.add(agent.id)
+      try {
+        const result = await compaction.compact(agent)
+        if (result.applied !== 'next-request') this.compacting.delete(agent.id)
+        return result
+      } catch (error) {
+        this.compacting.delete(agent.id)
+        throw error
+      }
     },
   }
 
   private history(params: Record<string, unknown>): HistoryPage {
-    const sessionId = sessionIdOf(params)
+    const sessionId = this.scopedSessionId(params)
     const beforeSeq = optionalInteger(params, 'beforeSeq', 0, Number.MAX_SAFE_INTEGER)
     const maxMessages = optionalInteger(params, 'maxMessages', 1, MAX_PAGE_MESSAGES) ?? DEFAULT_PAGE_MESSAGES
     const tail = beforeSeq === undefined
@@ -217,7 +321,7 @@ export class WebHost {
   }
 
   private prompt(params: Record<string, unknown>): { accepted: true } {
-    const sessionId = sessionIdOf(params)
+    const sessionId = this.scopedSessionId(params)
     const text = params.text
     if (typeof text !== 'string' || !text.trim()) throw new RpcFailure('bad-request', 'text must be a non-empty string')
     if (text.length > MAX_PROMPT_CHARS) throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
@@ -228,6 +332,7 @@ export class WebHost {
       this.ctx.emit(this.ctx, 'internal/warning', `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`)
     })
     this.turns.set(sessionId, turn)
+    this.compacting.delete(sessionId)
     void turn.finally(() => { if (this.turns.get(sessionId) === turn) this.turns.delete(sessionId) })
     return { accepted: true }
   }
@@ -250,14 +355,33 @@ export class WebHost {
       this.ctx.agents.close(agent)
       throw new RpcFailure('read-only', `session ${sessionId} belongs to a subagent; prompt its parent session ${agent.session.header.parent.sessionId}`)
     }
-    this.held.set(sessionId, agent)
+    this.held.add(agent)
     return agent
+  }
+
+  /**
+   * The session id of a request, if this host serves that session: one of its working directory, or any with `--all`.
+   * Any other is answered exactly like an id with no session, so the API does not tell which exist elsewhere.
+   */
+  private scopedSessionId(params: Record<string, unknown>): string {
+    const id = sessionIdOf(params)
+    const live = this.ctx.sessions.get(id)
+    const path = live ? undefined : this.ctx.sessions.pathOf(id)
+    const cwd = live ? live.header.cwd : path ? sessionFileCwd(path) : undefined
+    if (cwd === undefined || (!this.options.all && resolve(cwd) !== resolve(this.options.cwd))) {
+      throw new RpcFailure('not-found', `no session with id ${id}`)
+    }
+    return id
+  }
+
+  private sessionInScope(session: Session): boolean {
+    return this.options.all === true || resolve(session.header.cwd) === resolve(this.options.cwd)
   }
 
   private hello(): ServerFrame {
     return {
       type: 'hello',
-      sessions: this.ctx.sessions.liveSessions().map((session) => ({
+      sessions: this.ctx.sessions.liveSessions().filter((session) => this.sessionInScope(session)).map((session) => ({
         sessionId: session.id, lastSeq: session.seq - 1, running: this.turns.has(session.id),
       })),
     }
@@ -331,11 +455,10 @@ function optionalInteger(params: Record<string, unknown>, key: string, min: numb
   return value
 }
 
-async function readParams(c: HonoContext): Promise<{ value: unknown } | { error: string }> {
-  const length = Number(c.req.header('content-length') ?? 0)
-  if (length > MAX_BODY_BYTES) return { error: `request body over ${MAX_BODY_BYTES} bytes` }
-  const text = await c.req.text()
-  if (text.length > MAX_BODY_BYTES) return { error: `request body over ${MAX_BODY_BYTES} bytes` }
+async function readParams(c: HonoContext): Promise<{ value: unknown } | { error: string } | { tooLarge: true }> {
+  const body = await readBodyLimited(c.req.raw, MAX_BODY_BYTES)
+  if ('tooLarge' in body) return body
+  const text = body.text
   if (!text.trim()) return { value: {} }
   try {
     return { value: JSON.parse(text) }

@@ -8,6 +8,8 @@ export type { AgentDelta, AgentStatus, SessionEvent, TodoItem }
 
 export type RpcErrorCode =
   | 'unauthorized'
+  | 'forbidden'
+  | 'too-large'
   | 'bad-request'
   | 'unknown-method'
   | 'invalid-session-id'
@@ -74,7 +76,8 @@ export interface SessionInfo {
 }
 
 export interface RpcMethods {
-  'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string } }
+  /** `all`: the host serves every working directory (`keel serve --all`), not just `cwd`. */
+  'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string; all: boolean } }
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
   'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }

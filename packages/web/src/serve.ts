@@ -1,10 +1,12 @@
 import type { AddressInfo } from 'node:net'
+import { resolve } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
 import type { DoorContext } from '@keel/cli'
 import { escapeLine, isSessionId } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'
 import { WebHost } from './host.ts'
+import { sessionFileCwd } from './scope.ts'
 import { newToken } from './token.ts'
 
 /**
@@ -19,7 +21,8 @@ export async function runServe(door: DoorContext): Promise<number> {
   const err = (line: string) => process.stderr.write(line + '\n')
   const clientDir = await ensureClientBuilt({ log: err })
   const token = newToken()
-  const host = new WebHost({ ctx, cwd: door.cwd, model, token, clientDir })
+  const all = flags.all === true
+  const host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir })
   let server: ServerType
   let port: number
   try {
@@ -28,8 +31,11 @@ export async function runServe(door: DoorContext): Promise<number> {
     await host.close()
     throw error
   }
+  host.listening(bind.host, port, extraHosts())
   process.stdout.write(`Keel web UI: ${originOf(bind.host, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
-  err(`keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
+  err(all
+    ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`
+    : `keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
   err('keel: stopping')
@@ -52,11 +58,21 @@ function listen(host: WebHost, hostname: string, port: number): Promise<{ server
   })
 }
 
+/** KEEL_SERVE_HOSTS: further `host[:port]` names to answer to, comma-separated (e.g. a TLS proxy's public name). */
+function extraHosts(): string[] {
+  return (process.env.KEEL_SERVE_HOSTS ?? '').split(',').map((name) => name.trim()).filter(Boolean)
+}
+
 /** `--resume <id>` or `--continue` open that session in the page (via the URL fragment). */
 function initialSession(door: DoorContext): string | undefined {
   const resume: string | undefined = door.flags.resume
   if (resume) {
     if (!isSessionId(resume)) throw new Error(`--resume: not a session id: ${JSON.stringify(String(resume).slice(0, 80))}`)
+    const path = door.ctx.sessions.pathOf(resume)
+    const cwd = path ? sessionFileCwd(path) : undefined
+    if (!door.flags.all && cwd !== undefined && resolve(cwd) !== resolve(door.cwd)) {
+      throw new Error(`--resume: session ${resume} belongs to ${escapeLine(cwd)}, not ${escapeLine(door.cwd)}; serve from there, or add --all`)
+    }
     return resume
   }
   if (door.flags.continue) return door.ctx.sessions.list(door.cwd).find((summary) => !summary.parent)?.id

@@ -16,11 +16,15 @@ export function tokenMatches(expected: string, given: string | null | undefined)
   return timingSafeEqual(a, b)
 }
 
-/** The token of a request: `Authorization: Bearer <t>`, `X-Keel-Token: <t>`, or `?token=<t>` (for EventSource). */
-export function requestToken(request: Request): string | undefined {
+/**
+ * The token of an API request: `Authorization: Bearer <t>`, `X-Keel-Token: <t>`, or the page's cookie (`cookie`, read by
+ * the caller). Never `?token=`: a query token is only exchanged for the cookie when the page loads, so it cannot be
+ * replayed by a cross-site form or `no-cors` request that learned it.
+ */
+export function requestToken(request: Request, cookie?: string): string | undefined {
   const auth = request.headers.get('authorization')
   if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim()
   const header = request.headers.get('x-keel-token')
   if (header) return header.trim()
-  return new URL(request.url).searchParams.get('token') ?? undefined
+  return cookie || undefined
 }

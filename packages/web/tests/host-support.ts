@@ -1,7 +1,7 @@
 // An in-process host over a whole Keel (real plugins, scripted model), driven through its HTTP routes.
 import type { ScriptStep } from '@keel/llm'
 import { makeKeel, waitFor, type Keel, type KeelOptions } from '../../../test-support/harness.ts'
-import { WebHost } from '../src/host.ts'
+import { WebHost, type WebHostOptions } from '../src/host.ts'
 import type { RpcMethod, RpcMethods, RpcResult, ServerFrame } from '../src/protocol.ts'
 
 export const TOKEN = 'test-token-0123456789abcdefghij'
@@ -23,9 +23,20 @@ export interface EventStream {
   close(): Promise<void>
 }
 
-export async function hostFixture(steps: ScriptStep[], options: KeelOptions = {}): Promise<HostFixture> {
-  const k = await makeKeel({ steps, shell: false, ...options })
-  const host = new WebHost({ ctx: k.ctx, cwd: k.cwd, model: k.model, token: TOKEN })
+/**
+ * A host as `keel serve` makes one, told it listens where `app.request` aims (http://localhost/, port 80), so
+ * in-process requests name it.
+ */
+export function makeHost(k: Keel, options: Partial<WebHostOptions> = {}): WebHost {
+  const host = new WebHost({ ctx: k.ctx, cwd: k.cwd, model: k.model, token: TOKEN, ...options })
+  host.listening('127.0.0.1', 80)
+  return host
+}
+
+export async function hostFixture(steps: ScriptStep[], options: KeelOptions & { host?: Partial<WebHostOptions> } = {}): Promise<HostFixture> {
+  const { host: hostOptions, ...keelOptions } = options
+  const k = await makeKeel({ steps, shell: false, ...keelOptions })
+  const host = makeHost(k, hostOptions)
   const streams: EventStream[] = []
   const rpc = async (method: string, params: unknown, token = TOKEN) => {
     const response = await fixture.host.app.request(`/api/${method}`, {
@@ -58,7 +69,7 @@ export async function hostFixture(steps: ScriptStep[], options: KeelOptions = {}
 }
 
 export async function openEvents(host: WebHost, token = TOKEN): Promise<EventStream> {
-  const response = await host.app.request(`/api/events?token=${encodeURIComponent(token)}`)
+  const response = await host.app.request('/api/events', { headers: { authorization: `Bearer ${token}` } })
   if (response.status !== 200) throw new Error(`events: HTTP ${response.status}`)
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()

@@ -4,10 +4,9 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
 import { isLoopback, resolveBind } from '../src/bind.ts'
-import { WebHost } from '../src/host.ts'
 import type { HistoryPage } from '../src/protocol.ts'
 import { tokenMatches } from '../src/token.ts'
-import { hostFixture, openEvents, TOKEN, waitFor, type HostFixture } from './host-support.ts'
+import { hostFixture, makeHost, openEvents, TOKEN, waitFor, type HostFixture } from './host-support.ts'
 
 const PLAN = [
   { content: 'Read the code', status: 'completed' as const },
@@ -35,7 +34,7 @@ async function promptAndWait(f: HostFixture, sessionId: string, text: string): P
 }
 
 describe('access', () => {
-  test('every API call needs the token: header, X-Keel-Token or query; anything else is 401', async () => {
+  test('every API call needs the token: header, X-Keel-Token or the page cookie; anything else (the query too) is 401', async () => {
     const f = await setup()
     const app = f.host.app
     const post = (headers: Record<string, string>, query = '') => app.request(`/api/session.list${query}`, { method: 'POST', headers, body: '{}' })
@@ -46,9 +45,11 @@ describe('access', () => {
     expect((await post({ authorization: 'Bearer ' })).status).toBe(401)
     expect((await post({ authorization: `Bearer ${TOKEN}` })).status).toBe(200)
     expect((await post({ 'x-keel-token': TOKEN })).status).toBe(200)
-    expect((await post({}, `?token=${TOKEN}`)).status).toBe(200)
+    expect((await post({ cookie: `keel_token_80=${TOKEN}` })).status).toBe(200)
+    expect((await post({ cookie: `keel_token_4317=${TOKEN}` })).status).toBe(401) // another port's cookie
+    expect((await post({}, `?token=${TOKEN}`)).status).toBe(401)
     expect((await app.request('/api/events')).status).toBe(401)
-    expect((await app.request(`/api/events?token=${TOKEN}x`)).status).toBe(401)
+    expect((await app.request(`/api/events?token=${TOKEN}`)).status).toBe(401)
   })
 
   test('token comparison is exact', () => {
@@ -79,7 +80,7 @@ describe('access', () => {
     try {
       writeFileSync(join(dir, 'index.html'), '<!doctype html><title>t</title>')
       const f = await setup()
-      const host = new WebHost({ ctx: f.k.ctx, cwd: f.k.cwd, model: f.k.model, token: TOKEN, clientDir: dir })
+      const host = makeHost(f.k, { clientDir: dir })
       const page = await host.app.request('/')
       expect(page.status).toBe(200)
       expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
@@ -240,7 +241,7 @@ describe('history', () => {
 
     // Close the agent: the same pages now come from the file's tail, with the plan found by reading backwards.
     await f.host.close()
-    const host = new WebHost({ ctx: f.k.ctx, cwd: f.k.cwd, model: f.k.model, token: TOKEN })
+    const host = makeHost(f.k)
     f.host = host
     expect(f.k.ctx.sessions.get(session.id)).toBeUndefined()
     const cold = await pagesOf(f, session.id, 2)

@@ -14,10 +14,17 @@ export interface Served {
   stop(graceMs?: number): Promise<number | null>
 }
 
-export function runKeel(args: string[], env: Record<string, string>, cwd: string): ChildProcess {
-  return spawn(process.execPath, [join(REPO, 'bin/keel.js'), ...args], {
-    cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  })
+export interface RunOptions {
+  /** Run under `ulimit -n <n>` (bash execs node, so signals still reach it directly). */
+  maxOpenFiles?: number
+}
+
+export function runKeel(args: string[], env: Record<string, string>, cwd: string, options: RunOptions = {}): ChildProcess {
+  const argv = [process.execPath, join(REPO, 'bin/keel.js'), ...args]
+  const [file, ...rest] = options.maxOpenFiles === undefined
+    ? argv
+    : ['bash', '-c', `ulimit -n ${options.maxOpenFiles} && exec "$@"`, 'bash', ...argv]
+  return spawn(file!, rest, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 export function exitOf(child: ChildProcess): Promise<number | null> {
@@ -27,8 +34,8 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
   })
 }
 
-export async function serve(args: string[], env: Record<string, string>, cwd: string, timeoutMs = 60_000): Promise<Served> {
-  const child = runKeel(['serve', ...args], env, cwd)
+export async function serve(args: string[], env: Record<string, string>, cwd: string, timeoutMs = 60_000, options: RunOptions = {}): Promise<Served> {
+  const child = runKeel(['serve', ...args], env, cwd, options)
   let out = ''
   let err = ''
   child.stderr!.on('data', (chunk) => { err += chunk })

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
 import type { SessionInfo } from '../protocol.ts'
-import { Api, ApiError, takeToken, type StreamState } from './api.ts'
+import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import { SessionList } from './components/SessionList.tsx'
 import { TodoPanel } from './components/TodoPanel.tsx'
@@ -24,22 +24,23 @@ function pageMessages(): number {
 }
 
 export function App() {
-  const [token, setToken] = useState(takeToken)
-  if (!token) {
+  const [authorized, setAuthorized] = useState(true)
+  if (!authorized) {
     return (
-      <div className="gate">
+      <div className="gate" data-testid="gate">
         <h1>Keel</h1>
         <p>Open the address that <code>keel serve</code> printed: it carries this server&apos;s access token.</p>
       </div>
     )
   }
-  return <Main token={token} onUnauthorized={() => { sessionStorage.removeItem('keel.token'); setToken(null) }} />
+  return <Main onUnauthorized={() => setAuthorized(false)} />
 }
 
-function Main({ token, onUnauthorized }: { token: string; onUnauthorized: () => void }) {
-  const api = useMemo(() => new Api(token), [token])
+function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
+  const api = useMemo(() => new Api(), [])
   const [sessions, setSessions] = useState<SessionInfo[]>([])
   const [cwd, setCwd] = useState('')
+  const [all, setAll] = useState(false)
   const [selected, setSelected] = useState<string | null>(sessionFromHash)
   const [stream, setStream] = useState<StreamState>('connecting')
   const [error, setError] = useState<string | null>(null)
@@ -56,6 +57,7 @@ function Main({ token, onUnauthorized }: { token: string; onUnauthorized: () => 
     api.call('session.list', {}).then((value) => {
       setSessions(value.sessions)
       setCwd(value.cwd)
+      setAll(value.all)
     }, fail)
   }, [api, fail])
 
@@ -129,7 +131,12 @@ function Main({ token, onUnauthorized }: { token: string; onUnauthorized: () => 
           <span className={`stream-state ${stream}`} title={stream === 'open' ? 'live' : stream === 'connecting' ? 'connecting…' : 'disconnected'} />
         </div>
         <div className="cwd" title={cwd}>{shortPath(cwd)}</div>
-        <SessionList sessions={sessions} selected={selected} onSelect={select} onCreate={() => void create()} />
+        {all && (
+          <div className="scope-banner" role="status" data-testid="all-banner">
+            Serving the sessions of every working directory (<code>--all</code>); each runs in its own directory.
+          </div>
+        )}
+        <SessionList sessions={sessions} selected={selected} all={all} onSelect={select} onCreate={() => void create()} />
       </aside>
       <main className="main">
         <header className="conversation-header">

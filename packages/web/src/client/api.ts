@@ -10,15 +10,19 @@ export class ApiError extends Error {
 
 export type StreamState = 'connecting' | 'open' | 'down'
 
+/**
+ * Calls the host. The access token travels in an HttpOnly cookie the host set when the printed URL was opened, so
+ * this code never sees it; a reload or a new tab of the same origin sends it again.
+ */
 export class Api {
-  constructor(private readonly token: string) {}
 
   async call<M extends RpcMethod>(method: M, params: RpcMethods[M]['params']): Promise<RpcMethods[M]['value']> {
     let response: Response
     try {
       response = await fetch(`api/${method}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}` },
+        headers: { 'content-type': 'application/json' },
+        credentials: 'same-origin',
         body: JSON.stringify(params),
       })
     } catch {
@@ -40,7 +44,7 @@ export class Api {
 
   /** Opens the event stream; EventSource reconnects by itself, and each reconnection starts with a hello frame. */
   events(onFrame: (frame: ServerFrame) => void, onState: (state: StreamState) => void): () => void {
-    const source = new EventSource(`api/events?token=${encodeURIComponent(this.token)}`)
+    const source = new EventSource('api/events')
     onState('connecting')
     source.onopen = () => onState('open')
     source.onerror = () => onState(source.readyState === EventSource.CLOSED ? 'down' : 'connecting')
@@ -51,20 +55,4 @@ export class Api {
     }
     return () => source.close()
   }
-}
-
-/**
- * The access token: taken from `?token=` once, kept in this tab's sessionStorage, and removed from the address bar
- * so it does not end up in history, bookmarks or screenshots.
- */
-export function takeToken(): string | null {
-  const url = new URL(window.location.href)
-  const fromUrl = url.searchParams.get('token')
-  if (fromUrl) {
-    sessionStorage.setItem('keel.token', fromUrl)
-    url.searchParams.delete('token')
-    window.history.replaceState(null, '', url.pathname + url.search + url.hash)
-    return fromUrl
-  }
-  return sessionStorage.getItem('keel.token')
 }

@@ -8,9 +8,16 @@ function when(ms: number): string {
     : date.toLocaleDateString([], { month: 'short', day: 'numeric' })
 }
 
-export function SessionList({ sessions, selected, onSelect, onCreate }: {
+/** The last segment of a path: enough to tell projects apart in the `--all` list. */
+function baseName(path: string): string {
+  return path.replace(/[\\/]+$/, '').split(/[\\/]/).pop() || path
+}
+
+export function SessionList({ sessions, selected, all = false, onSelect, onCreate }: {
   sessions: readonly SessionInfo[]
   selected: string | null
+  /** Sessions of every directory are listed: each row names its directory. */
+  all?: boolean
   onSelect: (id: string) => void
   onCreate: () => void
 }) {
@@ -29,12 +36,15 @@ export function SessionList({ sessions, selected, onSelect, onCreate }: {
               onClick={() => onSelect(session.id)}
             >
               <span className="session-title">{session.title || 'New session'}</span>
-              <span className="session-meta">{session.running ? 'running' : when(session.updatedAt)}</span>
+              <span className="session-meta">
+                {all && <span className="session-cwd" title={session.cwd}>{baseName(session.cwd)} · </span>}
+                {session.running ? 'running' : when(session.updatedAt)}
+              </span>
             </button>
           </li>
         ))}
       </ul>
-      {!top.length && <p className="sessions-empty">No sessions in this directory yet.</p>}
+      {!top.length && <p className="sessions-empty">{all ? 'No sessions yet.' : 'No sessions in this directory yet.'}</p>}
     </nav>
   )
 }
