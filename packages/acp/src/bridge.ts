@@ -3,11 +3,13 @@ import { isAbsolute } from 'node:path'
 import type { Context } from 'cordis'
 import {
   agent as agentApp, methods, PROTOCOL_VERSION, RequestError,
-  type AgentApp, type AgentContext, type ContentBlock, type InitializeResponse, type SessionUpdate,
+  type AgentApp, type AgentContext, type ContentBlock, type InitializeResponse, type McpServer, type SessionUpdate,
 } from '@agentclientprotocol/sdk'
+import type { McpService } from '@keel/mcp'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
+import { acpServers } from './mcp.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
 
@@ -79,8 +81,8 @@ export class AcpBridge {
     )
     this.app = agentApp({ name: 'keel' })
       .onRequest(methods.agent.initialize, () => this.initialize())
-      .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers.length, client))
-      .onRequest(methods.agent.session.load, ({ params, client }) => this.loadSession(params.sessionId, params.cwd, params.mcpServers.length, client))
+      .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers, client))
+      .onRequest(methods.agent.session.load, ({ params, client }) => this.loadSession(params.sessionId, params.cwd, params.mcpServers, client))
       .onRequest(methods.agent.session.prompt, ({ params, signal }) => this.prompt(params.sessionId, params.prompt, signal))
       .onNotification(methods.agent.session.cancel, ({ params }) => { this.sessions.get(params.sessionId)?.agent.cancel() })
   }
@@ -95,7 +97,8 @@ export class AcpBridge {
       agentCapabilities: {
         loadSession: true,
         promptCapabilities: { ...PROMPT_CAPABILITIES },
-        mcpCapabilities: { http: false, sse: false },
+        // stdio servers are always supported; http and sse when the MCP plugin is loaded (it connects them all).
+        mcpCapabilities: { http: this.mcp !== undefined, sse: this.mcp !== undefined },
       },
       agentInfo: { name: 'keel', title: 'Keel', version: this.options.version },
       authMethods: [],
@@ -119,18 +122,36 @@ export class AcpBridge {
     return bridged
   }
 
-  private async newSession(cwd: string, mcpServers: number, client: AgentContext) {
+  private async newSession(cwd: string, mcpServers: readonly McpServer[], client: AgentContext) {
     this.refuseWhenClosed()
     requireAbsoluteDirectory(cwd)
     const model = await this.model()
     this.refuseWhenClosed()
-    if (mcpServers) this.log(`ignoring ${mcpServers} MCP server(s): Keel does not connect to MCP servers`)
     const agent = this.ctx.agents.create({ cwd, model })
     this.adopt(agent, client)
+    await this.connectServers(agent.id, cwd, mcpServers)
     return { sessionId: agent.id }
   }
 
-  private async loadSession(id: string, cwd: string, mcpServers: number, client: AgentContext) {
+  /** The client's MCP servers for this session (on top of the configured ones); a failure is a log line, not an error. */
+  private async connectServers(sessionId: string, cwd: string, servers: readonly McpServer[]): Promise<void> {
+    if (!servers.length) return
+    if (!this.mcp) {
+      this.log(`ignoring ${servers.length} MCP server(s): @keel/mcp is not loaded in this composition`)
+      return
+    }
+    try {
+      await this.mcp.attach(sessionId, acpServers(servers), cwd)
+    } catch (error) {
+      this.log(`session ${sessionId}: MCP servers not connected: ${message(error)}`)
+    }
+  }
+
+  private get mcp(): McpService | undefined {
+    return this.ctx.get('mcp') as McpService | undefined
+  }
+
+  private async loadSession(id: string, cwd: string, mcpServers: readonly McpServer[], client: AgentContext) {
     this.refuseWhenClosed()
     requireAbsoluteDirectory(cwd)
     let bridged = this.sessions.get(id)
@@ -142,7 +163,7 @@ export class AcpBridge {
       bridged = this.sessions.get(id) ?? this.resume(id, cwd, model, client)
     }
     if (bridged.running) throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is running in this session; cancel it first')
-    if (mcpServers) this.log(`ignoring ${mcpServers} MCP server(s): Keel does not connect to MCP servers`)
+    await this.connectServers(id, bridged.agent.cwd, mcpServers)
     // A fresh projector per replay, so a second load of the same session replays it whole.
     const replay = new UpdateProjector({ cwd: bridged.agent.cwd, present: (name, args) => this.ctx.tools.present(name, args) })
     for (const event of bridged.agent.session.events) for (const update of replay.event(event, true)) bridged.send(update)
@@ -234,6 +255,7 @@ export class AcpBridge {
     const settle = Promise.all(sessions.map((bridged) => bridged.agent.whenIdle()))
     await Promise.race([settle, new Promise((done) => setTimeout(done, 5000).unref())])
     for (const bridged of sessions) this.ctx.agents.close(bridged.agent)
+    await Promise.all(sessions.map((bridged) => this.mcp?.release(bridged.id)))
     this.sessions.clear()
     for (const dispose of this.disposers.splice(0)) dispose()
   }

@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { Context } from 'cordis'
 import type { Agent } from '@keel/agent'
 import { DEFAULT_MODEL, UsageError, type Flags } from './args.ts'
+import { mcpOf } from './mcp.ts'
 
 export function workingDirectory(flags: Flags): string {
   return resolve(flags.cwd ?? process.cwd())
@@ -19,6 +20,8 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
 /** A new agent, or the one --continue / --resume names, with the model the flags ask for. */
 export async function openAgent(ctx: Context, flags: Flags): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
+  // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
+  void mcpOf(ctx)?.ready(cwd)
   const model = await ctx.llm.create(modelSpec(flags), { baseUrl: flags['base-url'], cwd })
   let id = flags.resume
   if (flags.continue) {

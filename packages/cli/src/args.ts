@@ -14,7 +14,7 @@ export const FLAGS = {
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
-  json: { type: 'boolean', help: 'sessions: print JSON' },
+  json: { type: 'boolean', help: 'sessions, mcp list: print JSON' },
   all: { type: 'boolean', help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory' },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
@@ -26,6 +26,7 @@ export const SUBCOMMANDS = {
   acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
   'sessions show <id>': 'Show a session: its transcript summary and standing plan',
+  'mcp list': 'Start the configured MCP servers and list each one\'s status and tools (--json)',
 } as const
 
 export type Flags = {
@@ -41,6 +42,7 @@ export type Command =
   | { kind: 'acp' }
   | { kind: 'sessions-list' }
   | { kind: 'sessions-show'; id: string }
+  | { kind: 'mcp-list' }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -103,6 +105,10 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
     if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }
     throw new UsageError('usage: keel sessions list [--json] [--all] | keel sessions show <id> [--json] [--markdown]')
+  }
+  if (first === 'mcp') {
+    if (second === 'list' && words.length === 2) return { command: { kind: 'mcp-list' }, flags }
+    throw new UsageError('usage: keel mcp list [--json]')
   }
   return { command: { kind: 'interactive', prompt: words.join(' ') || undefined }, flags }
 }

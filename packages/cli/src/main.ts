@@ -9,6 +9,7 @@ import { shipped } from './root.ts'
 import { boot, BootError, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
 import { listSessions, showSession } from './sessions.ts'
+import { listMcp } from './mcp.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
@@ -34,6 +35,9 @@ export async function main(argv: string[]): Promise<number> {
         return 0
       case 'sessions-show':
         process.stdout.write(showSession(ctx, flags, command.id) + '\n')
+        return 0
+      case 'mcp-list':
+        process.stdout.write(await listMcp(ctx, flags) + '\n')
         return 0
       default: {
         const load = FRONT_DOORS[command.kind]

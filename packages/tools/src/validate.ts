@@ -36,10 +36,14 @@ export type Validator = (value: unknown) => string[]
  * the validator returns one path-qualified line per violation (empty when valid).
  */
 export function compileValidator(schema: TSchema): Validator {
-  let compiled: ReturnType<typeof Compile> | undefined
+  let compiled: ReturnType<typeof Compile> | null | undefined
   return (value) => {
-    compiled ??= Compile(schema)
-    if (compiled.Check(value)) return []
+    if (compiled === undefined) {
+      // A schema the compiler cannot read (an MCP server's, say) is left to the tool's own checks: the call goes
+      // through rather than failing every time.
+      try { compiled = Compile(schema) } catch { compiled = null }
+    }
+    if (compiled === null || compiled.Check(value)) return []
     const lines: string[] = []
     for (const error of compiled.Errors(value) as Iterable<RawError>) {
       const text = describe(error)

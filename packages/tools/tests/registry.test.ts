@@ -77,6 +77,13 @@ describe('ctx.tools', () => {
     expect(c.tools.present('echo', '{"bad":1}')).toEqual({ title: 'echo', kind: 'other', rawInput: '{"bad":1}' })
   })
 
+  test('a schema the validator cannot compile (an MCP server\'s bad pattern) leaves checking to the tool instead of throwing', async () => {
+    const c = await registry()
+    const odd = { type: 'object', properties: { x: { type: 'string', pattern: '(' } } } as unknown as ReturnType<typeof Type.Object>
+    c.tools.register(defineTool({ name: 'odd', description: 'odd schema', parameters: odd, execute: (args) => `got ${JSON.stringify(args)}` }))
+    expect(await c.tools.execute({ callId: 'c', name: 'odd', arguments: '{"x":"y"}', signal: signal() })).toEqual({ isError: false, content: [{ type: 'text', text: 'got {"x":"y"}' }] })
+  })
+
   test('paths render the way a model reads them', () => {
     expect(pathOf('/todos/0/status')).toBe('todos[0].status')
     expect(pathOf('', 'todos')).toBe('todos')

@@ -1,0 +1,48 @@
+// The mcpServers an ACP client sends with session/new are connected for that session: the model can call their tools,
+// the client sees the calls as tool cards, and closing the connection stops the servers.
+import { afterEach, describe, expect, it } from 'vitest'
+import { methods } from '@agentclientprotocol/sdk'
+import * as mcpPlugin from '@keel/mcp'
+import { makeKeel, type Keel } from '../../../test-support/harness.ts'
+import { EVERYTHING } from '../../mcp/tests/support.ts'
+import { connectInProcess, initialize, processAlive, toolTrace } from './support.ts'
+
+let keel: Keel | undefined
+let client: ReturnType<typeof connectInProcess> | undefined
+afterEach(async () => {
+  await client?.close()
+  client = undefined
+  await keel?.dispose()
+  keel = undefined
+})
+
+const mcpConfig = { servers: {}, projectFile: false, startTimeoutMs: 20_000, callTimeoutMs: 20_000, maxResultChars: 25_000 }
+
+describe('MCP servers from the client', () => {
+  it('advertises http and sse, connects the session\'s servers, and the model\'s call reaches them', async () => {
+    keel = await makeKeel({
+      steps: [{ toolCalls: [{ id: 'call-echo', name: 'mcp__every_thing__echo', arguments: { message: 'via acp' } }] }, { text: 'done' }],
+      plugins: [[mcpPlugin, mcpConfig]],
+    })
+    client = connectInProcess(keel)
+    const init = await initialize(client)
+    expect(init.agentCapabilities?.mcpCapabilities).toEqual({ http: true, sse: true })
+    const agent = client.connection.agent
+    const { sessionId } = await agent.request(methods.agent.session.new, {
+      cwd: keel.cwd,
+      mcpServers: [{ name: 'every thing', command: EVERYTHING.command, args: EVERYTHING.args, env: [{ name: 'KEEL_TEST', value: '1' }] }],
+    })
+    expect(keel.ctx.mcp.status()).toMatchObject([{ name: 'every_thing', state: 'ready', source: 'acp session' }])
+    const response = await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'echo' }] })
+    expect(response.stopReason).toBe('end_turn')
+    expect(toolTrace(client.updates(sessionId))).toEqual(['call call-echo other in_progress', 'update call-echo completed'])
+    expect(JSON.stringify(keel.model.requests[1]!.messages)).toContain('Echo: via acp')
+
+    const pid = keel.ctx.mcp.status()[0]!.pid!
+    await client.close()
+    client = undefined
+    expect(keel.ctx.mcp.status()).toEqual([])
+    expect(keel.ctx.tools.get('mcp__every_thing__echo')).toBeUndefined()
+    expect(processAlive(pid)).toBe(false)
+  })
+})

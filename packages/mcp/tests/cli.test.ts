@@ -1,0 +1,66 @@
+// Through the real binary: `keel mcp list`, and print mode with a project .mcp.json whose servers start with the
+// session (one published server that works, one that cannot start).
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'vitest'
+import { EVERYTHING, FAULTY } from './support.ts'
+
+const root = join(import.meta.dirname, '../../..')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-mcp-cli-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+function project(servers: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(scratch, 'project-'))
+  mkdirSync(join(dir, '.git'))
+  writeFileSync(join(dir, '.mcp.json'), JSON.stringify({ mcpServers: servers }))
+  return dir
+}
+
+function keel(args: string[], cwd: string, home = join(scratch, 'home')) {
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8', input: '' })
+}
+
+const SERVERS = { everything: EVERYTHING, broken: { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } } }
+
+describe('keel mcp list', () => {
+  test('each server with its state, transport, source and tools; --json for machines', () => {
+    const cwd = project(SERVERS)
+    const text = keel(['mcp', 'list'], cwd)
+    expect(text.status, text.stderr).toBe(0)
+    expect(text.stdout).toContain(`everything  ready  stdio  ${join(cwd, '.mcp.json')}\n  mcp__everything__echo\n`)
+    expect(text.stdout).toMatch(/broken {2}failed {2}stdio .*\n {2}.*missing database url/)
+    const json = keel(['mcp', 'list', '--json'], cwd)
+    const servers = JSON.parse(json.stdout) as { name: string; state: string; tools: string[] }[]
+    expect(servers.map((s) => [s.name, s.state])).toEqual([['everything', 'ready'], ['broken', 'failed']])
+    expect(servers[0]!.tools).toContain('mcp__everything__get-sum')
+  })
+
+  test('no servers configured says where to add them', () => {
+    const cwd = mkdtempSync(join(scratch, 'empty-'))
+    expect(keel(['mcp', 'list'], cwd).stdout).toBe('No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.\n')
+  })
+})
+
+describe('keel -p with MCP servers', () => {
+  test('the model calls an MCP tool; a server that fails is one warning line and the turn completes', () => {
+    const cwd = project(SERVERS)
+    const script = join(cwd, 'script.json')
+    writeFileSync(script, JSON.stringify({ steps: [
+      { toolCalls: [{ name: 'mcp__everything__get-sum', arguments: { a: 20, b: 22 } }] },
+      { text: 'The sum is 42.' },
+    ] }))
+    const home = join(scratch, 'print-home')
+    const result = keel(['-p', 'add', '--model', `scripted/${script}`], cwd, home)
+    expect(result.status, result.stderr).toBe(0)
+    expect(result.stdout).toBe('The sum is 42.\n')
+    expect(result.stderr).toMatch(/^keel: mcp server broken failed to start: .*missing database url/m)
+    expect(result.stderr).toContain('→ everything › get-sum {"a":20,"b":22}')
+    const dir = join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!)
+    const events = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+    const logged = events.find((e) => e.type === 'tool/result')
+    expect(logged.data.isError).toBe(false)
+    expect(JSON.stringify(logged.data.content)).toContain('42')
+  })
+})
