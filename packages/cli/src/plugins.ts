@@ -12,4 +12,5 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/subagent': () => import('@keel/subagent'),
   '@keel/compaction': () => import('@keel/compaction'),
   '@keel/acp': () => import('@keel/acp'),
+  '@keel/checkpoint': () => import('@keel/checkpoint'),
 }
