@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
 import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
 import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
+import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 
@@ -25,6 +26,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   let stepCounter = 0
   const err = process.stderr
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
+  const disposeCheckpointWarnings = ctx.on('checkpoint/warning', (line) => { err.write(`keel: ${escapeLine(line)}\n`) })
 
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
@@ -81,6 +83,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     process.off('SIGINT', onSigint)
     disposeEvents()
     disposeDeltas()
+    disposeCheckpointWarnings()
     ctx.agents.close(agent)
   }
 }

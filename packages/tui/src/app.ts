@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { CombinedAutocompleteProvider, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import type { Agent, AgentDelta } from '@keel/agent'
+import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
@@ -78,6 +79,10 @@ export class KeelApp {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+      ctx.on('checkpoint/warning', (line) => {
+        this.transcript.note('warn', line)
+        this.tui.requestRender()
+      }),
     )
     this.open(this.agent)
     if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
