@@ -28,6 +28,7 @@ export async function openAgent(ctx: Context, flags: Flags): Promise<{ agent: Ag
     id = latestSessionId(ctx, cwd)
     if (!id) throw new UsageError(`no session to continue in ${cwd}`)
   }
+  if (id && flags.fork) id = ctx.sessions.branch(id)
   if (id) {
     const { agent, repairs } = ctx.agents.resume(id, { model, cwd })
     return { agent, repairs, resumed: true }

@@ -17,6 +17,13 @@ export const FLAGS = {
   json: { type: 'boolean', help: 'sessions, mcp list: print JSON' },
   all: { type: 'boolean', help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory' },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
+  to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
+  at: { type: 'string', help: 'sessions fork: fork before this turn (default: after the last)' },
+  files: { type: 'boolean', help: 'sessions rewind: restore the files only' },
+  conversation: { type: 'boolean', help: 'sessions rewind: fork the conversation only' },
+  force: { type: 'boolean', help: 'sessions rewind: overwrite files you changed since the agent\'s last checkpoint' },
+  undo: { type: 'boolean', help: 'sessions rewind: put back the files the last rewind replaced' },
+  fork: { type: 'boolean', help: 'With -r/-c: continue in a new branch (a fork), leaving the original untouched' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
   help: { type: 'boolean', short: 'h', help: 'Print this help' },
 } as const
@@ -27,6 +34,8 @@ export const SUBCOMMANDS = {
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
   'sessions show <id>': 'Show a session: its transcript summary and standing plan',
   'mcp list': 'Start the configured MCP servers and list each one\'s status and tools (--json)',
+  'sessions rewind <id>': 'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
+  'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
 } as const
 
 export type Flags = {
@@ -43,6 +52,8 @@ export type Command =
   | { kind: 'sessions-list' }
   | { kind: 'sessions-show'; id: string }
   | { kind: 'mcp-list' }
+  | { kind: 'sessions-rewind'; id: string }
+  | { kind: 'sessions-fork'; id: string }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -97,6 +108,7 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
     throw new UsageError(`--output-format must be text, json or stream-json, not ${JSON.stringify(format)}`)
   }
   if (flags.continue && flags.resume) throw new UsageError('use either --continue or --resume, not both')
+  if (flags.fork && !flags.continue && !flags.resume) throw new UsageError('--fork goes with -c/--continue or -r/--resume')
   if (flags.print) return { command: { kind: 'print', prompt: words.join(' ') || undefined }, flags }
   const [first, second, third] = words
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
@@ -104,7 +116,9 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   if (first === 'sessions') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
     if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }
-    throw new UsageError('usage: keel sessions list [--json] [--all] | keel sessions show <id> [--json] [--markdown]')
+    if (second === 'rewind' && third && words.length === 3) return { command: { kind: 'sessions-rewind', id: third }, flags }
+    if (second === 'fork' && third && words.length === 3) return { command: { kind: 'sessions-fork', id: third }, flags }
+    throw new UsageError('usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>]')
   }
   if (first === 'mcp') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'mcp-list' }, flags }

@@ -10,6 +10,8 @@ import { boot, BootError, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { listMcp } from './mcp.ts'
+import { forkSession, rewindSession } from './rewind.ts'
+import { RewindError } from '@keel/checkpoint'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
@@ -39,6 +41,12 @@ export async function main(argv: string[]): Promise<number> {
       case 'mcp-list':
         process.stdout.write(await listMcp(ctx, flags) + '\n')
         return 0
+      case 'sessions-rewind':
+        process.stdout.write(await rewindSession(ctx, flags, command.id) + '\n')
+        return 0
+      case 'sessions-fork':
+        process.stdout.write(forkSession(ctx, flags, command.id) + '\n')
+        return 0
       default: {
         const load = FRONT_DOORS[command.kind]
         if (!load) throw new UsageError(`${command.kind} mode is not available in this build`)
@@ -63,5 +71,7 @@ function fail(error: unknown): number {
   const message = error instanceof Error ? error.message : String(error)
   process.stderr.write(`keel: ${escapeLine(message)}\n`)
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
+  // A refused rewind (conflicts, no checkpoints) is not a usage error.
+  if (error instanceof RewindError) return 1
   return known || error instanceof Error ? 2 : 1
 }

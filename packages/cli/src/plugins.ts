@@ -13,4 +13,5 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/compaction': () => import('@keel/compaction'),
   '@keel/acp': () => import('@keel/acp'),
   '@keel/mcp': () => import('@keel/mcp'),
+  '@keel/checkpoint': () => import('@keel/checkpoint'),
 }

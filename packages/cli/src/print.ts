@@ -3,6 +3,7 @@ import type { AgentDelta } from '@keel/agent'
 import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
 import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
+import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 
@@ -26,7 +27,9 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   let stepCounter = 0
   const err = process.stderr
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
-  const disposeWarnings = ctx.on('mcp/warning', (line) => { err.write(`keel: ${escapeLine(line)}\n`) })
+  // Plugins' one-line warnings for the person (an MCP server down, checkpoints off).
+  const warn = (line: string) => { err.write(`keel: ${escapeLine(line)}\n`) }
+  const disposeWarnings = [ctx.on('mcp/warning', warn), ctx.on('checkpoint/warning', warn)]
 
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
@@ -83,7 +86,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     process.off('SIGINT', onSigint)
     disposeEvents()
     disposeDeltas()
-    disposeWarnings()
+    for (const dispose of disposeWarnings) dispose()
     ctx.agents.close(agent)
   }
 }

@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import type {} from '@keel/checkpoint' // the checkpoint/* log events
 import { escapeLine, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import type { Flags } from './args.ts'
@@ -13,22 +14,26 @@ export function listSessions(ctx: Context, flags: Flags): string {
   const all = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
   if (flags.json) return JSON.stringify(all, null, 2)
   if (!all.length) return flags.all ? 'No sessions yet.' : `No sessions in ${workingDirectory(flags)} (try --all).`
+  // Subagents under their parent, forks under the session they branched from.
   const children = new Map<string, SessionSummary[]>()
+  const originOf = (summary: SessionSummary) => summary.parent?.sessionId ?? summary.forkedFrom?.sessionId
   for (const summary of all) {
-    if (!summary.parent) continue
-    const list = children.get(summary.parent.sessionId) ?? []
+    const origin = originOf(summary)
+    if (!origin) continue
+    const list = children.get(origin) ?? []
     list.push(summary)
-    children.set(summary.parent.sessionId, list)
+    children.set(origin, list)
   }
   const lines: string[] = []
   const known = new Set(all.map((summary) => summary.id))
   const line = (summary: SessionSummary, indent: string) => `${indent}${summary.id}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${summary.cwd}` : ''}`
   const walk = (summary: SessionSummary, indent: string) => {
     lines.push(line(summary, indent))
-    for (const child of children.get(summary.id) ?? []) walk(child, indent + '  └ ')
+    for (const child of children.get(summary.id) ?? []) walk(child, indent + (child.forkedFrom ? '  ⑂ ' : '  └ '))
   }
   for (const summary of all) {
-    if (summary.parent && known.has(summary.parent.sessionId)) continue
+    const origin = originOf(summary)
+    if (origin && known.has(origin)) continue
     if (summary.parent && !flags.all) continue
     walk(summary, '')
   }
@@ -43,6 +48,7 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
   if (flags.json) return JSON.stringify({ header, path, events: events.length, todos }, null, 2)
   const lines = [`Session ${header.id}`, `  cwd      ${escapeLine(header.cwd)}`, `  created  ${when(header.createdAt)}`]
   if (header.parent) lines.push(`  parent   ${header.parent.sessionId} (call ${header.parent.callId})`)
+  if (header.forkedFrom) lines.push(`  forked   from ${escapeLine(header.forkedFrom.sessionId)} at seq ${header.forkedFrom.seq}`)
   lines.push(`  events   ${events.length}`, '')
   for (const event of events) {
     const line = describe(event)
@@ -65,6 +71,7 @@ function describe(event: SessionEvent): string | undefined {
     }
     case 'tool/call': return `  → ${event.data.name} ${escapeLine(event.data.arguments).slice(0, 160)}`
     case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+    case 'checkpoint/restore': return `── files ${event.data.undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${event.data.toTurn}`}: ${event.data.files.length} file${event.data.files.length === 1 ? '' : 's'}${event.data.fork ? `; conversation forked as ${event.data.fork}` : ''}`
     default: return undefined
   }
 }

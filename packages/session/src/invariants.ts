@@ -23,12 +23,17 @@ export interface Trace {
 /** A package's own rule for its merged events; return a problem string to reject the event. */
 export type InvariantCheck = (event: SessionEvent, trace: Readonly<Trace>) => string | undefined
 
+const NONE: ReadonlySet<string> = new Set()
+
 function newTrace(): Trace {
   return { nextSeq: 0, lastTurn: 0, openTurn: undefined, lastStep: 0, openStep: undefined, pendingCalls: new Set() }
 }
 
-/** The core rules. Returns a problem, or undefined; `advance` then moves the trace. */
-export function coreProblem(event: SessionEvent, t: Readonly<Trace>): string | undefined {
+/**
+ * The core rules. Returns a problem, or undefined; `advance` then moves the trace. `betweenTurns` names the package
+ * events that may stand outside a turn (a rewind is recorded when no turn runs).
+ */
+export function coreProblem(event: SessionEvent, t: Readonly<Trace>, betweenTurns: ReadonlySet<string> = NONE): string | undefined {
   if (event.seq !== t.nextSeq) return `seq ${event.seq} is not contiguous (expected ${t.nextSeq})`
   const surface = SURFACE_EVENT_TYPES.has(event.type)
   if (!surface && ('surfaceOp' in event || 'sourceEventSeqs' in event)) return 'surface metadata on a non-surface event'
@@ -63,7 +68,9 @@ export function coreProblem(event: SessionEvent, t: Readonly<Trace>): string | u
     case 'user/message':
       return
     default:
-      if (!CORE_EVENT_TYPES.has((event as SessionEvent).type) && t.openTurn === undefined) return 'a non-core event outside an open turn'
+      if (!CORE_EVENT_TYPES.has((event as SessionEvent).type) && t.openTurn === undefined && !betweenTurns.has((event as SessionEvent).type)) {
+        return 'a non-core event outside an open turn'
+      }
       return
   }
 }
@@ -88,6 +95,7 @@ export class Invariants extends Service {
   private readonly traces = new WeakMap<Session, Trace>()
   private readonly checks = new Map<string, InvariantCheck>()
   private readonly sessions = new Set<Session>()
+  private readonly betweenTurns = new Set<string>()
 
   constructor(ctx: Context) {
     super(ctx, 'invariants', true)
@@ -101,7 +109,7 @@ export class Invariants extends Service {
     ctx.on('session/closed', (session) => this.sessions.delete(session))
     ctx.on('session/validate', (session, event) => {
       const trace = this.trace(session)
-      const problem = coreProblem(event, trace) ?? this.packageProblem(event, trace)
+      const problem = coreProblem(event, trace, this.betweenTurns) ?? this.packageProblem(event, trace)
       if (problem) throw new InvariantError(session.id, event, problem)
     })
     ctx.on('session/event', (session, event) => advance(this.trace(session), event))
@@ -113,6 +121,14 @@ export class Invariants extends Service {
       for (const session of this.sessions) this.replay(session, [check], false)
       this.checks.set(name, check)
       return () => this.checks.delete(name)
+    })
+  }
+
+  /** Lets a package's event type stand between turns (disposable, like `register`). */
+  allowBetweenTurns(type: string): () => void {
+    return this.ctx.effect(() => {
+      this.betweenTurns.add(type)
+      return () => this.betweenTurns.delete(type)
     })
   }
 
@@ -138,7 +154,7 @@ export class Invariants extends Service {
   private replay(session: Session, checks: InvariantCheck[], core: boolean): void {
     const trace = newTrace()
     for (const event of session.events) {
-      const problem = (core ? coreProblem(event, trace) : undefined) ?? checks.map((check) => check(event, trace)).find(Boolean)
+      const problem = (core ? coreProblem(event, trace, this.betweenTurns) : undefined) ?? checks.map((check) => check(event, trace)).find(Boolean)
       if (problem) throw new InvariantError(session.id, event, problem)
       advance(trace, event)
     }

@@ -53,6 +53,7 @@ export interface SessionSummary {
   updatedAt: number
   path: string
   parent?: { sessionId: string; callId: string }
+  forkedFrom?: { sessionId: string; seq: number }
   /** The first user prompt, cut to one line. */
   title: string
 }
@@ -166,6 +167,29 @@ export class SessionStore extends Service {
 
   get(id: string): Session | undefined {
     return this.live.get(id)?.session
+  }
+
+  /**
+   * A new persisted session holding session `id`'s events before `beforeSeq` (all of them when omitted), its header
+   * naming where it came from (a fork). The original is not touched; the fork is not opened. Returns its id. Not
+   * named `fork`: that is a cordis Service method.
+   */
+  branch(id: string, beforeSeq?: number): string {
+    const { header, events } = this.read(id)
+    const seq = Math.min(beforeSeq ?? events.length, events.length)
+    const forkId = randomUUID()
+    const forkHeader: SessionHeader = {
+      type: 'session', version: SESSION_FORMAT_VERSION, id: forkId, createdAt: Date.now(), cwd: header.cwd,
+      forkedFrom: { sessionId: id, seq },
+    }
+    const writer = SessionWriter.create(sessionPath(header.cwd, forkId), forkHeader)
+    try {
+      for (const event of events.slice(0, seq)) writer.write(event)
+      writer.sync()
+    } finally {
+      writer.close()
+    }
+    return forkId
   }
 
   /** The file of a persisted session, or undefined. */
@@ -304,6 +328,7 @@ function summarize(path: string): SessionSummary | undefined {
     return {
       id: header.id, cwd: header.cwd, createdAt: header.createdAt, updatedAt: statSync(path).mtimeMs, path,
       ...(header.parent ? { parent: header.parent } : {}),
+      ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
       title: title.replace(/\s+/g, ' ').trim().slice(0, 120),
     }
   } catch {

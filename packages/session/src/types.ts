@@ -55,6 +55,8 @@ export interface SessionHeader {
   createdAt: number
   cwd: string
   parent?: { sessionId: string; callId: string }
+  /** A fork: the session it branched from, and the seq there before which its events were copied. */
+  forkedFrom?: { sessionId: string; seq: number }
 }
 
 export const SESSION_FORMAT_VERSION = 1

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { CombinedAutocompleteProvider, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import type { Agent, AgentDelta } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
+import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
@@ -79,10 +80,9 @@ export class KeelApp {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
-      ctx.on('mcp/warning', (line) => {
-        this.transcript.note('warn', line)
-        this.tui.requestRender()
-      }),
+      // Plugins' one-line warnings for the person (an MCP server down, checkpoints off).
+      ctx.on('mcp/warning', (line) => this.warn(line)),
+      ctx.on('checkpoint/warning', (line) => this.warn(line)),
     )
     this.open(this.agent)
     if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
@@ -100,6 +100,11 @@ export class KeelApp {
   /** Lines as they would be drawn at `width` (tests and text captures). */
   frame(width: number): string[] {
     return this.tui.render(width)
+  }
+
+  private warn(line: string): void {
+    this.transcript.note('warn', line)
+    this.tui.requestRender()
   }
 
   /** Shows `agent`'s session: replays its log through the fold and seeds the editor history with its prompts. */

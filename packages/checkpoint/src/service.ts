@@ -1,0 +1,200 @@
+import { Context, Service } from 'cordis'
+import type { Agent } from '@keel/agent'
+import { keelHome, type Session, type SessionEvent } from '@keel/session'
+import { GitError } from './git.ts'
+import { Shadow, type Change, type Limits } from './shadow.ts'
+
+declare module '@keel/session' {
+  interface SessionEventMap {
+    /** The working directory's state, as a tree in the shadow repository: at a turn's start, and after a change. */
+    'checkpoint/snapshot': { turn: number; kind: 'turn-start' | 'change'; tree: string; commit: string }
+    /** Files were rewound to the start of `toTurn` (`before` is what they were, for --undo); written between turns. */
+    'checkpoint/restore': { toTurn: number; tree: string; before: string; files: string[]; fork?: string; undo?: boolean }
+  }
+}
+
+declare module 'cordis' {
+  interface Context {
+    checkpoints: CheckpointService
+  }
+  interface Events {
+    /**
+     * One line for the person: checkpoints are off for this directory (no git, or the tree is over the limits).
+     * @mode emit
+     */
+    'checkpoint/warning'(message: string): void
+  }
+}
+
+export interface CheckpointConfig extends Limits {
+  enabled: boolean
+}
+
+/** Tools that never change files: a step that ran only these needs no new snapshot. */
+const READ_ONLY_TOOLS = new Set(['read', 'grep', 'glob', 'ls', 'todo_write'])
+
+export class RewindError extends Error {}
+
+export interface RewindPlan {
+  session: string
+  toTurn: number
+  /** The tree files go back to. */
+  target: string
+  /** The work tree as it is now. */
+  current: string
+  changes: Change[]
+  /** Paths the person changed since the agent's last snapshot that the rewind would overwrite. */
+  conflicts: string[]
+}
+
+interface Directory {
+  shadow: Shadow
+  /** Undefined while the first check runs; a string says why checkpoints are off here. */
+  ready: Promise<string | undefined>
+}
+
+/**
+ * `ctx.checkpoints`: before each model request, a snapshot of the working directory at the start of every turn
+ * and after any step whose tools may have changed files (`bash`, `write`, `edit`, `task`, MCP tools…), recorded as
+ * `checkpoint/snapshot` events. `plan`/`rewind`/`undo` restore a session's files from them.
+ */
+export class CheckpointService extends Service {
+  private readonly directories = new Map<string, Directory>()
+
+  constructor(ctx: Context, readonly config: CheckpointConfig) {
+    super(ctx, 'checkpoints', true)
+    ctx.on('agent/prepare', (agent, signal) => this.beforeRequest(agent, signal))
+    ctx.inject(['invariants'], (ctx) => ctx.invariants.allowBetweenTurns('checkpoint/restore'))
+  }
+
+  private directory(cwd: string): Directory {
+    let directory = this.directories.get(cwd)
+    if (!directory) {
+      const shadow = new Shadow(cwd, keelHome())
+      directory = { shadow, ready: this.check(shadow) }
+      this.directories.set(cwd, directory)
+    }
+    return directory
+  }
+
+  private async check(shadow: Shadow): Promise<string | undefined> {
+    try {
+      await shadow.init()
+      const size = await shadow.measure(this.config)
+      if (size.over) return `checkpoints are off for ${shadow.cwd}: it holds ${size.over}; files cannot be rewound there`
+      return undefined
+    } catch (error) {
+      return `checkpoints are off for ${shadow.cwd}: ${error instanceof Error ? error.message : String(error)}; files cannot be rewound there`
+    }
+  }
+
+  private async beforeRequest(agent: Agent, _signal: AbortSignal): Promise<void> {
+    // A subagent works in its parent's directory during the parent's `task` call; the parent's snapshots cover it.
+    if (!this.config.enabled || agent.depth > 0) return
+    const kind = needsSnapshot(agent.session.events)
+    if (!kind) return
+    const directory = this.directory(agent.cwd)
+    const off = await directory.ready
+    if (off) {
+      if (!this.warned.has(agent.cwd)) {
+        this.warned.add(agent.cwd)
+        this.ctx.emit('checkpoint/warning', off)
+      }
+      return
+    }
+    const tree = await directory.shadow.tree().catch((error: unknown) => {
+      this.ctx.emit('checkpoint/warning', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
+      return undefined
+    })
+    if (!tree) return
+    const last = lastSnapshot(agent.session.events)
+    if (kind.kind === 'change' && last?.data.tree === tree) return
+    const commit = await directory.shadow.keep(tree, agent.session.id, `turn ${kind.turn} ${kind.kind}`)
+    agent.session.append('checkpoint/snapshot', { turn: kind.turn, kind: kind.kind, tree, commit })
+  }
+
+  private readonly warned = new Set<string>()
+
+  /** What rewinding session `id`'s files to the start of turn `toTurn` would change, and what it would overwrite. */
+  async plan(events: readonly SessionEvent[], cwd: string, toTurn: number, id: string): Promise<RewindPlan> {
+    const target = events.find((e): e is SessionEvent<'checkpoint/snapshot'> =>
+      e.type === 'checkpoint/snapshot' && e.data.turn === toTurn && e.data.kind === 'turn-start')
+    if (!target) {
+      const any = events.some((e) => e.type === 'checkpoint/snapshot')
+      throw new RewindError(any
+        ? `session ${id} has no checkpoint at the start of turn ${toTurn}`
+        : `session ${id} has no file checkpoints (checkpoints were off for ${cwd}); its files cannot be rewound`)
+    }
+    return this.planTo(events, cwd, toTurn, target.data.tree, id)
+  }
+
+  private async planTo(events: readonly SessionEvent[], cwd: string, toTurn: number, target: string, id: string): Promise<RewindPlan> {
+    const { shadow } = this.directory(cwd)
+    await shadow.init()
+    if (!(await shadow.hasTree(target))) throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
+    const current = await shadow.tree()
+    const changes = await shadow.diff(current, target)
+    // What the agent last saw: its last snapshot, or the state a previous rewind left.
+    const last = lastState(events)
+    const touched = new Set(changes.map((change) => change.path))
+    const conflicts = last ? (await shadow.diff(last, current)).map((change) => change.path).filter((path) => touched.has(path)) : []
+    return { session: id, toTurn, target, current, changes, conflicts }
+  }
+
+  /** Restores the files of a plan (refusing conflicts unless `force`) and records it on the session. */
+  async apply(plan: RewindPlan, cwd: string, session: Session, options: { force?: boolean; fork?: string; undo?: boolean } = {}): Promise<void> {
+    if (plan.conflicts.length && !options.force) {
+      throw new RewindError(`these files changed since the agent's last checkpoint and would be overwritten: ${plan.conflicts.join(', ')} (use --force to rewind anyway)`)
+    }
+    const { shadow } = this.directory(cwd)
+    // A private index: it is filled from the work tree right now, so git knows every file is up to date.
+    const index = `index.restore-${process.pid}`
+    const current = await shadow.tree(index)
+    try {
+      await shadow.restore(current, plan.target, index)
+    } catch (error) {
+      throw new RewindError(error instanceof GitError ? error.message : String(error))
+    }
+    await shadow.keep(current, session.id, `before rewind to turn ${plan.toTurn}`)
+    session.append('checkpoint/restore', {
+      toTurn: plan.toTurn, tree: plan.target, before: current, files: plan.changes.map((change) => change.path),
+      ...(options.fork ? { fork: options.fork } : {}), ...(options.undo ? { undo: true } : {}),
+    })
+  }
+
+  /** The plan that undoes the session's latest rewind: back to the files it replaced. */
+  async undoPlan(events: readonly SessionEvent[], cwd: string, id: string): Promise<RewindPlan> {
+    const restore = [...events].reverse().find((e): e is SessionEvent<'checkpoint/restore'> => e.type === 'checkpoint/restore')
+    if (!restore) throw new RewindError(`session ${id} has no rewind to undo`)
+    return this.planTo(events, cwd, restore.data.toTurn, restore.data.before, id)
+  }
+}
+
+/** Whether the next request needs a snapshot first: at a turn's start, or after a step that may have changed files. */
+function needsSnapshot(events: readonly SessionEvent[]): { turn: number; kind: 'turn-start' | 'change' } | undefined {
+  let changed = false
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'checkpoint/snapshot') return changed ? { turn: event.data.turn, kind: 'change' } : undefined
+    if (event.type === 'tool/call' && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
+    if (event.type === 'turn/start') return { turn: event.data.turn, kind: 'turn-start' }
+  }
+  return undefined
+}
+
+function lastSnapshot(events: readonly SessionEvent[]): SessionEvent<'checkpoint/snapshot'> | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'checkpoint/snapshot') return event
+  }
+  return undefined
+}
+
+function lastState(events: readonly SessionEvent[]): string | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'checkpoint/snapshot') return event.data.tree
+    if (event.type === 'checkpoint/restore') return event.data.tree
+  }
+  return undefined
+}

@@ -1,0 +1,108 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { lstat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { cwdSlug } from '@keel/session'
+import { git, GitError, type GitEnv } from './git.ts'
+
+/** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
+export interface Change {
+  status: 'A' | 'D' | 'M' | 'T'
+  path: string
+}
+
+export interface Limits {
+  maxFiles: number
+  maxBytes: number
+}
+
+/**
+ * A shadow git repository for one working directory, kept under `$KEEL_HOME/checkpoints/`: snapshots of the work tree
+ * are trees in it (reachable from `refs/keel/<session>`), and restoring one is a two-tree `read-tree -u`, which
+ * changes, recreates and deletes exactly the paths that differ. The project's own `.git` is never read or written;
+ * `.gitignore` rules (and the project's `.git/info/exclude`) decide what is snapshotted, as they would for git.
+ */
+export class Shadow {
+  readonly gitDir: string
+
+  constructor(readonly cwd: string, home: string) {
+    this.gitDir = join(home, 'checkpoints', `${cwdSlug(cwd)}.git`)
+  }
+
+  private env(index = 'index'): GitEnv {
+    return { gitDir: this.gitDir, workTree: this.cwd, indexFile: join(this.gitDir, index) }
+  }
+
+  async init(): Promise<void> {
+    if (!existsSync(join(this.gitDir, 'HEAD'))) {
+      mkdirSync(this.gitDir, { recursive: true })
+      await git({ gitDir: this.gitDir, indexFile: join(this.gitDir, 'index') }, ['init', '-q', '--bare', this.gitDir])
+    }
+    // The project's own excludes apply to its shadow too (git reads .gitignore files from the work tree itself).
+    const projectExclude = join(this.cwd, '.git', 'info', 'exclude')
+    const exclude = existsSync(projectExclude) ? readFileSync(projectExclude, 'utf8') : ''
+    mkdirSync(join(this.gitDir, 'info'), { recursive: true })
+    writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n`)
+  }
+
+  /** Files and bytes a snapshot would hold, stopping early once past a limit. */
+  async measure(limits: Limits): Promise<{ files: number; bytes: number; over?: string }> {
+    const listing = await git(this.env('index.measure'), ['ls-files', '-z', '--cached', '--others', '--exclude-standard'])
+    const paths = listing.split('\0').filter(Boolean)
+    if (paths.length > limits.maxFiles) return { files: paths.length, bytes: 0, over: `${paths.length} files (the limit is ${limits.maxFiles})` }
+    let bytes = 0
+    for (let i = 0; i < paths.length; i += 256) {
+      const sizes = await Promise.all(paths.slice(i, i + 256).map((path) => lstat(join(this.cwd, path)).then((s) => s.size, () => 0)))
+      for (const size of sizes) bytes += size
+      if (bytes > limits.maxBytes) return { files: paths.length, bytes, over: `more than ${Math.round(limits.maxBytes / 1e6)} MB (the limit)` }
+    }
+    return { files: paths.length, bytes }
+  }
+
+  /** The work tree as a tree object now (the index is a stat cache, so an unchanged tree costs little). */
+  async tree(index = 'index'): Promise<string> {
+    await retryOnLock(() => git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']))
+    return (await git(this.env(index), ['write-tree'])).trim()
+  }
+
+  /** Keeps a tree reachable (so git never prunes it) on the session's own ref; returns the commit. */
+  async keep(tree: string, session: string, message: string): Promise<string> {
+    const ref = `refs/keel/${session}`
+    const parent = await git(this.env(), ['rev-parse', '--verify', '-q', ref]).then((out) => out.trim(), () => '')
+    const commit = (await git(this.env(), ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', message])).trim()
+    await git(this.env(), ['update-ref', ref, commit])
+    return commit
+  }
+
+  async hasTree(tree: string): Promise<boolean> {
+    return git(this.env(), ['cat-file', '-e', `${tree}^{tree}`]).then(() => true, () => false)
+  }
+
+  async diff(from: string, to: string): Promise<Change[]> {
+    if (from === to) return []
+    const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--name-status', from, to])
+    const parts = out.split('\0').filter(Boolean)
+    const changes: Change[] = []
+    for (let i = 0; i + 1 < parts.length; i += 2) changes.push({ status: parts[i]![0] as Change['status'], path: parts[i + 1]! })
+    return changes
+  }
+
+  /**
+   * Makes the work tree equal `target` where it differs from `current` (a tree taken just now into `index`, so
+   * git knows the files are up to date): changed files rewritten, missing ones recreated, extra ones deleted.
+   */
+  async restore(current: string, target: string, index: string): Promise<void> {
+    await git(this.env(index), ['read-tree', '-m', '-u', current, target])
+  }
+}
+
+async function retryOnLock<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run()
+    } catch (error) {
+      // Another Keel process snapshotting the same directory holds the shadow's index lock for a moment.
+      if (attempt >= 20 || !(error instanceof GitError) || !/index\.lock/.test(error.message)) throw error
+      await new Promise((done) => setTimeout(done, 50))
+    }
+  }
+}
