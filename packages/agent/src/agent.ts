@@ -146,6 +146,7 @@ export class Agent implements ToolAgent {
       sessionId: this.id,
       ...(this.options.maxTokens ? { maxTokens: this.options.maxTokens } : {}),
     }
+    this.ctx.emit('agent/request', this, request)
     const assembler = new MessageAssembler()
     try {
       for await (const chunk of this.model.stream(request, signal)) {
