@@ -28,7 +28,7 @@ export class IdleWatch {
     const gate = new Promise<never>((_, fail) => {
       timer = setTimeout(() => {
         this.stalled.abort()
-        fail(new LlmError('network', `${this.provider}: ${started ? 'the stream stalled mid-reply' : 'no response'} (nothing received for ${seconds(this.idleMs)}; idleTimeoutMs)`))
+        fail(new LlmError('network', `${this.provider}: ${started ? 'the stream stalled' : 'no response'} (nothing received for ${seconds(this.idleMs)}; idleTimeoutMs)`))
       }, this.idleMs)
       onAbort = () => fail(new LlmError('aborted', 'request aborted'))
       this.caller.addEventListener('abort', onAbort, { once: true })

@@ -78,7 +78,7 @@ describe.each(Object.entries(flavors))('%s: a stalled stream', (_label, create: 
     const { chunks, error } = await run(adapter.stream(hello, new AbortController().signal))
     expect(text(chunks).length).toBeGreaterThan(0)
     expect(error?.kind).toBe('network')
-    expect(error?.message).toMatch(/the stream stalled mid-reply \(nothing received for 0\.30 s; idleTimeoutMs\)$/)
+    expect(error?.message).toMatch(/the stream stalled \(nothing received for 0\.30 s; idleTimeoutMs\)$/)
     expect(error?.message).not.toContain('\n')
     expect(fake!.requests).toHaveLength(1)
   })
