@@ -14,7 +14,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 function composition(idleTimeoutMs: number): string {
   const base = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-  const changed = base.replace(/retryBaseDelayMs: \d+\n/, `retryBaseDelayMs: 10\n    idleTimeoutMs: ${idleTimeoutMs}\n`)
+  const changed = base.replace(/retryBaseDelayMs: \d+\n/, 'retryBaseDelayMs: 10\n').replace(/idleTimeoutMs: \d+\n/, `idleTimeoutMs: ${idleTimeoutMs}\n`)
   expect(changed).not.toBe(base)
   const path = join(scratch, `idle-${idleTimeoutMs}.yml`)
   writeFileSync(path, changed)
