@@ -79,4 +79,25 @@ describe('an oversized tool result', () => {
     expect(toolText(keel.model.requests.at(-1)!)[0]).toBe(sent)
     keel.ctx.agents.close(resumed)
   })
+
+  test('several large results from one reply are each cut until the request fits, the small one kept whole', async () => {
+    const keel = await start([
+      { toolCalls: [{ id: 'one', name: 'dump', arguments: {} }, { id: 'two', name: 'bash', arguments: { command: 'echo tiny' } }, { id: 'three', name: 'dump', arguments: {} }] },
+      { text: 'Read them.' },
+    ])
+    const agent = keel.agent()
+    const result = await agent.prompt('dump twice')
+    expect(result.reason, result.message).toBe('completed')
+    const request = keel.model.requests[1]!
+    expect(requestTokens(request)).toBeLessThanOrEqual(WINDOW)
+    const [one, two, three] = toolText(request)
+    for (const cut of [one!, three!]) {
+      expect(cut).toContain('characters cut here')
+      expect(cut.startsWith('FIRST-LINE')).toBe(true)
+      expect(cut.endsWith('LAST-LINE')).toBe(true)
+    }
+    expect(two).toMatch(/^tiny\n/)
+    const trims = agent.session.events.filter((event) => event.type === 'compaction/trim').map((event) => event.data.callId)
+    expect(trims.sort()).toEqual(['one', 'three'])
+  })
 })
