@@ -51,6 +51,13 @@ export interface FakeReply {
   disconnectAfter?: number
   /** After the content, keep the stream open until the client goes away (to test abort). */
   hang?: boolean
+  /**
+   * Go silent after this many SSE events (0: right after the response headers), keeping the connection open and
+   * sending nothing more until the client goes away: a provider that stalls mid-stream.
+   */
+  stallAfter?: number
+  /** Go silent before sending anything, not even the response headers, until the client goes away. */
+  stallBeforeHeaders?: boolean
   /** Pause before each SSE event. */
   delayMs?: number
 }
@@ -94,6 +101,7 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
       const n = ++served
       if (!reply) return sendError(res, flavor, 400, `fake provider: script exhausted (request ${n})`)
       if (reply.status) return sendError(res, flavor, reply.status, reply.error ?? `fake provider: status ${reply.status}`)
+      if (reply.stallBeforeHeaders) return // the request is read; no byte of an answer follows
       const events = flavor === 'openai' ? openaiEvents(reply, body as OpenAiBody, n) : anthropicEvents(reply, body, n)
       void stream(res, events, reply)
     })
@@ -128,20 +136,22 @@ function anthropicErrorType(status: number): string {
   return 'invalid_request_error'
 }
 
-/** Writes SSE events one by one, honouring `delayMs`, `disconnectAfter` and `hang`. */
+/** Writes SSE events one by one, honouring `delayMs`, `disconnectAfter`, `stallAfter` and `hang`. */
 async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
   let closed = false
   res.on('close', () => { closed = true })
   const write = (text: string) => new Promise<void>((done) => res.write(text, () => done()))
   const all = reply.hang ? events.content : [...events.content, ...events.tail]
-  const limit = reply.disconnectAfter ?? Infinity
+  const limit = Math.min(reply.disconnectAfter ?? Infinity, reply.stallAfter ?? Infinity)
+  if (reply.stallAfter === 0) res.flushHeaders()
   for (const [i, event] of all.entries()) {
     if (closed || i >= limit) break
     if (reply.delayMs) await new Promise((done) => setTimeout(done, reply.delayMs))
     await write(event)
   }
   if (closed) return
+  if (reply.stallAfter !== undefined) return // silent, left open until the client goes away (or close())
   if (reply.disconnectAfter !== undefined) {
     // Let the written bytes reach the client, then cut the connection without ending the chunked body.
     await new Promise((done) => setTimeout(done, 20))

@@ -51,6 +51,8 @@ export class Agent implements ToolAgent {
   private controller: AbortController | undefined
   private lastTurn: number
   private running: Promise<TurnResult> | undefined
+  /** Every tool-call id on this session's log: a reply that repeats one gets a fresh id (see uniqueCallId). */
+  private readonly callIds = new Set<string>()
 
   constructor(private readonly ctx: Context, readonly options: AgentOptions) {
     this.session = options.session
@@ -58,7 +60,10 @@ export class Agent implements ToolAgent {
     this.depth = options.depth ?? 0
     this.model = options.model
     this.lastTurn = 0
-    for (const event of this.session.events) if (event.type === 'turn/start') this.lastTurn = event.data.turn
+    for (const event of this.session.events) {
+      if (event.type === 'turn/start') this.lastTurn = event.data.turn
+      else if (event.type === 'tool/call') this.callIds.add(event.data.callId)
+    }
   }
 
   get id(): string { return this.session.id }
@@ -141,6 +146,7 @@ export class Agent implements ToolAgent {
       sessionId: this.id,
       ...(this.options.maxTokens ? { maxTokens: this.options.maxTokens } : {}),
     }
+    this.ctx.emit('agent/request', this, request)
     const assembler = new MessageAssembler()
     try {
       for await (const chunk of this.model.stream(request, signal)) {
@@ -162,7 +168,9 @@ export class Agent implements ToolAgent {
     }
     const message = assembler.message()
     const calls = toolCallsOf(message)
-    for (const [i, call] of calls.entries()) if (!call.id) call.id = `call_${turn}_${step}_${i}`
+    // Rewritten in the message itself, before it is logged: the model then sees its calls and their results under the
+    // same ids, and no two results ever share one (strict providers reject that, and the log would be ambiguous).
+    for (const [i, call] of calls.entries()) call.id = this.uniqueCallId(call.id || `call_${turn}_${step}_${i}`)
     this.session.append('assistant/message', { turn, step, message, ...(assembler.usage ? { usage: assembler.usage } : {}) }, { surfaceOp: { op: 'append' } })
     const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
     if (text) result.text = text
@@ -199,6 +207,14 @@ export class Agent implements ToolAgent {
         })))
       batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
     }
+  }
+
+  /** `id` itself when this session has not used it yet, else `id_2`, `id_3`, … (still a valid id for every provider). */
+  private uniqueCallId(id: string): string {
+    let unique = id
+    for (let n = 2; this.callIds.has(unique); n++) unique = `${id}_${n}`
+    this.callIds.add(unique)
+    return unique
   }
 
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {

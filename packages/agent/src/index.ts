@@ -1,6 +1,6 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import type { LlmAdapter } from '@keel/llm'
+import type { LlmAdapter, LlmRequest } from '@keel/llm'
 import type { Session } from '@keel/session'
 import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
 
@@ -27,6 +27,12 @@ declare module 'cordis' {
      * @mode parallel
      */
     'agent/prepare'(agent: Agent, signal: AbortSignal): Promise<void>
+    /**
+     * The request is built and about to be sent. Listeners may replace entries of `request.messages` (a fresh array)
+     * to change what the model sees, never what the log holds: compaction cuts an oversized tool result here.
+     * @mode emit
+     */
+    'agent/request'(agent: Agent, request: LlmRequest): void
   }
 }
 

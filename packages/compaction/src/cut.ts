@@ -36,9 +36,9 @@ function isSummary(event: SessionEvent | undefined): boolean {
  * surface, so an earlier summary is folded into the new one and the surface holds at most one. Returns undefined
  * when there is nothing older to summarise.
  *
- * A replace names a seq range, and a summary takes the place of the first node it covers while its own seq lies in
- * the turn where it was made. A run that takes in that summary must therefore end after that turn: for the
- * `keepTurns - 1` turns after a compaction there is no valid cut (see the README's known limits).
+ * The replace range is the hull of what the run's nodes stand for (`session.surfaceSpans`): an earlier summary is
+ * covered by the span of events it replaced, not by its own seq (which lies in the turn where it was made), so a
+ * cut is possible on any turn, the one right after a compaction included.
  */
 export function chooseCut(session: Session, keepTurns: number): Cut | undefined {
   const nodes = session.surfaceNodes
@@ -54,19 +54,23 @@ export function chooseCut(session: Session, keepTurns: number): Cut | undefined 
 }
 
 function runAt(session: Session, nodes: readonly number[], from: number, to: number): Cut | undefined {
+  const spans = session.surfaceSpans
   let start = Infinity
   let end = -Infinity
   let fresh = false
   for (let i = from; i < to; i++) {
-    const seq = nodes[i]!
-    start = Math.min(start, seq)
-    end = Math.max(end, seq)
-    if (!isSummary(session.at(seq))) fresh = true
+    const [lo, hi] = spans[i]!
+    start = Math.min(start, lo)
+    end = Math.max(end, hi)
+    if (!isSummary(session.at(nodes[i]!))) fresh = true
   }
   // Nothing but an earlier summary: re-summarising it would only lose detail.
   if (!fresh) return undefined
+  // The range must take in nothing outside the run: no node by its seq, no summary by any part of its span.
   for (let i = 0; i < nodes.length; i++) {
-    if ((i < from || i >= to) && nodes[i]! >= start && nodes[i]! <= end) return undefined
+    if (i >= from && i < to) continue
+    const [lo, hi] = spans[i]!
+    if ((nodes[i]! >= start && nodes[i]! <= end) || (lo <= end && hi >= start)) return undefined
   }
   const messages: Message[] = []
   const calls = new Set<string>()

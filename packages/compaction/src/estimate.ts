@@ -1,4 +1,5 @@
-import type { ContentBlock, Message, Session } from '@keel/session'
+import type { ContentBlock, ImageBlock, Message, Session, TextBlock } from '@keel/session'
+import { TRIM_NOTE_CHARS } from './trim.ts'
 
 /** Roughly what providers charge for one image; base64 length says nothing useful about it. */
 const IMAGE_TOKENS = 1_000
@@ -36,6 +37,26 @@ export function messageChars(message: Message): number {
   return chars
 }
 
+/** A tool result's size as the model is sent it: a trimmed one counts its kept text and the note. */
+export function resultChars(callId: string, content: readonly (TextBlock | ImageBlock)[], trims: ReadonlyMap<string, number>): number {
+  let text = 0
+  let other = 0
+  for (const block of content) {
+    if (block.type === 'text') text += block.text.length
+    else other += blockChars(block)
+  }
+  const kept = trims.get(callId)
+  return (kept !== undefined && kept < text ? kept + TRIM_NOTE_CHARS : text) + other
+}
+
+/** `messageChars`, with trimmed tool results counted as sent. */
+function sentChars(message: Message, trims: ReadonlyMap<string, number>): number {
+  if (message.role !== 'tool' || !trims.size) return messageChars(message)
+  let chars = 0
+  for (const block of message.content) chars += resultChars(block.toolCallId, block.content, trims)
+  return chars
+}
+
 export function charsToTokens(chars: number): number {
   return Math.ceil(chars / CHARS_PER_TOKEN)
 }
@@ -51,9 +72,10 @@ export interface ContextEstimate {
  * its `usage.input` (the whole prompt of that request, system and tools included) is the anchor and only what was
  * appended after that request is estimated, at 4 characters per token. Otherwise everything — system prompt, tool
  * schemas (`overheadChars`) and every surface message — is estimated that way. A replace invalidates the anchor,
- * because the provider's count described a history that no longer exists.
+ * because the provider's count described a history that no longer exists. Trimmed tool results (`trims`, see
+ * trim.ts) count as they are sent.
  */
-export function estimateContext(session: Session, overheadChars: number): ContextEstimate {
+export function estimateContext(session: Session, overheadChars: number, trims: ReadonlyMap<string, number> = new Map()): ContextEstimate {
   const events = session.events
   let since = 0
   for (let i = events.length - 1; i >= 0; i--) {
@@ -66,10 +88,10 @@ export function estimateContext(session: Session, overheadChars: number): Contex
     } else if (event.type === 'user/message') {
       since += messageChars(event.data.message)
     } else if (event.type === 'tool/result') {
-      for (const block of event.data.content) since += blockChars(block)
+      since += resultChars(event.data.callId, event.data.content, trims)
     }
   }
   let chars = overheadChars
-  for (const message of session.deriveMessages()) chars += messageChars(message)
+  for (const message of session.deriveMessages()) chars += sentChars(message, trims)
   return { tokens: charsToTokens(chars), basis: 'chars' }
 }

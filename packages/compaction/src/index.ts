@@ -7,6 +7,7 @@ export { Compaction } from './service.ts'
 export { chooseCut, type Cut } from './cut.ts'
 export { estimateContext, type ContextEstimate } from './estimate.ts'
 export { planToCarry } from './plan.ts'
+export { trimContent, trimNote, trimsOf } from './trim.ts'
 export { planBlock, renderTranscript, summaryInstruction, summaryRequest, summaryText, SUMMARY_HEADER, SUMMARY_OPENING, SUMMARY_SYSTEM } from './prompt.ts'
 
 export const name = 'keel-compaction'

@@ -1,10 +1,11 @@
 import { Context, Service } from 'cordis'
 import { systemPrompt, type Agent } from '@keel/agent'
-import type { Session } from '@keel/session'
+import type { Session, SessionEvent } from '@keel/session'
 import { chooseCut, type Cut } from './cut.ts'
 import { charsToTokens, estimateContext, messageChars, type ContextEstimate } from './estimate.ts'
 import { planToCarry } from './plan.ts'
 import { summaryRequest, summaryText } from './prompt.ts'
+import { applyTrims, MIN_KEPT_CHARS, TRIM_NOTE_CHARS, trimsOf } from './trim.ts'
 import type { CompactionOutcome, CompactionReason, CompactOptions } from './types.ts'
 
 declare module 'cordis' {
@@ -55,6 +56,7 @@ export class Compaction extends Service {
   constructor(ctx: Context, readonly config: Config) {
     super(ctx, 'compaction', true)
     ctx.on('agent/prepare', (agent, signal) => this.beforeRequest(agent, signal))
+    ctx.on('agent/request', (agent, request) => applyTrims(request.messages, trimsOf(agent.session)))
     ctx.on('agent/status', (agent, status) => { if (status === 'disposed') this.forget(agent) })
   }
 
@@ -65,7 +67,7 @@ export class Compaction extends Service {
 
   /** Estimated tokens of the agent's next request (see estimate.ts). */
   estimate(agent: Agent): ContextEstimate {
-    return estimateContext(agent.session, this.overheadChars(agent))
+    return estimateContext(agent.session, this.overheadChars(agent), trimsOf(agent.session))
   }
 
   /**
@@ -160,9 +162,9 @@ export class Compaction extends Service {
       queued.resolve(attempt)
     }
     const window = this.windowOf(agent)
-    if (!this.config.auto || !window) return
+    if (!window) return
     let tokens = this.estimate(agent).tokens
-    if (!attempt && tokens > this.config.threshold * window) {
+    if (this.config.auto && !attempt && tokens > this.config.threshold * window) {
       const turn = currentTurn(agent.session)
       if (state.settled?.turn === turn) {
         attempt = state.settled.outcome
@@ -172,12 +174,42 @@ export class Compaction extends Service {
         tokens = this.estimate(agent).tokens
       }
     }
-    if (tokens > window) {
+    // Still too big: the new tool results themselves are; cut them in what the model sees.
+    if (tokens > window) tokens = this.trimFresh(agent, window, tokens)
+    if (this.config.auto && tokens > window) {
       const size = `~${tokens} of ${window} tokens`
       if (attempt && !attempt.ok) throw new Error(`context is full (${size}) and compaction failed: ${attempt.error}`)
       const keep = this.config.keepTurns
       throw new Error(`context is still ${size} after compaction: the last ${keep} turn${keep === 1 ? '' : 's'} alone do not fit`)
     }
+  }
+
+  /**
+   * Cuts the tool results the model has not been sent yet (those after the latest reply), largest first, until the
+   * request is back under the threshold, each to no less than MIN_KEPT_CHARS. Each cut is a `compaction/trim` event,
+   * so later requests and a resumed session cut the same way; the log keeps the results whole.
+   */
+  private trimFresh(agent: Agent, window: number, tokens: number): number {
+    const session = agent.session
+    const trims = trimsOf(session)
+    const fresh: SessionEvent<'tool/result'>[] = []
+    for (let seq = session.seq - 1; seq >= 0; seq--) {
+      const event = session.at(seq)!
+      if (event.type === 'assistant/message' || event.type === 'turn/start') break
+      if (event.type === 'tool/result' && !trims.has(event.data.callId)) fresh.push(event)
+    }
+    const textChars = (event: SessionEvent<'tool/result'>) => event.data.content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : 0), 0)
+    const target = Math.floor(this.config.threshold * window)
+    const turn = currentTurn(session)
+    for (const result of fresh.sort((a, b) => textChars(b) - textChars(a))) {
+      if (tokens <= target) break
+      const chars = textChars(result)
+      const kept = Math.max(MIN_KEPT_CHARS, chars - (tokens - target) * 4 - TRIM_NOTE_CHARS)
+      if (kept >= chars) continue
+      session.append('compaction/trim', { turn, callId: result.data.callId, chars, kept })
+      tokens = this.estimate(agent).tokens
+    }
+    return tokens
   }
 
   /**

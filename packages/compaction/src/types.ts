@@ -33,6 +33,12 @@ declare module '@keel/session' {
      * before this event; on failure `error` says why and nothing on the surface changed.
      */
     'compaction/end': { turn: number; before: number; after: number; summarised: number; error?: string }
+    /**
+     * A tool result too large for what was left of the context window is cut, from this request on, in what the
+     * model is sent: its text keeps `kept` of its `chars` characters (head and tail, with a note). The log keeps the
+     * result whole.
+     */
+    'compaction/trim': { turn: number; callId: string; chars: number; kept: number }
   }
 }
 

@@ -76,7 +76,7 @@ describe('chooseCut', () => {
     }
   })
 
-  test('the next compaction folds the earlier summary in, once the turn that made it is older than keepTurns', () => {
+  test('the next compaction folds the earlier summary in on the very next turn (its span, not its own seq, is covered)', () => {
     const session = new Session(header)
     turn(session, 1, 'p1', [{ text: 'one' }])
     turn(session, 2, 'p2', [{ text: 'two' }])
@@ -85,17 +85,21 @@ describe('chooseCut', () => {
     summarise(session, 'S1', chooseCut(session, 2)!)
     finishTurn(session, 3, 'three')
     expect(texts(session)).toEqual(['S1', 'p2', 'two', 'p3', 'three'])
+    // Turn 4 keeps turns 3 and 4: the run ends inside turn 3, where S1's own seq lies, and is still a valid cut.
     openTurn(session, 4, 'p4')
-    // Keeping turns 3 and 4 needs a run ending inside turn 3, where S1's seq lies: no valid cut this turn.
-    expect(chooseCut(session, 2)).toBeUndefined()
-    expect(chooseCut(session, 1)!.messages.map((m) => textOf(m.content))).toEqual(['S1', 'p2', 'two', 'p3', 'three'])
+    const second = chooseCut(session, 2)!
+    expect(second.messages.map((m) => textOf(m.content))).toEqual(['S1', 'p2', 'two'])
+    expect(second.end).toBeLessThan(session.surfaceNodes[0]!) // the range stops short of S1's own seq
+    summarise(session, 'S2', second)
     finishTurn(session, 4, 'four')
+    expect(texts(session)).toEqual(['S2', 'p3', 'three', 'p4', 'four'])
+    // And again on turn 5.
     openTurn(session, 5, 'p5')
-    const cut = chooseCut(session, 2)!
-    expect(cut.from).toBe(0)
-    expect(cut.messages.map((m) => textOf(m.content))).toEqual(['S1', 'p2', 'two', 'p3', 'three'])
-    summarise(session, 'S2', cut)
-    expect(texts(session)).toEqual(['S2', 'p4', 'four', 'p5'])
+    const third = chooseCut(session, 2)!
+    expect(third.from).toBe(0)
+    expect(third.messages.map((m) => textOf(m.content))).toEqual(['S2', 'p3', 'three'])
+    summarise(session, 'S3', third)
+    expect(texts(session)).toEqual(['S3', 'p4', 'four', 'p5'])
     // A seeded copy (what resume does) derives the same.
     expect(texts(new Session(header, session.events))).toEqual(texts(session))
   })

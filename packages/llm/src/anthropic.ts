@@ -1,4 +1,5 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
+import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './openai.ts'
 import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
 
@@ -17,6 +18,8 @@ export interface AnthropicAdapterOptions {
   authToken?: string
   keyVariable: string
   contextWindow?: number
+  /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
+  idleTimeoutMs?: number
 }
 
 /**
@@ -30,7 +33,7 @@ export class AnthropicAdapter implements LlmAdapter {
   private readonly client: Anthropic
   private readonly where: FailureContext
 
-  constructor(options: AnthropicAdapterOptions) {
+  constructor(private readonly options: AnthropicAdapterOptions) {
     this.model = options.model
     this.contextWindow = options.contextWindow
     const baseURL = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')
@@ -57,9 +60,10 @@ export class AnthropicAdapter implements LlmAdapter {
       body.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters as Anthropic.Tool.InputSchema }))
     }
 
+    const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'anthropic')
     let iterator: AsyncIterator<Event>
     try {
-      const response = await this.client.messages.create(body, { signal })
+      const response = await watch.wait(this.client.messages.create(body, { signal: watch.signal }), false)
       iterator = response[Symbol.asyncIterator]()
     } catch (error) {
       throw this.failure(error, signal, false)
@@ -76,7 +80,7 @@ export class AnthropicAdapter implements LlmAdapter {
       for (;;) {
         let next: IteratorResult<Event>
         try {
-          next = await iterator.next()
+          next = await watch.wait(iterator.next(), blocks.size > 0)
         } catch (error) {
           throw this.failure(error, signal, true)
         }

@@ -1,15 +1,19 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
 export * from './types.ts'
 export * from './scripted.ts'
+export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 
 export interface ProviderOptions {
   baseUrl?: string
   cwd: string
   env: Record<string, string | undefined>
+  /** Longest silence of a streamed request (no headers, then no event) before it counts as dropped. */
+  idleTimeoutMs?: number
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
@@ -21,6 +25,7 @@ declare module 'cordis' {
 }
 
 export interface RetryPolicy { attempts: number; baseDelayMs: number }
+export interface LlmServiceOptions extends RetryPolicy { idleTimeoutMs?: number }
 
 /**
  * `ctx.llm`: providers by name, and `create('provider/model')` → an adapter wrapped with bounded retries for
@@ -28,9 +33,13 @@ export interface RetryPolicy { attempts: number; baseDelayMs: number }
  */
 export class LlmService extends Service {
   private readonly providers = new Map<string, ProviderFactory>()
+  readonly retry: RetryPolicy
+  readonly idleTimeoutMs: number
 
-  constructor(ctx: Context, readonly retry: RetryPolicy = { attempts: 3, baseDelayMs: 500 }) {
+  constructor(ctx: Context, options: LlmServiceOptions = { attempts: 3, baseDelayMs: 500 }) {
     super(ctx, 'llm', true)
+    this.retry = { attempts: options.attempts, baseDelayMs: options.baseDelayMs }
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
     this.providers.set('scripted', (model, options) => new ScriptedAdapter(loadScript(model, options.cwd), model))
   }
 
@@ -51,7 +60,12 @@ export class LlmService extends Service {
     const provider = spec.slice(0, slash)
     const factory = this.providers.get(provider)
     if (!factory) throw new LlmError('config', `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`)
-    const adapter = await factory(spec.slice(slash + 1), { cwd: options.cwd ?? process.cwd(), env: options.env ?? process.env, baseUrl: options.baseUrl })
+    const adapter = await factory(spec.slice(slash + 1), {
+      cwd: options.cwd ?? process.cwd(),
+      env: options.env ?? process.env,
+      baseUrl: options.baseUrl,
+      idleTimeoutMs: options.idleTimeoutMs ?? this.idleTimeoutMs,
+    })
     return withRetries(adapter, this.retry)
   }
 }
@@ -88,14 +102,16 @@ export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapte
 export const PROVIDER_NAMES = ['deepseek', 'openai', 'openrouter', 'openai-compatible', 'anthropic'] as const
 
 export const name = 'keel-llm'
-export interface Config { retryAttempts: number; retryBaseDelayMs: number }
+export interface Config { retryAttempts: number; retryBaseDelayMs: number; idleTimeoutMs?: number }
 export const Config: Schema<Config> = Schema.object({
-  retryAttempts: Schema.natural().min(1).default(3).description('Attempts for a request that fails with 429, 5xx or a dropped connection.'),
+  retryAttempts: Schema.natural().min(1).default(3).description('Attempts for a request that fails with 429, 5xx, a dropped connection or a stall.'),
   retryBaseDelayMs: Schema.natural().default(500).description('First backoff delay; doubles each retry.'),
+  idleTimeoutMs: Schema.natural().min(1).default(DEFAULT_IDLE_TIMEOUT_MS)
+    .description('Longest silence of a streamed reply (no response headers, then no stream event) before it counts as a dropped connection.'),
 })
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs })
+  ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs, idleTimeoutMs: config.idleTimeoutMs })
   // The provider SDKs load only when a model of theirs is created: a cold start that uses one provider (or the
   // scripted model) does not pay for parsing the others.
   ctx.inject(['llm'], (ctx) => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
+import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
@@ -21,6 +22,8 @@ export interface OpenAiAdapterOptions {
   organization?: string
   project?: string
   headers?: Record<string, string>
+  /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
+  idleTimeoutMs?: number
 }
 
 /**
@@ -65,9 +68,10 @@ export class OpenAiAdapter implements LlmAdapter {
     }
     if (request.maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = request.maxTokens
 
+    const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, this.provider)
     let iterator: AsyncIterator<ChatChunk>
     try {
-      const response = await this.client.chat.completions.create(body, { signal })
+      const response = await watch.wait(this.client.chat.completions.create(body, { signal: watch.signal }), false)
       iterator = response[Symbol.asyncIterator]()
     } catch (error) {
       throw this.failure(error, signal, false)
@@ -77,16 +81,18 @@ export class OpenAiAdapter implements LlmAdapter {
     let finish: string | undefined
     let usage: TokenUsage | undefined
     let done = false
+    let started = false
     try {
       for (;;) {
         let next: IteratorResult<ChatChunk>
         try {
-          next = await iterator.next()
+          next = await watch.wait(iterator.next(), started)
         } catch (error) {
           throw this.failure(error, signal, true)
         }
         if (next.done) { done = true; break }
         const chunk = next.value
+        started = true
         if (chunk.usage) usage = usageOf(chunk.usage)
         const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
         if (!choice) continue

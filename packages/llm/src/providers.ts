@@ -73,6 +73,7 @@ export function createOpenAiCompatible(provider: string, model: string, options:
     apiKey: flavor.keyRequired ? requireKey(provider, model, flavor.keyVariable, options.env) : value(options.env[flavor.keyVariable]),
     keyVariable: flavor.keyVariable,
     contextWindow: contextWindowFor(model),
+    idleTimeoutMs: options.idleTimeoutMs,
     ...flavor.extra?.(options.env),
   })
 }
@@ -88,6 +89,7 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
     authToken,
     keyVariable: apiKey ? 'ANTHROPIC_API_KEY' : 'ANTHROPIC_AUTH_TOKEN',
     contextWindow: contextWindowFor(model),
+    idleTimeoutMs: options.idleTimeoutMs,
   })
 }
 

@@ -1,6 +1,6 @@
 import { deepFreezeParsed, frozenJsonCopy } from './json.ts'
 import type { Message } from './messages.ts'
-import { checkSurfaceMetadata, Surface } from './surface.ts'
+import { checkSurfaceMetadata, Surface, type Span } from './surface.ts'
 import type { AppendOptions, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, SurfaceIntent } from './types.ts'
 
 export interface SessionHooks {
@@ -48,7 +48,7 @@ export class Session {
       if (event.seq !== seq) throw new SeedError(`seed must be contiguous from 0: expected seq ${seq}, got ${event.seq}`, seq)
       let frozen: SessionEvent
       try {
-        checkSurfaceMetadata(event.type, seq, event as unknown as Partial<SurfaceIntent>, this.surface.nodes)
+        checkSurfaceMetadata(event.type, seq, event as unknown as Partial<SurfaceIntent>, this.surface)
         frozen = options.adoptSeed ? deepFreezeParsed(event) : frozenJsonCopy(event, `event ${seq}`)
       } catch (error) {
         throw new SeedError(`seed event ${seq} (${event.type}): ${(error as Error).message}`, seq)
@@ -77,7 +77,7 @@ export class Session {
     if (this.appending) throw new Error(`re-entrant append of ${type} while another event is being published`)
     const intent = options[0] as SurfaceIntent | undefined
     const seq = this.log.length
-    checkSurfaceMetadata(type, seq, intent, this.surface.nodes)
+    checkSurfaceMetadata(type, seq, intent, this.surface)
     const draft: Record<string, unknown> = { type, seq, time: Date.now(), data }
     if (intent) {
       draft.surfaceOp = intent.surfaceOp
@@ -108,4 +108,7 @@ export class Session {
 
   /** Seqs of the model-visible surface nodes, in order. */
   get surfaceNodes(): readonly number[] { return this.surface.nodes }
+
+  /** What each surface node stands for, parallel to `surfaceNodes` (see `Span`): a replace covers a node by its span. */
+  get surfaceSpans(): readonly Span[] { return this.surface.spans }
 }

@@ -8,8 +8,22 @@ export class SurfaceError extends Error {
   }
 }
 
+/**
+ * The seqs a surface node stands for: its own for an appended message; for a replacement, the range it replaced (and
+ * what the nodes it covered stood for). A replace covers a node whose span lies inside its range, so a summary can
+ * be folded into a later one without the range reaching its own seq (which sits in the turn where it was made).
+ */
+export type Span = readonly [lo: number, hi: number]
+
+/** What a replace range is checked against: the node seqs in surface order and their spans. */
+export interface SurfaceView {
+  readonly nodes: readonly number[]
+  readonly spans: readonly Span[]
+}
+
 /** Throws unless surface metadata appears exactly on the surface types and is well formed. */
-export function checkSurfaceMetadata(type: string, seq: number, intent: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[] } | undefined, nodes: readonly number[]): void {
+export function checkSurfaceMetadata(type: string, seq: number, intent: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[] } | undefined, surface: SurfaceView): void {
+  const { nodes, spans } = surface
   const isSurface = SURFACE_EVENT_TYPES.has(type)
   if (!isSurface) {
     if (intent && (intent.surfaceOp !== undefined || intent.sourceEventSeqs !== undefined)) {
@@ -23,11 +37,17 @@ export function checkSurfaceMetadata(type: string, seq: number, intent: { surfac
     if (!Number.isInteger(op.start) || !Number.isInteger(op.end) || op.start > op.end || op.end >= seq) {
       throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] is not a range of earlier events`)
     }
-    const [first, count] = coveredRun(nodes, op.start, op.end)
+    const [first, count] = coveredRun(surface, op.start, op.end)
     if (count === 0) throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers no surface message`)
     for (let i = first + count; i < nodes.length; i++) {
-      if (nodes[i]! >= op.start && nodes[i]! <= op.end) {
+      if (covers(surface, i, op.start, op.end)) {
         throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers surface messages that are not adjacent`)
+      }
+    }
+    for (let i = 0; i < nodes.length; i++) {
+      const [lo, hi] = spans[i]!
+      if ((i < first || i >= first + count) && lo <= op.end && hi >= op.start) {
+        throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] splits what the replacement at seq ${nodes[i]} stands for ([${lo}, ${hi}])`)
       }
     }
   } else if (op.op !== 'append') {
@@ -39,14 +59,26 @@ export function checkSurfaceMetadata(type: string, seq: number, intent: { surfac
 }
 
 /**
- * Where the nodes with seq in [start, end] begin in the surface and how many of them stand together there. Nodes are
+ * A range covers a node whose span lies inside it, or whose own seq does: logs written before spans were tracked
+ * name an earlier summary by its own seq.
+ */
+function covers(surface: SurfaceView, i: number, start: number, end: number): boolean {
+  const node = surface.nodes[i]!
+  const [lo, hi] = surface.spans[i]!
+  return (lo >= start && hi <= end) || (node >= start && node <= end)
+}
+
+/**
+ * Where the nodes covered by [start, end] begin in the surface and how many of them stand together there. Nodes are
  * in surface order, which is not seq order once a replace has put a newer node before older ones.
  */
-function coveredRun(nodes: readonly number[], start: number, end: number): [first: number, count: number] {
-  const first = nodes.findIndex((node) => node >= start && node <= end)
-  if (first < 0) return [0, 0]
+function coveredRun(surface: SurfaceView, start: number, end: number): [first: number, count: number] {
+  const { nodes } = surface
+  let first = 0
+  while (first < nodes.length && !covers(surface, first, start, end)) first++
+  if (first === nodes.length) return [0, 0]
   let count = 1
-  while (first + count < nodes.length && nodes[first + count]! >= start && nodes[first + count]! <= end) count++
+  while (first + count < nodes.length && covers(surface, first + count, start, end)) count++
   return [first, count]
 }
 
@@ -71,8 +103,9 @@ export function messageOf(event: SessionEvent): Message | null {
  * The ordered model-visible projection. Each surface event is folded once; `replace` splices the cache. The
  * `folds` counter exists so tests can prove a second `messages()` call does not re-fold old events.
  */
-export class Surface {
+export class Surface implements SurfaceView {
   readonly nodes: number[] = []
+  readonly spans: Span[] = []
   private readonly cache: (Message | null)[] = []
   private compact: Message[] = []
   private stale = false
@@ -85,12 +118,19 @@ export class Surface {
     const op = (event as { surfaceOp: SurfaceOp }).surfaceOp
     if (op.op === 'append') {
       this.nodes.push(event.seq)
+      this.spans.push([event.seq, event.seq])
       this.cache.push(message)
       if (message && !this.stale) this.compact.push(message)
       return
     }
-    const [first, count] = coveredRun(this.nodes, op.start, op.end)
+    const [first, count] = coveredRun(this, op.start, op.end)
+    let [lo, hi] = [op.start, op.end]
+    for (const [coveredLo, coveredHi] of this.spans.slice(first, first + count)) {
+      lo = Math.min(lo, coveredLo)
+      hi = Math.max(hi, coveredHi)
+    }
     this.nodes.splice(first, count, event.seq)
+    this.spans.splice(first, count, [lo, hi])
     this.cache.splice(first, count, message)
     this.stale = true
   }
