@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Context } from 'cordis'
 import { LlmError } from '@keel/llm'
-import { escapeLine } from '@keel/session'
+import { escapeLine, SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
@@ -26,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
   let ctx: Context | undefined
   try {
     ctx = await boot({ composition: flags.config })
+    // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
+    if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)
@@ -53,11 +55,25 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** One line on stderr per entry of KEEL_HOME that is not a session (a FIFO, a symlink, a bad header…), once per run. */
+function warnSkippedSessions(ctx: Context): void {
+  const warned = new Set<string>()
+  ctx.on('session/skipped', (path, problem) => {
+    if (warned.has(path)) return
+    warned.add(path)
+    process.stderr.write(`keel: warning: ${escapeLine(path)}: ${escapeLine(problem)}\n`)
+  })
+}
+
+/** A problem with the session store (a file, a lock, the disk): the command was right, the data or the disk was not. */
+const storeErrors = [SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError]
+
 /** One line on stderr: what went wrong, never a stack (KEEL_DEBUG=1 shows it). */
 function fail(error: unknown): number {
   const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError
   const message = error instanceof Error ? error.message : String(error)
   process.stderr.write(`keel: ${escapeLine(message)}\n`)
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
+  if (storeErrors.some((type) => error instanceof type)) return 1
   return known || error instanceof Error ? 2 : 1
 }

@@ -37,3 +37,17 @@ export function escapeControls(text: string): string {
 export function escapeLine(text: string): string {
   return escapeControls(text.replace(/[\r\n\t]+/g, ' '))
 }
+
+const JSON_UNSAFE = /[\u007f-\u009f\u2028\u2029\p{Cf}]/gu
+
+/**
+ * JSON for a terminal: the same value as `JSON.stringify` (it parses back identically), with DEL, C1 controls and
+ * invisible format characters written as `\uXXXX` escapes, which JSON.stringify leaves raw. C0 controls it escapes.
+ */
+export function terminalJson(value: unknown, space?: number): string {
+  return JSON.stringify(value, null, space).replace(JSON_UNSAFE, (char) => {
+    let out = ''
+    for (let i = 0; i < char.length; i++) out += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`
+    return out
+  })
+}
