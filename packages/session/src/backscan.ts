@@ -18,7 +18,7 @@ const BLOCK = 64 * 1024
  * line that is not JSON.
  */
 export function backscan<T>(path: string, visit: (event: SessionEvent) => T | undefined): BackscanResult<T> {
-  const { fd, stats } = openSessionFile(path, 'read') // never a FIFO, a device or a symlink
+  const { fd, stats } = openSessionFile(path, 'read', { anySize: true }) // never a FIFO, a device or a symlink
   try {
     let position = stats.size
     let bytesRead = 0

@@ -51,9 +51,10 @@ export function errnoText(error: unknown): string {
 
 /**
  * Opens a session file without following a symlink or blocking on a FIFO, then checks what it opened (the check and
- * the open cannot be raced apart). Throws a one-line SessionFileError naming the file and the problem.
+ * the open cannot be raced apart). Throws a one-line SessionFileError naming the file and the problem. A file too
+ * large to load whole is refused unless `anySize` (backscan reads only its end).
  */
-export function openSessionFile(path: string, mode: 'read' | 'write'): { fd: number; stats: Stats } {
+export function openSessionFile(path: string, mode: 'read' | 'write', options: { anySize?: boolean } = {}): { fd: number; stats: Stats } {
   const flags = (mode === 'read' ? constants.O_RDONLY : constants.O_RDWR) | constants.O_NOFOLLOW | constants.O_NONBLOCK
   let fd: number
   try {
@@ -68,7 +69,7 @@ export function openSessionFile(path: string, mode: 'read' | 'write'): { fd: num
     const stats = fstatSync(fd)
     const problem = notSessionFile(stats)
     if (problem) throw new SessionFileError(path, 0, problem.replace(/; skipped$/, ''))
-    if (stats.size > MAX_SESSION_BYTES) {
+    if (!options.anySize && stats.size > MAX_SESSION_BYTES) {
       throw new SessionFileError(path, 0, `is ${stats.size} bytes, more than the ${MAX_SESSION_BYTES} a session log may hold to be loaded`)
     }
     return { fd, stats }

@@ -3,6 +3,7 @@ import { closeSync, lstatSync, readdirSync, readSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import { backscan } from './backscan.ts'
+import { escapeLine } from './escape.ts'
 import { parseHeader, readSessionFile, SessionWriter } from './file.ts'
 import { acquireLock } from './lock.ts'
 import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
@@ -156,7 +157,7 @@ export class SessionStore extends Service {
       // without breaking the turn structure; deriveMessages() answers it as interrupted instead. Said once here.
       const unpaired = unpairedCalls(session.events)
       if (unpaired.length) {
-        repairs.push(`${path}: ${unpaired.length} earlier tool call${unpaired.length === 1 ? ' has' : 's have'} no result on the log (${unpaired.slice(0, 3).join(', ')}${unpaired.length > 3 ? ', …' : ''}); the model sees ${unpaired.length === 1 ? 'it' : 'them'} answered as interrupted`)
+        repairs.push(`${path}: ${unpaired.length} earlier tool call${unpaired.length === 1 ? ' has' : 's have'} no result on the log (${unpaired.slice(0, 3).map(escapeLine).join(', ')}${unpaired.length > 3 ? ', …' : ''}); the model sees ${unpaired.length === 1 ? 'it' : 'them'} answered as interrupted`)
       }
     } catch (error) {
       this.closeId(id)
