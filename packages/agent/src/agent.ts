@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { LlmError, MessageAssembler, toolCallsOf, type ContentBlock, type LlmAdapter, type ToolCallBlock } from '@keel/llm'
-import type { Session, TurnEndReason } from '@keel/session'
+import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
 import type { ToolAgent, ToolResult } from '@keel/tools'
 import { systemPrompt } from './prompt.ts'
 
@@ -103,22 +103,34 @@ export class Agent implements ToolAgent {
 
   private async turn(content: ContentBlock[], signal: AbortSignal): Promise<TurnResult> {
     const session = this.session
-    const turn = ++this.lastTurn
+    const turn = this.lastTurn + 1
     const maxSteps = this.options.maxSteps ?? 200
     this.setStatus('running')
-    session.append('turn/start', { turn, trigger: 'prompt' })
     const result: TurnResult = { reason: 'completed', text: '', turn, steps: 0, toolCalls: 0 }
+    try {
+      // A turn whose turn/end could not be written (a full disk) is still open: close it first, as a resume would.
+      if (session.last && session.last.type !== 'turn/end') closeOpenTurn(session)
+      session.append('turn/start', { turn, trigger: 'prompt' })
+    } catch (error) {
+      return { ...result, reason: 'error', message: oneLine(error) } // nothing of this turn is on the log
+    }
+    this.lastTurn = turn
     try {
       for (let step = 1; ; step++) {
         if (step > maxSteps) { result.reason = 'step-limit'; break }
         result.steps = step
         session.append('step/start', { turn, step })
+        let failed = false
         try {
           if (step === 1) session.append('user/message', { message: { role: 'user', content, source: 'user' } }, { surfaceOp: { op: 'append' } })
           const outcome = await this.step(turn, step, signal, result)
           if (outcome) { result.reason = outcome; break }
+        } catch (error) {
+          failed = true
+          throw error
         } finally {
-          session.append('step/end', { turn, step })
+          // A failed append (disk full) usually fails this one too: the first error is the one to report.
+          try { session.append('step/end', { turn, step }) } catch (error) { if (!failed) throw error }
         }
       }
     } catch (error) {
@@ -129,7 +141,12 @@ export class Agent implements ToolAgent {
         result.message = oneLine(error)
       }
     } finally {
-      session.append('turn/end', { turn, reason: result.reason, ...(result.message ? { message: result.message } : {}) })
+      try {
+        session.append('turn/end', { turn, reason: result.reason, ...(result.message ? { message: result.message } : {}) })
+      } catch (error) {
+        // The turn stays open on the log, as in memory; the next prompt (or a resume) closes it as interrupted.
+        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: oneLine(error) })
+      }
     }
     return result
   }

@@ -158,3 +158,46 @@ describe('the agent loop', () => {
     expect(system.length).toBeLessThan(800)
   })
 })
+
+describe('a failed append (disk full)', () => {
+  test('a tool/result that cannot be written fails the turn cleanly; the next turns are well paired and the log reopens', async () => {
+    const { sessionFileIo } = await import('@keel/session')
+    const original = { ...sessionFileIo }
+    keel = await makeKeel({ steps: [
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo filled' } }] },
+      { text: 'after the disk filled' },
+      { text: 'on a freed disk' },
+    ] })
+    const agent = keel.agent()
+    const path = keel.ctx.sessions.pathOf(agent.id)!
+    // The disk fills up while the tool runs: every write from the tool's result on fails with ENOSPC.
+    keel.ctx.on('session/event', (_, event) => {
+      if (event.type !== 'tool/call') return
+      sessionFileIo.write = () => { throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }) }
+    })
+    try {
+      const first = await agent.prompt('fill the disk')
+      expect(first).toMatchObject({ reason: 'error', message: `could not write tool/result to the session log ${path}: ENOSPC (no space left on device)` })
+      expect(agent.status).toBe('idle')
+      // step/end and turn/end could not be written either: memory and disk agree that turn 1 is still open.
+      expect(agent.session.last?.type).toBe('tool/call')
+      const second = await agent.prompt('still full')
+      expect(second).toMatchObject({ reason: 'error', turn: 2, message: expect.stringContaining('ENOSPC') })
+      expect(keel.model.requests).toHaveLength(1) // nothing was sent on a log that cannot be written
+    } finally {
+      Object.assign(sessionFileIo, original)
+    }
+    const third = await agent.prompt('space again')
+    expect(third).toMatchObject({ reason: 'completed', turn: 2, text: 'after the disk filled' })
+    // Turn 1 was closed as crash repair would, with an error result for the call; the request was well paired.
+    const request = keel.model.requests[1]!
+    expect(request.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user'])
+    expect((request.messages[2]!.content[0] as { isError: boolean }).isError).toBe(true)
+    const types = agent.session.events.map((e) => e.type)
+    expect(types.slice(0, 9)).toEqual(['turn/start', 'step/start', 'user/message', 'assistant/message', 'tool/call', 'tool/result', 'step/end', 'turn/end', 'turn/start'])
+    keel.ctx.agents.close(agent)
+    const { agent: again, repairs } = keel.ctx.agents.resume(agent.id, { model: keel.model })
+    expect(repairs).toEqual([])
+    expect(again.session.events.map((e) => e.type)).toEqual(types)
+  })
+})

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Context } from 'cordis'
 import { LlmError } from '@keel/llm'
-import { escapeLine } from '@keel/session'
+import { escapeLine, SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
@@ -29,6 +29,8 @@ export async function main(argv: string[]): Promise<number> {
   let ctx: Context | undefined
   try {
     ctx = await boot({ composition: flags.config })
+    // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
+    if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)
@@ -65,13 +67,28 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** One line on stderr per entry of KEEL_HOME that is not a session (a FIFO, a symlink, a bad header…), once per run. */
+function warnSkippedSessions(ctx: Context): void {
+  const warned = new Set<string>()
+  ctx.on('session/skipped', (path, problem) => {
+    if (warned.has(path)) return
+    warned.add(path)
+    process.stderr.write(`keel: warning: ${escapeLine(path)}: ${escapeLine(problem)}\n`)
+  })
+}
+
+/**
+ * The command was right, the data or the disk was not: a session file, a lock, the disk, or a rewind refused
+ * (conflicts, no checkpoints). Exit 1, not the usage code 2.
+ */
+const dataErrors = [SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError, RewindError]
+
 /** One line on stderr: what went wrong, never a stack (KEEL_DEBUG=1 shows it). */
 function fail(error: unknown): number {
   const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError
   const message = error instanceof Error ? error.message : String(error)
   process.stderr.write(`keel: ${escapeLine(message)}\n`)
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
-  // A refused rewind (conflicts, no checkpoints) is not a usage error.
-  if (error instanceof RewindError) return 1
+  if (dataErrors.some((type) => error instanceof type)) return 1
   return known || error instanceof Error ? 2 : 1
 }

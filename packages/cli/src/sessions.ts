@@ -1,19 +1,24 @@
 import type { Context } from 'cordis'
 import type {} from '@keel/checkpoint' // the checkpoint/* log events
-import { escapeLine, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
+import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './agent.ts'
 
+// Every field below comes from a log file, which anyone (or any model) may have shaped: each one is escaped on its
+// way to the terminal, numbers included (a hand-written file can hold a string where a number belongs).
+const safe = (value: unknown): string => escapeLine(String(value))
+
 function when(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').slice(0, 16)
+  const date = new Date(ms)
+  return Number.isNaN(date.getTime()) ? '????-??-?? ??:??' : date.toISOString().replace('T', ' ').slice(0, 16)
 }
 
 /** `keel sessions list`: top-level sessions newest first, each followed by its children. */
 export function listSessions(ctx: Context, flags: Flags): string {
   const all = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
-  if (flags.json) return JSON.stringify(all, null, 2)
-  if (!all.length) return flags.all ? 'No sessions yet.' : `No sessions in ${workingDirectory(flags)} (try --all).`
+  if (flags.json) return terminalJson(all, 2)
+  if (!all.length) return flags.all ? 'No sessions yet.' : `No sessions in ${safe(workingDirectory(flags))} (try --all).`
   // Subagents under their parent, forks under the session they branched from.
   const children = new Map<string, SessionSummary[]>()
   const originOf = (summary: SessionSummary) => summary.parent?.sessionId ?? summary.forkedFrom?.sessionId
@@ -26,7 +31,7 @@ export function listSessions(ctx: Context, flags: Flags): string {
   }
   const lines: string[] = []
   const known = new Set(all.map((summary) => summary.id))
-  const line = (summary: SessionSummary, indent: string) => `${indent}${summary.id}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${summary.cwd}` : ''}`
+  const line = (summary: SessionSummary, indent: string) => `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
   const walk = (summary: SessionSummary, indent: string) => {
     lines.push(line(summary, indent))
     for (const child of children.get(summary.id) ?? []) walk(child, indent + (child.forkedFrom ? '  ⑂ ' : '  └ '))
@@ -45,10 +50,10 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
   const { header, events, path } = ctx.sessions.read(id)
   const todos = path ? standingPlanFromFile(path).todos : null
   if (flags.markdown) return todos ? planMarkdown(todos) : '_No plan stands in this session._'
-  if (flags.json) return JSON.stringify({ header, path, events: events.length, todos }, null, 2)
-  const lines = [`Session ${header.id}`, `  cwd      ${escapeLine(header.cwd)}`, `  created  ${when(header.createdAt)}`]
-  if (header.parent) lines.push(`  parent   ${header.parent.sessionId} (call ${header.parent.callId})`)
-  if (header.forkedFrom) lines.push(`  forked   from ${escapeLine(header.forkedFrom.sessionId)} at seq ${header.forkedFrom.seq}`)
+  if (flags.json) return terminalJson({ header, path, events: events.length, todos }, 2)
+  const lines = [`Session ${safe(header.id)}`, `  cwd      ${safe(header.cwd)}`, `  created  ${when(header.createdAt)}`]
+  if (header.parent) lines.push(`  parent   ${safe(header.parent.sessionId)} (call ${safe(header.parent.callId)})`)
+  if (header.forkedFrom) lines.push(`  forked   from ${safe(header.forkedFrom.sessionId)} at seq ${safe(header.forkedFrom.seq)}`)
   lines.push(`  events   ${events.length}`, '')
   for (const event of events) {
     const line = describe(event)
@@ -61,17 +66,25 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
 }
 
 function describe(event: SessionEvent): string | undefined {
-  switch (event.type) {
-    case 'turn/start': return `── turn ${event.data.turn}`
-    case 'turn/end': return `── turn ${event.data.turn} ended: ${event.data.reason}${event.data.message ? ` (${escapeLine(event.data.message)})` : ''}`
-    case 'user/message': return `> ${escapeLine(textOf(event.data.message.content)).slice(0, 300)}`
-    case 'assistant/message': {
-      const text = textOf(event.data.message.content)
-      return text ? `${escapeLine(text).slice(0, 300)}` : undefined
+  try {
+    switch (event.type) {
+      case 'turn/start': return `── turn ${safe(event.data.turn)}`
+      case 'turn/end': return `── turn ${safe(event.data.turn)} ended: ${safe(event.data.reason)}${event.data.message ? ` (${safe(event.data.message)})` : ''}`
+      case 'user/message': return `> ${escapeLine(textOf(event.data.message.content)).slice(0, 300)}`
+      case 'assistant/message': {
+        const text = textOf(event.data.message.content)
+        return text ? `${escapeLine(text).slice(0, 300)}` : undefined
+      }
+      case 'tool/call': return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
+      case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+      case 'checkpoint/restore': {
+        const { undo, toTurn, files, fork } = event.data
+        return `── files ${undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${safe(toTurn)}`}: ${files.length} file${files.length === 1 ? '' : 's'}${fork ? `; conversation forked as ${safe(fork)}` : ''}`
+      }
+      default: return undefined
     }
-    case 'tool/call': return `  → ${event.data.name} ${escapeLine(event.data.arguments).slice(0, 160)}`
-    case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
-    case 'checkpoint/restore': return `── files ${event.data.undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${event.data.toTurn}`}: ${event.data.files.length} file${event.data.files.length === 1 ? '' : 's'}${event.data.fork ? `; conversation forked as ${event.data.fork}` : ''}`
-    default: return undefined
+  } catch {
+    // A hand-edited or hostile file can put anything in `data`; the transcript goes on.
+    return `  (event ${safe(event.seq)}: ${safe(event.type)} with data of the wrong shape)`
   }
 }

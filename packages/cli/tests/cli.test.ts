@@ -1,18 +1,21 @@
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
+import { cwdSlug } from '@keel/session'
 import { closest, FLAGS, helpText, parse } from '../src/args.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-cli-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-function keel(args: string[], options: { home?: string; cwd?: string; env?: Record<string, string | undefined>; input?: string } = {}) {
+function keel(args: string[], options: { home?: string; cwd?: string; env?: Record<string, string | undefined>; input?: string; wrap?: string[] } = {}) {
   const env: Record<string, string | undefined> = { ...process.env, KEEL_HOME: options.home ?? join(scratch, 'home'), ...options.env }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: options.cwd ?? scratch, env: env as NodeJS.ProcessEnv, encoding: 'utf8', input: options.input ?? '' })
+  const command = [...(options.wrap ?? []), process.execPath, join(root, 'bin/keel.js'), ...args]
+  // A generous cap so that a hang (a FIFO read) fails the test instead of stalling the run.
+  return spawnSync(command[0]!, command.slice(1), { cwd: options.cwd ?? scratch, env: env as NodeJS.ProcessEnv, encoding: 'utf8', input: options.input ?? '', timeout: 120_000 })
 }
 
 function script(name: string, steps: unknown[]): string {
@@ -143,10 +146,123 @@ describe('keel sessions', () => {
     expect(JSON.parse(keel(['sessions', 'show', id, '--json'], { home, cwd }).stdout).todos).toEqual([{ content: 'Design', status: 'completed' }, { content: 'Build *it*', status: 'in_progress' }])
     expect(keel(['sessions', 'show', id, '--markdown'], { home, cwd }).stdout).toBe('- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n')
     const missing = keel(['sessions', 'show', 'no-such-session'], { home, cwd })
-    expect(missing.status).toBe(2)
+    expect(missing.status).toBe(1)
     expect(missing.stderr).toBe('keel: no session with id no-such-session\n')
     expect(keel(['sessions', 'show', '../etc/passwd'], { home, cwd }).stderr).toBe('keel: not a session id: "../etc/passwd"\n')
   })
+
+  test('every stored field is escaped in list, list --all and show; --json stays valid JSON with the same values', () => {
+    const home = join(scratch, 'hostile-fields-home')
+    const cwd = mkdtempSync(join(scratch, 'proj-'))
+    const osc52 = '\u001b]52;c;cm0gLXJmIH4=\u0007'
+    const storedCwd = `/srv/evil${osc52}\u202edir\u200b`
+    const dir = join(home, 'sessions', cwdSlug(cwd))
+    mkdirSync(dir, { recursive: true })
+    const append = { surfaceOp: { op: 'append' } }
+    const events = [
+      { type: 'turn/start', seq: 0, time: 0, data: { turn: 1, trigger: 'prompt' } },
+      { type: 'step/start', seq: 1, time: 0, data: { turn: 1, step: 1 } },
+      { type: 'user/message', seq: 2, time: 0, data: { message: { role: 'user', content: [{ type: 'text', text: `hi\u202e${osc52}` }] } }, ...append },
+      { type: 'assistant/message', seq: 3, time: 0, data: { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: `x${osc52}`, arguments: '{}' }] } }, ...append },
+      { type: 'tool/call', seq: 4, time: 0, data: { turn: 1, step: 1, callId: 'c1', name: `x${osc52}\u2066`, arguments: `{}${osc52}` } },
+      { type: 'tool/result', seq: 5, time: 0, data: { turn: 1, step: 1, callId: 'c1', isError: true, content: [{ type: 'text', text: `no${osc52}` }] }, ...append },
+      { type: 'step/end', seq: 6, time: 0, data: { turn: 1, step: 1 } },
+      { type: 'turn/end', seq: 7, time: 0, data: { turn: 1, reason: `error${osc52}`, message: `bad\u202e` } },
+      { type: 'turn/start', seq: 8, time: 0, data: { turn: { evil: 1 }, trigger: 'prompt' } },
+      { type: 'user/message', seq: 9, time: 0, data: { message: { role: 'user', content: 42 } }, ...append },
+    ]
+    const write = (id: string, header: Record<string, unknown>) => writeFileSync(join(dir, `${id}.jsonl`), [JSON.stringify({ type: 'session', version: 1, id, createdAt: 0, ...header }), ...events.map((e) => JSON.stringify(e))].join('\n') + '\n')
+    write('parent-1', { cwd: storedCwd })
+    write('child-1', { cwd: storedCwd, parent: { sessionId: 'parent-1', callId: `call${osc52}\u202e` } })
+    const raw = /[\u001b\u0007\u009b\u202a-\u202e\u2066-\u2069\u200b]/
+    const listAll = keel(['sessions', 'list', '--all'], { home, cwd })
+    expect(listAll.status).toBe(0)
+    expect(listAll.stdout).not.toMatch(raw)
+    expect(listAll.stdout).toContain('/srv/evil␛]52;c;cm0gLXJmIH4=␇<U+202E>dir<U+200B>')
+    expect(listAll.stdout).toContain('hi<U+202E>␛]52')
+    const show = keel(['sessions', 'show', 'child-1'], { home, cwd })
+    expect(show.status).toBe(0)
+    expect(show.stdout).not.toMatch(raw)
+    expect(show.stdout).toContain('  parent   parent-1 (call call␛]52;c;cm0gLXJmIH4=␇<U+202E>)')
+    expect(show.stdout).toContain('  → x␛]52;c;cm0gLXJmIH4=␇<U+2066> {}␛]52')
+    expect(show.stdout).toContain('── turn 1 ended: error␛]52;c;cm0gLXJmIH4=␇ (bad<U+202E>)')
+    expect(show.stdout).toContain('── turn [object Object]')
+    expect(show.stdout).toContain('(event 9: user/message with data of the wrong shape)')
+    for (const args of [['sessions', 'list', '--all', '--json'], ['sessions', 'show', 'child-1', '--json']]) {
+      const json = keel(args, { home, cwd })
+      expect(json.status).toBe(0)
+      expect(json.stdout).not.toMatch(raw)
+      const parsed = JSON.parse(json.stdout)
+      expect(JSON.stringify(parsed)).toContain(JSON.stringify(storedCwd).slice(1, -1)) // the same values, escaped by JSON
+    }
+  }, 240_000)
+
+  test('FIFOs, symlinks and folders named like sessions are skipped with one warning each; list, -c and show never hang', () => {
+    const home = join(scratch, 'hostile-files-home')
+    const cwd = mkdtempSync(join(scratch, 'proj-'))
+    const run = keel(['-p', 'first', '--model', script('hostile-first', [{ text: 'one' }]), '--output-format', 'json'], { home, cwd })
+    const id = JSON.parse(run.stdout).sessionId
+    const dir = join(home, 'sessions', cwdSlug(cwd))
+    execFileSync('mkfifo', [join(dir, 'zzz-fifo.jsonl')])
+    symlinkSync('/dev/zero', join(dir, 'zzz-zero.jsonl'))
+    symlinkSync(join(dir, `${id}.jsonl`), join(dir, 'zzz-alias.jsonl'))
+    mkdirSync(join(dir, 'zzz-dir.jsonl'))
+    const list = keel(['sessions', 'list'], { home, cwd })
+    expect(list.status).toBe(0)
+    expect(list.stdout.trim().split('\n')).toHaveLength(1)
+    expect(list.stderr.trim().split('\n').sort()).toEqual([
+      `keel: warning: ${join(dir, 'zzz-alias.jsonl')}: is a symbolic link, not a session file; skipped`,
+      `keel: warning: ${join(dir, 'zzz-dir.jsonl')}: is a directory, not a session file; skipped`,
+      `keel: warning: ${join(dir, 'zzz-fifo.jsonl')}: is a FIFO, not a session file; skipped`,
+      `keel: warning: ${join(dir, 'zzz-zero.jsonl')}: is a symbolic link, not a session file; skipped`,
+    ])
+    const resumed = keel(['-c', '-p', 'second', '--model', script('hostile-second', [{ text: 'two' }]), '--output-format', 'json'], { home, cwd })
+    expect(resumed.status).toBe(0)
+    expect(JSON.parse(resumed.stdout).sessionId).toBe(id)
+    // Each refusal is one line and exit 1 (hostile.test.ts covers every kind through the store itself).
+    for (const [args, name, problem] of [
+      [['sessions', 'show', 'zzz-fifo'], 'zzz-fifo', 'is a FIFO'],
+      [['sessions', 'show', 'zzz-zero'], 'zzz-zero', 'is a symbolic link'],
+      [['-r', 'zzz-alias', '-p', 'x', '--model', script('hostile-none', [])], 'zzz-alias', 'is a symbolic link'],
+    ] as const) {
+      const result = keel([...args], { home, cwd })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toBe(`keel: ${join(dir, `${name}.jsonl`)}: ${problem}, not a session file\n`)
+    }
+  }, 240_000)
+
+  test('a bad header is one line naming the file and the problem, exit 1', () => {
+    const home = join(scratch, 'bad-header-home')
+    const cwd = mkdtempSync(join(scratch, 'proj-'))
+    const dir = join(home, 'sessions', cwdSlug(cwd))
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'nocwd.jsonl'), JSON.stringify({ type: 'session', version: 1, id: 'nocwd', createdAt: 0 }) + '\n')
+    writeFileSync(join(dir, 'other.jsonl'), JSON.stringify({ type: 'session', version: 1, id: 'someone', createdAt: 0, cwd }) + '\n')
+    for (const [args, id, problem] of [
+      [['sessions', 'show', 'nocwd'], 'nocwd', 'the header has no valid cwd (an absolute path)'],
+      [['-r', 'other', '-p', 'x', '--model', script('bad-header', [])], 'other', 'the header names session someone, not other as the file name says'],
+    ] as const) {
+      const result = keel([...args], { home, cwd })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toBe(`keel: ${join(dir, `${id}.jsonl`)}:1: ${problem}\n`)
+    }
+    const list = keel(['sessions', 'list'], { home, cwd })
+    expect(list.stdout).toBe(`No sessions in ${cwd} (try --all).\n`)
+    expect(list.stderr.trim().split('\n')).toHaveLength(2)
+  }, 240_000)
+
+  test('a read-only KEEL_HOME names the real cause (EROFS), not ENOENT', () => {
+    const bwrap = spawnSync('bwrap', ['--version'])
+    if (bwrap.error) {
+      if (process.env.CI === 'true') throw new Error('bubblewrap (bwrap) is required for this test in CI')
+      return
+    }
+    const home = mkdtempSync(join(scratch, 'ro-home-'))
+    const wrap = ['bwrap', '--bind', '/', '/', '--ro-bind', home, home, '--dev', '/dev', '--proc', '/proc', '--']
+    const result = keel(['-p', 'hi', '--model', script('ro', [{ text: 'never' }])], { home, wrap })
+    expect(result.status).toBe(1)
+    expect(result.stderr).toBe(`keel: ${join(home, 'sessions')}: cannot create this folder: EROFS (read-only file system)\n`)
+  }, 120_000)
 
   test('--version and --help', () => {
     expect(keel(['--version']).stdout).toMatch(/^keel \d+\.\d+\.\d+\n$/)

@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, readSync } from 'node:fs'
+import { openSessionFile } from './regular.ts'
 import type { SessionEvent } from './types.ts'
 
 export interface BackscanResult<T> {
@@ -17,9 +18,9 @@ const BLOCK = 64 * 1024
  * line that is not JSON.
  */
 export function backscan<T>(path: string, visit: (event: SessionEvent) => T | undefined): BackscanResult<T> {
-  const fd = openSync(path, 'r')
+  const { fd, stats } = openSessionFile(path, 'read', { anySize: true }) // never a FIFO, a device or a symlink
   try {
-    let position = fstatSync(fd).size
+    let position = stats.size
     let bytesRead = 0
     // Pieces of the line being assembled, in file order: blocks read since the last newline was seen. Kept apart and
     // joined once the line's start is found, so a huge line is not copied again for every block.

@@ -1,13 +1,9 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { closeSync, constants, fsyncSync, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { dirname, isAbsolute } from 'node:path'
+import { ensureDirectory, errnoText, openSessionFile, SessionFileError } from './regular.ts'
 import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
 
-export class SessionFileError extends Error {
-  constructor(readonly path: string, readonly line: number, problem: string) {
-    super(`${path}:${line}: ${problem}`)
-    this.name = 'SessionFileError'
-  }
-}
+export { SessionFileError } from './regular.ts'
 
 export interface LoadedSessionFile {
   header: SessionHeader
@@ -18,41 +14,86 @@ export interface LoadedSessionFile {
   tornLine?: number
 }
 
-/** Parses a session file. Only a torn last line is tolerated; any other damage is refused naming file and line. */
+/** Why a parsed first line is not a usable header, or undefined. Every field is checked, so a bad one never surfaces later as a TypeError. */
+export function headerProblem(value: unknown): string | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return 'the first line is not a session header (not a JSON object)'
+  const header = value as Record<string, unknown>
+  if (header.type !== 'session') return 'the first line is not a Keel session header (type is not "session")'
+  if (typeof header.version !== 'number' || !Number.isInteger(header.version) || header.version < 1) return 'the header has no valid format version'
+  if (header.version > SESSION_FORMAT_VERSION) return `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`
+  if (!isSessionId(header.id)) return 'the header has no valid session id'
+  if (typeof header.createdAt !== 'number' || !Number.isFinite(header.createdAt)) return 'the header has no valid createdAt time'
+  if (typeof header.cwd !== 'string' || !isAbsolute(header.cwd)) return 'the header has no valid cwd (an absolute path)'
+  if (header.parent !== undefined) {
+    const parent = header.parent as Record<string, unknown> | null
+    if (!parent || typeof parent !== 'object' || !isSessionId(parent.sessionId) || typeof parent.callId !== 'string' || !parent.callId) {
+      return 'the header has an invalid parent (needs a sessionId and a callId)'
+    }
+  }
+  if (header.forkedFrom !== undefined) {
+    const origin = header.forkedFrom as Record<string, unknown> | null
+    if (!origin || typeof origin !== 'object' || !isSessionId(origin.sessionId) || !Number.isInteger(origin.seq) || (origin.seq as number) < 0) {
+      return 'the header has an invalid forkedFrom (needs a sessionId and a seq)'
+    }
+  }
+  return undefined
+}
+
+/** Parses and checks a header line; throws a SessionFileError naming the file. */
+export function parseHeader(path: string, line: string): SessionHeader {
+  let header: unknown
+  try {
+    header = JSON.parse(line)
+  } catch {
+    throw new SessionFileError(path, 1, 'the header line is not JSON')
+  }
+  const problem = headerProblem(header)
+  if (problem) throw new SessionFileError(path, 1, problem)
+  return header as SessionHeader
+}
+
+/**
+ * A line a failed or cut-short write can leave at the end of a file: one that holds a NUL byte (some filesystems pad a
+ * failed write with zeros; JSON text never holds a raw NUL). Such lines, and a last line that is not JSON, are a torn
+ * tail; the same lines in front of a good event are damage.
+ */
+function isJunk(line: string): boolean {
+  return line.includes('\0')
+}
+
+/** Reads a session file: only a regular file of this user (see regular.ts), never through a symlink. */
 export function readSessionFile(path: string): LoadedSessionFile {
-  const buffer = readFileSync(path)
+  const { fd } = openSessionFile(path, 'read')
+  let buffer: Buffer
+  try {
+    buffer = readFileSync(fd)
+  } catch (error) {
+    throw new SessionFileError(path, 0, `cannot read it: ${errnoText(error)}`)
+  } finally {
+    closeSync(fd)
+  }
+  return parseSessionFile(path, buffer)
+}
+
+/** Parses session file bytes. Only a torn tail is tolerated; any other damage is refused naming file and line. */
+export function parseSessionFile(path: string, buffer: Buffer): LoadedSessionFile {
   if (!buffer.length) throw new SessionFileError(path, 1, 'empty file (no session header)')
   // One decode and one split: a newline byte never occurs inside a multi-byte UTF-8 sequence, so the pieces are
   // exactly the lines. The last piece is what follows the last newline: empty for a whole file, else a torn line.
   const lines = buffer.toString('utf8').split('\n')
-  const whole = buffer[buffer.length - 1] === 0x0a
-  let header: SessionHeader
-  try {
-    header = JSON.parse(lines[0]!)
-  } catch {
-    throw new SessionFileError(path, 1, 'the header line is not JSON')
-  }
-  if (header?.type !== 'session' || !isSessionId(header.id)) throw new SessionFileError(path, 1, 'not a Keel session header')
-  if (typeof header.version === 'number' && header.version > SESSION_FORMAT_VERSION) {
-    throw new SessionFileError(path, 1, `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`)
-  }
   if (lines.length === 1) throw new SessionFileError(path, 1, 'the header line is torn')
+  const header = parseHeader(path, lines[0]!)
   const events: SessionEvent[] = []
-  let validBytes = buffer.length
-  let tornLine: number | undefined
   const last = lines.length - 1 // index of the piece after the last newline
   for (let i = 1; i < last; i++) {
-    let event: SessionEvent
+    let event: SessionEvent | undefined
     try {
       event = JSON.parse(lines[i]!)
-    } catch {
-      // A whole last line that is not JSON is treated as torn too (a filesystem may leave junk at the end of a
-      // file after a power cut); anywhere else it is damage.
-      if (i === last - 1 && whole) {
-        tornLine = i + 1
-        validBytes = buffer.lastIndexOf(0x0a, buffer.length - 2) + 1
-        break
-      }
+    } catch {}
+    if (event === undefined || isJunk(lines[i]!)) {
+      // A bad line followed only by junk is what a cut-short or failed write leaves: a torn tail. Anywhere else it is
+      // damage inside the log.
+      if (lines.slice(i + 1, last).every(isJunk)) return { header, events, validBytes: lineStart(buffer, i), tornLine: i + 1 }
       throw new SessionFileError(path, i + 1, 'line is not JSON (damage inside the log, not a torn tail)')
     }
     if (typeof event?.type !== 'string' || event.seq !== events.length) {
@@ -60,15 +101,39 @@ export function readSessionFile(path: string): LoadedSessionFile {
     }
     events.push(event)
   }
-  if (!whole) {
-    tornLine = last + 1
-    validBytes = buffer.lastIndexOf(0x0a) + 1
-  }
-  return { header, events, validBytes, tornLine }
+  if (lines[last]!.length) return { header, events, validBytes: lineStart(buffer, last), tornLine: last + 1 }
+  return { header, events, validBytes: buffer.length }
+}
+
+/** Byte offset where line `index` (0-based) starts. */
+function lineStart(buffer: Buffer, index: number): number {
+  let offset = 0
+  for (let i = 0; i < index; i++) offset = buffer.indexOf(0x0a, offset) + 1
+  return offset
 }
 
 /** Types after which everything logged so far must survive a crash. */
 const DURABLE_TYPES = new Set(['tool/result', 'turn/end', 'user/message'])
+
+/**
+ * The writer's file operations. A test seam: tests swap one for a failing version to play a full disk or an I/O error
+ * through the real append path; nothing else should touch it.
+ */
+export const sessionFileIo = {
+  write: writeSync as (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number,
+  fsync: fsyncSync as (fd: number) => void,
+  truncate: ftruncateSync as (fd: number, length: number) => void,
+}
+
+/** An append that did not reach the file. Nothing of it stays in the file (or, if even the cut-back failed, the writer refuses further writes and load drops the torn tail). */
+export class SessionWriteError extends Error {
+  readonly code: string | undefined
+  constructor(readonly path: string, type: string, readonly cause: unknown) {
+    super(`could not write ${type} to the session log ${path}: ${errnoText(cause)}`)
+    this.name = 'SessionWriteError'
+    this.code = (cause as NodeJS.ErrnoException)?.code
+  }
+}
 
 /**
  * Appends one JSON line per event; fsyncs at the durability points so `kill -9` never loses an acknowledged result.
@@ -86,33 +151,43 @@ export class SessionWriter {
     this.size = size
   }
 
+  /** Creates the file (never over an existing entry, never through a symlink) and writes the header durably. */
   static create(path: string, header: SessionHeader): SessionWriter {
-    mkdirSync(dirname(path), { recursive: true })
-    const fd = openSync(path, 'wx')
+    ensureDirectory(dirname(path))
+    let fd: number
+    try {
+      fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw error
+      throw new SessionFileError(path, 0, `cannot create it: ${errnoText(error)}`)
+    }
     try {
       const bytes = Buffer.from(JSON.stringify(header) + '\n')
-      writeAll(fd, bytes)
-      fsyncSync(fd)
+      writeAll(fd, bytes, 0)
+      sessionFileIo.fsync(fd)
       syncDirectory(dirname(path))
       return new SessionWriter(path, fd, bytes.length)
     } catch (error) {
       closeSync(fd)
-      throw error
+      try { unlinkSync(path) } catch {} // ours (O_EXCL): a file with a torn header would only be refused later
+      throw new SessionWriteError(path, 'the header', error)
     }
   }
 
-  /** Opens an existing file for appending, cutting a torn tail beyond `validBytes` first. */
+  /** Opens an existing file for appending (same checks as a read), cutting a torn tail beyond `validBytes` first. */
   static reopen(path: string, validBytes: number): SessionWriter {
-    const fd = openSync(path, 'r+')
+    const { fd, stats } = openSessionFile(path, 'write')
     try {
-      if (fstatSync(fd).size !== validBytes) {
-        ftruncateSync(fd, validBytes)
-        fsyncSync(fd)
+      if (stats.size !== validBytes) {
+        sessionFileIo.truncate(fd, validBytes)
+        sessionFileIo.fsync(fd)
       }
-    } finally {
+    } catch (error) {
       closeSync(fd)
+      throw new SessionFileError(path, 0, `cannot cut the torn tail off: ${errnoText(error)}`)
     }
-    return new SessionWriter(path, openSync(path, 'a'), validBytes)
+    // The fd that was checked is the one written to (positioned writes at `size`): no second open to race.
+    return new SessionWriter(path, fd, validBytes)
   }
 
   write(event: SessionEvent): void {
@@ -120,34 +195,36 @@ export class SessionWriter {
     if (this.broken) throw new Error(`session file ${this.path} is not writable after an earlier failure: ${this.broken.message}`)
     const bytes = Buffer.from(JSON.stringify(event) + '\n')
     try {
-      writeAll(this.fd, bytes)
-      if (DURABLE_TYPES.has(event.type)) fsyncSync(this.fd)
+      writeAll(this.fd, bytes, this.size)
+      if (DURABLE_TYPES.has(event.type)) sessionFileIo.fsync(this.fd)
     } catch (error) {
+      const failure = new SessionWriteError(this.path, event.type, error)
       try {
-        ftruncateSync(this.fd, this.size)
+        sessionFileIo.truncate(this.fd, this.size)
       } catch {
-        this.broken = error as Error
+        this.broken = failure
       }
-      throw error
+      throw failure
     }
     this.size += bytes.length
   }
 
   sync(): void {
-    if (this.fd !== undefined) fsyncSync(this.fd)
+    if (this.fd !== undefined) sessionFileIo.fsync(this.fd)
   }
 
   close(): void {
     if (this.fd === undefined) return
-    try { fsyncSync(this.fd) } catch {}
+    try { sessionFileIo.fsync(this.fd) } catch {}
     closeSync(this.fd)
     this.fd = undefined
   }
 }
 
-function writeAll(fd: number, bytes: Buffer): void {
+/** Writes all of `bytes` at `position`. */
+function writeAll(fd: number, bytes: Buffer, position: number): void {
   let offset = 0
-  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset)
+  while (offset < bytes.length) offset += sessionFileIo.write(fd, bytes, offset, bytes.length - offset, position + offset)
 }
 
 /** Makes a new file's directory entry durable too (a no-op where directories cannot be opened). */

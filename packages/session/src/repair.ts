@@ -88,3 +88,26 @@ export function closeOpenTurn(session: Session): boolean {
   session.append('turn/end', { turn, reason: 'interrupted' })
   return true
 }
+
+/**
+ * Calls in closed turns that never got a `tool/result` (the result failed to reach the disk). The log cannot answer
+ * them in place; `deriveMessages()` pairs them with an error result. Calls of a turn still open are not listed
+ * (closeOpenTurn answers those).
+ */
+export function unpairedCalls(events: readonly SessionEvent[]): string[] {
+  const pending = new Map<string, number>() // callId → turn
+  const unpaired: string[] = []
+  for (const event of events) {
+    if (event.type === 'assistant/message') {
+      for (const block of event.data.message.content) if (block.type === 'tool-call') pending.set(block.id, event.data.turn)
+    } else if (event.type === 'tool/call') {
+      pending.set(event.data.callId, event.data.turn)
+    } else if (event.type === 'tool/result') {
+      pending.delete(event.data.callId)
+    } else if (event.type === 'turn/end') {
+      for (const [callId, turn] of pending) if (turn === event.data.turn) unpaired.push(callId)
+      for (const callId of unpaired) pending.delete(callId)
+    }
+  }
+  return unpaired
+}

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import { existsSync, readdirSync, statSync, openSync, readSync, closeSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { closeSync, lstatSync, readdirSync, readSync } from 'node:fs'
+import { basename, join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import { backscan } from './backscan.ts'
-import { readSessionFile, SessionFileError, SessionWriter } from './file.ts'
+import { escapeLine } from './escape.ts'
+import { parseHeader, readSessionFile, SessionWriter } from './file.ts'
 import { acquireLock } from './lock.ts'
 import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
-import { closeOpenTurn, findOpenTurn } from './repair.ts'
+import { checkSessionEntry, errnoText, openSessionFile, SessionFileError } from './regular.ts'
+import { closeOpenTurn, findOpenTurn, unpairedCalls } from './repair.ts'
 import { SeedError, Session, type SessionHooks } from './session.ts'
 import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
 
@@ -35,6 +37,12 @@ declare module 'cordis' {
      * @mode emit
      */
     'session/closed'(session: Session): void
+    /**
+     * `list()` passed over an entry that is not a session it can show: not a regular file of this user (a FIFO, a
+     * symlink, a directory, another user's file) or a file whose header is bad. Front doors print it as a warning.
+     * @mode emit
+     */
+    'session/skipped'(path: string, problem: string): void
   }
 }
 
@@ -125,8 +133,7 @@ export class SessionStore extends Service {
     let session: Session
     const repairs: string[] = []
     try {
-      const file = readSessionFile(path)
-      if (file.header.id !== id) throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id}`)
+      const file = loadFile(path, id)
       let seeded: Session
       try {
         seeded = new Session(file.header, file.events, {}, { adoptSeed: true })
@@ -147,6 +154,12 @@ export class SessionStore extends Service {
         const calls = open.unanswered.length
         repairs.push(`${path}: turn ${open.turn} was left open by a crash; closed it as interrupted${calls ? ` with an error result for ${calls} unanswered tool call${calls === 1 ? '' : 's'}` : ''}`)
       }
+      // A call in a closed turn with no result (its result failed to reach the disk) cannot be answered on the log
+      // without breaking the turn structure; deriveMessages() answers it as interrupted instead. Said once here.
+      const unpaired = unpairedCalls(session.events)
+      if (unpaired.length) {
+        repairs.push(`${path}: ${unpaired.length} earlier tool call${unpaired.length === 1 ? ' has' : 's have'} no result on the log (${unpaired.slice(0, 3).map(escapeLine).join(', ')}${unpaired.length > 3 ? ', …' : ''}); the model sees ${unpaired.length === 1 ? 'it' : 'them'} answered as interrupted`)
+      }
     } catch (error) {
       this.closeId(id)
       throw error
@@ -161,7 +174,7 @@ export class SessionStore extends Service {
     if (live) return { header: live.session.header, events: [...live.session.events], path: live.writer?.path ?? '' }
     const path = this.locate(id)
     if (!path) throw new SessionNotFoundError(id)
-    const file = readSessionFile(path)
+    const file = loadFile(path, id)
     return { header: file.header, events: file.events, path }
   }
 
@@ -206,18 +219,20 @@ export class SessionStore extends Service {
     return [...this.live.values()].map((entry) => entry.session)
   }
 
-  /** Persisted sessions, newest first; only those of `cwd` when given. */
+  /**
+   * Persisted sessions, newest first; only those of `cwd` when given. Entries that are not sessions (not a regular
+   * file of this user, or a bad header) are skipped, each reported once per call as `session/skipped`.
+   */
   list(cwd?: string): SessionSummary[] {
     const root = sessionsRoot()
-    if (!existsSync(root)) return []
-    const dirs = cwd ? [join(root, cwdSlug(cwd))] : readdirSync(root).map((dir) => join(root, dir))
+    const dirs = cwd ? [join(root, cwdSlug(cwd))] : entries(root).map((dir) => join(root, dir))
     const out: SessionSummary[] = []
+    const skip = (path: string, problem: string) => this.ctx.emit('session/skipped', path, problem)
     for (const dir of dirs) {
-      if (!existsSync(dir)) continue
-      for (const name of readdirSync(dir)) {
+      for (const name of entries(dir)) {
         if (!name.endsWith('.jsonl')) continue
         const path = join(dir, name)
-        const summary = summarize(path)
+        const summary = summarize(path, skip)
         if (summary && (!cwd || summary.cwd === resolve(cwd))) out.push(summary)
       }
     }
@@ -231,12 +246,15 @@ export class SessionStore extends Service {
     return backscan(path, visit)
   }
 
+  /** The entry named like the session, whatever it is (reading it then says what is wrong with it). */
   private locate(id: string): string | undefined {
     const root = sessionsRoot()
-    if (!existsSync(root)) return undefined
-    for (const dir of readdirSync(root)) {
+    for (const dir of entries(root)) {
       const path = join(root, dir, `${id}.jsonl`)
-      if (existsSync(path)) return path
+      try {
+        lstatSync(path)
+        return path
+      } catch {}
     }
     return undefined
   }
@@ -307,31 +325,80 @@ function publish(ctx: Context, lifecycle: Lifecycle, session: Session, event: Se
   }
 }
 
-function summarize(path: string): SessionSummary | undefined {
+/** Directory entries, or none when the directory is missing; any other failure names the directory. */
+function entries(dir: string): string[] {
   try {
-    const fd = openSync(path, 'r')
-    const buffer = Buffer.alloc(64 * 1024)
-    const size = readSync(fd, buffer, 0, buffer.length, 0)
-    closeSync(fd)
-    const lines = buffer.toString('utf8', 0, size).split('\n')
-    const header = JSON.parse(lines[0]!) as SessionHeader
-    let title = ''
-    for (const line of lines.slice(1)) {
-      try {
-        const event = JSON.parse(line) as SessionEvent
-        if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
-          for (const block of event.data.message.content) if (block.type === 'text') title += block.text
-          break
-        }
-      } catch {}
-    }
-    return {
-      id: header.id, cwd: header.cwd, createdAt: header.createdAt, updatedAt: statSync(path).mtimeMs, path,
-      ...(header.parent ? { parent: header.parent } : {}),
-      ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
-      title: title.replace(/\s+/g, ' ').trim().slice(0, 120),
-    }
+    return readdirSync(dir)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return []
+    throw new SessionFileError(dir, 0, `cannot list this folder: ${errnoText(error)}`)
+  }
+}
+
+/** Loads a session file and checks that its header names the session its file name says. */
+function loadFile(path: string, id: string) {
+  const file = readSessionFile(path)
+  if (file.header.id !== id) throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id} as the file name says`)
+  return file
+}
+
+const TITLE_BYTES = 64 * 1024
+
+/** A summary from the first 64 KB, or undefined (and a `skip` report) for an entry that is not a readable session. */
+function summarize(path: string, skip: (path: string, problem: string) => void): SessionSummary | undefined {
+  let problem: string | undefined
+  try {
+    problem = checkSessionEntry(path)
   } catch {
+    return undefined // gone since the directory was read
+  }
+  if (problem) {
+    skip(path, problem)
     return undefined
+  }
+  let opened: ReturnType<typeof openSessionFile>
+  try {
+    opened = openSessionFile(path, 'read')
+  } catch (error) {
+    skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
+    return undefined
+  }
+  let text: string
+  try {
+    const buffer = Buffer.alloc(TITLE_BYTES)
+    text = buffer.toString('utf8', 0, readSync(opened.fd, buffer, 0, buffer.length, 0))
+  } catch (error) {
+    skip(path, `cannot read it: ${errnoText(error)}; skipped`)
+    return undefined
+  } finally {
+    closeSync(opened.fd)
+  }
+  const lines = text.split('\n')
+  let header: SessionHeader
+  try {
+    if (lines.length < 2) throw new SessionFileError(path, 1, 'the header line is torn or longer than 64 KB')
+    header = parseHeader(path, lines[0]!)
+    const id = basename(path, '.jsonl')
+    if (header.id !== id) throw new SessionFileError(path, 1, `the header names session ${header.id}, not ${id} as the file name says`)
+  } catch (error) {
+    skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
+    return undefined
+  }
+  let title = ''
+  for (const line of lines.slice(1)) {
+    try {
+      const event = JSON.parse(line) as SessionEvent
+      if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
+        for (const block of event.data.message.content) if (block.type === 'text' && typeof block.text === 'string') title += block.text
+        break
+      }
+    } catch {}
+  }
+  return {
+    id: header.id, cwd: header.cwd, createdAt: header.createdAt, updatedAt: opened.stats.mtimeMs, path,
+    ...(header.parent ? { parent: header.parent } : {}),
+    ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
+    title: title.replace(/\s+/g, ' ').trim().slice(0, 120),
   }
 }

@@ -1,4 +1,4 @@
-import type { Message } from './messages.ts'
+import type { Message, ToolResultBlock } from './messages.ts'
 import { SURFACE_EVENT_TYPES, type SessionEvent, type SurfaceOp } from './types.ts'
 
 export class SurfaceError extends Error {
@@ -135,12 +135,58 @@ export class Surface implements SurfaceView {
     this.stale = true
   }
 
-  /** A fresh array of the current messages; rebuilt only after a replace. */
+  /** A fresh array of the current messages (rebuilt only after a replace), every tool call paired with a result. */
   messages(): Message[] {
     if (this.stale) {
       this.compact = this.cache.filter((message): message is Message => message !== null)
       this.stale = false
     }
-    return this.compact.slice()
+    return pairToolCalls(this.compact)
   }
+}
+
+export const UNANSWERED_RESULT = 'Error: this tool call has no result on the log (the session was interrupted or its result could not be written); its outcome is unknown.'
+
+/**
+ * Strict providers refuse a tool call without a result right after it, and a result whose call is not right before it.
+ * A log can hold either (a result that failed to reach the disk; a damaged or hand-edited file), so the history the
+ * model sees is paired here, wherever in the log the gap is: each assistant message's calls are answered by the tool
+ * messages that follow it, a missing answer becomes an error result, and a result answering no call there (or
+ * answering one twice) is left out. A well-paired history comes back unchanged (same message objects).
+ */
+export function pairToolCalls(messages: readonly Message[]): Message[] {
+  const out: Message[] = []
+  let calls: string[] = []
+  const answered = new Set<string>()
+  const closeGroup = () => {
+    for (const id of calls) {
+      if (answered.has(id)) continue
+      answered.add(id)
+      out.push(Object.freeze({
+        role: 'tool',
+        content: Object.freeze([Object.freeze({ type: 'tool-result', toolCallId: id, isError: true, content: Object.freeze([Object.freeze({ type: 'text', text: UNANSWERED_RESULT })]) })]),
+      }) as Message)
+    }
+    calls = []
+    answered.clear()
+  }
+  for (const message of messages) {
+    if (message.role === 'tool') {
+      const kept = message.content.filter((block) => {
+        if (!calls.includes(block.toolCallId) || answered.has(block.toolCallId)) return false
+        answered.add(block.toolCallId)
+        return true
+      })
+      if (kept.length === message.content.length) out.push(message)
+      else if (kept.length) out.push(Object.freeze({ ...message, content: Object.freeze(kept) }) as Message)
+      continue
+    }
+    closeGroup()
+    if (message.role === 'assistant') {
+      for (const block of message.content) if (block.type === 'tool-call') calls.push(block.id)
+    }
+    out.push(message)
+  }
+  closeGroup()
+  return out
 }

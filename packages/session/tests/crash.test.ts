@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
-import { SessionLockedError, findOpenTurn } from '@keel/session'
+import { SessionLockedError, findOpenTurn, readLock } from '@keel/session'
 import { startWriter, type Writer } from './child.ts'
-import { boot, useTempHome } from './helpers.ts'
+import { boot, lockSince, useTempHome } from './helpers.ts'
 
 useTempHome()
 const cwd = '/tmp/keel-crash-project'
@@ -86,12 +86,12 @@ describe('two processes', () => {
     children.push(holder)
     const pid = Number((await holder.waitFor('held ')).split(' ')[1])
     expect(pid).toBe(holder.child.pid)
-    expect(readFileSync(path + '.lock', 'utf8')).toBe(String(pid))
+    expect(readLock(path + '.lock')?.pid).toBe(pid)
 
     let error: Error | undefined
     try { ctx.sessions.open('shared') } catch (caught) { error = caught as Error }
     expect(error).toBeInstanceOf(SessionLockedError)
-    expect(error!.message).toBe(`session is open in another process (pid ${pid}); lock file ${path}.lock`)
+    expect(error!.message).toBe(`session is open in another process (pid ${pid}, since ${lockSince(path)}); lock file ${path}.lock`)
     expect(error!.message.split('\n')).toHaveLength(1)
     expect((error as SessionLockedError).pid).toBe(pid)
     expect(ctx.sessions.get('shared')).toBeUndefined()
@@ -100,7 +100,7 @@ describe('two processes', () => {
     await holder.exited
     expect(existsSync(path + '.lock')).toBe(true) // a killed holder cannot clean up: the lock is stale
     const { session, repairs } = ctx.sessions.open('shared')
-    expect(readFileSync(path + '.lock', 'utf8')).toBe(String(process.pid))
+    expect(readLock(path + '.lock')?.pid).toBe(process.pid)
     // The holder had repaired the open turn (durably) before it was killed.
     expect(session.last?.type).toBe('turn/end')
     expect(repairs).toEqual([])

@@ -6,7 +6,7 @@ import { Context } from 'cordis'
 import { afterEach, beforeEach } from 'vitest'
 import * as sessionPlugin from '@keel/session'
 import * as devPlugin from '@keel/session/dev'
-import type { Session, SessionHeader } from '@keel/session'
+import { readLock, type Session, type SessionHeader } from '@keel/session'
 
 /** Points KEEL_HOME at a fresh temp dir before each test and removes it after. Returns a getter for the dir. */
 export function useTempHome(): () => string {
@@ -63,4 +63,9 @@ declare module '@keel/session' {
   interface SessionEventMap {
     'test/note': { text: string }
   }
+}
+
+/** How a lock's "since" appears in SessionLockedError: `2026-11-30 20:15:03 UTC`, read from the lock of `path`. */
+export function lockSince(path: string): string {
+  return new Date(readLock(path + '.lock')!.since!).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'
 }

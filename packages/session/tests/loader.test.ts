@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
-import { InvariantError } from '@keel/session'
+import { InvariantError, readLock } from '@keel/session'
 import { loadComposition, waitFor, type TestLoader } from './loader.ts'
 import { useTempHome } from './helpers.ts'
 
@@ -81,7 +81,7 @@ describe('real cordis Loader', () => {
     const loader = await load()
     const session = ctx!.sessions.create({ cwd: '/p', id: 'loaded' })
     const path = ctx!.sessions.pathOf('loaded')!
-    expect(readFileSync(path + '.lock', 'utf8')).toBe(String(process.pid))
+    expect(readLock(path + '.lock')?.pid).toBe(process.pid)
     loader.resolve('session').fork!.dispose()
     await waitFor(() => ctx!.get('sessions') === undefined)
     expect(() => readFileSync(path + '.lock')).toThrow()

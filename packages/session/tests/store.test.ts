@@ -4,9 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import {
   INTERRUPTED_RESULT, SessionFileError, SessionLockedError, SessionNotFoundError, cwdSlug, findOpenTurn,
-  readSessionFile, type Session, type SessionEvent, type SessionHeader,
+  readLock, readSessionFile, type Session, type SessionEvent, type SessionHeader,
 } from '@keel/session'
-import { appendTurn, boot, useTempHome } from './helpers.ts'
+import { appendTurn, boot, lockSince, useTempHome } from './helpers.ts'
 
 const home = useTempHome()
 const cwd = '/work/some project/app'
@@ -392,20 +392,20 @@ describe('single writer (in process)', () => {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'locked' })
     const path = ctx.sessions.pathOf('locked')!
-    expect(readFileSync(path + '.lock', 'utf8')).toBe(String(process.pid))
+    expect(readLock(path + '.lock')?.pid).toBe(process.pid)
     // A second store (another cordis app in this process) must not write the same session.
     const second = await boot()
     try {
       let error: Error | undefined
       try { second.sessions.open('locked') } catch (caught) { error = caught as Error }
       expect(error).toBeInstanceOf(SessionLockedError)
-      expect(error!.message).toBe(`session is open in another process (pid ${process.pid}); lock file ${path}.lock`)
+      expect(error!.message).toBe(`session is open in another process (pid ${process.pid}, since ${lockSince(path)}); lock file ${path}.lock`)
       expect(error!.message).not.toContain('\n')
       ctx.sessions.close(session)
       // A lock left by a dead process is stale.
       writeFileSync(path + '.lock', '999999999')
       const { session: taken } = second.sessions.open('locked')
-      expect(readFileSync(path + '.lock', 'utf8')).toBe(String(process.pid))
+      expect(readLock(path + '.lock')?.pid).toBe(process.pid)
       second.sessions.close(taken)
       expect(existsSync(path + '.lock')).toBe(false)
       // An empty or garbled lock (its writer died mid-write) is stale too.
