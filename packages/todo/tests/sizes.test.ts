@@ -24,7 +24,7 @@ async function setup() {
   return { s, call, writes }
 }
 
-const plan = (count: number, length = 10) => Array.from({ length: count }, (_, i) => ({ content: `${i}`.padEnd(length, '.'), status: 'pending' }))
+const plan = (count: number, length = 10) => Array.from({ length: count }, (_, i) => ({ content: `${i}`.padEnd(length, '.'), status: 'pending' as const }))
 
 describe('todo_write sizes', () => {
   test(`${MAX_TODOS} tasks are accepted; ${MAX_TODOS + 1} are an error that says so, and nothing is appended`, async () => {
