@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
+import type { SandboxService, WrappedCommand } from '@keel/sandbox'
 import { CappedOutput } from './output.ts'
 import { runCommand, type RunOutcome } from './run.ts'
 
@@ -9,7 +10,7 @@ export { CappedOutput } from './output.ts'
 export { runCommand, type RunOptions, type RunOutcome } from './run.ts'
 
 export const name = 'keel-shell'
-export const inject = ['tools']
+export const inject = { tools: { required: true }, sandbox: { required: false } }
 
 export interface Config {
   defaultTimeout: number
@@ -41,7 +42,10 @@ export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>
   return `${status}\n[killed ${what} the command left running]`
 }
 
-export function bashTool(config: Config) {
+/** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
+export type SandboxSource = () => SandboxService | undefined
+
+export function bashTool(config: Config, sandbox: SandboxSource = () => undefined) {
   return defineTool({
     name: 'bash',
     description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits.`,
@@ -50,17 +54,34 @@ export function bashTool(config: Config) {
     async execute(args, exec) {
       const timeoutSeconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)
       const output = new CappedOutput(config.outputHead, config.outputTail)
-      const outcome = await runCommand({
-        file: 'bash',
-        args: ['-c', args.command],
-        cwd: exec.agent?.cwd ?? process.cwd(),
-        timeoutMs: timeoutSeconds * 1000,
-        signal: exec.signal,
-        onText: (text) => {
-          output.push(text)
-          exec.onUpdate?.(text)
-        },
-      })
+      const cwd = exec.agent?.cwd ?? process.cwd()
+      let wrapped: WrappedCommand | undefined
+      if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
+        // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
+        const service = sandbox()
+        if (!service) return { isError: true, content: [{ type: 'text', text: `Error: this command must run in the ${exec.sandbox} sandbox, but the sandbox plugin (@keel/sandbox) is not loaded; the command was not run` }] }
+        try {
+          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox })
+        } catch (error) {
+          return { isError: true, content: [{ type: 'text', text: `Error: could not start the ${exec.sandbox} sandbox: ${(error as Error).message}; the command was not run` }] }
+        }
+      }
+      let outcome: RunOutcome
+      try {
+        outcome = await runCommand({
+          file: wrapped?.file ?? 'bash',
+          args: wrapped?.args ?? ['-c', args.command],
+          cwd,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: exec.signal,
+          onText: (text) => {
+            output.push(text)
+            exec.onUpdate?.(text)
+          },
+        })
+      } finally {
+        await wrapped?.dispose().catch(() => {})
+      }
       if (outcome.kind === 'spawn-error') return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
       const body = output.text().replace(/\s+$/, '')
       const status = statusText(outcome, timeoutSeconds)
@@ -70,5 +91,5 @@ export function bashTool(config: Config) {
 }
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.tools.register(bashTool(config))
+  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined))
 }
