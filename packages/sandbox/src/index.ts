@@ -87,16 +87,25 @@ export class SandboxService extends Service {
   private started(): Promise<Runtime> {
     this.runtime ??= (async () => {
       const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
+      // Named once here: otherwise the runtime looks bwrap up with a synchronous `which` on every wrap.
+      const [bwrapPath, socatPath] = await Promise.all([which('bwrap'), which('socat')])
       // Deny everything by default; each wrap says what its level may write and which hosts it may reach.
       await SandboxManager.initialize({
         network: { allowedDomains: [], deniedDomains: [] },
         filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
+        ...(bwrapPath ? { bwrapPath } : {}),
+        ...(socatPath ? { socatPath } : {}),
       })
       return SandboxManager
     })()
     this.runtime.catch(() => { this.runtime = undefined })
     return this.runtime
   }
+}
+
+function which(bin: string): Promise<string | undefined> {
+  if (process.platform !== 'linux') return Promise.resolve(undefined)
+  return new Promise((done) => execFile('which', [bin], (error, stdout) => done(error ? undefined : String(stdout).trim() || undefined)))
 }
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
