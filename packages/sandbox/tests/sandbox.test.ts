@@ -1,6 +1,6 @@
 // Real-sandbox tests: bubblewrap, socat and ripgrep must be installed (.ci/run installs them). Without them these
 // tests fail under CI=true and are skipped, loudly, elsewhere.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -165,5 +165,26 @@ describe('a sandbox that cannot start never means an unsandboxed run', () => {
     } finally {
       await bare.dispose()
     }
+  })
+})
+
+describe('what a sandboxed command leaves behind', () => {
+  let keel: Keel | undefined
+  afterAll(async () => { await keel?.dispose() })
+
+  test('dies with the sandbox, even after setsid; the call returns when the shell exits', async () => {
+    if (!runs()) return
+    keel = await makeKeel({ plugins: [[sandboxPlugin, { allowedDomains: [] }]] })
+    await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
+    const agent = keel.agent({ persist: false })
+    // A name no other test uses, so the check below can look for it across the whole machine.
+    const marker = `keel-sandbox-leftover-${process.pid}`
+    const command = `setsid bash -c 'exec -a ${marker} sleep 300' & sleep 300 & echo started`
+    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command }), agent, signal: new AbortController().signal, sandbox: 'workspace' })
+    expect(textOfContent(result.content)).toMatch(/^started\n\[exit code 0 · [\d.]+ s\]$/)
+    const still = () => readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).some((pid) => {
+      try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(marker) } catch { return false }
+    })
+    await waitFor(() => !still(), 'the sandboxed sleeper to be gone')
   })
 })

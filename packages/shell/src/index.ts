@@ -84,7 +84,8 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       }
       if (outcome.kind === 'spawn-error') return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
       const body = output.text().replace(/\s+$/, '')
-      const status = statusText(outcome, timeoutSeconds)
+      // In the sandbox the leftovers die with its PID namespace, and a count would include the sandbox's own relays.
+      const status = statusText(wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: 0 } : outcome, timeoutSeconds)
       return { isError: outcome.kind !== 'exited', content: [{ type: 'text', text: body ? `${body}\n${status}` : status }] }
     },
   })
