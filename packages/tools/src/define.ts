@@ -18,6 +18,8 @@ export interface ToolExecution {
   signal: AbortSignal
   /** Stream partial output to UIs (not logged; the final result is). */
   onUpdate?: (text: string) => void
+  /** How a tool that runs commands must contain them (the permission policy decides); undefined is `off`. */
+  sandbox?: 'workspace' | 'read-only' | 'off'
 }
 
 export type ToolContent = (TextBlock | ImageBlock)[]

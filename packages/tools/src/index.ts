@@ -21,6 +21,7 @@ export interface ExecuteInput {
   agent?: ToolAgent
   signal: AbortSignal
   onUpdate?: (text: string) => void
+  sandbox?: 'workspace' | 'read-only' | 'off'
 }
 
 interface Entry { definition: ToolDefinition; validate: Validator }
@@ -97,7 +98,7 @@ export class ToolRegistry extends Service {
     if (input.signal.aborted) return errorResult('tool call aborted before it started')
     const definition = this.get(input.name)!
     try {
-      const output = await definition.execute(parsed.args as never, { callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate })
+      const output = await definition.execute(parsed.args as never, { callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate, sandbox: input.sandbox })
       if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }
       return { isError: output.isError === true, content: output.content }
     } catch (error) {
