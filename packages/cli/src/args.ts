@@ -10,11 +10,11 @@ export const FLAGS = {
   'base-url': { type: 'string', help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override' },
   cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
-  resume: { type: 'string', short: 'r', help: 'Resume the session with this id' },
+  resume: { type: 'string', short: 'r', help: 'Resume the session with this id (or a unique prefix of it)' },
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
-  json: { type: 'boolean', help: 'sessions: print JSON' },
+  json: { type: 'boolean', help: 'sessions, config: print JSON' },
   all: { type: 'boolean', help: 'sessions list: every working directory and child sessions' },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
@@ -25,7 +25,8 @@ export const SUBCOMMANDS = {
   serve: 'Start the web UI on 127.0.0.1 (prints a URL with an access token)',
   acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
-  'sessions show <id>': 'Show a session: its transcript summary and standing plan',
+  'sessions show <id>': 'Show a session (id or unique prefix): its transcript summary and standing plan',
+  config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 
 export type Flags = {
@@ -41,6 +42,7 @@ export type Command =
   | { kind: 'acp' }
   | { kind: 'sessions-list' }
   | { kind: 'sessions-show'; id: string }
+  | { kind: 'config' }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -99,6 +101,7 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   const [first, second, third] = words
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
   if (first === 'acp' && words.length === 1) return { command: { kind: 'acp' }, flags }
+  if (first === 'config' && words.length === 1) return { command: { kind: 'config' }, flags }
   if (first === 'sessions') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
     if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }

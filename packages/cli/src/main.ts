@@ -1,14 +1,18 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import type { Context } from 'cordis'
+import { SettingsError } from '@keel/settings'
 import { LlmError } from '@keel/llm'
 import { escapeLine } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
-import { boot, BootError, shutdown } from './boot.ts'
+import { boot, BootError, DEFAULT_COMPOSITION, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
 import { listSessions, showSession } from './sessions.ts'
+import { resolveSessionId } from './session-id.ts'
+import { describeSettings, resolveSettings } from './settings.ts'
+import { missingKeyHelp } from './first-run.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
@@ -20,12 +24,23 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return fail(error)
   }
-  const { command, flags } = parsed
+  const { command } = parsed
+  let { flags } = parsed
   if (command.kind === 'help') { process.stdout.write(helpText(VERSION) + '\n'); return 0 }
   if (command.kind === 'version') { process.stdout.write(`keel ${VERSION}\n`); return 0 }
   let ctx: Context | undefined
   try {
-    ctx = await boot({ composition: flags.config })
+    checkCwd(flags.cwd)
+    const composition = flags.config ?? DEFAULT_COMPOSITION
+    const settings = command.kind.startsWith('sessions-') ? undefined : await resolveSettings(flags, workingDirectory(flags), composition)
+    if (command.kind === 'config') {
+      process.stdout.write(describeSettings(settings!, !!flags.json) + '\n')
+      return 0
+    }
+    // The settings' model and base URL reach every front door through the flags they would have come from.
+    if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
+    ctx = await boot({ composition, overrides: settings?.overrides })
+    if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)
@@ -33,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(listSessions(ctx, flags) + '\n')
         return 0
       case 'sessions-show':
-        process.stdout.write(showSession(ctx, flags, command.id) + '\n')
+        process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
       default: {
         const load = FRONT_DOORS[command.kind]
@@ -53,11 +68,23 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** One line on stderr: what went wrong, never a stack (KEEL_DEBUG=1 shows it). */
+/** --cwd must name a folder that exists, checked before anything runs in it. */
+function checkCwd(cwd: string | undefined): void {
+  if (cwd === undefined) return
+  let isDirectory: boolean
+  try {
+    isDirectory = statSync(cwd).isDirectory()
+  } catch {
+    throw new UsageError(`--cwd ${cwd}: no such directory`)
+  }
+  if (!isDirectory) throw new UsageError(`--cwd ${cwd}: not a directory`)
+}
+
+/** What went wrong on stderr, one line (a list of choices may follow), never a stack (KEEL_DEBUG=1 shows it). */
 function fail(error: unknown): number {
-  const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError
-  const message = error instanceof Error ? error.message : String(error)
-  process.stderr.write(`keel: ${escapeLine(message)}\n`)
+  const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError || error instanceof SettingsError
+  const message = missingKeyHelp(error) ?? (error instanceof Error ? error.message : String(error))
+  process.stderr.write(message.split('\n').map((line) => `keel: ${escapeLine(line)}\n`).join(''))
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
   return known || error instanceof Error ? 2 : 1
 }
