@@ -53,8 +53,10 @@ async function pluginConfig(name: string, composition: string): Promise<Schema |
   }
 }
 
+/** schemastery's message with its `$` root replaced by the settings key. */
 function expected(error: unknown, key: string): string {
-  return (error instanceof Error ? error.message : String(error)).replace(/^\$(?=[.[ ])/, key).replace(/^\$$/, key)
+  const message = error instanceof Error ? error.message : String(error)
+  return message.startsWith('$') ? key + message.slice(1) : `${key} ${message}`
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -72,14 +74,15 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
         ;(core as Schema)(value)
       } catch (error) {
         if (error instanceof SettingsError) throw error
-        const wanted = key === 'model' || key === 'baseUrl' ? ` (${core.meta.description})` : ''
-        throw new SettingsError(`${file.path}: ${expected(error, key)}${wanted}`)
+        // A pattern's own message shows the regexp; say what the pattern means instead.
+        const message = core.meta.description ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}` : expected(error, key)
+        throw new SettingsError(`${file.path}: ${message}`)
       }
       continue
     }
     const entry = plugins.get(key) ?? (BUILTIN_PLUGINS[`@keel/${key}`] ? { id: key, name: `@keel/${key}` } : undefined)
     if (!entry) {
-      const known = [...Object.keys(CORE_KEYS), ...plugins.keys()].filter((id) => id !== PERMISSIONS_ENTRY)
+      const known = [...new Set([...Object.keys(CORE_KEYS), ...plugins.keys()])]
       const guess = closest(key, known)
       throw new SettingsError(`${file.path}: unknown setting ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; known: ${known.join(', ')}`)
     }
@@ -98,7 +101,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
 function rejectUnknown(file: SettingsFile, key: string, value: Record<string, unknown>, known: string[]): void {
   for (const inner of Object.keys(value)) {
     if (known.includes(inner)) continue
-    const guess = closest(inner, known)
+    const guess = closest(inner, known) ?? known.find((name) => name.toLowerCase().startsWith(inner.toLowerCase()))
     throw new SettingsError(`${file.path}: unknown setting ${key}.${inner}${guess ? ` (did you mean ${key}.${guess}?)` : ''}; ${key} takes ${known.join(', ')}`)
   }
 }
