@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs'
 import type { Context } from 'cordis'
-import { SettingsError } from '@keel/settings'
+import { loadInstructions, SettingsError } from '@keel/settings'
 import { LlmError } from '@keel/llm'
 import { escapeLine } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
@@ -57,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
         const booted = ctx
         return await door({
           ctx, flags, command, version: VERSION, cwd: workingDirectory(flags), modelSpec: modelSpec(flags),
+          instructionFiles: loadInstructions(workingDirectory(flags)).files,
           openAgent: () => openAgent(booted, flags),
         })
       }

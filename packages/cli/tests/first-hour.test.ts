@@ -342,3 +342,27 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     }
   })
 })
+
+describe('keel serve', () => {
+  test('says which instruction files its agents load', async () => {
+    const p = project()
+    writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
+    const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: p.home })
+    const child = spawn(process.execPath, [join(root, 'bin/keel.js'), 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: p.app, env })
+    try {
+      let stderr = ''
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stderr.on('data', (chunk) => {
+          stderr += chunk
+          const found = /keel: instructions: .*\n/.exec(stderr)?.[0]
+          if (found) resolve(found)
+        })
+        child.on('exit', (code) => reject(new Error(`keel serve exited ${code}: ${stderr}`)))
+      })
+      expect(line).toBe('keel: instructions: ../../AGENTS.md\n')
+    } finally {
+      child.kill('SIGTERM')
+      await new Promise((done) => child.once('close', done))
+    }
+  })
+})

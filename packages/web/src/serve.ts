@@ -30,6 +30,7 @@ export async function runServe(door: DoorContext): Promise<number> {
   }
   process.stdout.write(`Keel web UI: ${originOf(bind.host, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
   err(`keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
+  if (door.instructionFiles.length) err(`keel: instructions: ${door.instructionFiles.map((file) => escapeLine(file.label)).join(', ')}`)
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
   err('keel: stopping')
