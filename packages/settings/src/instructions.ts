@@ -58,7 +58,8 @@ export function loadInstructions(cwd: string, limit = INSTRUCTIONS_LIMIT): Instr
     const bytes = Buffer.byteLength(file.content)
     const kept = bytes <= budget ? file.content : clip(file.content, budget)
     const keptBytes = Buffer.byteLength(kept)
-    budget -= keptBytes
+    // Once one file is cut, the later ones are left out whole rather than as a few stray bytes.
+    budget = keptBytes < bytes ? 0 : budget - keptBytes
     files.push({ path: file.path, label: file.label, bytes, cut: bytes - keptBytes })
     if (keptBytes) parts.push(`## ${file.label}\n\n${kept.trimEnd()}`)
   }
