@@ -25,7 +25,7 @@ function project() {
   return { dir, repo, app, home: join(dir, 'home') }
 }
 
-type Options = { home: string; cwd: string; env?: Record<string, string | undefined>; input?: string }
+type Options = { home: string; cwd: string; env?: Record<string, string | undefined>; input?: string; holdStdin?: boolean }
 
 function clean(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const out: Record<string, string> = {}
@@ -48,7 +48,8 @@ async function keelWithProvider(replies: FakeReply[], args: string[], options: O
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
     child.stderr.on('data', (d) => { stderr += d })
-    child.stdin.end(options.input ?? '')
+    // holdStdin: a parent that keeps the pipe open and never writes.
+    if (!options.holdStdin) child.stdin.end(options.input ?? '')
     const status = await new Promise<number | null>((done) => child.on('close', done))
     return { status, stdout, stderr, requests: fake.requests.map((r) => r.body as { messages: { role: string; content: string }[] }) }
   } finally {
@@ -177,9 +178,13 @@ describe('settings files', () => {
   test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', () => {
     const p = project()
     const file = join(p.home, 'settings.json')
+    let first = true
     const check = (content: string, expected: RegExp) => {
       writeFileSync(file, content)
-      for (const args of [['config'], ['-p', 'hi', '--model', 'scripted/none']]) {
+      // Every command validates the same way; print mode once, `keel config` (the cheapest) for the rest.
+      const commands = first ? [['config'], ['-p', 'hi', '--model', 'scripted/none']] : [['config']]
+      first = false
+      for (const args of commands) {
         const run = keel(args, { home: p.home, cwd: p.app })
         expect(run.status, run.stderr).toBe(2)
         expect(run.stdout).toBe('')
@@ -230,6 +235,9 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     expect(userOf(both.requests[0]!)).toBe('summarise this\n\n````\nline one\n```\ncode\n```\n````')
     const alone = await keelWithProvider([{ text: 'ok' }], ['-p'], { home: p.home, cwd: p.app, input: 'just the pipe\n' })
     expect(userOf(alone.requests[0]!)).toBe('just the pipe')
+    const held = await keelWithProvider([{ text: 'ok' }], ['-p', 'no pipe text'], { home: p.home, cwd: p.app, holdStdin: true })
+    expect(held.status, held.stderr).toBe(0)
+    expect(userOf(held.requests[0]!)).toBe('no pipe text')
   })
 
   test('--cwd that does not exist or is a file: one line, exit 2, nothing run', () => {
@@ -237,7 +245,7 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     const file = join(p.dir, 'a-file')
     writeFileSync(file, '')
     for (const [cwd, reason] of [[join(p.dir, 'missing'), 'no such directory'], [file, 'not a directory']] as const) {
-      for (const args of [['-p', 'hi', '--model', 'scripted/demo'], ['config'], ['sessions', 'list']]) {
+      for (const args of cwd === file ? [['-p', 'hi', '--model', 'scripted/demo']] : [['-p', 'hi', '--model', 'scripted/demo'], ['sessions', 'list']]) {
         const run = keel([...args, '--cwd', cwd], { home: p.home, cwd: p.app })
         expect(run.status).toBe(2)
         expect(run.stderr).toBe(`keel: --cwd ${cwd}: ${reason}\n`)
