@@ -119,6 +119,8 @@ export function helpText(version: string): string {
     const value = spec.type === 'string' ? ' <value>' : ''
     lines.push(`  ${short}--${(name + value).padEnd(22)} ${spec.help}`)
   }
-  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)')
+  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)',
+    '', 'Settings: $KEEL_HOME/settings.json and .keel/settings.json from the project root down (see keel config);',
+    '  instructions: $KEEL_HOME/AGENTS.md, then AGENTS.md (or CLAUDE.md) from the project root down')
   return lines.join('\n')
 }
