@@ -1,3 +1,4 @@
+// The first hour in the terminal UI: the header names the instruction files; an unused session leaves no file.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, expect, test } from 'vitest'
@@ -27,4 +28,17 @@ test('the header names the instruction files in the system prompt, and says noth
   app = new KeelApp({ ctx: keel.ctx, terminal: new RecordingTerminal(100, 30), agent: keel.agent({ cwd: keel.home }), cwd: keel.home, modelSpec: 'scripted/test', version: '0.0.0-test' })
   void app.run()
   expect(plainLines(app.frame(100)).join('\n')).not.toContain('Instructions:')
+})
+
+test('opening the UI, /new and quitting without a prompt leave no session behind', async () => {
+  keel = await makeKeel({ steps: [{ text: 'answered' }] })
+  const first = keel.agent()
+  app = new KeelApp({ ctx: keel.ctx, terminal: new RecordingTerminal(100, 30), agent: first, cwd: keel.cwd, modelSpec: 'scripted/test', version: '0.0.0-test' })
+  const done = app.run()
+  app.submit('/new')
+  expect(app.agent.id).not.toBe(first.id)
+  app.submit('/quit')
+  await done
+  app = undefined
+  expect(keel.ctx.sessions.list()).toEqual([])
 })
