@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs the esbuild bundle (dist/, made by `npm install` or `node scripts/build.mjs`) when it is newer than every
-// source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code.
-import { readdirSync, statSync } from 'node:fs'
+// source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code. An installed
+// package (npm install -g) has no sources, only the bundle.
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -17,6 +18,7 @@ function newestSource(dir, newest = 0) {
 }
 
 function bundleIsFresh() {
+  if (!existsSync(`${root}packages/cli/src/main.ts`)) return true
   if (process.env.KEEL_FROM_SOURCE) return false
   try {
     return statSync(`${root}dist/main.js`).mtimeMs >= newestSource(`${root}packages`)

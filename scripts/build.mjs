@@ -1,10 +1,20 @@
 // Bundles the keel CLI into dist/ with esbuild so a cold start loads one module graph instead of compiling
-// TypeScript. bin/keel.js uses the bundle only while it is newer than every source file.
+// TypeScript, and builds the web client when it is missing or stale. bin/keel.js uses the bundle only while it is
+// newer than every source file. `npm install` (prepare) and `npm pack` run this.
 import { build } from 'esbuild'
 import { existsSync, renameSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+const quiet = process.argv.includes('--quiet')
+
+// The web client first: `keel serve` from an installed package serves this build and cannot make one.
+const { register } = await import('tsx/esm/api')
+const unregister = register()
+const { ensureClientBuilt } = await import('../packages/web/src/build.ts')
+await ensureClientBuilt({ log: quiet ? undefined : (line) => console.log(line) })
+await unregister()
+
 // Build beside dist/ and swap it in, so a keel process starting meanwhile never sees a half-written bundle.
 const next = `${root}dist.next-${process.pid}`
 await build({
@@ -25,4 +35,4 @@ const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)
 rmSync(old, { recursive: true, force: true })
-if (!process.argv.includes('--quiet')) console.log('keel: built dist/main.js')
+if (!quiet) console.log('keel: built dist/main.js')

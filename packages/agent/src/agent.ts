@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { LlmError, MessageAssembler, toolCallsOf, type ContentBlock, type LlmAdapter, type ToolCallBlock } from '@keel/llm'
 import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
 import type { ToolAgent, ToolResult } from '@keel/tools'
+import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 
 export type AgentStatus = 'idle' | 'running' | 'disposed'
@@ -33,7 +34,10 @@ export interface AgentOptions {
   excludeTools?: readonly string[]
   maxSteps?: number
   maxTokens?: number
+  /** Replaces the whole system prompt (instructions included). */
   system?: string
+  /** Project instructions (AGENTS.md / CLAUDE.md) for the system prompt; none when undefined. */
+  instructions?: Instructions
 }
 
 const ABORTED_BEFORE_START = 'Error: the turn was cancelled before this tool call started.'
@@ -53,6 +57,8 @@ export class Agent implements ToolAgent {
   private running: Promise<TurnResult> | undefined
   /** Every tool-call id on this session's log: a reply that repeats one gets a fresh id (see uniqueCallId). */
   private readonly callIds = new Set<string>()
+  /** Built on the first request and kept: prompt caches need the same system text on every request. */
+  private system: string | undefined
 
   constructor(private readonly ctx: Context, readonly options: AgentOptions) {
     this.session = options.session
@@ -67,6 +73,16 @@ export class Agent implements ToolAgent {
   }
 
   get id(): string { return this.session.id }
+
+  /** The instruction files in this agent's system prompt. */
+  get instructions(): Instructions {
+    return this.options.instructions ?? { text: '', files: [] }
+  }
+
+  /** The system prompt of every request this agent makes. */
+  systemText(toolNames: readonly string[]): string {
+    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, toolNames, new Date(), this.instructions.text))
+  }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
   prompt(content: string | ContentBlock[]): Promise<TurnResult> {
@@ -157,7 +173,7 @@ export class Agent implements ToolAgent {
     const exclude = this.options.excludeTools ?? []
     const tools = this.ctx.tools.schemas(exclude)
     const request = {
-      system: this.options.system ?? systemPrompt(this.cwd, tools.map((tool) => tool.name)),
+      system: this.systemText(tools.map((tool) => tool.name)),
       messages: this.session.deriveMessages(),
       tools,
       sessionId: this.id,

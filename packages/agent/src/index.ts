@@ -2,6 +2,7 @@ import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { LlmAdapter, LlmRequest } from '@keel/llm'
 import type { Session } from '@keel/session'
+import { loadInstructions } from '@keel/settings'
 import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
 
 export * from './agent.ts'
@@ -51,15 +52,17 @@ export class AgentRegistry extends Service {
     ctx.on('dispose', () => { for (const agent of this.live.values()) agent.dispose() })
   }
 
+  /** A new agent; its project instructions are read now (for `cwd`) unless given, as a subagent passes its parent's. */
   create(options: CreateAgentOptions): Agent {
-    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist })
-    return this.adopt(session, options)
+    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist, deferFile: true })
+    return this.adopt(session, { ...options, instructions: options.instructions ?? loadInstructions(options.cwd) })
   }
 
   /** Reopens a persisted session (repairing a crash) and continues its numbering and history. */
   resume(id: string, options: Omit<CreateAgentOptions, 'cwd' | 'sessionId'> & { cwd?: string }): { agent: Agent; repairs: string[] } {
     const { session, repairs } = this.ctx.sessions.open(id)
-    return { agent: this.adopt(session, { ...options, cwd: options.cwd ?? session.header.cwd }), repairs }
+    const cwd = options.cwd ?? session.header.cwd
+    return { agent: this.adopt(session, { ...options, cwd, instructions: options.instructions ?? loadInstructions(cwd) }), repairs }
   }
 
   get(id: string): Agent | undefined {

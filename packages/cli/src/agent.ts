@@ -12,9 +12,9 @@ export function modelSpec(flags: Flags): string {
   return flags.model ?? process.env.KEEL_MODEL ?? DEFAULT_MODEL
 }
 
-/** The latest top-level session of a directory, for --continue. */
+/** The latest top-level session of a directory that has a prompt, for --continue (an empty one is nothing to continue). */
 export function latestSessionId(ctx: Context, cwd: string): string | undefined {
-  return ctx.sessions.list(cwd).find((summary) => !summary.parent)?.id
+  return ctx.sessions.list(cwd).find((summary) => !summary.parent && summary.title)?.id
 }
 
 /** A new agent, or the one --continue / --resume names, with the model the flags ask for. */

@@ -10,11 +10,11 @@ export const FLAGS = {
   'base-url': { type: 'string', help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override' },
   cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
-  resume: { type: 'string', short: 'r', help: 'Resume the session with this id' },
+  resume: { type: 'string', short: 'r', help: 'Resume the session with this id (or a unique prefix of it)' },
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
-  json: { type: 'boolean', help: 'sessions, mcp list: print JSON' },
+  json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
   all: { type: 'boolean', help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory' },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
   to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
@@ -32,10 +32,11 @@ export const SUBCOMMANDS = {
   serve: 'Start the web UI on 127.0.0.1 (prints a URL with an access token)',
   acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
-  'sessions show <id>': 'Show a session: its transcript summary and standing plan',
-  'mcp list': 'Start the configured MCP servers and list each one\'s status and tools (--json)',
+  'sessions show <id>': 'Show a session (id or unique prefix): its transcript summary and standing plan',
   'sessions rewind <id>': 'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
+  'mcp list': 'Start the configured MCP servers and list each one\'s status and tools (--json)',
+  config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 
 export type Flags = {
@@ -54,6 +55,7 @@ export type Command =
   | { kind: 'mcp-list' }
   | { kind: 'sessions-rewind'; id: string }
   | { kind: 'sessions-fork'; id: string }
+  | { kind: 'config' }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -113,6 +115,7 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   const [first, second, third] = words
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
   if (first === 'acp' && words.length === 1) return { command: { kind: 'acp' }, flags }
+  if (first === 'config' && words.length === 1) return { command: { kind: 'config' }, flags }
   if (first === 'sessions') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
     if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }
@@ -136,6 +139,8 @@ export function helpText(version: string): string {
     const value = spec.type === 'string' ? ' <value>' : ''
     lines.push(`  ${short}--${(name + value).padEnd(22)} ${spec.help}`)
   }
-  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)')
+  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)',
+    '', 'Settings: $KEEL_HOME/settings.json and .keel/settings.json from the project root down (see keel config);',
+    '  instructions: $KEEL_HOME/AGENTS.md, then AGENTS.md (or CLAUDE.md) from the project root down')
   return lines.join('\n')
 }

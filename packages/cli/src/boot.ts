@@ -10,9 +10,16 @@ export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
 
 /**
  * The cordis Loader, adapted: plugin names resolve to Keel's built-ins first, then relative to the composition
- * file (not to the loader package), and the composition file is never written back.
+ * file (not to the loader package), settings replace entry configs in memory, and the file is never written back.
  */
 export class KeelLoader extends Loader {
+  async refresh(): Promise<void> {
+    // Entry id → the config it loads with instead of the file's (from settings files), passed in boot's plugin config.
+    const overrides = (this.config as { overrides?: Record<string, Record<string, unknown>> }).overrides ?? {}
+    const entries = await this.file.read()
+    this.root.update(entries.map((entry) => (overrides[entry.id] ? { ...entry, config: overrides[entry.id] } : entry)))
+  }
+
   async import(name: string): Promise<unknown> {
     const builtin = BUILTIN_PLUGINS[name]
     if (builtin) return builtin()
@@ -40,6 +47,8 @@ export interface BootOptions {
   dev?: boolean
   /** Services that must be up before boot returns. */
   require?: string[]
+  /** Entry id → config replacing the composition's (settings files; see settings.ts). */
+  overrides?: Record<string, Record<string, unknown>>
 }
 
 /**
@@ -68,7 +77,7 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
   ctx.on('internal/warning', (warning: unknown) => {
     if (process.env.KEEL_DEBUG) process.stderr.write(`keel: ${warning instanceof Error ? warning.message : String(warning)}\n`)
   })
-  ctx.plugin(KeelLoader, { name: 'keel', filename: composition })
+  ctx.plugin(KeelLoader, { name: 'keel', filename: composition, overrides: options.overrides ?? {} } as never)
   await ctx.start()
   const loader = ctx.get('loader') as KeelLoader
   if (options.dev || process.env.KEEL_DEV === '1') await loader.create({ name: '@keel/session/dev' })

@@ -1,5 +1,6 @@
 import type { Context } from 'cordis'
 import type { Agent } from '@keel/agent'
+import type { InstructionFile } from '@keel/settings'
 import type { Command, Flags } from './args.ts'
 
 /** What the CLI hands a front door (TUI, web host, ACP bridge): a booted context and the parsed command line. */
@@ -12,6 +13,8 @@ export interface DoorContext {
   cwd: string
   /** The model spec the flags ask for (`provider/model`). */
   modelSpec: string
+  /** The project instruction files (AGENTS.md / CLAUDE.md) an agent in `cwd` loads into its system prompt. */
+  instructionFiles: InstructionFile[]
   /** A new agent, or the session --continue / --resume names, with the flags' model. */
   openAgent(): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }>
 }

@@ -1,17 +1,21 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import type { Context } from 'cordis'
+import { loadInstructions, SettingsError } from '@keel/settings'
 import { LlmError } from '@keel/llm'
 import { escapeLine, SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
-import { boot, BootError, shutdown } from './boot.ts'
+import { boot, BootError, DEFAULT_COMPOSITION, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { RewindError } from '@keel/checkpoint'
+import { resolveSessionId } from './session-id.ts'
+import { describeSettings, resolveSettings } from './settings.ts'
+import { missingKeyHelp } from './first-run.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
@@ -23,14 +27,25 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return fail(error)
   }
-  const { command, flags } = parsed
+  const { command } = parsed
+  let { flags } = parsed
   if (command.kind === 'help') { process.stdout.write(helpText(VERSION) + '\n'); return 0 }
   if (command.kind === 'version') { process.stdout.write(`keel ${VERSION}\n`); return 0 }
   let ctx: Context | undefined
   try {
-    ctx = await boot({ composition: flags.config })
+    checkCwd(flags.cwd)
+    const composition = flags.config ?? DEFAULT_COMPOSITION
+    const settings = command.kind.startsWith('sessions-') ? undefined : await resolveSettings(flags, workingDirectory(flags), composition)
+    if (command.kind === 'config') {
+      process.stdout.write(describeSettings(settings!, !!flags.json) + '\n')
+      return 0
+    }
+    // The settings' model and base URL reach every front door through the flags they would have come from.
+    if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
+    ctx = await boot({ composition, overrides: settings?.overrides })
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
+    if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)
@@ -38,16 +53,16 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(listSessions(ctx, flags) + '\n')
         return 0
       case 'sessions-show':
-        process.stdout.write(showSession(ctx, flags, command.id) + '\n')
+        process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
       case 'mcp-list':
         process.stdout.write(await listMcp(ctx, flags) + '\n')
         return 0
       case 'sessions-rewind':
-        process.stdout.write(await rewindSession(ctx, flags, command.id) + '\n')
+        process.stdout.write(await rewindSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
       case 'sessions-fork':
-        process.stdout.write(forkSession(ctx, flags, command.id) + '\n')
+        process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
       default: {
         const load = FRONT_DOORS[command.kind]
@@ -56,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
         const booted = ctx
         return await door({
           ctx, flags, command, version: VERSION, cwd: workingDirectory(flags), modelSpec: modelSpec(flags),
+          instructionFiles: loadInstructions(workingDirectory(flags)).files,
           openAgent: () => openAgent(booted, flags),
         })
       }
@@ -83,11 +99,23 @@ function warnSkippedSessions(ctx: Context): void {
  */
 const dataErrors = [SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError, RewindError]
 
-/** One line on stderr: what went wrong, never a stack (KEEL_DEBUG=1 shows it). */
+/** --cwd must name a folder that exists, checked before anything runs in it. */
+function checkCwd(cwd: string | undefined): void {
+  if (cwd === undefined) return
+  let isDirectory: boolean
+  try {
+    isDirectory = statSync(cwd).isDirectory()
+  } catch {
+    throw new UsageError(`--cwd ${cwd}: no such directory`)
+  }
+  if (!isDirectory) throw new UsageError(`--cwd ${cwd}: not a directory`)
+}
+
+/** What went wrong on stderr, one line (a list of choices may follow), never a stack (KEEL_DEBUG=1 shows it). */
 function fail(error: unknown): number {
-  const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError
-  const message = error instanceof Error ? error.message : String(error)
-  process.stderr.write(`keel: ${escapeLine(message)}\n`)
+  const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError || error instanceof SettingsError
+  const message = missingKeyHelp(error) ?? (error instanceof Error ? error.message : String(error))
+  process.stderr.write(message.split('\n').map((line) => `keel: ${escapeLine(line)}\n`).join(''))
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
   if (dataErrors.some((type) => error instanceof type)) return 1
   return known || error instanceof Error ? 2 : 1

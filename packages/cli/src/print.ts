@@ -5,13 +5,65 @@ import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { UsageError, type Flags } from './args.ts'
-import { openAgent } from './agent.ts'
+import { modelSpec, openAgent } from './agent.ts'
 
-async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) return ''
-  const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString('utf8').trim()
+/** The prompt of a print run: the argument, the piped text, or the argument followed by the piped text. */
+export async function printPrompt(promptArg: string | undefined): Promise<string> {
+  const piped = await readStdin(promptArg !== undefined)
+  if (promptArg === undefined) return piped
+  return piped ? `${promptArg}\n\n${fenced(piped)}` : promptArg
+}
+
+/** A fence longer than any backtick run inside, so the piped text cannot close it early. */
+function fenced(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((run) => run[0].length))
+  const fence = '`'.repeat(longest + 1)
+  return `${fence}\n${text}\n${fence}`
+}
+
+/**
+ * Reads piped stdin to its end. With a prompt argument as well, stdin is optional: a pipe that stays silent (held
+ * open by a parent that never writes) is given up after a short wait instead of hanging the run.
+ */
+async function readStdin(optional: boolean): Promise<string> {
+  const stdin = process.stdin
+  if (stdin.isTTY) return ''
+  if (!optional) {
+    const chunks: Buffer[] = []
+    for await (const chunk of stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8').trim()
+  }
+  return new Promise((done) => {
+    const chunks: Buffer[] = []
+    const finish = () => {
+      clearTimeout(idle)
+      stdin.off('data', onData)
+      stdin.off('end', finish)
+      stdin.off('error', finish)
+      stdin.pause()
+      done(Buffer.concat(chunks).toString('utf8').trim())
+    }
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk)
+      clearTimeout(idle)
+    }
+    // Long enough for a slow producer (`git log | keel -p …`) to start writing; once it has, read to the end.
+    const idle = setTimeout(finish, 2000)
+    stdin.on('data', onData)
+    stdin.once('end', finish)
+    stdin.once('error', finish)
+  })
+}
+
+/** Tokens the turn's model requests reported, summed. */
+function turnUsage(events: readonly SessionEvent[], turn: number): { input: number; output: number } {
+  const usage = { input: 0, output: 0 }
+  for (const event of events) {
+    if (event.type !== 'assistant/message' || event.data.turn !== turn || !event.data.usage) continue
+    usage.input += event.data.usage.input
+    usage.output += event.data.usage.output
+  }
+  return usage
 }
 
 /** A stream that stops being written to once it fails (a closed pipe, a hung-up terminal) instead of throwing. */
@@ -40,10 +92,13 @@ const STOP_GRACE_MS = 5000
 
 /** Print mode: one prompt, one turn. stdout carries only the answer (or JSON); plans and tool activity go to stderr. */
 export async function runPrint(ctx: Context, flags: Flags, promptArg: string | undefined): Promise<number> {
-  const prompt = promptArg ?? (await readStdin())
+  const prompt = await printPrompt(promptArg)
   if (!prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
   const format = flags['output-format'] ?? 'text'
+  const started = Date.now()
   const { agent, repairs } = await openAgent(ctx, flags)
+  const model = modelSpec(flags)
+  const instructions = agent.instructions.files.map((file) => file.path)
   let wroteText = false
   let endsWithNewline = true
   let textStep = -1
@@ -71,10 +126,13 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   // Plugins' one-line warnings for the person (an MCP server down, checkpoints off).
   const warn = (line: string) => { err.write(`keel: ${escapeLine(line)}\n`) }
   const disposeWarnings = [ctx.on('mcp/warning', warn), ctx.on('checkpoint/warning', warn)]
+  if (format === 'stream-json') {
+    out.write(JSON.stringify({ type: 'system/init', sessionId: agent.id, model, cwd: agent.cwd, tools: ctx.tools.names(), instructions }) + '\n')
+  }
 
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
-    if (format === 'stream-json') out.write(JSON.stringify(event) + '\n')
+    if (format === 'stream-json') out.write(JSON.stringify({ ...event, sessionId: agent.id }) + '\n')
     else if (format === 'text') {
       // End the answer's current line before stderr speaks, so a shared terminal never glues the two together.
       if (wroteText && !endsWithNewline && (event.type === 'tool/call' || event.type === 'todo/write')) {
@@ -108,12 +166,15 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   try {
     const result = await agent.prompt(prompt)
     if (format === 'text' && wroteText && !endsWithNewline) out.write('\n')
-    if (format === 'json') {
-      out.write(JSON.stringify({
+    if (format === 'json' || format === 'stream-json') {
+      // One shape for both: the json output, and the closing `result` line of stream-json (see the README contract).
+      const summary = {
         sessionId: agent.id, reason: result.reason, ...(result.message ? { error: result.message } : {}),
         text: result.text, turn: result.turn, steps: result.steps, toolCalls: result.toolCalls,
-        todos: standingPlan(agent.session.events),
-      }, null, 2) + '\n')
+        todos: standingPlan(agent.session.events) ?? [],
+        usage: turnUsage(agent.session.events, result.turn), durationMs: Date.now() - started, model, instructions,
+      }
+      out.write(format === 'json' ? JSON.stringify(summary, null, 2) + '\n' : JSON.stringify({ type: 'result', ...summary }) + '\n')
     }
     if (result.reason === 'error') err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
     else if (result.reason === 'step-limit') err.write('keel: the turn hit the step limit and stopped\n')

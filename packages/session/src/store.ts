@@ -52,6 +52,8 @@ export interface CreateSessionOptions {
   parent?: { sessionId: string; callId: string }
   /** Write to `$KEEL_HOME/sessions/…` (default true). An in-memory session leaves nothing on disk. */
   persist?: boolean
+  /** Create the file (and take its lock) at the first event rather than now: a session left without one leaves nothing. */
+  deferFile?: boolean
 }
 
 export interface SessionSummary {
@@ -76,6 +78,8 @@ interface Live {
   session: Session
   writer?: SessionWriter
   release?: () => void
+  /** Where a persistent session's file goes, until its first event creates it. */
+  pending?: string
 }
 
 export class SessionNotFoundError extends Error {
@@ -109,15 +113,9 @@ export class SessionStore extends Service {
     }
     const entry: Live = { session: new Session(header) }
     if (options.persist !== false) {
-      const path = sessionPath(header.cwd, id)
-      entry.release = acquireLock(path + '.lock')
-      try {
-        entry.writer = SessionWriter.create(path, header)
-      } catch (error) {
-        entry.release()
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`session ${id} already exists (${path})`)
-        throw error
-      }
+      entry.pending = sessionPath(header.cwd, id)
+      if (lstatSync(entry.pending, { throwIfNoEntry: false })) throw new Error(`session ${id} already exists (${entry.pending})`)
+      if (!options.deferFile) writerOf(entry)
     }
     return this.attach(entry)
   }
@@ -205,9 +203,10 @@ export class SessionStore extends Service {
     return forkId
   }
 
-  /** The file of a persisted session, or undefined. */
+  /** The file of a persisted session (for a live one: where it is written from its first event), or undefined. */
   pathOf(id: string): string | undefined {
-    return this.live.get(id)?.writer?.path ?? this.locate(id)
+    const live = this.live.get(id)
+    return live?.writer?.path ?? live?.pending ?? this.locate(id)
   }
 
   close(session: Session): void {
@@ -266,7 +265,7 @@ export class SessionStore extends Service {
     const lifecycle = ctx.lifecycle
     session.hooks = {
       beforeCommit: (s, event) => validate(lifecycle, s, event),
-      persist: entry.writer ? (_, event) => entry.writer!.write(event) : undefined,
+      persist: entry.writer || entry.pending ? (_, event) => writerOf(entry).write(event) : undefined,
       afterCommit: (s, event) => publish(ctx, lifecycle, s, event),
     }
     this.live.set(session.id, entry)
@@ -291,6 +290,23 @@ export class SessionStore extends Service {
     entry.release?.()
     this.ctx.emit('session/closed', entry.session)
   }
+}
+
+/** The session's writer, creating its file (under the writer lock) on the first event. */
+function writerOf(entry: Live): SessionWriter {
+  if (entry.writer) return entry.writer
+  const path = entry.pending!
+  const release = acquireLock(path + '.lock')
+  try {
+    entry.writer = SessionWriter.create(path, entry.session.header)
+  } catch (error) {
+    release()
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`session ${entry.session.id} already exists (${path})`)
+    throw error
+  }
+  entry.release = release
+  entry.pending = undefined
+  return entry.writer
 }
 
 /** A closed session refuses appends: they would reach neither the file nor any listener. */

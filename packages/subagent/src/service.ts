@@ -36,6 +36,8 @@ export type SubagentPlansListener = (session: Session, key: 'subagentPlans', val
 interface ParentAgent extends ToolAgent {
   readonly model: LlmAdapter
   readonly options?: { readonly excludeTools?: readonly string[] }
+  /** The parent's project instructions: the child's system prompt carries the same ones. */
+  readonly instructions?: Agent['instructions']
 }
 
 function asParent(agent: ToolAgent | undefined): ParentAgent | undefined {
@@ -155,7 +157,7 @@ export class SubagentService extends Service {
     // A child of an in-memory parent stays in memory too: no file should outlive a session that has none.
     const persist = this.ctx.sessions.pathOf(parent.session.id) !== undefined
     const child = agents.create({
-      cwd: parent.cwd, model, depth, excludeTools: [...excludeTools], persist,
+      cwd: parent.cwd, model, depth, excludeTools: [...excludeTools], persist, instructions: parent.instructions,
       parent: { sessionId: parent.session.id, callId: exec.callId },
     })
     this.children.set(child.id, { agent: child, exec })

@@ -48,7 +48,7 @@ describe('resume and replay across processes', () => {
     // A second turn in a third process (--continue) starts with no plan standing.
     const second = keel(['-p', 'something else', '-c', '--model', `scripted/${script2}`, '--output-format', 'json'], home, cwd)
     expect(second.status, second.stderr).toBe(0)
-    expect(JSON.parse(second.stdout)).toMatchObject({ sessionId, turn: 2, todos: null })
+    expect(JSON.parse(second.stdout)).toMatchObject({ sessionId, turn: 2, todos: [] })
     expect(JSON.parse(keel(['sessions', 'show', sessionId, '--json'], home, cwd).stdout).todos).toBeNull()
   })
 

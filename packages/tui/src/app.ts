@@ -16,6 +16,14 @@ import { subagentPlan } from './subagent.ts'
 import { editorTheme } from './theme.ts'
 import { emptyLive, TranscriptView } from './transcript.ts'
 
+/** The banner's note of the AGENTS.md / CLAUDE.md files in the system prompt (none: no line). */
+function instructionsLine(agent: Agent): string[] {
+  const files = agent.instructions.files
+  if (!files.length) return []
+  const cut = files.some((file) => file.cut) ? ' (capped at 32 KiB)' : ''
+  return [style.dim(`Instructions: ${files.map((file) => escapeLine(file.label)).join(', ')}${cut}`)]
+}
+
 /** Live tool output kept per running call; the log has the whole result once the call ends. */
 const LIVE_OUTPUT_CAP = 64 * 1024
 const DOUBLE_PRESS_MS = 2000
@@ -68,6 +76,7 @@ export class KeelApp {
     this.transcript.banner = [
       `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,
       ...(options.intro ? options.intro.split('\n').map((line) => style.yellow(line)) : []),
+      ...instructionsLine(options.agent),
     ]
     this.status.activeTool = () => this.activeTool()
     this.editor = new Editor(this.tui, editorTheme)

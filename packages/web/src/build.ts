@@ -11,7 +11,8 @@ export function webPackageDir(from = import.meta.url): string {
   let dir = dirname(fileURLToPath(from))
   for (;;) {
     for (const candidate of [dir, join(dir, 'packages/web')]) {
-      if (existsSync(join(candidate, 'src/client/index.html'))) return candidate
+      // An installed package ships the built client without its sources.
+      if (existsSync(join(candidate, 'src/client/index.html')) || existsSync(join(candidate, 'client-dist/index.html'))) return candidate
     }
     const parent = dirname(dir)
     if (parent === dir) throw new Error(`cannot find the web client sources (packages/web/src/client) near ${fileURLToPath(from)}`)
@@ -47,6 +48,8 @@ function stamp(dir: string, mtimeMs: number): void {
 
 /** The built client exists and is newer than every client source file. */
 export function clientIsFresh(source = clientSourceDir(), out = clientDistDir()): boolean {
+  // Without sources (an installed package) the shipped build is the only one there is.
+  if (!existsSync(source) && existsSync(join(out, 'index.html'))) return true
   try {
     return statSync(join(out, 'index.html')).mtimeMs >= newestMtime(source)
   } catch {

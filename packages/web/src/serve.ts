@@ -38,6 +38,7 @@ export async function runServe(door: DoorContext): Promise<number> {
   err(all
     ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`
     : `keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
+  if (door.instructionFiles.length) err(`keel: instructions: ${door.instructionFiles.map((file) => escapeLine(file.label)).join(', ')}`)
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
   // After SIGHUP the terminal may be gone: a failed write to it must not end the process before the turns close.

@@ -1,0 +1,165 @@
+import { dirname, isAbsolute, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { LoaderFile, type EntryOptions } from '@cordisjs/loader'
+import Schema from 'schemastery'
+import { flatten, mergeLayers, readSettingsFiles, SettingsError, type Layer, type Merged, type SettingsFile } from '@keel/settings'
+import { closest, DEFAULT_MODEL, type Flags } from './args.ts'
+import { BUILTIN_PLUGINS } from './plugins.ts'
+
+/** Settings keys that are not a plugin's own config, with the shape each must have. */
+const permissionRule = Schema.string()
+const CORE_KEYS = {
+  model: Schema.string().pattern(/^[^/\s]+\/\S+$/).description('<provider>/<model>'),
+  baseUrl: Schema.string().pattern(/^https?:\/\//i).description('an http(s) URL'),
+  mode: Schema.union(['read-only', 'ask', 'auto', 'yolo'] as const),
+  permissions: Schema.object({ allow: Schema.array(permissionRule), deny: Schema.array(permissionRule) }),
+  sandbox: Schema.object({ level: Schema.union(['workspace', 'read-only', 'off'] as const), allowedDomains: Schema.array(String) }),
+  mcpServers: Schema.dict(Schema.union([
+    Schema.object({ command: Schema.string().required(), args: Schema.array(String), env: Schema.dict(String), cwd: Schema.string() }),
+    Schema.object({ url: Schema.string().required(), headers: Schema.dict(String) }),
+  ])),
+} satisfies Record<string, Schema>
+
+/** The composition entry that takes `mode`, `permissions` and `sandbox` (as `{ mode, allow, deny, sandbox }`). */
+const PERMISSIONS_ENTRY = 'permissions'
+
+export interface ResolvedSettings {
+  files: SettingsFile[]
+  merged: Merged
+  model: string
+  baseUrl?: string
+  /** Composition entry id → the config it loads with (only entries the settings change). */
+  overrides: Record<string, Record<string, unknown>>
+}
+
+export async function readComposition(path: string): Promise<EntryOptions[]> {
+  const ext = path.slice(path.lastIndexOf('.'))
+  try {
+    const entries = await new LoaderFile(path, LoaderFile.writable[ext as keyof typeof LoaderFile.writable]).read()
+    return Array.isArray(entries) ? entries : []
+  } catch {
+    return []
+  }
+}
+
+async function pluginConfig(name: string, composition: string): Promise<Schema | undefined> {
+  try {
+    const builtin = BUILTIN_PLUGINS[name]
+    const mod = (builtin ? await builtin() : await import(name.startsWith('.') || isAbsolute(name) ? pathToFileURL(resolve(dirname(composition), name)).href : name)) as { Config?: unknown }
+    const config = mod.Config as Schema | undefined
+    return typeof config === 'function' && typeof config.type === 'string' ? config : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** schemastery's message with its `$` root replaced by the settings key. */
+function expected(error: unknown, key: string): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.startsWith('$') ? key + message.slice(1) : `${key} ${message}`
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return !!value && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** Checks one file against the core keys and the plugins' schemas: the first problem is one line naming file and key. */
+async function validate(file: SettingsFile, entries: EntryOptions[], composition: string): Promise<void> {
+  const plugins = new Map(entries.map((entry) => [entry.id, entry]))
+  for (const [key, value] of Object.entries(file.data)) {
+    const core = CORE_KEYS[key as keyof typeof CORE_KEYS]
+    if (core) {
+      try {
+        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers') rejectUnknown(file, key, value, Object.keys(core.dict))
+        ;(core as Schema)(value)
+      } catch (error) {
+        if (error instanceof SettingsError) throw error
+        // A pattern's own message shows the regexp; say what the pattern means instead.
+        const message = core.meta.description ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}` : expected(error, key)
+        throw new SettingsError(`${file.path}: ${message}`)
+      }
+      continue
+    }
+    const entry = plugins.get(key) ?? (BUILTIN_PLUGINS[`@keel/${key}`] ? { id: key, name: `@keel/${key}` } : undefined)
+    if (!entry) {
+      const known = [...new Set([...Object.keys(CORE_KEYS), ...plugins.keys()])]
+      const guess = closest(key, known)
+      throw new SettingsError(`${file.path}: unknown setting ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; known: ${known.join(', ')}`)
+    }
+    if (!isObject(value)) throw new SettingsError(`${file.path}: ${key} expected an object of ${entry.name} settings but got ${JSON.stringify(value)}`)
+    const schema = await pluginConfig(entry.name, composition)
+    if (!schema) continue
+    if (schema.dict) rejectUnknown(file, key, value, Object.keys(schema.dict))
+    try {
+      schema({ ...(isObject(entry.config) ? entry.config : {}), ...value })
+    } catch (error) {
+      throw new SettingsError(`${file.path}: ${expected(error, key)}`)
+    }
+  }
+}
+
+function rejectUnknown(file: SettingsFile, key: string, value: Record<string, unknown>, known: string[]): void {
+  for (const inner of Object.keys(value)) {
+    if (known.includes(inner)) continue
+    const guess = closest(inner, known) ?? known.find((name) => name.toLowerCase().startsWith(inner.toLowerCase()))
+    throw new SettingsError(`${file.path}: unknown setting ${key}.${inner}${guess ? ` (did you mean ${key}.${guess}?)` : ''}; ${key} takes ${known.join(', ')}`)
+  }
+}
+
+/**
+ * Settings from lowest to highest precedence: defaults (the composition's configs), the user's file, the project's
+ * files (root first), the environment, the flags. Validated before anything boots.
+ */
+export async function resolveSettings(flags: Flags, cwd: string, composition: string): Promise<ResolvedSettings> {
+  const entries = await readComposition(composition)
+  const files = readSettingsFiles(cwd)
+  for (const file of files) await validate(file, entries, composition)
+  const defaults: Record<string, unknown> = { model: DEFAULT_MODEL }
+  for (const entry of entries) if (entry.id !== PERMISSIONS_ENTRY && isObject(entry.config) && !entry.disabled) defaults[entry.id] = entry.config
+  const layers: Layer[] = [
+    { source: `default (${composition})`, values: defaults },
+    ...files.map((file) => ({ source: file.path, values: file.data })),
+    { source: 'env KEEL_MODEL', values: { model: process.env.KEEL_MODEL?.trim() || undefined } },
+    { source: 'flag --model', values: { model: flags.model } },
+    { source: 'flag --base-url', values: { baseUrl: flags['base-url'] } },
+  ]
+  const merged = mergeLayers(layers)
+  merged.sources.model = merged.sources.model === `default (${composition})` ? 'default' : merged.sources.model!
+  const overrides: Record<string, Record<string, unknown>> = {}
+  const touched = new Set(files.flatMap((file) => Object.keys(file.data)))
+  for (const entry of entries) {
+    if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id])) overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>
+  }
+  const permissions = entries.find((entry) => entry.id === PERMISSIONS_ENTRY)
+  if (permissions && (touched.has('mode') || touched.has('permissions') || touched.has('sandbox'))) {
+    const rules = (merged.values.permissions ?? {}) as { allow?: string[]; deny?: string[] }
+    const config = { ...(isObject(permissions.config) ? permissions.config : {}) } as Record<string, unknown>
+    if (merged.values.mode !== undefined) config.mode = merged.values.mode
+    if (rules.allow) config.allow = rules.allow
+    if (rules.deny) config.deny = rules.deny
+    if (merged.values.sandbox !== undefined) config.sandbox = { ...(isObject(config.sandbox) ? config.sandbox : {}), ...(merged.values.sandbox as object) }
+    const schema = await pluginConfig(permissions.name, composition)
+    try {
+      schema?.(config)
+    } catch (error) {
+      throw new SettingsError(`${files.filter((file) => ['mode', 'permissions', 'sandbox'].some((key) => key in file.data)).map((file) => file.path).join(', ')}: ${expected(error, 'permissions')}`)
+    }
+    overrides[PERMISSIONS_ENTRY] = config
+  }
+  return { files, merged, model: merged.values.model as string, baseUrl: merged.values.baseUrl as string | undefined, overrides }
+}
+
+/** `keel config`: the merged settings, one `key value source` line each, or the same as JSON. */
+export function describeSettings(resolved: ResolvedSettings, json: boolean): string {
+  const { files, merged } = resolved
+  if (json) return JSON.stringify({ files: files.map(({ path, scope }) => ({ path, scope })), settings: merged.values, sources: merged.sources }, null, 2)
+  const rows = flatten(merged.values).map(([key, value]) => [key, JSON.stringify(value), merged.sources[key] ?? ''] as const)
+  const width = Math.max(...rows.map(([key]) => key.length))
+  const valueWidth = Math.min(40, Math.max(...rows.map(([, value]) => value.length)))
+  const lines = ['Settings files (lowest precedence first):']
+  if (!files.length) lines.push('  none (see README: Settings)')
+  for (const file of files) lines.push(`  ${file.path} (${file.scope})`)
+  lines.push('', 'Precedence: flags, then environment, then project, then user, then defaults.', '')
+  for (const [key, value, source] of rows) lines.push(`${key.padEnd(width)}  ${value.padEnd(valueWidth)}  ${source}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,62 @@
+// The published package, end to end: `npm pack` the checkout, install the tarball into a temporary prefix (offline:
+// the package has no dependencies to fetch), and run the installed `keel` from a folder outside the checkout.
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, expect, test } from 'vitest'
+
+const root = join(import.meta.dirname, '../..')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-install-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+
+test('npm pack makes a tarball that installs with npm install -g and runs without the checkout', async () => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  expect(pkg.private, 'a private package cannot be published').toBeUndefined()
+  // global-setup has just built dist/ and the web client, which is what `prepare` would do again.
+  execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', scratch], { cwd: root, stdio: 'pipe' })
+  const tarball = join(scratch, readdirSync(scratch).find((name) => name.endsWith('.tgz'))!)
+  const prefix = join(scratch, 'prefix')
+  execFileSync(npm, ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', '--cache', join(scratch, 'cache'), tarball], { cwd: scratch, stdio: 'pipe' })
+  const installed = join(prefix, 'lib/node_modules/keel')
+  expect(readdirSync(installed)).not.toContain('node_modules')
+  const elsewhere = join(scratch, 'elsewhere')
+  mkdirSync(elsewhere)
+  const keel = join(prefix, 'bin/keel')
+  const env = { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_FROM_SOURCE: '', NODE_PATH: '' }
+
+  const version = spawnSync(keel, ['--version'], { cwd: elsewhere, env, encoding: 'utf8' })
+  expect(version.stdout, version.stderr).toBe(`keel ${pkg.version}\n`)
+
+  const print = spawnSync(keel, ['-p', 'hello', '--model', 'scripted/demo', '--output-format', 'json'], { cwd: elsewhere, env, encoding: 'utf8' })
+  expect(print.status, print.stderr).toBe(0)
+  expect(JSON.parse(print.stdout)).toMatchObject({ reason: 'completed', model: 'scripted/demo' })
+
+  const serve = spawn(keel, ['serve', '--port', '0', '--model', 'scripted/demo'], { cwd: elsewhere, env })
+  try {
+    let out = ''
+    let err = ''
+    serve.stderr.on('data', (chunk) => { err += chunk })
+    const url = await new Promise<string>((resolve, reject) => {
+      serve.stdout.on('data', (chunk) => {
+        out += chunk
+        const found = /http:\/\/\S+/.exec(out)?.[0]
+        if (found) resolve(found)
+      })
+      serve.on('exit', (code) => reject(new Error(`keel serve exited ${code}: ${err}`)))
+    })
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    const html = await page.text()
+    expect(html).toContain('<!doctype html>')
+    const script = /src="\.?\/?(assets\/[^"]+\.js)"/.exec(html)?.[1]
+    expect(script, html).toBeDefined()
+    expect((await fetch(new URL(script!, url))).status).toBe(200)
+    expect(err).not.toContain('warning')
+  } finally {
+    serve.kill('SIGTERM')
+    await new Promise((done) => serve.once('close', done))
+  }
+}, 180_000)
