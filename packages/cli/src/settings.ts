@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url'
 import { LoaderFile, type EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
 import { flatten, mergeLayers, readSettingsFiles, SettingsError, type Layer, type Merged, type SettingsFile } from '@keel/settings'
+import { validateServers } from '@keel/mcp'
 import { closest, DEFAULT_MODEL, type Flags } from './args.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
@@ -14,11 +15,12 @@ const CORE_KEYS = {
   mode: Schema.union(['read-only', 'ask', 'auto', 'yolo'] as const),
   permissions: Schema.object({ allow: Schema.array(permissionRule), deny: Schema.array(permissionRule) }),
   sandbox: Schema.object({ level: Schema.union(['workspace', 'read-only', 'off'] as const), allowedDomains: Schema.array(String) }),
-  mcpServers: Schema.dict(Schema.union([
-    Schema.object({ command: Schema.string().required(), args: Schema.array(String), env: Schema.dict(String), cwd: Schema.string() }),
-    Schema.object({ url: Schema.string().required(), headers: Schema.dict(String) }),
-  ])),
+  // Checked server by server with @keel/mcp's own rules below, so an error names the server and the key.
+  mcpServers: Schema.dict(Schema.any()),
 } satisfies Record<string, Schema>
+
+/** The composition entry that takes `mcpServers` (as its `servers`). */
+const MCP_ENTRY = 'mcp'
 
 /** The composition entry that takes `mode`, `permissions` and `sandbox` (as `{ mode, allow, deny, sandbox }`). */
 const PERMISSIONS_ENTRY = 'permissions'
@@ -145,6 +147,17 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
       throw new SettingsError(`${files.filter((file) => ['mode', 'permissions', 'sandbox'].some((key) => key in file.data)).map((file) => file.path).join(', ')}: ${expected(error, 'permissions')}`)
     }
     overrides[PERMISSIONS_ENTRY] = config
+  }
+  if (touched.has('mcpServers')) {
+    const where = files.filter((file) => 'mcpServers' in file.data).map((file) => file.path).join(', ')
+    let servers
+    try {
+      servers = validateServers(merged.values.mcpServers ?? {}, 'mcpServers')
+    } catch (error) {
+      throw new SettingsError(`${where}: ${(error as Error).message}`)
+    }
+    const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
+    if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
   }
   return { files, merged, model: merged.values.model as string, baseUrl: merged.values.baseUrl as string | undefined, overrides }
 }

@@ -37,6 +37,20 @@ describe('keel mcp list', () => {
     expect(servers[0]!.tools).toContain('mcp__everything__get-sum')
   })
 
+  test('mcpServers in a settings file are started too; a bad one names the file and the server, exit 2', () => {
+    const cwd = mkdtempSync(join(scratch, 'settings-'))
+    mkdirSync(join(cwd, '.git'))
+    mkdirSync(join(cwd, '.keel'))
+    writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
+    const listed = keel(['mcp', 'list'], cwd)
+    expect(listed.status, listed.stderr).toBe(0)
+    expect(listed.stdout).toContain('everything  ready  stdio  settings\n  mcp__everything__echo\n')
+    writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { broken: { args: ['x'] } } }))
+    const bad = keel(['mcp', 'list'], cwd)
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toBe(`keel: ${join(cwd, '.keel', 'settings.json')}: mcpServers.broken needs "command" (stdio) or "url" (http)\n`)
+  })
+
   test('no servers configured says where to add them', () => {
     const cwd = mkdtempSync(join(scratch, 'empty-'))
     expect(keel(['mcp', 'list'], cwd).stdout).toBe('No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.\n')
