@@ -1,6 +1,6 @@
-import { memo, useEffect, useState } from 'react'
+import { memo, useEffect, useState, type ReactNode } from 'react'
 
-type Highlight = (code: string, language: string) => string | undefined
+type Highlight = (code: string, language: string) => ReactNode | undefined
 
 let loaded: Highlight | undefined
 let loading: Promise<Highlight> | undefined
@@ -11,11 +11,11 @@ function loadHighlighter(): Promise<Highlight> {
   return loading
 }
 
-/** Highlighted markup by language and source, so a block re-rendered with the same text is not highlighted again. */
-const cache = new Map<string, string | undefined>()
+/** Highlighted trees by language and source, so a block re-rendered with the same text is not highlighted again. */
+const cache = new Map<string, ReactNode | undefined>()
 const CACHE_MAX = 200
 
-function highlighted(highlight: Highlight, code: string, language: string): string | undefined {
+function highlighted(highlight: Highlight, code: string, language: string): ReactNode | undefined {
   const key = `${language}\u0000${code}`
   if (cache.has(key)) return cache.get(key)
   const html = highlight(code, language)
@@ -42,7 +42,7 @@ export const CodeBlock = memo(function CodeBlock({ code, language }: { code: str
       {language && <div className="code-language">{language}</div>}
       {html === undefined
         ? <pre><code>{code}</code></pre>
-        : <pre><code className={`hljs language-${language}`} data-highlighted="yes" dangerouslySetInnerHTML={{ __html: html }} /></pre>}
+        : <pre><code className={`hljs language-${language}`} data-highlighted="yes">{html}</code></pre>}
     </div>
   )
 })

@@ -1,6 +1,10 @@
 // The syntax highlighter, loaded on demand (a dynamic import from CodeBlock), so the first paint never waits for it.
-// Only the core and a set of common languages are bundled; an unknown fence language stays plain text.
-import hljs from 'highlight.js/lib/core'
+// lowlight runs highlight.js grammars into a syntax tree that becomes React elements, so no markup string is ever
+// handed to the DOM. Only a set of common languages is bundled; an unknown fence language stays plain text.
+import { toJsxRuntime } from 'hast-util-to-jsx-runtime'
+import { createLowlight } from 'lowlight'
+import type { ReactNode } from 'react'
+import { Fragment, jsx, jsxs } from 'react/jsx-runtime'
 import bash from 'highlight.js/lib/languages/bash'
 import c from 'highlight.js/lib/languages/c'
 import cpp from 'highlight.js/lib/languages/cpp'
@@ -19,14 +23,10 @@ import typescript from 'highlight.js/lib/languages/typescript'
 import xml from 'highlight.js/lib/languages/xml'
 import yaml from 'highlight.js/lib/languages/yaml'
 
-const LANGUAGES = { bash, c, cpp, css, diff, go, java, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml }
-for (const [name, language] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, language)
+const lowlight = createLowlight({ bash, c, cpp, css, diff, go, java, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml })
 
-/**
- * Highlighted HTML for `code`, or undefined when the language is unknown. highlight.js escapes the source text itself
- * (`&`, `<`, `>`, quotes) and adds only `<span class="hljs-…">`, so the result is safe to set as markup.
- */
-export function highlight(code: string, language: string): string | undefined {
-  if (!language || !hljs.getLanguage(language)) return undefined
-  return hljs.highlight(code, { language, ignoreIllegals: true }).value
+/** Highlighted elements for `code` (text nodes in `<span class="hljs-…">`), or undefined when the language is unknown. */
+export function highlight(code: string, language: string): ReactNode | undefined {
+  if (!language || !lowlight.registered(language)) return undefined
+  return toJsxRuntime(lowlight.highlight(language, code), { Fragment, jsx, jsxs })
 }
