@@ -56,8 +56,11 @@ export interface ModelInfo {
 
 /** Tokens as the provider reported them on `assistant/message` events (`usage`), over the whole log. */
 export interface UsageSummary {
-  /** Input plus output tokens summed over every reply of the session. */
-  total: number
+  /**
+   * Input plus output tokens summed over every reply of the session. Absent for a session not open in the host:
+   * summing would mean reading its whole log.
+   */
+  total?: number
   /** The latest reply's input plus output: what the context holds now. Absent before any reported usage. */
   context?: number
 }

@@ -7,7 +7,7 @@ export function addUsage(summary: UsageSummary, event: SessionEvent): UsageSumma
   if (event.type !== 'assistant/message' || !event.data.usage) return summary
   const { input, output } = event.data.usage
   // A provider's `input` already counts cached tokens, so input + output is what the next request starts from.
-  return { total: summary.total + input + output, context: input + output }
+  return { total: (summary.total ?? 0) + input + output, context: input + output }
 }
 
 export const NO_USAGE: UsageSummary = { total: 0 }
@@ -20,18 +20,15 @@ export function usageOfEvents(events: readonly SessionEvent[]): UsageSummary {
 }
 
 /**
- * The summary over a session file up to `asOfSeq`. Unlike a page this reads the whole file (once per opening of a
- * session that is not open here, as resuming it would).
+ * What a session file's tail tells cheaply: the context as of the latest reply at or before `asOfSeq`, read backwards
+ * and stopping at that reply (as pages do). The session's total would mean parsing the whole log, so it is left out;
+ * the total returns once the session is open in this process.
  */
 export function usageOfFile(path: string, asOfSeq: number): UsageSummary {
-  let total = 0
-  let context: number | undefined
-  backscan(path, (event) => {
-    if (event.seq > asOfSeq || event.type !== 'assistant/message' || !event.data.usage) return undefined
-    const { input, output } = event.data.usage
-    total += input + output
-    context ??= input + output
-    return undefined
+  const found = backscan(path, (event) => {
+    if (event.seq > asOfSeq || event.type !== 'assistant/message') return undefined
+    return { usage: event.data.usage }
   })
-  return context === undefined ? { total } : { total, context }
+  const usage = found.value?.usage
+  return usage ? { context: usage.input + usage.output } : {}
 }

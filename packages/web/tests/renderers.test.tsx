@@ -222,5 +222,7 @@ describe('usage', () => {
     usage = foldUsage(usage, reply(2))
     usage = foldUsage(usage, reply(3, { input: 150, output: 10 }))
     expect(usage).toEqual({ total: 280, context: 160 })
+    // A total the host could not know (a session read from its file) is not restarted from zero.
+    expect(foldUsage({ context: 5 }, reply(4, { input: 10, output: 1 }))).toEqual({ context: 11 })
   })
 })

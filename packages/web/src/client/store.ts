@@ -52,14 +52,15 @@ export interface HistorySource {
 }
 
 const NO_TODOS: readonly TodoItem[] = Object.freeze([])
-const NO_USAGE: UsageSummary = Object.freeze({ total: 0 })
+const NO_USAGE: UsageSummary = Object.freeze({})
 
 /** Adds a reply's reported usage (the same rule as the host's usage.ts: input already counts cached tokens). */
 export function foldUsage(usage: UsageSummary, entry: HistoryEntry): UsageSummary {
   const { event } = entry
   if (event.type !== 'assistant/message' || !event.data.usage) return usage
   const used = event.data.usage.input + event.data.usage.output
-  return { total: usage.total + used, context: used }
+  // An unknown total (a session the host read from its file) stays unknown rather than counting from here.
+  return usage.total === undefined ? { context: used } : { total: usage.total + used, context: used }
 }
 
 /** The plan fold: the latest `todo/write` stands until the next `turn/start`. Returns `todos` itself for other events. */
