@@ -13,12 +13,13 @@ import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from '
 import {
   type CompactResult,
   DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES,
-  type CallView, type HistoryEntry, type HistoryPage, type ProjectionsBlock, type RpcError, type RpcErrorCode,
+  type CallView, type HistoryEntry, type HistoryPage, type ModelInfo, type ProjectionsBlock, type RpcError, type RpcErrorCode,
   type RpcMethod, type RpcMethods, type RpcResult, type ServerFrame, type SessionInfo,
 } from './protocol.ts'
 import { sessionFileCwd } from './scope.ts'
 import { clientFile, SECURITY_HEADERS } from './static.ts'
 import { requestToken, tokenMatches } from './token.ts'
+import { usageOfEvents, usageOfFile } from './usage.ts'
 
 export interface WebHostOptions {
   ctx: Context
@@ -286,6 +287,8 @@ export class WebHost {
       if (tail) {
         out.projections = this.liveProjections(live)
         out.running = this.turns.has(sessionId) || this.ctx.agents.get(sessionId)?.status === 'running'
+        out.model = this.modelInfo()
+        out.usage = usageOfEvents(live.events)
       }
       return out
     }
@@ -296,8 +299,18 @@ export class WebHost {
     if (tail) {
       out.projections = this.fileProjections(path, page.lastSeq, page.events)
       out.running = false
+      out.model = this.modelInfo()
+      out.usage = usageOfFile(path, page.lastSeq)
     }
     return out
+  }
+
+  /** The window shown is the one compaction works against: its configured window first, else the model's. */
+  private modelInfo(): ModelInfo {
+    const { provider, model, contextWindow } = this.options.model
+    const compaction = this.ctx.get('compaction') as { config?: { contextWindow?: number } } | undefined
+    const window = compaction?.config?.contextWindow || contextWindow
+    return window ? { provider, model, contextWindow: window } : { provider, model }
   }
 
   private liveProjections(session: Session): ProjectionsBlock {

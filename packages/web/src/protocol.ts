@@ -46,6 +46,25 @@ export interface ProjectionsBlock {
   values: { todos?: TodoItem[] | null; [key: string]: unknown }
 }
 
+/** The model this host runs sessions with. */
+export interface ModelInfo {
+  provider: string
+  model: string
+  /** Tokens the context holds at most: the compaction config's window, else the model's, when either is known. */
+  contextWindow?: number
+}
+
+/** Tokens as the provider reported them on `assistant/message` events (`usage`), over the whole log. */
+export interface UsageSummary {
+  /**
+   * Input plus output tokens summed over every reply of the session. Absent for a session not open in the host:
+   * summing would mean reading its whole log.
+   */
+  total?: number
+  /** The latest reply's input plus output: what the context holds now. Absent before any reported usage. */
+  context?: number
+}
+
 export interface HistoryPage {
   /** Whole events in seq order, starting at a message boundary. */
   events: HistoryEntry[]
@@ -55,6 +74,9 @@ export interface HistoryPage {
   projections?: ProjectionsBlock
   /** Only on the tail page: a turn is running in this process. */
   running?: boolean
+  /** Only on the tail page: the model, and token usage as of the page's last event (live replies add to it). */
+  model?: ModelInfo
+  usage?: UsageSummary
 }
 
 export interface HistoryParams {

@@ -301,3 +301,38 @@ describe.skipIf(typeof subagentPlugin?.apply !== 'function')('with subagents', (
     expect(tail.projections?.values.subagentPlans).toMatchObject({ [callId.callId]: { description: 'Survey', status: 'completed', todos: childPlan } })
   })
 })
+
+describe('model and usage on the tail page', () => {
+  const replies: ScriptStep[] = [
+    { text: 'one', toolCalls: [{ name: 'no_such_tool', arguments: {} }], usage: { input: 1000, output: 50 } },
+    { text: 'two', usage: { input: 1200, output: 30 } },
+    { text: 'three', usage: { input: 1500, output: 20 } },
+  ]
+
+  test('live: the model, its window and usage summed over the whole log (not the page)', async () => {
+    const f = await setup(replies, { contextWindow: 8000 })
+    const { session } = await f.ok('session.create', {})
+    await promptAndWait(f, session.id, 'first')
+    await promptAndWait(f, session.id, 'second')
+    const tail = await f.ok('session.history', { sessionId: session.id, maxMessages: 1 })
+    expect(tail.events.filter((entry) => entry.event.type === 'assistant/message')).toHaveLength(1)
+    expect(tail.model).toEqual({ provider: 'scripted', model: 'script', contextWindow: 8000 })
+    expect(tail.usage).toEqual({ total: 1050 + 1230 + 1520, context: 1520 })
+    // Older pages carry neither.
+    const older = await f.ok('session.history', { sessionId: session.id, beforeSeq: tail.events[0]!.event.seq })
+    expect(older.model).toBeUndefined()
+    expect(older.usage).toBeUndefined()
+  })
+
+  test('from the file: the context of the latest reply, read backwards; no total, and no window when none is known', async () => {
+    const f = await setup(replies)
+    const { session } = await f.ok('session.create', {})
+    await promptAndWait(f, session.id, 'first')
+    await f.host.close()
+    f.host = makeHost(f.k)
+    expect(f.k.ctx.sessions.get(session.id)).toBeUndefined()
+    const tail = await f.ok('session.history', { sessionId: session.id })
+    expect(tail.model).toEqual({ provider: 'scripted', model: 'script' })
+    expect(tail.usage).toEqual({ context: 1230 })
+  })
+})

@@ -4,6 +4,7 @@ import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import { SessionList } from './components/SessionList.tsx'
 import { TodoPanel } from './components/TodoPanel.tsx'
+import { UsageBadge } from './components/UsageBadge.tsx'
 import { Transcript } from './components/Transcript.tsx'
 import { ConversationStore, PAGE_MESSAGES } from './store.ts'
 
@@ -44,6 +45,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [selected, setSelected] = useState<string | null>(sessionFromHash)
   const [stream, setStream] = useState<StreamState>('connecting')
   const [error, setError] = useState<string | null>(null)
+  /** On narrow screens the session list is behind a button in the header. */
+  const [navOpen, setNavOpen] = useState(false)
   const store = useMemo(() => (selected ? new ConversationStore(selected, api, { pageMessages: pageMessages() }) : null), [selected, api])
   const storeRef = useRef(store)
   storeRef.current = store
@@ -90,6 +93,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     setError(null)
     if (window.location.hash !== `#s=${id}`) window.location.hash = `s=${id}`
     setSelected(id)
+    setNavOpen(false)
   }, [])
 
   const create = useCallback(async (): Promise<string | null> => {
@@ -124,8 +128,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
 
   const title = sessions.find((session) => session.id === selected)?.title
   return (
-    <div className="app">
-      <aside className="sidebar">
+    <div className={navOpen ? 'app nav-open' : 'app'}>
+      <aside className="sidebar" id="sidebar">
         <div className="brand">
           <span className="brand-name">Keel</span>
           <span className={`stream-state ${stream}`} title={stream === 'open' ? 'live' : stream === 'connecting' ? 'connecting…' : 'disconnected'} />
@@ -140,8 +144,13 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       </aside>
       <main className="main">
         <header className="conversation-header">
+          <button type="button" className="nav-toggle" data-testid="nav-toggle" aria-controls="sidebar" aria-expanded={navOpen} onClick={() => setNavOpen(!navOpen)}>
+            <span className="nav-icon" aria-hidden="true" />
+            <span className="visually-hidden">Sessions</span>
+          </button>
           <span className="conversation-title">{selected ? title || 'New session' : 'Keel'}</span>
-          {selected && <span className="conversation-id">{selected}</span>}
+          {selected && <span className="conversation-id" title={selected}>{selected.slice(0, 8)}</span>}
+          {store && <UsageBadge store={store} />}
         </header>
         {store ? <Conversation store={store} error={error} onSend={send} onCancel={cancel} /> : (
           <>

@@ -5,7 +5,7 @@
 // uses: a `todo/write` sets it, the next `turn/start` clears it. A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
-import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ServerFrame } from '../protocol.ts'
+import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ModelInfo, ServerFrame, UsageSummary } from '../protocol.ts'
 import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
 
 export const PAGE_MESSAGES = 50
@@ -38,6 +38,10 @@ export interface ConversationSnapshot {
   todos: readonly TodoItem[]
   /** Delegated tasks of the current turn by call id, from the host's `subagentPlans` projection (if it has one). */
   subagentPlans: Readonly<Record<string, SubagentRun>>
+  /** The host's model (from the tail page). */
+  model: ModelInfo | null
+  /** Token usage over the whole log: the tail page's figures plus the replies logged since. */
+  usage: UsageSummary
   /** Seqs of the window's first and last events (-1 when empty). */
   firstSeq: number
   lastSeq: number
@@ -48,6 +52,16 @@ export interface HistorySource {
 }
 
 const NO_TODOS: readonly TodoItem[] = Object.freeze([])
+const NO_USAGE: UsageSummary = Object.freeze({})
+
+/** Adds a reply's reported usage (the same rule as the host's usage.ts: input already counts cached tokens). */
+export function foldUsage(usage: UsageSummary, entry: HistoryEntry): UsageSummary {
+  const { event } = entry
+  if (event.type !== 'assistant/message' || !event.data.usage) return usage
+  const used = event.data.usage.input + event.data.usage.output
+  // An unknown total (a session the host read from its file) stays unknown rather than counting from here.
+  return usage.total === undefined ? { context: used } : { total: usage.total + used, context: used }
+}
 
 /** The plan fold: the latest `todo/write` stands until the next `turn/start`. Returns `todos` itself for other events. */
 export function foldTodos(todos: readonly TodoItem[], entry: HistoryEntry): readonly TodoItem[] {
@@ -71,6 +85,8 @@ export class ConversationStore {
   private plans: Record<string, SubagentRun> = {}
   private plansSeq = -1
   private running = false
+  private model: ModelInfo | null = null
+  private usage: UsageSummary = NO_USAGE
   private partial: { text: string; reasoning: string } | null = null
   private outputs: Record<string, string> = {}
   private hasMore = false
@@ -240,6 +256,8 @@ export class ConversationStore {
       else if (entry.event.type === 'turn/end') running = false
     }
     this.running = page.running ?? running
+    if (page.model) this.model = page.model
+    this.usage = page.usage ?? NO_USAGE
     this.partial = null
     this.outputs = {}
     this.rebuildItems()
@@ -264,6 +282,7 @@ export class ConversationStore {
     this.window.push(entry)
     this.applyItem(entry)
     this.todos = foldTodos(this.todos, entry)
+    this.usage = foldUsage(this.usage, entry)
     const { event } = entry
     if (event.type === 'turn/start') this.running = true
     else if (event.type === 'turn/end') {
@@ -378,6 +397,8 @@ export class ConversationStore {
       olderError: this.olderError,
       todos: this.todos,
       subagentPlans: this.plans,
+      model: this.model,
+      usage: this.usage,
       firstSeq: this.window.length ? this.window[0]!.event.seq : -1,
       lastSeq: this.lastSeq(),
     })

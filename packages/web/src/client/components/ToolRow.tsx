@@ -1,4 +1,5 @@
-import type { ReactNode } from 'react'
+import { useState, type ReactNode } from 'react'
+import { addedRows, isCancelledResult, lastLines, parseUnifiedDiff, type DiffRow } from '../diff.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentRun } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
 import { TodoList } from './TodoList.tsx'
@@ -15,8 +16,12 @@ function prettyArguments(raw: string): string {
   try { return JSON.stringify(JSON.parse(raw), null, 2) } catch { return raw }
 }
 
-function stateOf(item: ToolItem): 'running' | 'ok' | 'error' {
-  return item.result ? (item.result.isError ? 'error' : 'ok') : 'running'
+export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
+
+export function stateOf(item: ToolItem): ToolState {
+  if (!item.result) return 'running'
+  if (!item.result.isError) return 'ok'
+  return isCancelledResult(item.result.text) ? 'cancelled' : 'error'
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */
@@ -38,14 +43,114 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
       )
     }
   }
-  const title = item.view?.title && item.view.title !== item.name ? item.view.title : ''
   const nested = item.name === 'task' && run ? <SubagentPlan run={run} /> : null
+  const diff = diffOf(item)
+  const state = stateOf(item)
+  const tail = output && !item.result ? output : item.result && !item.result.isError ? item.result.text : ''
   return (
-    <Row item={item} label={item.name} summary={<span className="row-summary">{title}</span>} after={nested}>
+    <Row item={item} label={item.name} summary={<span className="row-summary">{summaryOf(item)}</span>} after={
+      <>
+        {diff ? <DiffView diff={diff} /> : tail.trim() && <pre className="tool-preview" data-testid="tool-preview">{lastLines(tail, PREVIEW_LINES)}</pre>}
+        {state === 'error' && item.result && <ErrorLine text={item.result.text} />}
+        {nested}
+      </>
+    }>
       <pre className="tool-args">{clip(prettyArguments(item.arguments))}</pre>
       {output && !item.result && <pre className="tool-output">{output}</pre>}
-      {item.result && <pre className={item.result.isError ? 'tool-result error' : 'tool-result'}>{clip(item.result.text)}</pre>}
+      {item.result && <pre className={state === 'error' ? 'tool-result error' : 'tool-result'}>{clip(item.result.text)}</pre>}
     </Row>
+  )
+}
+
+/** Lines of a tool's output shown in its row without a click. */
+const PREVIEW_LINES = 4
+
+/** The call's title without the tool's name when the title starts with it ("Edit a.txt" under `edit` reads "a.txt"). */
+export function summaryOf(item: ToolItem): string {
+  const title = item.view?.title ?? ''
+  if (!title || title === item.name) return ''
+  const [first, ...rest] = title.split(' ')
+  return first!.toLowerCase() === item.name.toLowerCase() ? rest.join(' ') : title
+}
+
+/** What an `edit` changed (the diff in its result) or what a `write` created (its content as added lines). */
+function diffOf(item: ToolItem): { rows: DiffRow[]; note: string } | undefined {
+  if (!item.result || item.result.isError) return undefined
+  if (item.name === 'edit') {
+    const parsed = parseUnifiedDiff(item.result.text)
+    return parsed && { rows: parsed.rows, note: parsed.summary }
+  }
+  if (item.name === 'write') {
+    const content = contentArgument(item.arguments)
+    // Only a created file's lines are all additions; an overwrite shows the tool's summary alone.
+    const created = item.result.text.startsWith('Created ')
+    return { rows: created && content !== undefined ? addedRows(content) : [], note: item.result.text }
+  }
+  return undefined
+}
+
+function contentArgument(raw: string): string | undefined {
+  try {
+    const args = JSON.parse(raw) as { content?: unknown }
+    return typeof args.content === 'string' ? args.content : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Diffs longer than this are collapsed to their first rows until the reader expands them. */
+export const DIFF_COLLAPSED_ROWS = 40
+
+function DiffView({ diff }: { diff: { rows: DiffRow[]; note: string } }) {
+  const [expanded, setExpanded] = useState(false)
+  const long = diff.rows.length > DIFF_COLLAPSED_ROWS
+  const rows = long && !expanded ? diff.rows.slice(0, DIFF_COLLAPSED_ROWS) : diff.rows
+  return (
+    <div className="diff" data-testid="diff">
+      {diff.note && <div className="diff-note">{diff.note}</div>}
+      {rows.length > 0 && (
+        <div className="diff-scroll">
+          <table className="diff-table">
+            <tbody>
+              {rows.map((row, i) => <DiffLine key={i} row={row} />)}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {long && (
+        <button type="button" className="diff-toggle" data-testid="diff-toggle" onClick={() => setExpanded(!expanded)}>
+          {expanded ? 'Show less' : `Show all ${diff.rows.length} lines`}
+        </button>
+      )}
+    </div>
+  )
+}
+
+function DiffLine({ row }: { row: DiffRow }) {
+  if (row.kind === 'hunk' || row.kind === 'note') {
+    return <tr className={`diff-row diff-${row.kind}`}><td className="diff-no" /><td className="diff-no" /><td className="diff-text">{row.text}</td></tr>
+  }
+  const sign = row.kind === 'add' ? '+' : row.kind === 'del' ? '-' : ' '
+  return (
+    <tr className={`diff-row diff-${row.kind}`} data-testid={`diff-${row.kind}`}>
+      <td className="diff-no">{row.kind === 'add' ? '' : row.oldLine}</td>
+      <td className="diff-no">{row.kind === 'del' ? '' : row.newLine}</td>
+      <td className="diff-text"><span className="diff-sign" aria-hidden="true">{sign}</span>{row.text}</td>
+    </tr>
+  )
+}
+
+/** A failed call's error: one line in the row, the whole text a click away. */
+function ErrorLine({ text }: { text: string }) {
+  const [open, setOpen] = useState(false)
+  const multi = text.includes('\n') || text.length > 120
+  return (
+    <div className={open ? 'tool-error open' : 'tool-error'} data-testid="tool-error">
+      <span className="tool-error-text">{open ? clip(text) : text.split('\n')[0]}</span>
+      {multi && (
+        <button type="button" className="tool-error-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>{open ? 'less' : 'full error'}</button>
+      )}
+    </div>
   )
 }
 
@@ -55,9 +160,11 @@ function Row({ item, label, summary, children, after }: { item: ToolItem; label:
     <div className="tool-block" data-testid="tool-row" data-tool={item.name} data-state={state}>
       <details className="tool-row">
         <summary>
-          <span className={`tool-state ${state}`} aria-label={state} />
+          <span className={`tool-state ${state}`} aria-hidden="true" />
           <span className="tool-name">{label}</span>
           {summary}
+          {state === 'cancelled' && <span className="row-state" data-testid="tool-cancelled">cancelled</span>}
+          {state === 'error' && <span className="row-state error">error</span>}
         </summary>
         <div className="tool-body">{children}</div>
       </details>

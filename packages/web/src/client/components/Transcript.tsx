@@ -1,8 +1,9 @@
-import { useEffect, useLayoutEffect, useRef } from 'react'
+import { useDeferredValue, useEffect, useLayoutEffect, useRef } from 'react'
+import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
 import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
 import { ToolRow } from './ToolRow.tsx'
 
-/** Messages and tool rows. All model and tool text is rendered as text nodes. */
+/** Messages and tool rows. Assistant text is Markdown (raw HTML in it stays text); everything else is text nodes. */
 export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSnapshot; onLoadOlder: () => void }) {
   const scroller = useRef<HTMLDivElement>(null)
   const pinned = useRef(true)
@@ -43,7 +44,7 @@ export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSn
         {snapshot.partial && (snapshot.partial.text || snapshot.partial.reasoning) && (
           <div className="message assistant streaming" data-testid="streaming">
             {snapshot.partial.reasoning && <div className="reasoning">{snapshot.partial.reasoning}</div>}
-            <div className="message-text">{snapshot.partial.text}</div>
+            <StreamingText text={snapshot.partial.text} />
           </div>
         )}
         {snapshot.running && !snapshot.partial && <div className="working" aria-live="polite">Working…</div>}
@@ -67,7 +68,7 @@ function Item({ item, snapshot }: { item: TranscriptItem; snapshot: Conversation
           {item.reasoning && (
             <details className="reasoning-block"><summary>Reasoning</summary><div className="reasoning">{item.reasoning}</div></details>
           )}
-          {item.text && <div className="message-text">{item.text}</div>}
+          {item.text && <div className="message-text"><Markdown text={item.text} /></div>}
         </div>
       )
     case 'tool':
@@ -75,4 +76,10 @@ function Item({ item, snapshot }: { item: TranscriptItem; snapshot: Conversation
     case 'notice':
       return <div className={`notice ${item.tone}`}>{item.text}</div>
   }
+}
+
+/** The reply as it streams: rendered at the pace React can keep up with, so a fast stream never blocks typing. */
+function StreamingText({ text }: { text: string }) {
+  const deferred = useDeferredValue(text)
+  return <div className="message-text"><Markdown text={deferred} /></div>
 }

@@ -1,0 +1,34 @@
+// Token figures for the page header, from the usage providers report on `assistant/message` events.
+import { backscan, type SessionEvent } from '@keel/session'
+import type { UsageSummary } from './protocol.ts'
+
+/** Adds one event to a summary; events without reported usage leave it as it is. */
+export function addUsage(summary: UsageSummary, event: SessionEvent): UsageSummary {
+  if (event.type !== 'assistant/message' || !event.data.usage) return summary
+  const { input, output } = event.data.usage
+  // A provider's `input` already counts cached tokens, so input + output is what the next request starts from.
+  return { total: (summary.total ?? 0) + input + output, context: input + output }
+}
+
+export const NO_USAGE: UsageSummary = { total: 0 }
+
+/** The summary over a log held in memory. */
+export function usageOfEvents(events: readonly SessionEvent[]): UsageSummary {
+  let summary = NO_USAGE
+  for (const event of events) summary = addUsage(summary, event)
+  return summary
+}
+
+/**
+ * What a session file's tail tells cheaply: the context as of the latest reply at or before `asOfSeq`, read backwards
+ * and stopping at that reply (as pages do). The session's total would mean parsing the whole log, so it is left out;
+ * the total returns once the session is open in this process.
+ */
+export function usageOfFile(path: string, asOfSeq: number): UsageSummary {
+  const found = backscan(path, (event) => {
+    if (event.seq > asOfSeq || event.type !== 'assistant/message') return undefined
+    return { usage: event.data.usage }
+  })
+  const usage = found.value?.usage
+  return usage ? { context: usage.input + usage.output } : {}
+}
