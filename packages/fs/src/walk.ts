@@ -1,6 +1,8 @@
-import { readFile, stat } from 'node:fs/promises'
+import { lstat, readFile, stat } from 'node:fs/promises'
 import { dirname, join, sep } from 'node:path'
+import type { Readable } from 'node:stream'
 import { GitignoreRules } from './gitignore.ts'
+import { yieldToLoop } from './limit.ts'
 import { isInside } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
@@ -23,6 +25,8 @@ export interface WalkOptions {
   deep?: number
   /** A pattern without a slash matches at any depth. */
   baseNameMatch?: boolean
+  /** Stops the walk (cancel, or the call's time limit): the walk rejects with the signal's reason. */
+  signal: AbortSignal
 }
 
 export interface WalkResult {
@@ -59,11 +63,53 @@ async function loadRules(root: string, cwd: string): Promise<GitignoreRules> {
   return rules
 }
 
+/** Rejects with the abort reason; fast-glob has no signal of its own, so its stream is destroyed instead. */
+async function collect<T>(stream: Readable, signal: AbortSignal): Promise<T[]> {
+  const out: T[] = []
+  const stop = () => stream.destroy()
+  signal.addEventListener('abort', stop, { once: true })
+  try {
+    for await (const item of stream) {
+      if (signal.aborted) break
+      out.push(item as T)
+    }
+  } finally {
+    signal.removeEventListener('abort', stop)
+  }
+  if (signal.aborted) throw signal.reason
+  return out
+}
+
+/**
+ * Whether every folder on `rel`'s path below the root is a real directory. fast-glob does not descend into
+ * symlinked folders, but a pattern's literal part (`rootlink/etc/*`, `rootlink/etc/passwd`) is opened as a path and
+ * the OS follows links in it; such entries are dropped, so a walk never lists or reads through a link.
+ */
+class RealDirs {
+  private readonly known = new Map<string, Promise<boolean>>()
+  constructor(private readonly root: string) {}
+
+  under(rel: string): Promise<boolean> {
+    const slash = rel.lastIndexOf('/')
+    return slash < 0 ? Promise.resolve(true) : this.dir(rel.slice(0, slash))
+  }
+
+  private dir(rel: string): Promise<boolean> {
+    let verdict = this.known.get(rel)
+    if (!verdict) {
+      verdict = this.under(rel).then((parentOk) => parentOk && lstat(join(this.root, rel.split('/').join(sep))).then((info) => info.isDirectory(), () => false))
+      this.known.set(rel, verdict)
+    }
+    return verdict
+  }
+}
+
 /**
  * fast-glob does the walking; `ignore` decides what .gitignore hides. Symlinks are not followed, so a link inside
- * the cwd cannot pull a walk outside it.
+ * the cwd cannot pull a walk outside it (see RealDirs for the literal parts of a pattern).
  */
 export async function walk(options: WalkOptions): Promise<WalkResult> {
+  const { signal } = options
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
   const rules = await loadRules(options.root, options.cwd)
@@ -76,20 +122,29 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
     // Listing one level descends nowhere, and leaving the ignore list empty lets hidden entries be counted.
     ignore: options.deep === 1 ? [] : [...skipped, ...rules.pruneGlobs()],
   }
+  type Found = { path: string; dirent: import('node:fs').Dirent }
   const nested = options.deep === 1
     ? Promise.resolve([] as string[])
-    : fg(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity })
+    : collect<string>(fg.stream(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity }) as Readable, signal)
   const [found, gitignores] = await Promise.all([
-    fg(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }),
+    collect<Found>(fg.stream(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }) as Readable, signal),
     nested,
   ])
   await Promise.all(gitignores.filter((path) => path !== '.gitignore').map(async (path) => {
     const text = await readText(join(options.root, path))
     if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
   }))
+  const real = new RealDirs(options.root)
   const entries: WalkEntry[] = []
   let hidden = 0
-  for (const entry of found) {
+  for (let i = 0; i < found.length; i++) {
+    // Deciding .gitignore for a huge tree is synchronous work: give the loop (and a cancel) a turn now and then.
+    if (i % 2000 === 1999) {
+      await yieldToLoop()
+      if (signal.aborted) throw signal.reason
+    }
+    const entry = found[i]!
+    if (!await real.under(entry.path)) continue
     const kind = entry.dirent.isDirectory() ? 'dir' : entry.dirent.isFile() ? 'file' : entry.dirent.isSymbolicLink() ? 'symlink' : 'other'
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
     if (entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) || rules.ignores(entry.path, kind === 'dir')) hidden++
