@@ -20,11 +20,11 @@ export class CallLimit {
   }
 
   private timeoutMessage(): string {
-    const seconds = Math.round(this.timeoutMs / 100) / 10
+    const after = this.timeoutMs < 1000 ? `${this.timeoutMs} ms` : `${Math.round(this.timeoutMs / 100) / 10} s`
     const why = this.tool === 'grep'
       ? 'the pattern may backtrack catastrophically (nested quantifiers such as (a+)+), or the search is too wide; simplify the pattern or narrow path and glob'
       : this.tool === 'read' ? 'read a smaller part of the file with offset and limit' : 'narrow the path or pattern'
-    return `${this.tool} ran out of time: stopped after ${seconds} s (config timeoutMs); ${why}`
+    return `${this.tool} ran out of time: stopped after ${after} (config timeoutMs); ${why}`
   }
 
   /** Throws the reason (aborted, or out of time) once the call should stop. */
@@ -34,7 +34,9 @@ export class CallLimit {
 
   /** Settles with `promise`, or rejects as soon as the call should stop (the work itself may run on unobserved). */
   race<T>(promise: Promise<T>): Promise<T> {
-    this.check()
+    // Whatever the work ends with after the call has stopped is nobody's business: never an unhandled rejection.
+    promise.catch(() => undefined)
+    if (this.signal.aborted) return Promise.reject(this.signal.reason as Error)
     return new Promise<T>((resolve, reject) => {
       const stop = () => reject(this.signal.reason as Error)
       this.signal.addEventListener('abort', stop, { once: true })
