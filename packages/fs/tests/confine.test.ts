@@ -1,6 +1,6 @@
 // Confinement for every path a tool opens, lists, writes or walks into: dangling links, chains, symlinked folders,
 // `..` inside link targets, /proc magic links, and walks whose glob names a path through a link.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -58,6 +58,20 @@ describe('write never lands outside the cwd', () => {
     const result = await t.run('write', { path: 'dangling-inside', content: 'ok\n' })
     expect(result).toEqual({ isError: false, text: 'Created dangling-inside: 3 bytes, 1 line.' })
     expect(readFileSync(join(t.cwd, 'made/here.txt'), 'utf8')).toBe('ok\n')
+  })
+})
+
+describe('writes go through a temp file and a rename', () => {
+  it('keep the file\'s mode, keep a link that points inside, and leave no temp file behind', async () => {
+    const script = t.put('tool.sh', 'echo one\n')
+    chmodSync(script, 0o750)
+    symlinkSync('tool.sh', join(t.cwd, 'tool-link'))
+    expect((await t.run('edit', { path: 'tool-link', old_string: 'one', new_string: 'two' })).isError).toBe(false)
+    expect((await t.run('write', { path: 'tool.sh', content: 'echo three\n' })).text).toBe('Overwrote tool.sh: 11 bytes, 1 line.')
+    expect(statSync(script).mode & 0o777).toBe(0o750)
+    expect(lstatSync(join(t.cwd, 'tool-link')).isSymbolicLink()).toBe(true)
+    expect(readFileSync(join(t.cwd, 'tool-link'), 'utf8')).toBe('echo three\n')
+    expect(readdirSync(t.cwd).filter((name) => name.includes('keel-tmp'))).toEqual([])
   })
 })
 
