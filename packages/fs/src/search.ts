@@ -57,7 +57,8 @@ async function grep(config: Config, target: ResolvedPath, regex: RegExp, args: {
     files = ['']
   }
 
-  const matcher = new RegexMatcher(regex.source, regex.flags, limit.signal)
+  // Started on the first batch: a search that finds no file to read never spawns a worker.
+  let matcher: RegexMatcher | undefined
   const shown: string[] = []
   let matches = 0
   let matchedFiles = 0
@@ -67,6 +68,7 @@ async function grep(config: Config, target: ResolvedPath, regex: RegExp, args: {
   let batchBytes = 0
   const flush = async () => {
     if (!batch.length) return
+    matcher ??= new RegexMatcher(regex.source, regex.flags, limit.signal)
     const results = await limit.race(matcher.match(batch, config.maxGrepMatches - shown.length))
     for (const result of results) {
       if (result.count) matchedFiles++
@@ -94,6 +96,7 @@ async function grep(config: Config, target: ResolvedPath, regex: RegExp, args: {
           tooLarge++
           continue
         }
+        // A file that grew past the limit since it was measured counts as too large.
         const bytes = await readAll(opened.handle, config.maxGrepFileBytes, () => new Error('grown')).catch(() => undefined)
         if (!bytes) { tooLarge++; continue }
         if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text') {
@@ -110,7 +113,7 @@ async function grep(config: Config, target: ResolvedPath, regex: RegExp, args: {
     }
     await flush()
   } finally {
-    void matcher.close()
+    void matcher?.close()
   }
 
   const notes: string[] = []
