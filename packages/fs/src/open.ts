@@ -53,7 +53,8 @@ export interface OpenedFile {
  */
 export async function openRegular(real: string, display: string, scope: Scope, tool: string): Promise<OpenedFile> {
   const before = await lstat(real).catch((error) => {
-    if (codeOf(error) === 'ENOENT') throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
+    const code = codeOf(error)
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
     throw error
   })
   // `real` has no symlinks left in it; one here means the path changed after it was checked.

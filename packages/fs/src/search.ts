@@ -6,7 +6,7 @@ import type { Config } from './config.ts'
 import { clip, formatBytes, plural } from './format.ts'
 import { limited, type CallLimit } from './limit.ts'
 import { GREP_LINE_CHARS, RegexMatcher, type FileToSearch } from './matcher.ts'
-import { openRegular, readAll } from './open.ts'
+import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 import { walk } from './walk.ts'
@@ -169,7 +169,7 @@ export function lsTool(config: Config) {
 
 async function ls(config: Config, target: ResolvedPath, limit: CallLimit): Promise<string> {
   const info = await statTarget(target)
-  if (!info.isDirectory()) throw new Error(`${target.display} is a file, not a directory; use read to see it`)
+  if (!info.isDirectory()) throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory${info.isFile() ? '; use read to see it' : ''}`)
   const { entries, hidden } = await walk({ root: target.real, cwd: target.realCwd, patterns: ['*'], onlyFiles: false, deep: 1, signal: limit.signal })
   const dirs = entries.filter((entry) => entry.kind === 'dir')
   const rest = entries.filter((entry) => entry.kind !== 'dir')
@@ -199,7 +199,7 @@ export function globTool(config: Config) {
       const target = await resolvePath(args.path ?? '.', exec, config)
       return limited('glob', exec.signal, config.timeoutMs, async (limit) => {
         const info = await statTarget(target)
-        if (!info.isDirectory()) throw new Error(`${target.display} is a file, not a directory`)
+        if (!info.isDirectory()) throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
         const { entries } = await walk({ root: target.real, cwd: target.realCwd, patterns: [args.pattern], onlyFiles: true, signal: limit.signal })
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries.slice(0, config.maxEntries).map((entry) => displayPath(target.cwd, join(target.absolute, entry.path.split('/').join(sep))))

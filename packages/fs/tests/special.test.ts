@@ -50,6 +50,15 @@ describe('named special files are refused by name', () => {
   }, timeout)
 })
 
+describe('a special file on the way to a path', () => {
+  it('is no folder: nothing blocks, and the error says what is wrong', async () => {
+    expect(await t.run('write', { path: 'pipe/x.txt', content: 'x' })).toEqual({ isError: true, text: 'Error: pipe/x.txt: pipe is not a directory' })
+    expect(await t.run('read', { path: 'pipe/x.txt' })).toEqual({ isError: true, text: 'Error: pipe/x.txt does not exist' })
+    expect(await t.run('ls', { path: 'pipe' })).toEqual({ isError: true, text: 'Error: pipe is a FIFO (named pipe), not a directory' })
+    expect(await t.run('glob', { pattern: '*', path: 'sock' })).toEqual({ isError: true, text: 'Error: sock is a socket, not a directory' })
+  }, timeout)
+})
+
 describe('walks skip special files', () => {
   it('grep and glob pass over FIFOs and sockets, even when the glob names one', async () => {
     expect((await t.run('grep', { pattern: 'needle' })).text).toBe('plain.txt:1: needle\nsub/keep.txt:1: needle')
