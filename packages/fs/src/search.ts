@@ -51,7 +51,7 @@ async function grep(config: Config, target: ResolvedPath, regex: RegExp, args: {
   const single = !info.isDirectory()
   let files: string[]
   if (!single) {
-    const found = await walk({ root: target.real, cwd: target.realCwd, patterns: [args.glob ?? '**/*'], onlyFiles: true, baseNameMatch: true, signal: limit.signal })
+    const found = await walk({ root: target.real, cwd: target.realCwd, confined: target.confined, patterns: [args.glob ?? '**/*'], onlyFiles: true, baseNameMatch: true, signal: limit.signal })
     files = found.entries.map((entry) => entry.path.split('/').join(sep))
   } else {
     files = ['']
@@ -170,7 +170,7 @@ export function lsTool(config: Config) {
 async function ls(config: Config, target: ResolvedPath, limit: CallLimit): Promise<string> {
   const info = await statTarget(target)
   if (!info.isDirectory()) throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory${info.isFile() ? '; use read to see it' : ''}`)
-  const { entries, hidden } = await walk({ root: target.real, cwd: target.realCwd, patterns: ['*'], onlyFiles: false, deep: 1, signal: limit.signal })
+  const { entries, hidden } = await walk({ root: target.real, cwd: target.realCwd, confined: target.confined, patterns: ['*'], onlyFiles: false, deep: 1, signal: limit.signal })
   const dirs = entries.filter((entry) => entry.kind === 'dir')
   const rest = entries.filter((entry) => entry.kind !== 'dir')
   const lines: string[] = []
@@ -200,7 +200,7 @@ export function globTool(config: Config) {
       return limited('glob', exec.signal, config.timeoutMs, async (limit) => {
         const info = await statTarget(target)
         if (!info.isDirectory()) throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
-        const { entries } = await walk({ root: target.real, cwd: target.realCwd, patterns: [args.pattern], onlyFiles: true, signal: limit.signal })
+        const { entries } = await walk({ root: target.real, cwd: target.realCwd, confined: target.confined, patterns: [args.pattern], onlyFiles: true, signal: limit.signal })
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries.slice(0, config.maxEntries).map((entry) => displayPath(target.cwd, join(target.absolute, entry.path.split('/').join(sep))))
         if (entries.length > config.maxEntries) lines.push(`… ${plural(entries.length - config.maxEntries, 'more file')} not shown (${entries.length} match); narrow the pattern.`)

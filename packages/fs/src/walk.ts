@@ -1,9 +1,10 @@
-import { lstat, readFile, stat } from 'node:fs/promises'
+import { lstat, stat } from 'node:fs/promises'
 import { dirname, join, sep } from 'node:path'
 import type { Readable } from 'node:stream'
 import { GitignoreRules } from './gitignore.ts'
 import { yieldToLoop } from './limit.ts'
-import { isInside } from './paths.ts'
+import { openRegular, readAll } from './open.ts'
+import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
 export const ALWAYS_SKIPPED = ['node_modules', '.git']
@@ -18,8 +19,10 @@ export interface WalkOptions {
   root: string
   /** fast-glob patterns relative to the root. */
   patterns: string[]
-  /** The agent's cwd: where .gitignore lookup stops outside a git repository. */
+  /** The agent's cwd (symlinks resolved): where .gitignore lookup stops outside a git repository. */
   cwd: string
+  /** Whether the .gitignore files under the root must lie inside the cwd. */
+  confined: boolean
   onlyFiles: boolean
   /** 1 lists the root only. */
   deep?: number
@@ -36,7 +39,23 @@ export interface WalkResult {
 }
 
 const exists = (path: string) => stat(path).then(() => true, () => false)
-const readText = (path: string) => readFile(path, 'utf8').catch(() => undefined)
+/** Larger .gitignore files are not read. */
+const MAX_GITIGNORE_BYTES = 1024 * 1024
+
+/**
+ * A .gitignore comes from the repository, so it gets the same care as any file a tool reads: a regular file only (a
+ * FIFO would block, /dev/zero would never end), not through a symlink (git does not follow one either), inside the
+ * cwd when the walk is (the ones above the cwd, up to the repository top, are read on purpose), and at most 1 MB.
+ */
+function readText(path: string, scope: Scope): Promise<string | undefined> {
+  return openRegular(path, path, scope, 'read').then(async ({ handle }) => {
+    try {
+      return (await readAll(handle, MAX_GITIGNORE_BYTES, () => new Error('too large'))).toString('utf8')
+    } finally {
+      await handle.close()
+    }
+  }).catch(() => undefined)
+}
 
 /** The directories above `root` whose .gitignore applies: up to the repository top, or to the cwd outside a repo. */
 async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
@@ -51,14 +70,14 @@ async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
   return isInside(cwd, root) ? dirs.filter((dir) => isInside(cwd, dir)) : []
 }
 
-async function loadRules(root: string, cwd: string): Promise<GitignoreRules> {
+async function loadRules(root: string, cwd: string, scope: Scope): Promise<GitignoreRules> {
   const rules = new GitignoreRules(root)
   for (const dir of await ancestorDirs(root, cwd)) {
-    const text = await readText(join(dir, '.gitignore'))
+    const text = await readText(join(dir, '.gitignore'), { realCwd: cwd, confined: false })
     if (text !== undefined) rules.add(dir, text)
   }
   if (rules.rootIgnored()) rules.dropAncestors()
-  const own = await readText(join(root, '.gitignore'))
+  const own = await readText(join(root, '.gitignore'), scope)
   if (own !== undefined) rules.add(root, own)
   return rules
 }
@@ -112,7 +131,8 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
   const { signal } = options
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
-  const rules = await loadRules(options.root, options.cwd)
+  const scope: Scope = { realCwd: options.cwd, confined: options.confined }
+  const rules = await loadRules(options.root, options.cwd, scope)
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
   const base = {
     cwd: options.root,
@@ -131,7 +151,7 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
     nested,
   ])
   await Promise.all(gitignores.filter((path) => path !== '.gitignore').map(async (path) => {
-    const text = await readText(join(options.root, path))
+    const text = await readText(join(options.root, path), scope)
     if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
   }))
   const real = new RealDirs(options.root)

@@ -68,6 +68,25 @@ describe('walks skip special files', () => {
   }, timeout)
 })
 
+describe('.gitignore files are read with the same care', () => {
+  it('a FIFO, a link to /dev/zero or a link outside as .gitignore is passed over, not read', async () => {
+    const repo = await fsKeel({ allowOutsideCwd: true })
+    try {
+      repo.put('a.txt', 'needle\n')
+      repo.put('sub/b.txt', 'needle\n')
+      repo.put('deeper/c.txt', 'needle\n')
+      execFileSync('mkfifo', [join(repo.cwd, '.gitignore')])
+      symlinkSync('/dev/zero', join(repo.cwd, 'sub/.gitignore'))
+      symlinkSync('/etc/hostname', join(repo.cwd, 'deeper/.gitignore'))
+      expect((await repo.run('grep', { pattern: 'needle' })).text).toBe('a.txt:1: needle\ndeeper/c.txt:1: needle\nsub/b.txt:1: needle')
+      expect((await repo.run('glob', { pattern: '**/*.txt' })).text).toBe('a.txt\ndeeper/c.txt\nsub/b.txt')
+      expect((await repo.run('ls', { path: 'sub' })).text).toBe('.gitignore -> /dev/zero\nb.txt')
+    } finally {
+      await repo.dispose()
+    }
+  }, timeout)
+})
+
 describe('devices', () => {
   it('refuses a character device by name, directly or through a link (allowOutsideCwd, so only the kind stops it)', async () => {
     const open = await fsKeel({ allowOutsideCwd: true })
