@@ -14,7 +14,6 @@ export class CallLimit {
       this.timedOut = true
       this.controller.abort(new Error(this.timeoutMessage()))
     }, timeoutMs)
-    this.timer.unref()
     if (parent.aborted) this.onAbort()
     else parent.addEventListener('abort', this.onAbort, { once: true })
   }

@@ -73,7 +73,6 @@ export class RegexMatcher {
       // A pathological pattern or file must not take the host's memory with it.
       resourceLimits: { maxOldGenerationSizeMb: 512 },
     })
-    this.worker.unref()
     this.worker.on('message', (results: FileMatches[]) => {
       const pending = this.pending
       this.pending = undefined
