@@ -11,6 +11,7 @@ export interface Config {
   maxGrepFileBytes: number
   maxEntries: number
   maxDiffLines: number
+  timeoutMs: number
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -25,4 +26,5 @@ export const Config: Schema<Config> = Schema.object({
   maxGrepFileBytes: Schema.natural().min(1).default(10 * 1024 * 1024).description('Larger files are skipped by `grep` (and counted in its result).'),
   maxEntries: Schema.natural().min(1).default(500).description('Entries `ls` and `glob` show.'),
   maxDiffLines: Schema.natural().min(1).default(120).description('Lines of the diff an `edit` result shows.'),
+  timeoutMs: Schema.natural().min(1).default(30_000).description('Longest one file-tool call may run (a grep, a walk of a huge tree, a huge file); past it the call ends with an error saying so.'),
 })

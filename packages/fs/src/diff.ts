@@ -1,6 +1,8 @@
 // A small line diff (Myers' O((N+M)·D) algorithm on the part between the common prefix and suffix) and a unified
-// diff printer. Edits touch a few lines of a file, so D stays small; past `maxEdits` the changed middle is shown
-// as one block replacement, which is still a correct diff, just not a minimal one.
+// diff printer. Edits touch a few lines of a file, so D stays small; past `maxEdits`, or once the search has taken
+// `maxWork` steps, the changed middle is shown as one block replacement, which is still a correct diff, just not a
+// minimal one. Lines are compared as numbers (one id per distinct line), so a megabyte-long line costs one hash,
+// not one string comparison per step: the whole diff stays bounded and fast whatever the file looks like.
 
 export type DiffOp = { op: 'equal' | 'delete' | 'insert'; line: string }
 
@@ -10,7 +12,10 @@ export function splitLines(text: string): string[] {
   return text.split(/(?<=\n)/)
 }
 
-function myers(a: readonly string[], b: readonly string[], maxEdits: number): DiffOp[] | undefined {
+/** Steps (diagonal probes plus snake moves) one diff may take before it settles for a block replacement. */
+const MAX_WORK = 5_000_000
+
+function myers(a: ArrayLike<number>, b: ArrayLike<number>, maxEdits: number): Array<'equal' | 'delete' | 'insert'> | undefined {
   const n = a.length
   const m = b.length
   const max = n + m
@@ -18,23 +23,27 @@ function myers(a: readonly string[], b: readonly string[], maxEdits: number): Di
   const v = new Int32Array(2 * max + 3)
   // trace[d] holds v for diagonals -d-1..d+1 as they stood before round d: all backtracking needs, O(D²) in total.
   const trace: Int32Array[] = []
+  let work = 0
   for (let d = 0; d <= Math.min(max, maxEdits); d++) {
     trace.push(v.slice(offset - d - 1, offset + d + 2))
     for (let k = -d; k <= d; k += 2) {
       let x = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
       let y = x - k
+      const start = x
       while (x < n && y < m && a[x] === b[y]) { x++; y++ }
+      work += 1 + x - start
       v[offset + k] = x
-      if (x >= n && y >= m) return backtrack(a, b, trace, d)
+      if (x >= n && y >= m) return backtrack(n, m, trace, d)
     }
+    if (work > MAX_WORK) return undefined
   }
   return undefined
 }
 
-function backtrack(a: readonly string[], b: readonly string[], trace: Int32Array[], found: number): DiffOp[] {
-  const ops: DiffOp[] = []
-  let x = a.length
-  let y = b.length
+function backtrack(n: number, m: number, trace: Int32Array[], found: number): Array<'equal' | 'delete' | 'insert'> {
+  const ops: Array<'equal' | 'delete' | 'insert'> = []
+  let x = n
+  let y = m
   for (let d = found; d >= 0; d--) {
     const before = trace[d]!
     const at = (k: number) => before[k + d + 1]!
@@ -43,12 +52,18 @@ function backtrack(a: readonly string[], b: readonly string[], trace: Int32Array
     const prevX = at(prevK)
     const prevY = prevX - prevK
     while (x > prevX && y > prevY) {
-      ops.push({ op: 'equal', line: a[--x]! })
+      ops.push('equal')
+      x--
       y--
     }
     if (d > 0) {
-      if (x === prevX) ops.push({ op: 'insert', line: b[--y]! })
-      else ops.push({ op: 'delete', line: a[--x]! })
+      if (x === prevX) {
+        ops.push('insert')
+        y--
+      } else {
+        ops.push('delete')
+        x--
+      }
     }
   }
   return ops.reverse()
@@ -62,10 +77,28 @@ export function diffLines(a: readonly string[], b: readonly string[], maxEdits =
   while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB-- }
   const midA = a.slice(start, endA)
   const midB = b.slice(start, endB)
-  const middle = myers(midA, midB, maxEdits) ?? [
-    ...midA.map((line): DiffOp => ({ op: 'delete', line })),
-    ...midB.map((line): DiffOp => ({ op: 'insert', line })),
-  ]
+  const ids = new Map<string, number>()
+  const idsOf = (lines: string[]) => Int32Array.from(lines, (line) => {
+    let id = ids.get(line)
+    if (id === undefined) ids.set(line, id = ids.size)
+    return id
+  })
+  const script = myers(idsOf(midA), idsOf(midB), maxEdits)
+  let middle: DiffOp[]
+  if (script) {
+    middle = []
+    let i = 0
+    let j = 0
+    for (const op of script) {
+      if (op === 'equal') { middle.push({ op, line: midA[i++]! }); j++ } else if (op === 'delete') middle.push({ op, line: midA[i++]! })
+      else middle.push({ op, line: midB[j++]! })
+    }
+  } else {
+    middle = [
+      ...midA.map((line): DiffOp => ({ op: 'delete', line })),
+      ...midB.map((line): DiffOp => ({ op: 'insert', line })),
+    ]
+  }
   return [
     ...a.slice(0, start).map((line): DiffOp => ({ op: 'equal', line })),
     ...middle,

@@ -1,9 +1,10 @@
-import { readFile, stat, writeFile } from 'node:fs/promises'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
 import { unifiedDiff } from './diff.ts'
 import { formatBytes, plural } from './format.ts'
+import { cutChars } from './lines.ts'
+import { readAll, replaceFile, withRegular } from './open.ts'
 import { resolvePath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 
@@ -25,11 +26,12 @@ export function occurrences(text: string, needle: string): number[] {
 export function lineNumbersOf(text: string, offsets: readonly number[]): number[] {
   const out: number[] = []
   let line = 1
-  let scanned = 0
+  // The next newline is remembered, not searched for again per offset: a long line with many matches stays linear.
+  let newline = text.indexOf('\n')
   for (const offset of offsets) {
-    for (let at = text.indexOf('\n', scanned); at >= 0 && at < offset; at = text.indexOf('\n', at + 1)) {
+    while (newline >= 0 && newline < offset) {
       line++
-      scanned = at + 1
+      newline = text.indexOf('\n', newline + 1)
     }
     out.push(line)
   }
@@ -65,6 +67,12 @@ function notFoundHint(text: string, oldString: string): string {
   return 'Read the file again and copy the text exactly, whitespace included.'
 }
 
+/** A diff line of a minified file could be megabytes; the result shows its start and says how long it was. */
+function cutDiffLine(line: string, max: number): string {
+  if (line.length <= max + 1) return line
+  return `${cutChars(line, max + 1)} … [line cut at ${max} characters; ${line.length - 1} in full]`
+}
+
 export function editTool(config: Config) {
   return defineTool({
     name: 'edit',
@@ -73,13 +81,13 @@ export function editTool(config: Config) {
     presentCall: (args) => ({ title: `Edit ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
-      const info = await stat(target.absolute).catch(() => undefined)
-      if (!info) throw new Error(`${target.display} does not exist; use write to create it`)
-      if (info.isDirectory()) throw new Error(`${target.display} is a directory`)
-      if (info.size > config.maxEditBytes) throw new Error(`${target.display} is ${formatBytes(info.size)}, over the ${formatBytes(config.maxEditBytes)} edit limit`)
-      if (args.old_string === '') throw new Error('old_string is empty; to create or overwrite a whole file use write')
-      if (args.old_string === args.new_string) throw new Error('old_string and new_string are identical; there is nothing to change')
-      const bytes = await readFile(target.absolute)
+      const tooLarge = (size: number) => new Error(`${target.display} is ${formatBytes(size)}, over the ${formatBytes(config.maxEditBytes)} edit limit`)
+      const { bytes, mode } = await withRegular(target, 'edit', async ({ handle, stats }) => {
+        if (stats.size > config.maxEditBytes) throw tooLarge(stats.size)
+        if (args.old_string === '') throw new Error('old_string is empty; to create or overwrite a whole file use write')
+        if (args.old_string === args.new_string) throw new Error('old_string and new_string are identical; there is nothing to change')
+        return { bytes: await readAll(handle, config.maxEditBytes, () => tooLarge(stats.size)), mode: stats.mode & 0o7777 }
+      })
       const kind = sniff(bytes.subarray(0, SNIFF_BYTES))
       if (kind.kind !== 'text') throw new Error(`${target.display} is not a text file${kind.kind === 'binary' ? ` (${kind.why})` : ''}; edit changes text files only`)
       const text = bytes.toString('utf8')
@@ -104,10 +112,10 @@ export function editTool(config: Config) {
         : text.slice(0, found[0]) + chosen.new + text.slice(found[0]! + chosen.old.length)
       if (updated === text) throw new Error('the edit changes nothing once line endings are matched to the file')
       if (exec.signal.aborted) throw new Error('edit aborted before writing')
-      await writeFile(target.absolute, updated, 'utf8')
+      await replaceFile(target, updated, { create: false, mode, signal: exec.signal })
 
       const diff = unifiedDiff(text, updated)
-      const shown = diff.lines.slice(0, config.maxDiffLines)
+      const shown = diff.lines.slice(0, config.maxDiffLines).map((line) => cutDiffLine(line, config.maxLineChars))
       if (diff.lines.length > shown.length) shown.push(`… ${plural(diff.lines.length - shown.length, 'more diff line')} not shown`)
       const where = found.length === 1 ? `1 replacement at line ${lines[0]}` : `${found.length} replacements at ${new Set(lines).size === 1 ? 'line' : 'lines'} ${listLines(lines)}`
       const endings = chosen.crlf ? '; CRLF line endings kept' : ''

@@ -14,6 +14,8 @@ export interface LineWindow {
   totalLines: number
   /** First line that was not returned because the character budget ran out. */
   budgetStop?: number
+  /** False when counting the lines after the window stopped at `countUntil`: `totalLines` is then a lower bound. */
+  counted: boolean
 }
 
 export interface WindowOptions {
@@ -25,6 +27,8 @@ export interface WindowOptions {
   maxChars: number
   signal?: AbortSignal
   chunkBytes?: number
+  /** Date.now() past which lines after a complete window are no longer counted (a huge file stays quick to read). */
+  countUntil?: number
 }
 
 /** Cuts at a UTF-16 length without leaving half a surrogate pair at the end. */
@@ -78,8 +82,14 @@ export async function readLineWindow(handle: FileHandle, options: WindowOptions)
   }
 
   let position = 0
+  let counted = true
   for (;;) {
-    if (signal?.aborted) throw new Error('read aborted')
+    if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('read aborted')
+    const windowDone = budgetStop !== undefined || number >= offset + limit
+    if (windowDone && options.countUntil !== undefined && Date.now() > options.countUntil) {
+      counted = false
+      break
+    }
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, position)
     if (bytesRead === 0) break
     position += bytesRead
@@ -99,6 +109,6 @@ export async function readLineWindow(handle: FileHandle, options: WindowOptions)
       at = newline + 1
     }
   }
-  if (lineBytes > 0) finishLine()
-  return { lines, totalLines: number - 1, budgetStop }
+  if (lineBytes > 0 && counted) finishLine()
+  return { lines, totalLines: number - 1, budgetStop, counted }
 }

@@ -1,12 +1,20 @@
-import { realpath } from 'node:fs/promises'
+import { lstat, readlink } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { ToolExecution } from '@keel/tools'
 
+/** Where a tool may go: the cwd with every symlink resolved, and whether the tools are held inside it. */
+export interface Scope {
+  realCwd: string
+  confined: boolean
+}
+
 /** A path the model named, resolved against the calling agent's working directory and checked against it. */
-export interface ResolvedPath {
-  /** Absolute, `..` resolved; symlinks kept (this is the path the tools open). */
+export interface ResolvedPath extends Scope {
+  /** Absolute, `..` resolved lexically, symlinks kept: what results are named after. */
   absolute: string
+  /** Every symlink followed (a missing tail appended as written): the path the tools open. */
+  real: string
   /** What results call it: relative to the cwd when it lies inside, else absolute. */
   display: string
   cwd: string
@@ -31,37 +39,72 @@ export function displayPath(cwd: string, absolute: string): string {
   return relative(cwd, absolute).split(sep).join('/') || '.'
 }
 
-/** Resolves symlinks for the longest prefix that exists, so a path that is about to be created can be checked too. */
-async function realpathOfNearest(path: string): Promise<string> {
-  try {
-    return await realpath(path)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error
-    const parent = dirname(path)
-    if (parent === path) return path
-    return join(await realpathOfNearest(parent), basename(path))
+export class PathError extends Error {}
+
+/** The kernel gives up after 40 links (ELOOP); so do we. */
+const MAX_LINKS = 40
+
+/**
+ * Follows every symlink in an absolute path one component at a time, as the kernel would, including a dangling
+ * link's target and `..` inside link targets. Where a component does not exist (yet), the rest is appended
+ * lexically, so a file about to be created through a dangling link is judged by where it would really land.
+ */
+export async function resolveLinks(absolute: string): Promise<string> {
+  const pending = absolute.split(sep).filter(Boolean).reverse()
+  let current: string = sep
+  let links = 0
+  while (pending.length) {
+    const part = pending.pop()!
+    if (part === '.') continue
+    if (part === '..') {
+      current = dirname(current)
+      continue
+    }
+    const next = join(current, part)
+    let isLink: boolean
+    try {
+      isLink = (await lstat(next)).isSymbolicLink()
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') return resolve(next, ...pending.reverse())
+      throw error
+    }
+    if (!isLink) {
+      current = next
+      continue
+    }
+    if (++links > MAX_LINKS) throw new PathError(`${absolute} goes through more than ${MAX_LINKS} symlinks`)
+    const target = await readlink(next)
+    if (isAbsolute(target)) current = sep
+    pending.push(...target.split(sep).filter(Boolean).reverse())
   }
+  return current
 }
 
-export class PathError extends Error {}
+const outsideHint = 'the file tools only touch files inside it (config allowOutsideCwd)'
 
 /**
  * Resolves `path` against the agent's cwd. Outside the cwd — lexically, or once symlinks are followed — is refused
  * unless the policy allows it, so a `..` or a symlink planted in the repository cannot reach the rest of the disk.
+ * This is the friendly first check; the tools check again what they actually opened (see open.ts).
  */
 export async function resolvePath(path: string, exec: Pick<ToolExecution, 'agent'>, policy: PathPolicy): Promise<ResolvedPath> {
   const cwd = resolve(cwdOf(exec))
   const expanded = path === '~' ? homedir() : path.startsWith('~/') ? join(homedir(), path.slice(2)) : path
   const absolute = resolve(cwd, expanded)
   const display = displayPath(cwd, absolute)
-  if (policy.allowOutsideCwd) return { absolute, display, cwd }
-  if (!isInside(cwd, absolute)) {
-    throw new PathError(`${path} is outside the working directory ${cwd}; the file tools only touch files inside it (config allowOutsideCwd)`)
+  const confined = !policy.allowOutsideCwd
+  if (confined && !isInside(cwd, absolute)) {
+    throw new PathError(`${path} is outside the working directory ${cwd}; ${outsideHint}`)
   }
-  const [realCwd, realTarget] = await Promise.all([realpathOfNearest(cwd), realpathOfNearest(absolute)])
-  if (!isInside(realCwd, realTarget)) {
-    throw new PathError(`${path} resolves through a symlink to ${realTarget}, outside the working directory ${cwd}; the file tools only touch files inside it (config allowOutsideCwd)`)
+  const [realCwd, real] = await Promise.all([resolveLinks(cwd), resolveLinks(absolute)])
+  if (confined && !isInside(realCwd, real)) {
+    throw new PathError(`${path} resolves through a symlink to ${real}, outside the working directory ${cwd}; ${outsideHint}`)
   }
-  return { absolute, display, cwd }
+  return { absolute, real, display, cwd, realCwd, confined }
+}
+
+/** The error for a file that turned out to be outside once opened (a link swapped in after the first check). */
+export function escapedError(display: string, where: string, scope: Scope): PathError {
+  return new PathError(`${display} now leads to ${where}, outside the working directory ${scope.realCwd} (it changed while being opened); ${outsideHint}`)
 }

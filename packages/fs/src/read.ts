@@ -1,9 +1,10 @@
-import { open, stat } from 'node:fs/promises'
 import { Type } from 'typebox'
 import { defineTool, type ToolOutput } from '@keel/tools'
 import type { Config } from './config.ts'
 import { formatBytes, plural } from './format.ts'
 import { readLineWindow } from './lines.ts'
+import { limited } from './limit.ts'
+import { readAll, withRegular } from './open.ts'
 import { resolvePath } from './paths.ts'
 import { sniffHandle } from './sniff.ts'
 
@@ -32,18 +33,12 @@ export function readTool(config: Config) {
     }),
     async execute(args, exec): Promise<ToolOutput> {
       const target = await resolvePath(args.path, exec, config)
-      const info = await stat(target.absolute).catch(() => undefined)
-      if (!info) throw new Error(`${target.display} does not exist`)
-      if (info.isDirectory()) throw new Error(`${target.display} is a directory; use ls to list it`)
-      if (!info.isFile()) throw new Error(`${target.display} is not a regular file`)
-      const handle = await open(target.absolute, 'r')
-      try {
+      return limited('read', exec.signal, config.timeoutMs, (limit) => withRegular(target, 'read', async ({ handle, stats: info }) => {
         const kind = await sniffHandle(handle)
         if (kind.kind === 'image') {
-          if (info.size > config.maxImageBytes) {
-            throw new Error(`${target.display} is a ${formatBytes(info.size)} image, over the ${formatBytes(config.maxImageBytes)} limit for returning images`)
-          }
-          const data = (await handle.readFile()).toString('base64')
+          const tooLarge = () => new Error(`${target.display} is a ${formatBytes(info.size)} image, over the ${formatBytes(config.maxImageBytes)} limit for returning images`)
+          if (info.size > config.maxImageBytes) throw tooLarge()
+          const data = (await readAll(handle, config.maxImageBytes, tooLarge)).toString('base64')
           return {
             content: [
               { type: 'text', text: `Image ${target.display} (${kind.mediaType}, ${formatBytes(info.size)}):` },
@@ -56,9 +51,11 @@ export function readTool(config: Config) {
         }
         if (info.size === 0) return `${target.display} is empty.`
         const offset = args.offset ?? 1
-        const limit = args.limit ?? config.maxReadLines
+        const lineLimit = args.limit ?? config.maxReadLines
         const window = await readLineWindow(handle, {
-          offset, limit, maxLineChars: config.maxLineChars, maxChars: config.maxReadChars, signal: exec.signal,
+          offset, limit: lineLimit, maxLineChars: config.maxLineChars, maxChars: config.maxReadChars, signal: limit.signal,
+          // Counting what follows the window is a courtesy; it must not use up the time the window needs.
+          countUntil: Date.now() + config.timeoutMs / 2,
         })
         if (offset > window.totalLines) {
           throw new Error(`offset ${offset} is past the end of ${target.display}, which has ${plural(window.totalLines, 'line')}`)
@@ -68,14 +65,14 @@ export function readTool(config: Config) {
           : `${line.text} … [line cut at ${config.maxLineChars} characters; ${formatBytes(line.fullBytes)} in full]`))
         const last = window.lines.at(-1)?.number ?? offset - 1
         const remaining = window.totalLines - last
-        if (remaining > 0) {
+        if (!window.counted) {
+          out.push(`… more lines follow (the file is too large to count them in time); use offset=${last + 1} to read on.`)
+        } else if (remaining > 0) {
           const why = window.budgetStop !== undefined ? ` (this result reached its ${config.maxReadChars.toLocaleString('en-US')}-character cap)` : ''
           out.push(`… ${plural(remaining, 'more line')}${why}; use offset=${last + 1} to read on.`)
         }
         return out.join('\n')
-      } finally {
-        await handle.close()
-      }
+      }))
     },
   })
 }

@@ -1,7 +1,10 @@
-import { readFile, stat } from 'node:fs/promises'
+import { lstat, stat } from 'node:fs/promises'
 import { dirname, join, sep } from 'node:path'
+import type { Readable } from 'node:stream'
 import { GitignoreRules } from './gitignore.ts'
-import { isInside } from './paths.ts'
+import { yieldToLoop } from './limit.ts'
+import { openRegular, readAll } from './open.ts'
+import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
 export const ALWAYS_SKIPPED = ['node_modules', '.git']
@@ -16,13 +19,17 @@ export interface WalkOptions {
   root: string
   /** fast-glob patterns relative to the root. */
   patterns: string[]
-  /** The agent's cwd: where .gitignore lookup stops outside a git repository. */
+  /** The agent's cwd (symlinks resolved): where .gitignore lookup stops outside a git repository. */
   cwd: string
+  /** Whether the .gitignore files under the root must lie inside the cwd. */
+  confined: boolean
   onlyFiles: boolean
   /** 1 lists the root only. */
   deep?: number
   /** A pattern without a slash matches at any depth. */
   baseNameMatch?: boolean
+  /** Stops the walk (cancel, or the call's time limit): the walk rejects with the signal's reason. */
+  signal: AbortSignal
 }
 
 export interface WalkResult {
@@ -32,7 +39,23 @@ export interface WalkResult {
 }
 
 const exists = (path: string) => stat(path).then(() => true, () => false)
-const readText = (path: string) => readFile(path, 'utf8').catch(() => undefined)
+/** Larger .gitignore files are not read. */
+const MAX_GITIGNORE_BYTES = 1024 * 1024
+
+/**
+ * A .gitignore comes from the repository, so it gets the same care as any file a tool reads: a regular file only (a
+ * FIFO would block, /dev/zero would never end), not through a symlink (git does not follow one either), inside the
+ * cwd when the walk is (the ones above the cwd, up to the repository top, are read on purpose), and at most 1 MB.
+ */
+function readText(path: string, scope: Scope): Promise<string | undefined> {
+  return openRegular(path, path, scope, 'read').then(async ({ handle }) => {
+    try {
+      return (await readAll(handle, MAX_GITIGNORE_BYTES, () => new Error('too large'))).toString('utf8')
+    } finally {
+      await handle.close()
+    }
+  }).catch(() => undefined)
+}
 
 /** The directories above `root` whose .gitignore applies: up to the repository top, or to the cwd outside a repo. */
 async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
@@ -47,26 +70,69 @@ async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
   return isInside(cwd, root) ? dirs.filter((dir) => isInside(cwd, dir)) : []
 }
 
-async function loadRules(root: string, cwd: string): Promise<GitignoreRules> {
+async function loadRules(root: string, cwd: string, scope: Scope): Promise<GitignoreRules> {
   const rules = new GitignoreRules(root)
   for (const dir of await ancestorDirs(root, cwd)) {
-    const text = await readText(join(dir, '.gitignore'))
+    const text = await readText(join(dir, '.gitignore'), { realCwd: cwd, confined: false })
     if (text !== undefined) rules.add(dir, text)
   }
   if (rules.rootIgnored()) rules.dropAncestors()
-  const own = await readText(join(root, '.gitignore'))
+  const own = await readText(join(root, '.gitignore'), scope)
   if (own !== undefined) rules.add(root, own)
   return rules
 }
 
+/** Rejects with the abort reason; fast-glob has no signal of its own, so its stream is destroyed instead. */
+async function collect<T>(stream: Readable, signal: AbortSignal): Promise<T[]> {
+  const out: T[] = []
+  const stop = () => stream.destroy()
+  signal.addEventListener('abort', stop, { once: true })
+  try {
+    for await (const item of stream) {
+      if (signal.aborted) break
+      out.push(item as T)
+    }
+  } finally {
+    signal.removeEventListener('abort', stop)
+  }
+  if (signal.aborted) throw signal.reason
+  return out
+}
+
+/**
+ * Whether every folder on `rel`'s path below the root is a real directory. fast-glob does not descend into
+ * symlinked folders, but a pattern's literal part (`rootlink/etc/*`, `rootlink/etc/passwd`) is opened as a path and
+ * the OS follows links in it; such entries are dropped, so a walk never lists or reads through a link.
+ */
+class RealDirs {
+  private readonly known = new Map<string, Promise<boolean>>()
+  constructor(private readonly root: string) {}
+
+  under(rel: string): Promise<boolean> {
+    const slash = rel.lastIndexOf('/')
+    return slash < 0 ? Promise.resolve(true) : this.dir(rel.slice(0, slash))
+  }
+
+  private dir(rel: string): Promise<boolean> {
+    let verdict = this.known.get(rel)
+    if (!verdict) {
+      verdict = this.under(rel).then((parentOk) => parentOk && lstat(join(this.root, rel.split('/').join(sep))).then((info) => info.isDirectory(), () => false))
+      this.known.set(rel, verdict)
+    }
+    return verdict
+  }
+}
+
 /**
  * fast-glob does the walking; `ignore` decides what .gitignore hides. Symlinks are not followed, so a link inside
- * the cwd cannot pull a walk outside it.
+ * the cwd cannot pull a walk outside it (see RealDirs for the literal parts of a pattern).
  */
 export async function walk(options: WalkOptions): Promise<WalkResult> {
+  const { signal } = options
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
-  const rules = await loadRules(options.root, options.cwd)
+  const scope: Scope = { realCwd: options.cwd, confined: options.confined }
+  const rules = await loadRules(options.root, options.cwd, scope)
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
   const base = {
     cwd: options.root,
@@ -76,20 +142,29 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
     // Listing one level descends nowhere, and leaving the ignore list empty lets hidden entries be counted.
     ignore: options.deep === 1 ? [] : [...skipped, ...rules.pruneGlobs()],
   }
+  type Found = { path: string; dirent: import('node:fs').Dirent }
   const nested = options.deep === 1
     ? Promise.resolve([] as string[])
-    : fg(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity })
+    : collect<string>(fg.stream(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity }) as Readable, signal)
   const [found, gitignores] = await Promise.all([
-    fg(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }),
+    collect<Found>(fg.stream(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }) as Readable, signal),
     nested,
   ])
   await Promise.all(gitignores.filter((path) => path !== '.gitignore').map(async (path) => {
-    const text = await readText(join(options.root, path))
+    const text = await readText(join(options.root, path), scope)
     if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
   }))
+  const real = new RealDirs(options.root)
   const entries: WalkEntry[] = []
   let hidden = 0
-  for (const entry of found) {
+  for (let i = 0; i < found.length; i++) {
+    // Deciding .gitignore for a huge tree is synchronous work: give the loop (and a cancel) a turn now and then.
+    if (i % 2000 === 1999) {
+      await yieldToLoop()
+      if (signal.aborted) throw signal.reason
+    }
+    const entry = found[i]!
+    if (!await real.under(entry.path)) continue
     const kind = entry.dirent.isDirectory() ? 'dir' : entry.dirent.isFile() ? 'file' : entry.dirent.isSymbolicLink() ? 'symlink' : 'other'
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
     if (entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) || rules.ignores(entry.path, kind === 'dir')) hidden++

@@ -1,9 +1,8 @@
-import { mkdir, stat, writeFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
 import { countLines, plural } from './format.ts'
+import { replaceFile } from './open.ts'
 import { resolvePath } from './paths.ts'
 
 export const WriteParameters = Type.Object({
@@ -19,13 +18,10 @@ export function writeTool(config: Config) {
     presentCall: (args) => ({ title: `Write ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
-      const before = await stat(target.absolute).catch(() => undefined)
-      if (before?.isDirectory()) throw new Error(`${target.display} is a directory`)
       if (exec.signal.aborted) throw new Error('write aborted before writing')
-      await mkdir(dirname(target.absolute), { recursive: true })
-      await writeFile(target.absolute, args.content, 'utf8')
+      const { existed } = await replaceFile(target, args.content, { create: true, signal: exec.signal })
       const bytes = Buffer.byteLength(args.content, 'utf8')
-      return `${before ? 'Overwrote' : 'Created'} ${target.display}: ${plural(bytes, 'byte')}, ${plural(countLines(args.content), 'line')}.`
+      return `${existed ? 'Overwrote' : 'Created'} ${target.display}: ${plural(bytes, 'byte')}, ${plural(countLines(args.content), 'line')}.`
     },
   })
 }

@@ -9,7 +9,7 @@ import { makeKeel, textOfContent, type Keel } from '../../../test-support/harnes
 export interface FsKeel {
   keel: Keel
   cwd: string
-  call(name: string, args: unknown): Promise<ToolResult>
+  call(name: string, args: unknown, signal?: AbortSignal): Promise<ToolResult>
   /** The text of a call's result, and whether it was an error. */
   run(name: string, args: unknown): Promise<{ text: string; isError: boolean }>
   put(path: string, content: string | Buffer): string
@@ -20,8 +20,8 @@ export async function fsKeel(config: Partial<fsPlugin.Config> = {}): Promise<FsK
   const keel = await makeKeel({ plugins: [[fsPlugin, config]], shell: false, todo: false })
   const agent = keel.agent({ persist: false })
   let seq = 0
-  const call = (name: string, args: unknown) => keel.ctx.tools.execute({
-    callId: `call_${++seq}`, name, arguments: JSON.stringify(args), agent, signal: new AbortController().signal,
+  const call = (name: string, args: unknown, signal = new AbortController().signal) => keel.ctx.tools.execute({
+    callId: `call_${++seq}`, name, arguments: JSON.stringify(args), agent, signal,
   })
   return {
     keel,
