@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
-import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
+import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
+import type {} from '@keel/permissions'
 import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
@@ -26,8 +27,16 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   const err = process.stderr
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
 
+  // Why the sandbox is off, a rule that could not be saved: once each, on stderr, in every output format.
+  const disposeNotices = ctx.on('permission/notice', (text) => err.write(`keel: ${escapeLine(text)}\n`))
+  const denied = new Set<string>()
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
+    if (event.type === 'permission/decision' && event.data.decision === 'deny') denied.add(event.data.callId)
+    // text format shows every failed result anyway; the others still owe stderr the reason for a denial.
+    if (format !== 'text' && event.type === 'tool/result' && denied.has(event.data.callId)) {
+      err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
+    }
     if (format === 'stream-json') out.write(JSON.stringify(event) + '\n')
     else if (format === 'text') {
       // End the answer's current line before stderr speaks, so a shared terminal never glues the two together.
@@ -35,7 +44,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
         out.write('\n')
         endsWithNewline = true
       }
-      showOnStderr(event, err, ctx)
+      showOnStderr(event, err, ctx, denied)
     }
     if (event.type === 'step/start') stepCounter = event.data.step
   })
@@ -81,19 +90,21 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     process.off('SIGINT', onSigint)
     disposeEvents()
     disposeDeltas()
+    disposeNotices()
     ctx.agents.close(agent)
   }
 }
 
 /** What a person watching print mode sees on stderr: tool calls, failed results, and every plan update. */
-function showOnStderr(event: SessionEvent, err: NodeJS.WriteStream, ctx: Context): void {
+function showOnStderr(event: SessionEvent, err: NodeJS.WriteStream, ctx: Context, denied: ReadonlySet<string>): void {
   if (event.type === 'tool/call') {
     if (event.data.name === 'todo_write') return
     const view = ctx.tools.present(event.data.name, event.data.arguments)
     err.write(`→ ${escapeLine(view.title).slice(0, 200)}\n`)
   } else if (event.type === 'tool/result' && event.data.isError) {
     const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-    err.write(`  ${escapeLine(text).slice(0, 300)}\n`)
+    // A denial's reason says how to get past it (--allow, --mode): never cut it short.
+    err.write(`  ${escapeLine(text).slice(0, denied.has(event.data.callId) ? 1000 : 300)}\n`)
   } else if (event.type === 'todo/write') {
     const todos = event.data.todos as TodoItem[]
     err.write(`${planHeader(todos)}\n${planLines(todos).map((line) => `  ${line}`).join('\n')}\n`)
