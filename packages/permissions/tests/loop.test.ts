@@ -306,3 +306,16 @@ describe('the asker registry', () => {
     expect(textOfContent(last.data.content)).toMatch(/there is no one to ask here/)
   })
 })
+
+describe('dev invariants', () => {
+  it('accept permission events between a call and its result, and refuse one that names no open call', async () => {
+    const k = await start([])
+    const session = k.ctx.sessions.create({ cwd: k.cwd, persist: false })
+    session.append('turn/start', { turn: 1, trigger: 'prompt' })
+    session.append('step/start', { turn: 1, step: 1 })
+    session.append('tool/call', { turn: 1, step: 1, callId: 'c1', name: 'write', arguments: '{}' })
+    session.append('permission/request', { callId: 'c1', tool: 'write', summary: 'write a' })
+    session.append('permission/decision', { callId: 'c1', decision: 'allow', scope: 'once' })
+    expect(() => session.append('permission/decision', { callId: 'c9', decision: 'allow', scope: 'once' })).toThrow(/names call c9, which has no open tool\/call/)
+  })
+})
