@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import { LlmError, MessageAssembler, toolCallsOf, type ContentBlock, type LlmAdapter, type ToolCallBlock } from '@keel/llm'
 import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
-import type { ToolAgent, ToolResult } from '@keel/tools'
+import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 
@@ -39,6 +39,12 @@ export interface AgentOptions {
   /** Project instructions (AGENTS.md / CLAUDE.md) for the system prompt; none when undefined. */
   instructions?: Instructions
 }
+
+/** `ctx.permissions` as the loop uses it; structural, so @keel/agent does not depend on @keel/permissions. */
+interface PermissionGate {
+  authorize(call: { session: Session; cwd: string; callId: string; tool: string; arguments: unknown; signal: AbortSignal }): Promise<{ allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }>
+}
+type Verdict = { allowed: true; sandbox?: SandboxLevel } | { allowed: false; message: string }
 
 const ABORTED_BEFORE_START = 'Error: the turn was cancelled before this tool call started.'
 
@@ -232,12 +238,17 @@ export class Agent implements ToolAgent {
         for (const call of batch) this.appendResult(turn, step, call, { isError: true, content: [{ type: 'text', text: ABORTED_BEFORE_START }] })
         continue
       }
-      const results = await Promise.all(batch.map((call) => exclude.includes(call.name)
-        ? Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }] })
-        : this.ctx.tools.execute({
+      const verdicts = await this.authorize(batch, signal)
+      const results = await Promise.all(batch.map((call, k) => {
+        const verdict = verdicts[k]!
+        if (exclude.includes(call.name)) return Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }] })
+        if (!verdict.allowed) return Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: verdict.message }] })
+        return this.ctx.tools.execute({
           callId: call.id, name: call.name, arguments: call.arguments, agent: this, signal,
+          ...(verdict.sandbox ? { sandbox: verdict.sandbox } : {}),
           onUpdate: (text) => this.ctx.emit('agent/delta', this, { kind: 'tool-output', callId: call.id, text }),
-        })))
+        })
+      }))
       batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
     }
   }
@@ -248,6 +259,21 @@ export class Agent implements ToolAgent {
     for (let n = 2; this.callIds.has(unique); n++) unique = `${id}_${n}`
     this.callIds.add(unique)
     return unique
+  }
+
+  /**
+   * Asks the permission policy (when `@keel/permissions` is loaded) about each call of a batch, one at a time in
+   * model order, so a person is never shown two questions at once by one agent.
+   */
+  private async authorize(batch: ToolCallBlock[], signal: AbortSignal): Promise<Verdict[]> {
+    const permissions = this.ctx.get('permissions') as PermissionGate | undefined
+    const exclude = this.options.excludeTools ?? []
+    const out: Verdict[] = []
+    for (const call of batch) {
+      if (!permissions || exclude.includes(call.name)) { out.push({ allowed: true }); continue }
+      out.push(await permissions.authorize({ session: this.session, cwd: this.cwd, callId: call.id, tool: call.name, arguments: call.arguments, signal }))
+    }
+    return out
   }
 
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {

@@ -9,6 +9,7 @@ import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
 import { boot, BootError, DEFAULT_COMPOSITION, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
+import { applyPolicy } from './policy.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
@@ -46,6 +47,9 @@ export async function main(argv: string[]): Promise<number> {
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
+    if (command.kind === 'print' || command.kind === 'interactive' || command.kind === 'serve' || command.kind === 'acp') {
+      for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
+    }
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
-import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
+import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
+import type {} from '@keel/permissions'
 import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
@@ -123,15 +124,22 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   const out = guardedOutput(process.stdout, () => stop('EPIPE'))
   const err = guardedOutput(process.stderr, () => {})
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
-  // Plugins' one-line warnings for the person (an MCP server down, checkpoints off).
+  // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
+  // why the sandbox is off, a rule that could not be saved.
   const warn = (line: string) => { err.write(`keel: ${escapeLine(line)}\n`) }
-  const disposeWarnings = [ctx.on('mcp/warning', warn), ctx.on('checkpoint/warning', warn)]
+  const disposeWarnings = [ctx.on('mcp/warning', warn), ctx.on('checkpoint/warning', warn), ctx.on('permission/notice', warn)]
   if (format === 'stream-json') {
     out.write(JSON.stringify({ type: 'system/init', sessionId: agent.id, model, cwd: agent.cwd, tools: ctx.tools.names(), instructions }) + '\n')
   }
 
+  const denied = new Set<string>()
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
+    if (event.type === 'permission/decision' && event.data.decision === 'deny') denied.add(event.data.callId)
+    // text format shows every failed result anyway; the others still owe stderr the reason for a denial.
+    if (format !== 'text' && event.type === 'tool/result' && denied.has(event.data.callId)) {
+      err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
+    }
     if (format === 'stream-json') out.write(JSON.stringify({ ...event, sessionId: agent.id }) + '\n')
     else if (format === 'text') {
       // End the answer's current line before stderr speaks, so a shared terminal never glues the two together.
@@ -139,7 +147,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
         out.write('\n')
         endsWithNewline = true
       }
-      showOnStderr(event, err, ctx)
+      showOnStderr(event, err, ctx, denied)
     }
     if (event.type === 'step/start') stepCounter = event.data.step
   })
@@ -197,14 +205,15 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
 }
 
 /** What a person watching print mode sees on stderr: tool calls, failed results, and every plan update. */
-function showOnStderr(event: SessionEvent, err: Output, ctx: Context): void {
+function showOnStderr(event: SessionEvent, err: Output, ctx: Context, denied: ReadonlySet<string>): void {
   if (event.type === 'tool/call') {
     if (event.data.name === 'todo_write') return
     const view = ctx.tools.present(event.data.name, event.data.arguments)
     err.write(`→ ${escapeLine(view.title).slice(0, 200)}\n`)
   } else if (event.type === 'tool/result' && event.data.isError) {
     const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-    err.write(`  ${escapeLine(text).slice(0, 300)}\n`)
+    // A denial's reason says how to get past it (--allow, --mode): never cut it short.
+    err.write(`  ${escapeLine(text).slice(0, denied.has(event.data.callId) ? 1000 : 300)}\n`)
   } else if (event.type === 'todo/write') {
     const todos = event.data.todos as TodoItem[]
     err.write(`${planHeader(todos)}\n${planLines(todos).map((line) => `  ${line}`).join('\n')}\n`)

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import type {} from '@keel/checkpoint' // the checkpoint/* log events
 import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
+import { describeDecision } from '@keel/permissions'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './agent.ts'
 
@@ -77,6 +78,8 @@ function describe(event: SessionEvent): string | undefined {
       }
       case 'tool/call': return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
       case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+      case 'permission/request': return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
+      case 'permission/decision': return `    ${escapeLine(describeDecision(event.data))}`
       case 'checkpoint/restore': {
         const { undo, toTurn, files, fork } = event.data
         return `── files ${undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${safe(toTurn)}`}: ${files.length} file${files.length === 1 ? '' : 's'}${fork ? `; conversation forked as ${safe(fork)}` : ''}`

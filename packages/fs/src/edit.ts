@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
@@ -78,6 +79,7 @@ export function editTool(config: Config) {
     name: 'edit',
     description: 'Replace exact text in a file. old_string must match the file exactly (whitespace included, without read\'s line-number prefix) and occur once; include surrounding lines to make it unique, or set replace_all. Returns a diff. Use write to create files.',
     parameters: EditParameters,
+    access: (args, cwd) => ({ kind: 'write', paths: [resolve(cwd, args.path)] }),
     presentCall: (args) => ({ title: `Edit ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)

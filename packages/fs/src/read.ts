@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool, type ToolOutput } from '@keel/tools'
 import type { Config } from './config.ts'
@@ -24,6 +25,7 @@ export function readTool(config: Config) {
     name: 'read',
     description: `Read a file. Text comes back with line numbers (\`cat -n\` style); the numbers are not part of the file. Reads ${config.maxReadLines} lines unless you give offset/limit; lines over ${config.maxLineChars} characters are cut. PNG, JPEG, GIF and WebP files come back as images. Binary files are refused.`,
     parameters: ReadParameters,
+    access: (args, cwd) => ({ kind: 'read', paths: [resolve(cwd, args.path)] }),
     concurrencySafe: true,
     presentCall: (args) => ({
       title: `Read ${args.path}${args.offset || args.limit ? ` (${args.offset ? `from line ${args.offset}` : 'from the start'}${args.limit ? `, ${plural(args.limit, 'line')}` : ''})` : ''}`,

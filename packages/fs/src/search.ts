@@ -1,5 +1,6 @@
 import { readlink, stat } from 'node:fs/promises'
 import { join, sep } from 'node:path'
+import { resolve } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
@@ -132,6 +133,7 @@ export function grepTool(config: Config) {
     name: 'grep',
     description: `Search file contents with a JavaScript regular expression. Prints matching lines as file:line: text (at most ${config.maxGrepMatches}). Searches the working directory unless path is given; respects .gitignore and skips node_modules, .git and binary files.`,
     parameters: GrepParameters,
+    access: (args, cwd) => ({ kind: 'read', paths: [resolve(cwd, args.path ?? '.')] }),
     concurrencySafe: true,
     presentCall: (args) => ({
       title: `Grep /${clip(args.pattern)}/${args.path ? ` in ${args.path}` : ''}${args.glob ? ` (${args.glob})` : ''}`,
@@ -158,6 +160,7 @@ export function lsTool(config: Config) {
     name: 'ls',
     description: 'List a directory: subdirectories (ending in /) first, then files. Respects .gitignore; node_modules and .git are left out.',
     parameters: LsParameters,
+    access: (args, cwd) => ({ kind: 'read', paths: [resolve(cwd, args.path ?? '.')] }),
     concurrencySafe: true,
     presentCall: (args) => ({ title: `List ${args.path ?? '.'}`, kind: 'read', rawInput: args, locations: [{ path: args.path ?? '.' }] }),
     async execute(args, exec) {
@@ -192,6 +195,7 @@ export function globTool(config: Config) {
     name: 'glob',
     description: `Find files by name pattern, e.g. "**/*.test.ts". Returns paths sorted by name (at most ${config.maxEntries}). Respects .gitignore; skips node_modules and .git.`,
     parameters: GlobParameters,
+    access: (args, cwd) => ({ kind: 'read', paths: [resolve(cwd, args.path ?? '.')] }),
     concurrencySafe: true,
     presentCall: (args) => ({ title: `Glob ${clip(args.pattern)}${args.path ? ` in ${args.path}` : ''}`, kind: 'read', rawInput: args, locations: args.path ? [{ path: args.path }] : [] }),
     async execute(args, exec) {

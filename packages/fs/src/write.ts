@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
@@ -15,6 +16,7 @@ export function writeTool(config: Config) {
     name: 'write',
     description: 'Create or overwrite a file with the given content, creating parent directories. Prefer edit for changes to an existing file.',
     parameters: WriteParameters,
+    access: (args, cwd) => ({ kind: 'write', paths: [resolve(cwd, args.path)] }),
     presentCall: (args) => ({ title: `Write ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)

@@ -50,6 +50,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
     name: 'bash',
     description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits.`,
     parameters: Parameters,
+    access: (args) => ({ kind: 'execute', command: args.command }),
     presentCall: (args) => ({ title: args.command, kind: 'execute', rawInput: args }),
     async execute(args, exec) {
       const timeoutSeconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)

@@ -116,6 +116,8 @@ export class SubagentService extends Service {
       name: 'task',
       description: describeTask(this.config),
       parameters: TaskParameters,
+      // The child's own calls are each decided by the same policy; starting it changes nothing.
+      access: () => ({ kind: 'read' }),
       concurrencySafe: true,
       presentCall: (args) => ({ title: args.description, kind: 'other', rawInput: args }),
       execute: (args, exec) => this.execute(args.description, args.prompt, exec),

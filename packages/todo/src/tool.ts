@@ -17,6 +17,8 @@ export function todoWriteTool(policy: Policy) {
     name: 'todo_write',
     description: describeTodoWrite(policy),
     parameters: TodoParameters,
+    // Only the agent's own plan changes: it runs in every permission mode.
+    access: () => ({ kind: 'read' }),
     presentCall: (args) => ({ title: 'Update plan', kind: 'other', rawInput: args }),
     execute(args, exec) {
       const agent = exec.agent

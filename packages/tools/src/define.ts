@@ -11,6 +11,18 @@ export interface ToolAgent {
   readonly depth: number
 }
 
+/** How a command-running tool must confine what it starts: decided by the permission mode. */
+export type SandboxLevel = 'workspace' | 'read-only' | 'off'
+
+/** What a tool call would touch, declared by the tool so permission rules match without guessing. */
+export interface ToolAccess {
+  kind: 'read' | 'write' | 'execute' | 'other'
+  /** Absolute paths the call reads or writes. */
+  paths?: string[]
+  /** The shell command an `execute` call runs. */
+  command?: string
+}
+
 export interface ToolExecution {
   callId: string
   /** The calling agent; undefined for a non-agent call. */
@@ -18,8 +30,8 @@ export interface ToolExecution {
   signal: AbortSignal
   /** Stream partial output to UIs (not logged; the final result is). */
   onUpdate?: (text: string) => void
-  /** How a tool that runs commands must contain them (the permission policy decides); undefined is `off`. */
-  sandbox?: 'workspace' | 'read-only' | 'off'
+  /** Sandbox level the permission policy chose for this call; undefined when no policy is loaded. */
+  sandbox?: SandboxLevel
 }
 
 export type ToolContent = (TextBlock | ImageBlock)[]
@@ -46,6 +58,11 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   presentCall?(args: Static<S>): ToolCallView
   /** Safe to overlap with other concurrency-safe calls of the same assistant message. */
   concurrencySafe?: boolean
+  /**
+   * Pure; given arguments that passed validation and the agent's working directory: what the call would touch.
+   * Permission rules and modes decide on it. A tool without it is treated as `{ kind: 'other' }`.
+   */
+  access?(args: Static<S>, cwd: string): ToolAccess
 }
 
 export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): ToolDefinition<S> {

@@ -1,7 +1,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolSchema } from '@keel/llm'
-import { errorResult, type ToolAgent, type ToolCallView, type ToolDefinition, type ToolResult } from './define.ts'
+import { errorResult, type SandboxLevel, type ToolAccess, type ToolAgent, type ToolCallView, type ToolDefinition, type ToolResult } from './define.ts'
 import { compileValidator, type Validator } from './validate.ts'
 
 export * from './define.ts'
@@ -21,7 +21,8 @@ export interface ExecuteInput {
   agent?: ToolAgent
   signal: AbortSignal
   onUpdate?: (text: string) => void
-  sandbox?: 'workspace' | 'read-only' | 'off'
+  /** Passed to the tool as `ToolExecution.sandbox`. */
+  sandbox?: SandboxLevel
 }
 
 interface Entry { definition: ToolDefinition; validate: Validator }
@@ -88,6 +89,22 @@ export class ToolRegistry extends Service {
     return { title: name, kind: 'other', rawInput: 'args' in parsed ? parsed.args : raw }
   }
 
+  /**
+   * What a call would touch, from the tool's `access` (`{ kind: 'other' }` when it declares none). Undefined when
+   * the call does not parse: such a call never runs, so there is nothing to decide.
+   */
+  access(name: string, raw: unknown, cwd: string): ToolAccess | undefined {
+    const parsed = this.parse(name, raw)
+    if ('error' in parsed) return undefined
+    const definition = this.get(name)!
+    if (!definition.access) return { kind: 'other' }
+    try {
+      return definition.access(parsed.args as never, cwd)
+    } catch {
+      return { kind: 'other' }
+    }
+  }
+
   isConcurrencySafe(name: string): boolean {
     return this.get(name)?.concurrencySafe === true
   }
@@ -98,7 +115,10 @@ export class ToolRegistry extends Service {
     if (input.signal.aborted) return errorResult('tool call aborted before it started')
     const definition = this.get(input.name)!
     try {
-      const output = await definition.execute(parsed.args as never, { callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate, sandbox: input.sandbox })
+      const output = await definition.execute(parsed.args as never, {
+        callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate,
+        ...(input.sandbox ? { sandbox: input.sandbox } : {}),
+      })
       if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }
       return { isError: output.isError === true, content: output.content }
     } catch (error) {

@@ -1,0 +1,194 @@
+// Splits a bash command into the simple commands it would run, with a real shell parser (mvdan-sh, the JS build
+// of mvdan/sh), so rules judge every part of `a && b`, `a | b`, `$(…)`, backticks, subshells and redirections.
+// Whatever the parser cannot turn into plain words is reported as such, and callers never allow it by a rule.
+import { createRequire } from 'node:module'
+
+/** One simple command: its words (null where a word is only known at run time) and where it writes. */
+export interface SimpleCommand {
+  words: (string | null)[]
+  /** `FOO=bar cmd`: an assignment can change what the command does (PATH, GIT_EXTERNAL_DIFF, LD_PRELOAD…). */
+  assigns: boolean
+  /** Output redirections to something other than /dev/null or another descriptor (the target, or null if dynamic). */
+  writes: (string | null)[]
+}
+
+export type CommandAnalysis =
+  | { ok: true; commands: SimpleCommand[] }
+  /** The parser failed, or the command uses a construct we do not judge (if/for/while, functions, `eval`…). */
+  | { ok: false; reason: string }
+
+interface ShSyntax {
+  NewParser(): { Parse(src: string, name: string): ShNode }
+  NodeType(node: ShNode): string
+  Walk(node: ShNode, visit: (node: ShNode | null) => boolean): void
+}
+// mvdan-sh's AST is a GopherJS object graph; the fields we read are listed where they are used.
+type ShNode = any
+
+let syntax: ShSyntax | undefined
+/**
+ * Loads the parser (1.5 MB, so only when a command is first judged). The service awaits this dynamic import, which
+ * the CLI bundle turns into a chunk of its own; a synchronous caller that comes first falls back to `require`.
+ */
+export async function loadShellParser(): Promise<void> {
+  if (!syntax) syntax = (await import('mvdan-sh')).default.syntax as ShSyntax
+}
+function sh(): ShSyntax {
+  if (!syntax) syntax = (createRequire(import.meta.url)('mvdan-sh') as { syntax: ShSyntax }).syntax
+  return syntax
+}
+
+// Redirection operators by their token text; mvdan-sh numbers them, and the numbers are read once from the parser
+// itself rather than hard-coded.
+let redirectOps: Map<number, string> | undefined
+function redirectOp(op: number): string {
+  if (!redirectOps) {
+    redirectOps = new Map()
+    const parser = sh().NewParser()
+    for (const text of ['>', '>>', '<', '<>', '<&', '>&', '>|', '<<', '<<-', '<<<', '&>', '&>>']) {
+      const src = text.startsWith('<<') && text !== '<<<' ? `x ${text} E\nE\n` : `x ${text} y`
+      const stmt = parser.Parse(src, 'op').Stmts[0]
+      redirectOps.set(Number(stmt.Redirs[0].Op), text)
+    }
+  }
+  return redirectOps.get(Number(op)) ?? '?'
+}
+
+const SAFE_TARGETS = new Set(['/dev/null', '/dev/stdout', '/dev/stderr'])
+
+/** Parses `command` into its simple commands, depth first, including those inside substitutions. */
+export function analyzeCommand(command: string): CommandAnalysis {
+  let file: ShNode
+  try {
+    file = sh().NewParser().Parse(command, 'command')
+  } catch (error) {
+    const text = typeof (error as ShNode)?.Error === 'function' ? String((error as ShNode).Error()) : String((error as Error)?.message ?? error)
+    return { ok: false, reason: `the command does not parse: ${text}` }
+  }
+  const commands: SimpleCommand[] = []
+  try {
+    stmts(file.Stmts, commands)
+  } catch (error) {
+    if (error instanceof Unjudged) return { ok: false, reason: error.message }
+    throw error
+  }
+  return { ok: true, commands }
+}
+
+class Unjudged extends Error {}
+
+function stmts(list: ShNode, out: SimpleCommand[]): void {
+  for (const stmt of list ?? []) statement(stmt, out)
+}
+
+function statement(stmt: ShNode, out: SimpleCommand[]): void {
+  const writes: (string | null)[] = []
+  for (const redirect of stmt.Redirs ?? []) {
+    const op = redirectOp(redirect.Op)
+    substitutions(redirect.Word, out)
+    if (redirect.Hdoc) substitutions(redirect.Hdoc, out)
+    if (op === '>' || op === '>>' || op === '>|' || op === '&>' || op === '&>>' || op === '<>') {
+      const target = wordValue(redirect.Word)
+      if (target === null || !SAFE_TARGETS.has(target)) writes.push(target)
+    } else if (op === '>&' || op === '<&') {
+      // `>&2` duplicates a descriptor; `>& file` (bash's synonym for &>) writes a file.
+      const target = wordValue(redirect.Word)
+      if (target === null || !/^(\d+|-)$/.test(target)) writes.push(target)
+    }
+  }
+  const cmd = stmt.Cmd
+  if (!cmd) {
+    if (writes.length) out.push({ words: [], assigns: false, writes })
+    return
+  }
+  const type = sh().NodeType(cmd)
+  switch (type) {
+    case 'CallExpr': {
+      const words: (string | null)[] = []
+      for (const assign of cmd.Assigns ?? []) {
+        if (assign.Value) substitutions(assign.Value, out)
+        if (assign.Array || assign.Index) throw new Unjudged('the command assigns an array')
+      }
+      for (const word of cmd.Args ?? []) {
+        substitutions(word, out)
+        words.push(wordValue(word))
+      }
+      out.push({ words, assigns: (cmd.Assigns ?? []).length > 0, writes })
+      return
+    }
+    case 'BinaryCmd':
+      // &&, ||, | and |& : both sides run.
+      statement(cmd.X, out)
+      statement(cmd.Y, out)
+      break
+    case 'Subshell':
+    case 'Block':
+      stmts(cmd.Stmts, out)
+      break
+    default:
+      throw new Unjudged(`the command uses ${describe(type)}, which rules do not judge`)
+  }
+  // A redirection on a group applies to every command in it.
+  if (writes.length) out.push({ words: [], assigns: false, writes })
+}
+
+function describe(type: string): string {
+  const names: Record<string, string> = {
+    IfClause: 'if', WhileClause: 'a while/until loop', ForClause: 'a for loop', CaseClause: 'case', FuncDecl: 'a function',
+    DeclClause: 'declare/export/local', LetClause: 'let', TestClause: '[[ … ]]', ArithmCmd: '(( … ))', TimeClause: 'time',
+    CoprocClause: 'coproc', TestDecl: 'a test declaration',
+  }
+  return names[type] ?? type
+}
+
+/** Every command substitution, process substitution and backtick inside a word runs: judge each as its own part. */
+function substitutions(word: ShNode, out: SimpleCommand[]): void {
+  if (!word) return
+  const api = sh()
+  api.Walk(word, (node) => {
+    if (!node) return true
+    const type = api.NodeType(node)
+    if (type === 'CmdSubst' || type === 'ProcSubst') {
+      stmts(node.Stmts, out)
+      return false
+    }
+    return true
+  })
+}
+
+/**
+ * The value of a word when it is fixed text (plain, quoted or escaped); null when part of it is only known at run
+ * time (a parameter, a substitution, arithmetic, brace expansion, `$'…'`).
+ */
+export function wordValue(word: ShNode): string | null {
+  if (!word) return null
+  let value = ''
+  for (const part of word.Parts ?? []) {
+    const type = sh().NodeType(part)
+    if (type === 'Lit') {
+      const raw = String(part.Value)
+      // An unquoted * ? or [ is a pattern the shell expands to file names: the word is not known until run time.
+      if (/(^|[^\\])(\\\\)*[*?[]/.test(raw)) return null
+      value += unescapePlain(raw)
+    }
+    else if (type === 'SglQuoted') {
+      if (part.Dollar) return null
+      value += String(part.Value)
+    } else if (type === 'DblQuoted') {
+      if (part.Dollar) return null
+      for (const inner of part.Parts ?? []) {
+        if (sh().NodeType(inner) !== 'Lit') return null
+        value += unescapeDouble(String(inner.Value))
+      }
+    } else return null
+  }
+  return value
+}
+
+function unescapePlain(text: string): string {
+  return text.replace(/\\\n/g, '').replace(/\\(.)/gs, '$1')
+}
+
+function unescapeDouble(text: string): string {
+  return text.replace(/\\\n/g, '').replace(/\\([$`"\\])/g, '$1')
+}

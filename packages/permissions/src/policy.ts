@@ -1,0 +1,96 @@
+// The decision table: mode × what the call touches × rules → allow (at a sandbox level), deny, or ask.
+// Pure: the service supplies the facts (access, whether paths are inside the cwd, sandbox availability).
+import { analyzeCommand, type CommandAnalysis } from './command.ts'
+import { isReadOnly } from './readonly.ts'
+import { findDeny, matchesCommand, matchesPath, matchesWholeTool, type Rule } from './rules.ts'
+import type { PermissionMode, SandboxLevel, ToolAccess, Verdict } from './types.ts'
+
+export interface PolicyInput {
+  mode: PermissionMode
+  allow: readonly Rule[]
+  deny: readonly Rule[]
+  tool: string
+  access: ToolAccess
+  cwd: string
+  /** Paths of the call that lie outside the working directory (judged on real paths). */
+  outside: string[]
+  /** The real paths of `access.paths` (symlinks resolved): deny rules match either. */
+  real?: string[]
+  /** Whether the OS sandbox can run commands here; when not, `reason` says why. */
+  sandbox: { available: true } | { available: false; reason: string }
+}
+
+const SANDBOX_FOR: Record<PermissionMode, SandboxLevel> = { 'read-only': 'read-only', ask: 'workspace', auto: 'workspace', yolo: 'off' }
+
+export function decide(input: PolicyInput): Verdict {
+  const { mode, access, tool } = input
+  const analysis: CommandAnalysis | undefined = access.command !== undefined ? analyzeCommand(access.command) : undefined
+  const commands = analysis?.ok ? analysis.commands : undefined
+
+  const both = input.real?.length ? { ...access, paths: [...(access.paths ?? []), ...input.real] } : access
+  const denied = findDeny(input.deny, tool, both, input.cwd, commands)
+  if (denied) return { outcome: 'deny', scope: 'rule', rule: denied.text, reason: `denied by rule ${denied.text}` }
+
+  if (access.kind === 'read') return { outcome: 'allow', scope: 'mode', sandbox: SANDBOX_FOR[mode], log: false }
+  if (mode === 'yolo') return { outcome: 'allow', scope: 'mode', sandbox: 'off', log: true }
+  if (access.kind === 'execute') return decideCommand(input, analysis)
+
+  const writes = access.kind === 'write'
+  if (writes && mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: 'denied by read-only mode: nothing may be written' }
+  if (writes && input.outside.length) {
+    // No rule lets a mode short of yolo write outside the working directory.
+    const where = `${input.outside[0]} is outside the working directory ${input.cwd}`
+    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'workspace', hint: 'only --mode yolo writes outside the working directory' }
+    return { outcome: 'deny', scope: 'mode', reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)` }
+  }
+  const allowed = allowRule(input)
+  if (allowed) return { outcome: 'allow', scope: 'rule', rule: allowed.text, sandbox: SANDBOX_FOR[mode], log: true }
+  if (mode === 'auto') return { outcome: 'allow', scope: 'mode', sandbox: 'workspace', log: true }
+  if (mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: ${tool} may change things` }
+  return { outcome: 'ask', reason: writes ? `${tool} changes files` : `${tool} is not known to be read-only`, sandbox: 'workspace' }
+}
+
+/** An allow rule covering the whole call: a bare tool rule, or a path rule matching every path. */
+function allowRule(input: PolicyInput): Rule | undefined {
+  const { tool, access, cwd } = input
+  for (const rule of input.allow) {
+    if (matchesWholeTool(rule, tool)) return rule
+    if (rule.kind === 'path' && rule.tool === tool && access.paths?.length && access.paths.every((p) => matchesPath(rule, p, cwd))) return rule
+  }
+  return undefined
+}
+
+function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined): Verdict {
+  const { mode, tool, access } = input
+  const level = SANDBOX_FOR[mode]
+  const command = access.command ?? ''
+  const whole = input.allow.find((rule) => matchesWholeTool(rule, tool) || (rule.kind === 'command-text' && rule.tool === tool && rule.command === command.trim()))
+  const parts = analysis?.ok ? analysis.commands : undefined
+  // Every part must be allowed by a rule, or (in ask mode, sandboxed) be on the read-only list.
+  let ruled: Rule | undefined = whole
+  let readOnly = false
+  if (!ruled && parts && parts.length) {
+    const rules = parts.map((part) => input.allow.find((rule) => rule.tool === tool && matchesCommand(rule, part)))
+    const fine = parts.every((part, i) => rules[i] !== undefined || isReadOnly(part))
+    if (fine) {
+      ruled = rules.find((rule) => rule !== undefined)
+      readOnly = ruled === undefined
+    }
+  }
+
+  if (!input.sandbox.available) {
+    const why = input.sandbox.reason
+    if (mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: commands run only in the read-only sandbox, which is unavailable (${why})` }
+    // An explicit allow rule is the person's consent to run it; without the sandbox it runs unconfined.
+    if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: 'off', log: true }
+    if (mode === 'auto') {
+      return { outcome: 'deny', scope: 'mode', reason: `denied by auto mode: the sandbox is unavailable (${why}); install bubblewrap, or run with --mode yolo` }
+    }
+    return { outcome: 'ask', reason: `the sandbox is unavailable (${why})`, sandbox: 'off', hint: 'an --allow rule for it, or --mode yolo, lets it run unsandboxed' }
+  }
+  if (mode === 'read-only') return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
+  if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: level, log: true }
+  if (mode === 'auto' || readOnly) return { outcome: 'allow', scope: 'mode', sandbox: level, log: true }
+  const why = !analysis?.ok ? analysis?.reason ?? 'no command' : 'the command may change things'
+  return { outcome: 'ask', reason: why, sandbox: level }
+}

@@ -1,0 +1,249 @@
+import { Context, Service } from 'cordis'
+import type { Session, SessionEventMap } from '@keel/session'
+import type { ToolAccess } from '@keel/tools'
+import { loadShellParser } from './command.ts'
+import { summarize, suggestRule } from './describe.ts'
+import { isInside, realPath } from './paths.ts'
+import { decide } from './policy.ts'
+import { parseRules, type Rule } from './rules.ts'
+import { appendRule } from './settings.ts'
+import type { Asker, Authorization, CallToAuthorize, PermissionAnswer, PermissionAsk, PermissionMode, Verdict } from './types.ts'
+
+export interface PermissionsConfig {
+  /** The mode from settings; the CLI's flags, `KEEL_MODE` and the front door's default decide when it is unset. */
+  mode?: PermissionMode
+  allow: string[]
+  deny: string[]
+  sandbox: { allowedDomains: string[] }
+}
+
+/** The sandbox service as this package uses it (`@keel/sandbox` provides it). */
+interface SandboxProbe {
+  status(): Promise<{ available: true } | { available: false; reason: string }>
+}
+
+interface Waiting {
+  ask: PermissionAsk
+  settle(answer: PermissionAnswer | Error): void
+  controller: AbortController
+}
+
+/** What a tool's result says when a call is declined, so the model can change course. */
+export function declined(tool: string, reason: string): string {
+  return `Error: permission to run ${tool} was declined: ${reason}. Do not retry the same call; change course or ask the user.`
+}
+
+/**
+ * `ctx.permissions`: the policy (mode and allow/deny rules) and the one channel for asking a person. The agent loop
+ * calls `authorize` after `tool/call` is logged and before the tool runs; every ask and decision goes on the log.
+ */
+export class PermissionService extends Service {
+  /** The effective mode; the CLI sets it from flags, environment, settings and the front door's default. */
+  mode: PermissionMode
+  private allowRules: Rule[] = []
+  private denyRules: Rule[] = []
+  /** Rules from config and flags that did not parse, one line each. */
+  readonly problems: string[] = []
+  private readonly askers: Asker[] = []
+  private readonly waiting = new Map<string, Waiting>()
+  private readonly noticed = new Set<string>()
+  private sandboxStatus: Promise<{ available: true } | { available: false; reason: string }> | undefined
+
+  constructor(ctx: Context, readonly config: PermissionsConfig) {
+    super(ctx, 'permissions', true)
+    this.mode = config.mode ?? 'ask'
+    this.addRules({ allow: config.allow, deny: config.deny })
+    ctx.inject(['invariants'], (ctx) => {
+      ctx.invariants.register('permissions', (event, trace) => {
+        if (event.type !== 'permission/request' && event.type !== 'permission/decision') return undefined
+        return trace.pendingCalls.has(event.data.callId) ? undefined : `${event.type} names call ${event.data.callId}, which has no open tool/call in this step`
+      })
+    })
+    // Nothing may wait on a disposed service: pending asks end as denials.
+    ctx.on('dispose', () => {
+      for (const waiting of this.waiting.values()) waiting.settle(new Error('Keel is shutting down'))
+    })
+  }
+
+  /** The rules in force, as written. */
+  get rules(): { allow: string[]; deny: string[] } {
+    return { allow: this.allowRules.map((r) => r.text), deny: this.denyRules.map((r) => r.text) }
+  }
+
+  /** Sets the mode and adds rules for this run (`--mode`, `--allow`). Returns the rules that did not parse. */
+  configure(options: { mode?: PermissionMode; allow?: readonly string[]; deny?: readonly string[] }): string[] {
+    if (options.mode) this.mode = options.mode
+    return this.addRules({ allow: options.allow ?? [], deny: options.deny ?? [] })
+  }
+
+  private addRules(texts: { allow: readonly string[]; deny: readonly string[] }): string[] {
+    const allow = parseRules(texts.allow)
+    const deny = parseRules(texts.deny)
+    const known = (list: Rule[], rule: Rule) => list.some((r) => r.text === rule.text)
+    for (const rule of allow.rules) if (!known(this.allowRules, rule)) this.allowRules.push(rule)
+    for (const rule of deny.rules) if (!known(this.denyRules, rule)) this.denyRules.push(rule)
+    const problems = [...allow.problems, ...deny.problems]
+    this.problems.push(...problems)
+    return problems
+  }
+
+  /** A front door registers how it asks; the latest registered asks. The disposer removes it. */
+  setAsker(asker: Asker): () => void {
+    return this.ctx.effect(() => {
+      this.askers.push(asker)
+      return () => {
+        const i = this.askers.lastIndexOf(asker)
+        if (i >= 0) this.askers.splice(i, 1)
+      }
+    })
+  }
+
+  /** Asks waiting for an answer, oldest first (a reloaded web page shows them again). */
+  pending(): PermissionAsk[] {
+    return [...this.waiting.values()].map((w) => w.ask)
+  }
+
+  /** Answers a pending ask from anywhere; the first answer wins. False when nothing waits under that id. */
+  answer(sessionId: string, callId: string, answer: PermissionAnswer): boolean {
+    const waiting = this.waiting.get(key(sessionId, callId))
+    if (!waiting || !isAnswer(answer)) return false
+    waiting.settle(answer)
+    return true
+  }
+
+  /** Whether commands can be sandboxed here; probed once. */
+  sandbox(): Promise<{ available: true } | { available: false; reason: string }> {
+    const probe = this.ctx.get('sandbox') as SandboxProbe | undefined
+    if (!probe) return Promise.resolve({ available: false, reason: 'no sandbox plugin is loaded (@keel/sandbox)' })
+    this.sandboxStatus ??= probe.status().catch((error: unknown) => ({ available: false as const, reason: error instanceof Error ? error.message : String(error) }))
+    return this.sandboxStatus
+  }
+
+  /** The verdict for a call without asking or logging anything: what `authorize` would start from. */
+  async check(tool: string, access: ToolAccess, cwd: string): Promise<Verdict> {
+    const paths = access.paths ?? []
+    const real = paths.map((p) => realPath(p))
+    const outside = paths.filter((p) => !isInside(p, cwd))
+    if (access.command !== undefined) await loadShellParser()
+    const sandbox = access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
+    if (!sandbox.available) this.notice(`the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`)
+    return decide({ mode: this.mode, allow: this.allowRules, deny: this.denyRules, tool, access, cwd, outside, real, sandbox })
+  }
+
+  /**
+   * Decides one call: logs the decision (and the request, when a person is asked) on the call's session and says
+   * whether the tool may run and at which sandbox level. Calls whose arguments do not parse are let through: the
+   * tool registry turns them into error results without running anything.
+   */
+  async authorize(call: CallToAuthorize): Promise<Authorization> {
+    const { session, callId, tool, cwd } = call
+    const access = this.ctx.tools.access(tool, call.arguments, cwd)
+    if (!access) return { allowed: true, sandbox: 'off' }
+    const verdict = await this.check(tool, access, cwd)
+    if (verdict.outcome === 'allow') {
+      if (verdict.log) this.decision(session, { callId, decision: 'allow', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
+      return { allowed: true, sandbox: verdict.sandbox }
+    }
+    if (verdict.outcome === 'deny') {
+      this.decision(session, { callId, decision: 'deny', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
+      return { allowed: false, message: declined(tool, verdict.reason) }
+    }
+    const ask: PermissionAsk = {
+      sessionId: session.id, callId, tool,
+      summary: summarize(tool, access, cwd),
+      detail: detailOf(access, this.ctx.tools.parse(tool, call.arguments)),
+      suggestedRule: suggestRule(tool, access, cwd),
+      reason: verdict.reason,
+      ...(session.header.parent ? { parent: session.header.parent } : {}),
+    }
+    session.append('permission/request', { callId, tool, summary: ask.summary })
+    const asker = this.askers[this.askers.length - 1]
+    if (!asker) {
+      this.decision(session, { callId, decision: 'deny', scope: 'mode', mode: this.mode })
+      const hint = verdict.hint ?? `--allow '${ask.suggestedRule}' or --mode auto lets it run`
+      return { allowed: false, message: declined(tool, `${this.mode} mode asks a person first (${verdict.reason}) and there is no one to ask here; ${hint}`) }
+    }
+    let answer: PermissionAnswer
+    try {
+      answer = await this.ask(asker, ask, call.signal)
+    } catch (error) {
+      if (call.signal.aborted) return { allowed: false, message: 'Error: the turn was cancelled while waiting for permission.' }
+      this.decision(session, { callId, decision: 'deny', scope: 'once' })
+      return { allowed: false, message: declined(tool, `the question could not be answered (${(error as Error).message})`) }
+    }
+    let file: string | undefined
+    let saveProblem: string | undefined
+    if (answer.scope === 'always') {
+      try {
+        file = appendRule(cwd, answer.decision, ask.suggestedRule)
+        this.addRules(answer.decision === 'allow' ? { allow: [ask.suggestedRule], deny: [] } : { allow: [], deny: [ask.suggestedRule] })
+      } catch (error) {
+        saveProblem = (error as Error).message
+        this.notice(saveProblem)
+      }
+    }
+    const rule = answer.scope === 'always' ? { rule: ask.suggestedRule, ...(file ? { file } : {}) } : {}
+    this.decision(session, { callId, decision: answer.decision, scope: answer.scope, ...rule })
+    if (answer.decision === 'allow') return { allowed: true, sandbox: verdict.sandbox }
+    return { allowed: false, message: declined(tool, 'the user declined it') }
+  }
+
+  private ask(asker: Asker, ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
+    const id = key(ask.sessionId, ask.callId)
+    const controller = new AbortController()
+    return new Promise<PermissionAnswer>((resolve, reject) => {
+      const onAbort = () => settle(new Error('cancelled'))
+      const settle = (answer: PermissionAnswer | Error) => {
+        if (this.waiting.get(id) !== waiting) return
+        this.waiting.delete(id)
+        signal.removeEventListener('abort', onAbort)
+        controller.abort()
+        if (answer instanceof Error) reject(answer)
+        else resolve(answer)
+      }
+      const waiting: Waiting = { ask, settle, controller }
+      this.waiting.set(id, waiting)
+      if (signal.aborted) return onAbort()
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.ctx.emit('permission/ask', ask)
+      Promise.resolve()
+        .then(() => asker(ask, controller.signal))
+        .then((answer) => settle(isAnswer(answer) ? answer : new Error('the front door gave no answer')), (error: unknown) => settle(error instanceof Error ? error : new Error(String(error))))
+    })
+  }
+
+  private decision(session: Session, data: SessionEventMap['permission/decision']): void {
+    session.append('permission/decision', data)
+  }
+
+  /** Says something once per run (why the sandbox is off, a settings file that could not be written). */
+  notice(text: string): void {
+    if (this.noticed.has(text)) return
+    this.noticed.add(text)
+    this.ctx.emit('permission/notice', text)
+  }
+}
+
+function key(sessionId: string, callId: string): string {
+  return `${sessionId}\u0000${callId}`
+}
+
+function isAnswer(value: unknown): value is PermissionAnswer {
+  const v = value as PermissionAnswer | undefined
+  return !!v && (v.decision === 'allow' || v.decision === 'deny') && (v.scope === 'once' || v.scope === 'always')
+}
+
+const DETAIL_LIMIT = 20_000
+
+/** Shown in full above the prompt: the command, the content of a write, the two sides of an edit. */
+function detailOf(access: ToolAccess, parsed: { args: unknown } | { error: string }): string | undefined {
+  if (access.command !== undefined) return access.command.slice(0, DETAIL_LIMIT)
+  if (!('args' in parsed) || !parsed.args || typeof parsed.args !== 'object') return undefined
+  const args = parsed.args as Record<string, unknown>
+  let text: string | undefined
+  if (typeof args.old_string === 'string' && typeof args.new_string === 'string') {
+    text = [...args.old_string.split('\n').map((l) => `- ${l}`), ...args.new_string.split('\n').map((l) => `+ ${l}`)].join('\n')
+  } else if (typeof args.content === 'string') text = args.content
+  else text = JSON.stringify(args, null, 2)
+  return text.length > DETAIL_LIMIT ? `${text.slice(0, DETAIL_LIMIT)}\n… ${text.length - DETAIL_LIMIT} more characters` : text
+}
