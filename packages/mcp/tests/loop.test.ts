@@ -3,6 +3,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
+import * as permissionsPlugin from '@keel/permissions'
 import * as mcpPlugin from '../src/index.ts'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
 import { EVERYTHING } from './support.ts'
@@ -56,5 +57,26 @@ describe('MCP tools in the agent loop', () => {
     expect(result.reason).toBe('completed')
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toContain(`${join(keel.cwd, '.mcp.json')}: mcpServers: server name "bad name!" must be 1-40 letters`)
+  })
+
+  test('permissions: in ask mode with no one to ask an MCP call is declined on the log; a rule lets it run', async () => {
+    const call = { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'guarded' } }] }
+    keel = await makeKeel({
+      steps: [call, { text: 'declined' }, call, { text: 'ran' }],
+      plugins: [[mcpPlugin, config({ everything: EVERYTHING })], [permissionsPlugin, { mode: 'ask', allow: [], deny: [] }]],
+    })
+    const agent = keel.agent()
+    await agent.prompt('try')
+    const decision = agent.session.events.find((e) => e.type === 'permission/decision')
+    expect(decision?.data).toMatchObject({ decision: 'deny' })
+    const denied = agent.session.events.find((e) => e.type === 'tool/result')!
+    expect(denied.data).toMatchObject({ isError: true })
+    expect(JSON.stringify(denied.data)).not.toContain('Echo: guarded')
+    keel.ctx.permissions.configure({ allow: ['mcp__everything__*'] })
+    await agent.prompt('again')
+    const results = agent.session.events.filter((e) => e.type === 'tool/result')
+    expect(results).toHaveLength(2)
+    expect(results[1]!.data).toMatchObject({ isError: false })
+    expect(JSON.stringify(results[1]!.data)).toContain('Echo: guarded')
   })
 })
