@@ -3,6 +3,7 @@ import { Hono, type Context as HonoContext } from 'hono'
 import type { Agent, LlmAdapter } from '@keel/agent'
 import type { Projections } from '@keel/session'
 import { isSessionId, type Session, type SessionEvent, type SessionSummary } from '@keel/session'
+import { WebAsks } from './asks.ts'
 import { EventHub } from './events.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
@@ -53,6 +54,7 @@ function subagentsOf(ctx: Context): SubagentPlansSource | undefined {
 export class WebHost {
   readonly app: Hono
   readonly hub = new EventHub()
+  private readonly asks: WebAsks
   private readonly ctx: Context
   private readonly held = new Map<string, Agent>()
   private readonly turns = new Map<string, Promise<unknown>>()
@@ -82,6 +84,7 @@ export class WebHost {
         this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
       }))
     }
+    this.asks = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
     this.app = this.routes()
   }
 
@@ -97,6 +100,8 @@ export class WebHost {
       new Promise((done) => { timer = setTimeout(done, graceMs) }),
     ])
     clearTimeout(timer)
+    // Cancelled turns ended their asks; anything still waiting is declined.
+    this.asks.close()
     for (const agent of this.held.values()) {
       try { this.ctx.agents.close(agent) } catch {}
     }
@@ -162,6 +167,15 @@ export class WebHost {
       if (running) this.held.get(id)?.cancel()
       return { cancelled: running }
     },
+    'permission.answer': (params) => {
+      if (!this.asks.enabled) throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
+      const callId = params.callId
+      if (typeof callId !== 'string' || !callId || callId.length > 256) throw new RpcFailure('bad-request', 'callId must be a non-empty string')
+      const { decision, scope } = params
+      if (decision !== 'allow' && decision !== 'deny') throw new RpcFailure('bad-request', 'decision must be allow or deny')
+      if (scope !== 'once' && scope !== 'always') throw new RpcFailure('bad-request', 'scope must be once or always')
+      return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
+    },
     'session.compact': async (params) => {
       const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
       if (!compaction) throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
@@ -182,6 +196,7 @@ export class WebHost {
       if (tail) {
         out.projections = this.liveProjections(live)
         out.running = this.turns.has(sessionId) || this.ctx.agents.get(sessionId)?.status === 'running'
+        if (this.asks.enabled) out.asks = this.asks.pendingFor(sessionId)
       }
       return out
     }
