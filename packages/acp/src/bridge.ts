@@ -6,8 +6,10 @@ import {
   type AgentApp, type AgentContext, type ContentBlock, type InitializeResponse, type SessionUpdate,
 } from '@agentclientprotocol/sdk'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
+import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
+import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
 
@@ -77,6 +79,9 @@ export class AcpBridge {
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
     )
+    // This connection's client is who Keel asks (the mode comes from `keel acp --mode`, default ask).
+    const permissions = ctx.get('permissions')
+    if (permissions) this.disposers.push(permissions.setAsker((ask, signal) => this.askClient(ask, signal)))
     this.app = agentApp({ name: 'keel' })
       .onRequest(methods.agent.initialize, () => this.initialize())
       .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers.length, client))
@@ -207,6 +212,37 @@ export class AcpBridge {
     const bridged = this.sessions.get(agent.id)
     if (!bridged || bridged.agent !== agent) return
     for (const update of bridged.projector.delta(delta)) bridged.send(update)
+  }
+
+  /**
+   * Asks the client with `session/request_permission`. A subagent's ask goes to the session of its top-level parent
+   * that this connection drives. The turn's cancel cancels the request; no answer, a failed request or an ask from a
+   * session this connection does not drive is a denial.
+   */
+  private async askClient(ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
+    const bridged = this.bridgedFor(ask.sessionId)
+    if (!bridged || this.closed) return DENY_ONCE
+    const call = bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : undefined
+    // Updates sent so far (the call's `tool_call` and its `pending`) go first, so the client knows the call.
+    await bridged.flushed()
+    try {
+      const response = await bridged.client.request(REQUEST_PERMISSION, permissionRequest(bridged.id, ask, bridged.agent.cwd, call), { cancellationSignal: signal, stopWaitingOnCancel: true })
+      return answerOf(response)
+    } catch (error) {
+      if (!signal.aborted) this.log(`session ${bridged.id}: permission request for ${ask.callId} failed: ${message(error)}`)
+      return DENY_ONCE
+    }
+  }
+
+  /** The bridged session an ask belongs to: its own, or the nearest bridged ancestor of a subagent's session. */
+  private bridgedFor(sessionId: string): Bridged | undefined {
+    let id: string | undefined = sessionId
+    for (let hops = 0; id && hops < 16; hops++) {
+      const bridged = this.sessions.get(id)
+      if (bridged) return bridged
+      id = this.ctx.sessions.get(id)?.header.parent?.sessionId
+    }
+    return undefined
   }
 
   /** The `todos` projection when it is registered; otherwise the same rule applied to the log. */

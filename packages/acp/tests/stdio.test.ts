@@ -104,6 +104,11 @@ describe('keel acp over stdio', { timeout: 60_000 }, () => {
       { when: PLAN_PROMPT, text: 'Followed up.' },
       ...sleepSteps('sleep again'),
     ] }))
+    // One command that writes a file: `ask` mode asks about it whether or not the sandbox runs here.
+    writeFileSync(join(root, 'ask.json'), JSON.stringify({ steps: [
+      { when: 'write it', toolCalls: [{ id: 'call-write', name: 'bash', arguments: { command: 'echo acp > asked.txt' } }] },
+      { when: 'write it', text: 'Written.' },
+    ] }))
     // A plugin that writes to stdout every way a plugin can, on every turn.
     writeFileSync(join(root, 'noisy.mjs'), [
       "export const name = 'noisy'",
@@ -167,6 +172,23 @@ describe('keel acp over stdio', { timeout: 60_000 }, () => {
     // What the noisy plugin wrote went to stderr.
     for (const noise of ['noisy: console.log', 'noisy: stdout.write', 'noisy: cordis logger', 'noisy: listener failure']) {
       expect(keel.stderr()).toContain(noise)
+    }
+  })
+
+  it('asks the client by default (ask mode), and never with --mode yolo', async () => {
+    for (const [flags, asks] of [[[], true], [['--mode', 'yolo'], false]] as const) {
+      rmSync(join(work, 'asked.txt'), { force: true })
+      const keel = startKeel(['--model', `scripted/${join(root, 'ask.json')}`, ...flags], { KEEL_HOME: home }, work)
+      await scenario(keel, async () => {
+        const agent = keel.test.connection.agent
+        await initialize(keel.test)
+        const { sessionId } = await agent.request(methods.agent.session.new, { cwd: work, mcpServers: [] })
+        expect((await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason).toBe('end_turn')
+        expect(keel.test.permissionRequests.map((request) => request.toolCall.toolCallId)).toEqual(asks ? ['call-write'] : [])
+        expect(readFileSync(join(work, 'asked.txt'), 'utf8')).toBe('acp\n')
+        expect(await keel.hangUp()).toBe(0)
+      }).finally(() => keel.hangUp())
+      expectOnlyProtocol(keel)
     }
   })
 
