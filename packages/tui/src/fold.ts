@@ -19,8 +19,8 @@ export interface ToolEntry {
   startedAt: number
   endedAt?: number
   output: string
-  /** @keel/permissions asked about this call (`permission/request`) and, once answered, its decision. */
-  permission?: { asked: boolean; decision?: SessionEventMap['permission/decision'] }
+  /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
+  decision?: SessionEventMap['permission/decision']
 }
 export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
 /** A turn ended while its plan still had open tasks (shown once, under the turn). */
@@ -101,15 +101,9 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       state.entries.push({ kind: 'compaction', seq: event.seq, before: data.before ?? 0, after: data.after ?? 0, summarised: data.summarised ?? 0, ...(data.error ? { error: data.error } : {}) })
       break
     }
-    case 'permission/request': {
-      const entry = state.entries[state.calls[event.data.callId] ?? -1]
-      if (entry?.kind === 'tool') entry.permission = { ...entry.permission, asked: true }
-      break
-    }
     case 'permission/decision': {
       const entry = state.entries[state.calls[event.data.callId] ?? -1]
-      if (entry?.kind !== 'tool') break
-      entry.permission = { asked: entry.permission?.asked ?? false, decision: event.data }
+      if (entry?.kind === 'tool') entry.decision = event.data
       break
     }
     case 'tool/result': {

@@ -202,11 +202,10 @@ export class TranscriptView implements Component {
     const room = Math.max(4, width - visibleWidth(head) - visibleWidth(tail))
     const lines = ['', fit(head + truncateToWidth(escapeLine(title), room, '…') + tail, width)]
     const body = entry.status === 'running' ? this.live.output[entry.callId] ?? '' : entry.output
-    const decision = entry.permission?.decision
+    const decision = entry.decision
     const verdict = decision && describeDecision(decision)
     // Wrapped, not cut: an "always" line ends with the settings file the rule went to.
     if (verdict) lines.push(...wrap(escapeLine(verdict), width, '  ', '    ', decision.decision === 'allow' ? style.green : style.red))
-    else if (entry.permission?.asked && !decision && entry.status === 'running') lines.push(fit(`  ${style.yellow('◆ waiting for your answer')}`, width))
     if (decision?.decision === 'deny') {
       // The decision line says why; the result repeats it for the model.
       if (this.expanded) lines.push(...this.outputLines(body, width))

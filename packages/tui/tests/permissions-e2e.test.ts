@@ -72,7 +72,8 @@ test.skipIf(!HAS_TMUX)(`keel in tmux asks under the tool card: n denies, y allow
   const settings = join(cwd, '.keel', 'settings.json')
   await until(has(`✓ allowed always by the user (write(notes.md) saved to ${settings})`), 'the saved rule', 20_000, screen)
   expect(JSON.parse(readFileSync(settings, 'utf8')).permissions.allow).toEqual(['write(notes.md)'])
-  expect(readFileSync(join(cwd, 'notes.md'), 'utf8')).toBe('# Notes\nfirst line\nsecond line\n')
+  // The decision is logged just before the write runs.
+  await until(() => existsSync(join(cwd, 'notes.md')) && readFileSync(join(cwd, 'notes.md'), 'utf8') === '# Notes\nfirst line\nsecond line\n', 'the write', 20_000, screen)
 
   // 4. Ctrl+C while asked cancels the turn: the prompt goes, nothing ran, and Keel keeps running.
   await until(has('◆ Allow bash: sleep 30.6613 > slept.txt?'), 'the fourth prompt', 20_000, screen)
