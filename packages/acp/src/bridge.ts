@@ -78,6 +78,7 @@ export class AcpBridge {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+      ctx.on('permission/notice', (text) => this.log(text)),
     )
     // This connection's client is who Keel asks (the mode comes from `keel acp --mode`, default ask).
     const permissions = ctx.get('permissions')

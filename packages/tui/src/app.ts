@@ -83,6 +83,11 @@ export class KeelApp {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+      // Said once per run by @keel/permissions: why the sandbox is off, a rule that could not be saved.
+      ctx.on('permission/notice', (text) => {
+        this.transcript.note('warn', text)
+        this.tui.requestRender()
+      }),
     )
     // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
     const permissions = ctx.get('permissions')

@@ -20,6 +20,8 @@ export async function runServe(door: DoorContext): Promise<number> {
   const clientDir = await ensureClientBuilt({ log: err })
   const token = newToken()
   const host = new WebHost({ ctx, cwd: door.cwd, model, token, clientDir })
+  // Said once per run by @keel/permissions (why the sandbox is off, a rule that could not be saved).
+  const stopNotices = ctx.on('permission/notice', (text) => err(`keel: ${escapeLine(text)}`))
   let server: ServerType
   let port: number
   try {
@@ -33,6 +35,7 @@ export async function runServe(door: DoorContext): Promise<number> {
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
   err('keel: stopping')
+  stopNotices()
   await host.close()
   await new Promise<void>((done) => {
     server.close(() => done())
