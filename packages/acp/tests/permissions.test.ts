@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { methods, type RequestPermissionResponse } from '@agentclientprotocol/sdk'
 import * as fsPlugin from '@keel/fs'
 import * as permissionsPlugin from '@keel/permissions'
+import * as subagentPlugin from '@keel/subagent'
 import type { SessionEvent } from '@keel/session'
 import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
 import { connectInProcess, initialize } from './support.ts'
@@ -21,8 +22,8 @@ afterEach(async () => {
 
 const choose = (optionId: string): RequestPermissionResponse => ({ outcome: { outcome: 'selected', optionId } })
 
-async function start(steps: NonNullable<Parameters<typeof makeKeel>[0]>['steps']) {
-  keel = await makeKeel({ steps, plugins: [[fsPlugin, { allowOutsideCwd: false }], [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }]] })
+async function start(steps: NonNullable<Parameters<typeof makeKeel>[0]>['steps'], more: [unknown, unknown?][] = []) {
+  keel = await makeKeel({ steps, plugins: [[fsPlugin, { allowOutsideCwd: false }], [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }], ...more] })
   const client = connectInProcess(keel)
   open.push(client)
   await initialize(client)
@@ -100,6 +101,22 @@ describe('session/request_permission', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
     expect(events.find((event) => event.type === 'tool/result')).toMatchObject({ data: { callId: 'call-rm', isError: true } })
     expect(existsSync(join(keel.cwd, 'build'))).toBe(false)
+  })
+
+  it("a subagent's ask goes to the parent's session on this connection, self-contained", async () => {
+    const { keel, client, agent, sessionId } = await start([
+      { when: 'parent work', toolCalls: [{ id: 'call-task', name: 'task', arguments: { description: 'Write it', prompt: 'child work' } }] },
+      { when: 'child work', toolCalls: [{ id: 'call-child', name: 'bash', arguments: { command: 'echo child > child.txt' } }] },
+      { when: 'child work', text: 'child done' },
+      { when: 'parent work', text: 'all done' },
+    ], [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]])
+    expect((await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'parent work' }] })).stopReason).toBe('end_turn')
+    expect(client.permissionRequests).toHaveLength(1)
+    expect(client.permissionRequests[0]).toMatchObject({
+      sessionId,
+      toolCall: { toolCallId: 'call-child', title: 'bash: echo child > child.txt', status: 'pending', content: [{ type: 'content', content: { type: 'text', text: 'echo child > child.txt' } }] },
+    })
+    expect(readFileSync(join(keel.cwd, 'child.txt'), 'utf8')).toBe('child\n')
   })
 
   it('a client that cannot answer (an error, or an option it made up) is a denial', async () => {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as permissionsPlugin from '@keel/permissions'
+import * as subagentPlugin from '@keel/subagent'
 import type { ServerFrame } from '../src/protocol.ts'
 import { hostFixture, waitFor, type HostFixture } from './host-support.ts'
 
@@ -82,6 +83,30 @@ describe('permission asks over the web host', () => {
     await waitFor(() => settledIn(tab.frames).length === 1, 'the settled frame')
     expect((await f.ok('session.history', { sessionId: session.id })).asks).toEqual([])
     expect(await f.ok('permission.answer', { sessionId: session.id, callId: 'call-1', decision: 'allow', scope: 'once' })).toEqual({ accepted: false })
+  })
+
+  test("a subagent's ask goes to its parent's page, and answering it lets the child go on", async () => {
+    fixture = await hostFixture([
+      { when: 'parent work', toolCalls: [{ id: 'call-task', name: 'task', arguments: { description: 'Write it', prompt: 'child work' } }] },
+      { when: 'child work', toolCalls: [{ id: 'call-child', name: 'bash', arguments: { command: 'echo child > child.txt' } }] },
+      { when: 'child work', text: 'child done' },
+      { when: 'parent work', text: 'all done' },
+    ], { shell: true, plugins: [[permissionsPlugin, ASK_MODE], [subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] })
+    const f = fixture
+    const tab = await f.events()
+    const { session } = await f.ok('session.create', {})
+    await f.ok('session.prompt', { sessionId: session.id, text: 'parent work' })
+    await waitFor(() => asksIn(tab.frames).length === 1, 'the child ask', 15_000)
+    const { sessionId, ask } = asksIn(tab.frames)[0]!
+    expect(sessionId).toBe(session.id)
+    expect(ask.sessionId).not.toBe(session.id)
+    expect(ask).toMatchObject({ callId: 'call-child', parent: { sessionId: session.id, callId: 'call-task' } })
+    expect((await f.ok('session.history', { sessionId: session.id })).asks).toEqual([ask])
+    expect(await f.ok('permission.answer', { sessionId: ask.sessionId, callId: 'call-child', decision: 'allow', scope: 'once' })).toEqual({ accepted: true })
+    const agent = f.k.ctx.agents.get(session.id)!
+    await waitFor(() => agent.session.last?.type === 'turn/end', 'the parent turn', 15_000)
+    expect(existsSync(join(f.k.cwd, 'child.txt'))).toBe(true)
+    expect(settledIn(tab.frames)).toEqual([{ type: 'permission/settled', sessionId: session.id, askSessionId: ask.sessionId, callId: 'call-child' }])
   })
 
   test('without @keel/permissions nothing is asked and answering is unavailable', async () => {
