@@ -7,8 +7,10 @@ import {
 } from '@agentclientprotocol/sdk'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
+import type { ToolCallView } from '@keel/tools'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
+import { diffFromArgs, type FileDiff } from './diff.ts'
 import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
@@ -223,7 +225,7 @@ export class AcpBridge {
   private async askClient(ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
     const bridged = this.bridgedFor(ask.sessionId)
     if (!bridged || this.closed) return DENY_ONCE
-    const call = bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : undefined
+    const call = bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : this.childCall(ask, bridged.agent.cwd)
     // Updates sent so far (the call's `tool_call` and its `pending`) go first, so the client knows the call.
     await bridged.flushed()
     try {
@@ -233,6 +235,24 @@ export class AcpBridge {
       if (!signal.aborted) this.log(`session ${bridged.id}: permission request for ${ask.callId} failed: ${message(error)}`)
       return DENY_ONCE
     }
+  }
+
+  /** A subagent's call as its `tool/call` presents it (the client never saw it). */
+  private childCall(ask: PermissionAsk, cwd: string): { view: ToolCallView; diff?: FileDiff } | undefined {
+    const events = this.ctx.sessions.get(ask.sessionId)?.events ?? []
+    for (let i = events.length - 1; i >= 0; i--) {
+      const event = events[i]!
+      if (event.type !== 'tool/call' || event.data.callId !== ask.callId) continue
+      let view: ToolCallView
+      try {
+        view = this.ctx.tools.present(event.data.name, event.data.arguments)
+      } catch {
+        return undefined
+      }
+      const diff = view.kind === 'edit' ? diffFromArgs(view.rawInput, cwd) : undefined
+      return { view, ...(diff ? { diff } : {}) }
+    }
+    return undefined
   }
 
   /** The bridged session an ask belongs to: its own, or the nearest bridged ancestor of a subagent's session. */

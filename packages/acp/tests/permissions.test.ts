@@ -114,7 +114,10 @@ describe('session/request_permission', () => {
     expect(client.permissionRequests).toHaveLength(1)
     expect(client.permissionRequests[0]).toMatchObject({
       sessionId,
-      toolCall: { toolCallId: 'call-child', title: 'bash: echo child > child.txt', status: 'pending', content: [{ type: 'content', content: { type: 'text', text: 'echo child > child.txt' } }] },
+      toolCall: {
+        toolCallId: 'call-child', title: 'echo child > child.txt', kind: 'execute', status: 'pending', rawInput: { command: 'echo child > child.txt' },
+        content: [{ type: 'content', content: { type: 'text', text: 'echo child > child.txt' } }],
+      },
     })
     expect(readFileSync(join(keel.cwd, 'child.txt'), 'utf8')).toBe('child\n')
   })
