@@ -12,6 +12,9 @@ export const FLAGS = {
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
   resume: { type: 'string', short: 'r', help: 'Resume the session with this id' },
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
+  mode: { type: 'string', help: 'Permission mode: read-only, ask, auto or yolo (default: ask; auto for -p; or $KEEL_MODE)' },
+  yolo: { type: 'boolean', help: 'Same as --mode yolo: every tool runs without asking, commands unsandboxed' },
+  allow: { type: 'string', multiple: true, help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'" },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions: print JSON' },
@@ -29,7 +32,7 @@ export const SUBCOMMANDS = {
 } as const
 
 export type Flags = {
-  [K in keyof typeof FLAGS]?: (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string
+  [K in keyof typeof FLAGS]?: (typeof FLAGS)[K] extends { multiple: true } ? string[] : (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string
 }
 
 export type Command =
@@ -49,18 +52,17 @@ export class UsageError extends Error {
   }
 }
 
+/** Edit distance where swapping two neighbouring letters costs one (`--modle` is one step from `--model`). */
 function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
   for (let i = 1; i <= a.length; i++) {
-    let previous = row[0]!
-    row[0] = i
     for (let j = 1; j <= b.length; j++) {
-      const current = row[j]!
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1))
-      previous = current
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
     }
   }
-  return row[b.length]!
+  return d[a.length]![b.length]!
 }
 
 export function closest(word: string, candidates: readonly string[]): string | undefined {
@@ -116,6 +118,6 @@ export function helpText(version: string): string {
     const value = spec.type === 'string' ? ' <value>' : ''
     lines.push(`  ${short}--${(name + value).padEnd(22)} ${spec.help}`)
   }
-  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)')
+  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_MODE (permission mode), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)')
   return lines.join('\n')
 }

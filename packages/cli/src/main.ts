@@ -8,6 +8,7 @@ import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
 import { boot, BootError, shutdown } from './boot.ts'
 import { runPrint } from './print.ts'
+import { applyPolicy } from './policy.ts'
 import { listSessions, showSession } from './sessions.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
@@ -26,6 +27,9 @@ export async function main(argv: string[]): Promise<number> {
   let ctx: Context | undefined
   try {
     ctx = await boot({ composition: flags.config })
+    if (command.kind === 'print' || command.kind === 'interactive' || command.kind === 'serve' || command.kind === 'acp') {
+      for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
+    }
     switch (command.kind) {
       case 'print':
         return await runPrint(ctx, flags, command.prompt)

@@ -6,6 +6,7 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/llm': () => import('@keel/llm'),
   '@keel/tools': () => import('@keel/tools'),
   '@keel/agent': () => import('@keel/agent'),
+  '@keel/sandbox': () => import('@keel/sandbox'),
   '@keel/permissions': () => import('@keel/permissions'),
   '@keel/shell': () => import('@keel/shell'),
   '@keel/todo': () => import('@keel/todo'),

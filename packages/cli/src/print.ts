@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
-import { escapeControls, escapeLine, type SessionEvent } from '@keel/session'
+import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
+import type {} from '@keel/permissions'
 import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
@@ -12,22 +13,71 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').trim()
 }
 
+/** A stream that stops being written to once it fails (a closed pipe, a hung-up terminal) instead of throwing. */
+export interface Output {
+  write(text: string): void
+  readonly broken: boolean
+}
+
+export function guardedOutput(stream: NodeJS.WritableStream, onBroken: (error: NodeJS.ErrnoException) => void): Output {
+  let broken = false
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (broken) return
+    broken = true
+    onBroken(error)
+  })
+  return {
+    write(text) { if (!broken) stream.write(text) },
+    get broken() { return broken },
+  }
+}
+
+/** Exit codes for the ways print mode is stopped from outside: 128 + the signal's number, as a shell reports it. */
+export const STOP_EXIT_CODES = { SIGINT: 130, SIGHUP: 129, SIGTERM: 143, EPIPE: 141 } as const
+/** How long a stopped run waits for its turn to close on the log before it exits anyway. */
+const STOP_GRACE_MS = 5000
+
 /** Print mode: one prompt, one turn. stdout carries only the answer (or JSON); plans and tool activity go to stderr. */
 export async function runPrint(ctx: Context, flags: Flags, promptArg: string | undefined): Promise<number> {
   const prompt = promptArg ?? (await readStdin())
   if (!prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
   const format = flags['output-format'] ?? 'text'
   const { agent, repairs } = await openAgent(ctx, flags)
-  const out = process.stdout
   let wroteText = false
   let endsWithNewline = true
   let textStep = -1
   let stepCounter = 0
-  const err = process.stderr
+
+  // Stopped from outside (a signal, or a reader that went away): cancel the turn, so its commands are killed and
+  // the log closes it as aborted, then exit with the matching code. A second stop, or a turn that does not end
+  // within the grace period, exits at once (the shell plugin's exit hook still kills running commands).
+  let stopped: keyof typeof STOP_EXIT_CODES | undefined
+  let cancelRequested = false
+  const stop = (why: keyof typeof STOP_EXIT_CODES, note?: string) => {
+    if (cancelRequested) {
+      if (why !== 'EPIPE') process.exit(STOP_EXIT_CODES[stopped ?? why])
+      return
+    }
+    stopped = why
+    cancelRequested = true
+    if (note) err.write(note)
+    agent.cancel()
+    setTimeout(() => process.exit(STOP_EXIT_CODES[why]), STOP_GRACE_MS).unref()
+  }
+  const out = guardedOutput(process.stdout, () => stop('EPIPE'))
+  const err = guardedOutput(process.stderr, () => {})
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
 
+  // Why the sandbox is off, a rule that could not be saved: once each, on stderr, in every output format.
+  const disposeNotices = ctx.on('permission/notice', (text) => err.write(`keel: ${escapeLine(text)}\n`))
+  const denied = new Set<string>()
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
+    if (event.type === 'permission/decision' && event.data.decision === 'deny') denied.add(event.data.callId)
+    // text format shows every failed result anyway; the others still owe stderr the reason for a denial.
+    if (format !== 'text' && event.type === 'tool/result' && denied.has(event.data.callId)) {
+      err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
+    }
     if (format === 'stream-json') out.write(JSON.stringify(event) + '\n')
     else if (format === 'text') {
       // End the answer's current line before stderr speaks, so a shared terminal never glues the two together.
@@ -35,7 +85,7 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
         out.write('\n')
         endsWithNewline = true
       }
-      showOnStderr(event, err, ctx)
+      showOnStderr(event, err, ctx, denied)
     }
     if (event.type === 'step/start') stepCounter = event.data.step
   })
@@ -53,13 +103,12 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     }
   })
 
-  let interrupts = 0
-  const onSigint = () => {
-    if (++interrupts > 1) process.exit(130)
-    err.write('\nkeel: cancelling (Ctrl+C again to quit now)\n')
-    agent.cancel()
-  }
+  const onSigint = () => stop('SIGINT', '\nkeel: cancelling (Ctrl+C again to quit now)\n')
+  const onSigterm = () => stop('SIGTERM', 'keel: got SIGTERM, cancelling the turn\n')
+  const onSighup = () => stop('SIGHUP')
   process.on('SIGINT', onSigint)
+  process.on('SIGTERM', onSigterm)
+  process.on('SIGHUP', onSighup)
   try {
     const result = await agent.prompt(prompt)
     if (format === 'text' && wroteText && !endsWithNewline) out.write('\n')
@@ -72,28 +121,34 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     }
     if (result.reason === 'error') err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
     else if (result.reason === 'step-limit') err.write('keel: the turn hit the step limit and stopped\n')
-    else if (result.reason === 'aborted') err.write('keel: the turn was cancelled\n')
+    else if (result.reason === 'aborted') err.write(stopped === 'EPIPE' ? 'keel: stdout was closed; the turn was cancelled\n' : 'keel: the turn was cancelled\n')
     const open = openTasks(standingPlan(agent.session.events))
     if (format === 'text' && open.length) err.write(`keel: the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.map((c) => JSON.stringify(escapeLine(c))).join(', ')}\n`)
     if (format === 'text') err.write(`keel: session ${agent.id}\n`)
+    if (stopped) return STOP_EXIT_CODES[stopped]
+    if (out.broken) return STOP_EXIT_CODES.EPIPE
     return result.reason === 'error' ? 1 : result.reason === 'aborted' ? 130 : 0
   } finally {
     process.off('SIGINT', onSigint)
+    process.off('SIGTERM', onSigterm)
+    process.off('SIGHUP', onSighup)
     disposeEvents()
     disposeDeltas()
+    disposeNotices()
     ctx.agents.close(agent)
   }
 }
 
 /** What a person watching print mode sees on stderr: tool calls, failed results, and every plan update. */
-function showOnStderr(event: SessionEvent, err: NodeJS.WriteStream, ctx: Context): void {
+function showOnStderr(event: SessionEvent, err: Output, ctx: Context, denied: ReadonlySet<string>): void {
   if (event.type === 'tool/call') {
     if (event.data.name === 'todo_write') return
     const view = ctx.tools.present(event.data.name, event.data.arguments)
     err.write(`→ ${escapeLine(view.title).slice(0, 200)}\n`)
   } else if (event.type === 'tool/result' && event.data.isError) {
     const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-    err.write(`  ${escapeLine(text).slice(0, 300)}\n`)
+    // A denial's reason says how to get past it (--allow, --mode): never cut it short.
+    err.write(`  ${escapeLine(text).slice(0, denied.has(event.data.callId) ? 1000 : 300)}\n`)
   } else if (event.type === 'todo/write') {
     const todos = event.data.todos as TodoItem[]
     err.write(`${planHeader(todos)}\n${planLines(todos).map((line) => `  ${line}`).join('\n')}\n`)

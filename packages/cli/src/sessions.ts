@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { escapeLine, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
+import { describeDecision } from '@keel/permissions'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './agent.ts'
 
@@ -65,6 +66,8 @@ function describe(event: SessionEvent): string | undefined {
     }
     case 'tool/call': return `  → ${event.data.name} ${escapeLine(event.data.arguments).slice(0, 160)}`
     case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+    case 'permission/request': return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
+    case 'permission/decision': return `    ${escapeLine(describeDecision(event.data))}`
     default: return undefined
   }
 }

@@ -40,7 +40,7 @@ export function decide(input: PolicyInput): Verdict {
   if (writes && input.outside.length) {
     // No rule lets a mode short of yolo write outside the working directory.
     const where = `${input.outside[0]} is outside the working directory ${input.cwd}`
-    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'workspace' }
+    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'workspace', hint: 'only --mode yolo writes outside the working directory' }
     return { outcome: 'deny', scope: 'mode', reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)` }
   }
   const allowed = allowRule(input)
@@ -86,7 +86,7 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
     if (mode === 'auto') {
       return { outcome: 'deny', scope: 'mode', reason: `denied by auto mode: the sandbox is unavailable (${why}); install bubblewrap, or run with --mode yolo` }
     }
-    return { outcome: 'ask', reason: `the sandbox is unavailable (${why})`, sandbox: 'off' }
+    return { outcome: 'ask', reason: `the sandbox is unavailable (${why})`, sandbox: 'off', hint: 'an --allow rule for it, or --mode yolo, lets it run unsandboxed' }
   }
   if (mode === 'read-only') return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
   if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: level, log: true }

@@ -1,5 +1,5 @@
 import { Context, Service } from 'cordis'
-import type { Session } from '@keel/session'
+import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
 import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
@@ -139,11 +139,11 @@ export class PermissionService extends Service {
     if (!access) return { allowed: true, sandbox: 'off' }
     const verdict = await this.check(tool, access, cwd)
     if (verdict.outcome === 'allow') {
-      if (verdict.log) this.decision(session, { callId, decision: 'allow', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : {}) })
+      if (verdict.log) this.decision(session, { callId, decision: 'allow', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
       return { allowed: true, sandbox: verdict.sandbox }
     }
     if (verdict.outcome === 'deny') {
-      this.decision(session, { callId, decision: 'deny', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : {}) })
+      this.decision(session, { callId, decision: 'deny', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
       return { allowed: false, message: declined(tool, verdict.reason) }
     }
     const ask: PermissionAsk = {
@@ -157,8 +157,9 @@ export class PermissionService extends Service {
     session.append('permission/request', { callId, tool, summary: ask.summary })
     const asker = this.askers[this.askers.length - 1]
     if (!asker) {
-      this.decision(session, { callId, decision: 'deny', scope: 'mode' })
-      return { allowed: false, message: declined(tool, `${this.mode} mode would ask (${verdict.reason}), and no one can answer here; allow it with --allow '${ask.suggestedRule}' or --mode auto`) }
+      this.decision(session, { callId, decision: 'deny', scope: 'mode', mode: this.mode })
+      const hint = verdict.hint ?? `--allow '${ask.suggestedRule}' or --mode auto lets it run`
+      return { allowed: false, message: declined(tool, `${this.mode} mode asks a person first (${verdict.reason}) and there is no one to ask here; ${hint}`) }
     }
     let answer: PermissionAnswer
     try {
@@ -209,7 +210,7 @@ export class PermissionService extends Service {
     })
   }
 
-  private decision(session: Session, data: { callId: string; decision: 'allow' | 'deny'; scope: 'once' | 'always' | 'rule' | 'mode'; rule?: string; file?: string }): void {
+  private decision(session: Session, data: SessionEventMap['permission/decision']): void {
     session.append('permission/decision', data)
   }
 

@@ -42,7 +42,8 @@ export type DecisionScope = 'once' | 'always' | 'rule' | 'mode'
 export type Verdict =
   | { outcome: 'allow'; scope: 'rule' | 'mode'; rule?: string; sandbox: SandboxLevel; log: boolean }
   | { outcome: 'deny'; scope: 'rule' | 'mode'; rule?: string; reason: string }
-  | { outcome: 'ask'; reason: string; sandbox: SandboxLevel }
+  /** `hint` says what would let the call run when no one can be asked. */
+  | { outcome: 'ask'; reason: string; sandbox: SandboxLevel; hint?: string }
 
 /** What the agent loop gets back: run the call (at this sandbox level), or use `result` as its tool result. */
 export type Authorization =
@@ -73,8 +74,9 @@ declare module '@keel/session' {
     /**
      * Between a call's `tool/call` and its `tool/result`: whether it may run, and who decided (the person once or
      * always, a rule, or the mode). A denial's `tool/result` is an error naming the same. `rule` names the rule
-     * that decided, or the one "always" saved, and `file` the settings file it was saved to.
+     * that decided, or the one "always" saved, `file` the settings file it was saved to, and `mode` the mode
+     * when the mode decided. `interrupted`: written by crash repair for a request no one answered (a denial).
      */
-    'permission/decision': { callId: string; decision: 'allow' | 'deny'; scope: DecisionScope; rule?: string; file?: string }
+    'permission/decision': { callId: string; decision: 'allow' | 'deny'; scope: DecisionScope; rule?: string; file?: string; mode?: PermissionMode; interrupted?: boolean }
   }
 }

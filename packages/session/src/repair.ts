@@ -1,7 +1,11 @@
 import type { Session } from './session.ts'
 import type { SessionEvent } from './types.ts'
 
-export interface UnansweredCall { callId: string; step: number; name: string; arguments: string; logged: boolean }
+export interface UnansweredCall {
+  callId: string; step: number; name: string; arguments: string; logged: boolean
+  /** A `permission/request` (from @keel/permissions) was logged for it and never decided: the call never ran. */
+  awaitingPermission?: boolean
+}
 
 export interface OpenTurnState {
   turn: number
@@ -47,6 +51,14 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
       case 'tool/result':
         pending.delete(event.data.callId)
         break
+      default: {
+        // Permission events belong to @keel/permissions; only their call ids are read here, as plain data.
+        const type = event.type as string
+        const callId = (event.data as { callId?: unknown }).callId
+        const call = typeof callId === 'string' ? pending.get(callId) : undefined
+        if (call && type === 'permission/request') call.awaitingPermission = true
+        else if (call && type === 'permission/decision') call.awaitingPermission = false
+      }
     }
   }
   if (open) open.unanswered = [...pending.values()]
@@ -54,6 +66,7 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
 }
 
 export const INTERRUPTED_RESULT = 'Error: the session was interrupted before this tool call finished; its outcome is unknown.'
+export const INTERRUPTED_ASK_RESULT = 'Error: permission to run this call was declined: the session was interrupted while it waited for an answer, so it did not run.'
 
 /**
  * Closes a turn left open by a crash: an error result for every call the model asked for and never got an answer
@@ -67,9 +80,14 @@ export function closeOpenTurn(session: Session): boolean {
   const { turn } = open
   const answer = (step: number, call: UnansweredCall, log: boolean) => {
     if (log) session.append('tool/call', { turn, step, callId: call.callId, name: call.name, arguments: call.arguments })
+    // A question no one answered before the crash is a denial: say so on the log, and to the model.
+    if (call.awaitingPermission && !log) {
+      const append = session.append.bind(session) as (type: string, data: unknown) => unknown
+      append('permission/decision', { callId: call.callId, decision: 'deny', scope: 'mode', interrupted: true })
+    }
     session.append('tool/result', {
       turn, step, callId: call.callId, isError: true,
-      content: [{ type: 'text', text: INTERRUPTED_RESULT }],
+      content: [{ type: 'text', text: call.awaitingPermission ? INTERRUPTED_ASK_RESULT : INTERRUPTED_RESULT }],
     }, { surfaceOp: { op: 'append' } })
   }
   const current = open.step

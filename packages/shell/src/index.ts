@@ -1,14 +1,16 @@
-import { spawn } from 'node:child_process'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
+import type { SandboxService, WrappedCommand } from '@keel/sandbox'
 import { CappedOutput } from './output.ts'
+import { runCommand, type RunOutcome } from './run.ts'
 
 export { CappedOutput } from './output.ts'
+export { runCommand, type RunOptions, type RunOutcome } from './run.ts'
 
 export const name = 'keel-shell'
-export const inject = ['tools']
+export const inject = { tools: { required: true }, sandbox: { required: false } }
 
 export interface Config {
   defaultTimeout: number
@@ -30,55 +32,65 @@ const Parameters = Type.Object({
   timeout: Type.Optional(Type.Number({ description: 'Seconds before the command is killed.', minimum: 1 })),
 }, { additionalProperties: false })
 
-export function bashTool(config: Config) {
+/** The status line under the output: how the command ended, and what it left behind that was killed. */
+export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>, timeoutSeconds: number): string {
+  if (outcome.kind === 'timeout') return `[killed after the ${timeoutSeconds} s timeout]`
+  if (outcome.kind === 'cancelled') return '[cancelled by the user]'
+  const status = outcome.code === null ? `[killed by ${outcome.signal}]` : `[exit code ${outcome.code} · ${outcome.seconds.toFixed(1)} s]`
+  if (!outcome.leftovers) return status
+  const what = outcome.leftovers === 'some' ? 'background processes' : `${outcome.leftovers} background process${outcome.leftovers === 1 ? '' : 'es'}`
+  return `${status}\n[killed ${what} the command left running]`
+}
+
+/** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
+export type SandboxSource = () => SandboxService | undefined
+
+export function bashTool(config: Config, sandbox: SandboxSource = () => undefined) {
   return defineTool({
     name: 'bash',
-    description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input.`,
+    description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits.`,
     parameters: Parameters,
     access: (args) => ({ kind: 'execute', command: args.command }),
     presentCall: (args) => ({ title: args.command, kind: 'execute', rawInput: args }),
-    execute: (args, exec) => new Promise((resolve) => {
-      const seconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)
+    async execute(args, exec) {
+      const timeoutSeconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)
       const output = new CappedOutput(config.outputHead, config.outputTail)
-      const started = Date.now()
-      // A process group of its own, so a timeout or a cancel kills everything the command started.
-      const child = spawn('bash', ['-c', args.command], { cwd: exec.agent?.cwd ?? process.cwd(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-      let ending: 'timeout' | 'cancelled' | undefined
-      const kill = (why: 'timeout' | 'cancelled') => {
-        ending ??= why
-        try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+      const cwd = exec.agent?.cwd ?? process.cwd()
+      let wrapped: WrappedCommand | undefined
+      if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
+        // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
+        const service = sandbox()
+        if (!service) return { isError: true, content: [{ type: 'text', text: `Error: this command must run in the ${exec.sandbox} sandbox, but the sandbox plugin (@keel/sandbox) is not loaded; the command was not run` }] }
+        try {
+          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox })
+        } catch (error) {
+          return { isError: true, content: [{ type: 'text', text: `Error: could not start the ${exec.sandbox} sandbox: ${(error as Error).message}; the command was not run` }] }
+        }
       }
-      const timer = setTimeout(() => kill('timeout'), seconds * 1000)
-      const onAbort = () => kill('cancelled')
-      exec.signal.addEventListener('abort', onAbort, { once: true })
-      const take = (chunk: Buffer) => {
-        const text = chunk.toString('utf8')
-        output.push(text)
-        exec.onUpdate?.(text)
+      let outcome: RunOutcome
+      try {
+        outcome = await runCommand({
+          file: wrapped?.file ?? 'bash',
+          args: wrapped?.args ?? ['-c', args.command],
+          cwd,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: exec.signal,
+          onText: (text) => {
+            output.push(text)
+            exec.onUpdate?.(text)
+          },
+        })
+      } finally {
+        await wrapped?.dispose().catch(() => {})
       }
-      child.stdout.on('data', take)
-      child.stderr.on('data', take)
-      child.on('error', (error) => {
-        clearTimeout(timer)
-        exec.signal.removeEventListener('abort', onAbort)
-        resolve({ isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${error.message}` }] })
-      })
-      child.on('close', (code, signal) => {
-        clearTimeout(timer)
-        exec.signal.removeEventListener('abort', onAbort)
-        const body = output.text().replace(/\s+$/, '')
-        const seconds = ((Date.now() - started) / 1000).toFixed(1)
-        let status: string
-        if (ending === 'timeout') status = `[killed after the ${Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)} s timeout]`
-        else if (ending === 'cancelled') status = '[cancelled by the user]'
-        else if (code === null) status = `[killed by ${signal}]`
-        else status = `[exit code ${code} · ${seconds} s]`
-        resolve({ isError: ending !== undefined, content: [{ type: 'text', text: body ? `${body}\n${status}` : status }] })
-      })
-    }),
+      if (outcome.kind === 'spawn-error') return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
+      const body = output.text().replace(/\s+$/, '')
+      const status = statusText(outcome, timeoutSeconds)
+      return { isError: outcome.kind !== 'exited', content: [{ type: 'text', text: body ? `${body}\n${status}` : status }] }
+    },
   })
 }
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.tools.register(bashTool(config))
+  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined))
 }

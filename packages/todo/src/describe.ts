@@ -15,12 +15,25 @@ export function describeTodoWrite(policy: Policy): string {
   ].join(' ')
 }
 
+/** How much of the dropped tasks the result quotes: the report names them, it does not echo a whole old plan back. */
+export const DROPPED_QUOTED = 5
+export const DROPPED_CLIP = 80
+
+function clip(content: string): string {
+  const chars = [...content]
+  return chars.length > DROPPED_CLIP ? `${chars.slice(0, DROPPED_CLIP - 1).join('')}…` : content
+}
+
 /** The fixed-shape result the model sees. */
 export function resultText(todos: readonly TodoItem[], dropped: readonly string[]): string {
   const counts = countStatuses(todos)
   let text = todos.length
     ? `Todo list updated: ${counts.completed} completed, ${counts.in_progress} in progress, ${counts.pending} pending.`
     : 'Todo list cleared.'
-  if (dropped.length) text += `\nRemoved without completing: ${dropped.map((c) => JSON.stringify(c)).join(', ')}.`
+  if (dropped.length) {
+    const quoted = dropped.slice(0, DROPPED_QUOTED).map((c) => JSON.stringify(clip(c))).join(', ')
+    const more = dropped.length - DROPPED_QUOTED
+    text += `\nRemoved without completing: ${quoted}${more > 0 ? ` and ${more} more` : ''}.`
+  }
   return text
 }

@@ -4,17 +4,23 @@ export interface Policy {
   allowParallelInProgress: boolean
 }
 
+/** A plan is a checklist a person reads, not a data store: these bound what one write may hold. */
+export const MAX_TODOS = 100
+export const MAX_TODO_CHARS = 500
+
 /**
  * The invariants that make a plan coherent, beyond what the schema checks: no blank task, no duplicate (after
  * trimming), and at most one task in progress unless the policy allows parallel work. Returns the trimmed list.
  */
 export function checkTodos(todos: readonly TodoItem[], policy: Policy): { todos: TodoItem[] } | { error: string } {
+  if (todos.length > MAX_TODOS) return { error: `the plan has ${todos.length} tasks; the limit is ${MAX_TODOS}. Group related steps into fewer, broader tasks` }
   const out: TodoItem[] = []
   const seen = new Map<string, number>()
   const active: string[] = []
   for (const [i, todo] of todos.entries()) {
     const content = todo.content.trim()
     if (!content) return { error: `todos[${i}].content is empty; every task needs a short description` }
+    if (content.length > MAX_TODO_CHARS) return { error: `todos[${i}].content is ${content.length} characters; the limit is ${MAX_TODO_CHARS}. Keep each task to a short description` }
     const first = seen.get(content)
     if (first !== undefined) return { error: `todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each task must be unique` }
     seen.set(content, i)

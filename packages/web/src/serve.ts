@@ -9,7 +9,9 @@ import { newToken } from './token.ts'
 
 /**
  * `keel serve`: builds the client if needed, listens (127.0.0.1:4317 by default; `--port 0` takes any free port),
- * prints the URL with its access token on stdout, and runs until SIGINT or SIGTERM.
+ * prints the URL with its access token on stdout, and runs until SIGINT, SIGTERM or SIGHUP (a closed terminal). Stopping
+ * cancels running turns, which kills their commands and closes each turn on its log; a second signal exits at once
+ * (the shell plugin's exit hook still kills the commands).
  */
 export async function runServe(door: DoorContext): Promise<number> {
   const { ctx, flags } = door
@@ -34,6 +36,8 @@ export async function runServe(door: DoorContext): Promise<number> {
   err(`keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
+  // After SIGHUP the terminal may be gone: a failed write to it must not end the process before the turns close.
+  process.stderr.on('error', () => {})
   err('keel: stopping')
   stopNotices()
   await host.close()
@@ -66,14 +70,17 @@ function initialSession(door: DoorContext): string | undefined {
   return undefined
 }
 
+const STOP_SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const
+
 function stopSignal(): Promise<void> {
   return new Promise((done) => {
     const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
+      for (const signal of Object.keys(STOP_SIGNALS) as (keyof typeof STOP_SIGNALS)[]) {
+        process.off(signal, stop)
+        process.once(signal, () => process.exit(STOP_SIGNALS[signal]))
+      }
       done()
     }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
+    for (const signal of Object.keys(STOP_SIGNALS)) process.on(signal, stop)
   })
 }

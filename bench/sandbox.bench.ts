@@ -1,0 +1,48 @@
+// The added cost of the sandbox per bash call: the same `true` through the bash tool unsandboxed and in each sandbox
+// level, interleaved in one run so machine load hits them alike; the wrap (building the bwrap command line) is also
+// timed on its own. Needs bubblewrap, socat and ripgrep.
+import * as sandboxPlugin from '@keel/sandbox'
+import type { SandboxService } from '@keel/sandbox'
+import { makeKeel, waitFor } from '../test-support/harness.ts'
+import { median, ms, ratio, row } from './stats.ts'
+
+const RUNS = 15
+const keel = await makeKeel({ plugins: [[sandboxPlugin, { allowedDomains: [] }]] })
+try {
+  await waitFor(() => keel.ctx.get('sandbox'), 'the sandbox service')
+  const sandbox = keel.ctx.get('sandbox') as SandboxService
+  const status = await sandbox.status()
+  if (!status.available) {
+    row('sandbox unavailable, nothing measured', status.reason)
+  } else {
+    const agent = keel.agent({ persist: false })
+    const call = async (sandboxLevel: 'workspace' | 'read-only' | undefined) => {
+      const started = performance.now()
+      const result = await keel.ctx.tools.execute({ callId: 'b', name: 'bash', arguments: '{"command":"true"}', agent, signal: new AbortController().signal, sandbox: sandboxLevel })
+      if (result.isError) throw new Error(JSON.stringify(result.content))
+      return performance.now() - started
+    }
+    await call(undefined)
+    await call('workspace')
+    const plain: number[] = []
+    const workspace: number[] = []
+    const readOnly: number[] = []
+    const wraps: number[] = []
+    for (let i = 0; i < RUNS; i++) {
+      plain.push(await call(undefined))
+      workspace.push(await call('workspace'))
+      readOnly.push(await call('read-only'))
+      const started = performance.now()
+      const wrapped = await sandbox.wrap('true', { cwd: keel.cwd, level: 'workspace' })
+      wraps.push(performance.now() - started)
+      await wrapped.dispose()
+    }
+    const base = median(plain)
+    row('bash "true", unsandboxed (median)', ms(base))
+    row('bash "true", workspace sandbox (median)', ms(median(workspace)), ratio(median(workspace), base), `+${ms(median(workspace) - base)} per call`)
+    row('bash "true", read-only sandbox (median)', ms(median(readOnly)), ratio(median(readOnly), base), `+${ms(median(readOnly) - base)} per call`)
+    row('  of which: building the sandboxed command (median)', ms(median(wraps)))
+  }
+} finally {
+  await keel.dispose()
+}

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto'
+import { execFile } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
+
+declare module 'cordis' {
+  interface Context {
+    sandbox: SandboxService
+  }
+}
+
+/** `workspace`: the cwd and the system temp dir writable, nothing else; `read-only`: nothing writable. */
+export type SandboxedLevel = 'workspace' | 'read-only'
+export type SandboxStatus = { available: true } | { available: false; reason: string }
+
+export interface WrapOptions {
+  cwd: string
+  level: SandboxedLevel
+  /** Hosts the command may reach (workspace level only); the plugin's `allowedDomains` when absent. */
+  allowedDomains?: string[]
+}
+
+/** What to spawn instead of `bash -c <command>`; `dispose()` once the command has exited. */
+export interface WrappedCommand {
+  file: string
+  args: string[]
+  dispose(): Promise<void>
+}
+
+type Runtime = typeof import('@anthropic-ai/sandbox-runtime')['SandboxManager']
+
+const HOW_TO_FIX = 'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
+
+/**
+ * `ctx.sandbox`: runs a command under @anthropic-ai/sandbox-runtime (bubblewrap and socat on Linux, Seatbelt on
+ * macOS). The runtime keeps process-wide state (its network proxies), so one service owns it: initialised on the
+ * first wrap, reset when the plugin is disposed.
+ */
+export class SandboxService extends Service {
+  private probed: Promise<SandboxStatus> | undefined
+  private runtime: Promise<Runtime> | undefined
+
+  constructor(ctx: Context, readonly config: Config) {
+    super(ctx, 'sandbox', true)
+    ctx.on('dispose', async () => {
+      const runtime = this.runtime
+      this.runtime = undefined
+      if (runtime) await (await runtime).reset().catch(() => {})
+    })
+  }
+
+  /** Whether commands can be sandboxed here; probed once (tools present, user namespaces usable) and cached. */
+  status(): Promise<SandboxStatus> {
+    this.probed ??= probe()
+    return this.probed
+  }
+
+  async wrap(command: string, options: WrapOptions): Promise<WrappedCommand> {
+    const status = await this.status()
+    if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
+    const runtime = await this.started()
+    const workspace = options.level === 'workspace'
+    const domains = workspace ? options.allowedDomains ?? this.config.allowedDomains : []
+    const custom: Partial<SandboxRuntimeConfig> = {
+      filesystem: { denyRead: [], allowWrite: workspace ? [options.cwd, tmpdir()] : [], denyWrite: [] },
+      network: { allowedDomains: [], deniedDomains: [] },
+    }
+    // The proxy decides per connection; a per-command list rides on an unguessable id (see the runtime's README).
+    const commandId = randomBytes(16).toString('base64url')
+    const { argv } = await runtime.wrapWithSandboxArgv(command, 'bash', custom, undefined, options.cwd, { commandId })
+    if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
+    let disposed = false
+    return {
+      file: argv[0]!,
+      args: argv.slice(1),
+      async dispose() {
+        if (disposed) return
+        disposed = true
+        if (domains.length) runtime.unregisterCommandNetworkLists(commandId)
+        runtime.cleanupAfterCommand()
+      },
+    }
+  }
+
+  private started(): Promise<Runtime> {
+    this.runtime ??= (async () => {
+      const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
+      // Deny everything by default; each wrap says what its level may write and which hosts it may reach.
+      await SandboxManager.initialize({
+        network: { allowedDomains: [], deniedDomains: [] },
+        filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
+      })
+      return SandboxManager
+    })()
+    this.runtime.catch(() => { this.runtime = undefined })
+    return this.runtime
+  }
+}
+
+/** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
+async function probe(): Promise<SandboxStatus> {
+  try {
+    const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
+    if (!SandboxManager.isSupportedPlatform()) return { available: false, reason: `no sandbox for ${process.platform}` }
+    const check = await SandboxManager.checkDependenciesAsync()
+    if (check.errors.length) return { available: false, reason: `${check.errors.join('; ')}: ${HOW_TO_FIX}` }
+    if (process.platform === 'linux') {
+      const failure = await new Promise<string | undefined>((done) => {
+        execFile('bwrap', ['--ro-bind', '/', '/', '--unshare-user', '--unshare-net', '--unshare-pid', '--dev', '/dev', '--proc', '/proc', 'true'], { timeout: 10_000 }, (error, _out, stderr) => {
+          done(error ? (String(stderr).trim().split('\n')[0] || error.message) : undefined)
+        })
+      })
+      if (failure) return { available: false, reason: `bubblewrap cannot create namespaces here (${failure}); allow unprivileged user namespaces or run with --mode yolo` }
+    }
+    return { available: true }
+  } catch (error) {
+    return { available: false, reason: `the sandbox runtime did not load: ${(error as Error).message}` }
+  }
+}
+
+export const name = 'keel-sandbox'
+
+export interface Config {
+  /** Hosts a workspace-level command may reach; none by default. */
+  allowedDomains: string[]
+}
+
+export const Config: Schema<Config> = Schema.object({
+  allowedDomains: Schema.array(Schema.string()).default([]).description('Hosts a command in the workspace sandbox may reach (e.g. registry.npmjs.org, *.github.com); none by default.'),
+})
+
+export function apply(ctx: Context, config: Config): void {
+  ctx.plugin(SandboxService, config)
+}

@@ -1,0 +1,169 @@
+// Real-sandbox tests: bubblewrap, socat and ripgrep must be installed (.ci/run installs them). Without them these
+// tests fail under CI=true and are skipped, loudly, elsewhere.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { Context } from 'cordis'
+import * as sandboxPlugin from '@keel/sandbox'
+import { SandboxService, type SandboxStatus } from '@keel/sandbox'
+import { runCommand } from '@keel/shell'
+import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
+
+const ctx = new Context()
+ctx.plugin(sandboxPlugin, { allowedDomains: [] })
+let service: SandboxService
+let status: SandboxStatus
+// Outside the system temp dir, so that only the workspace rule can make the cwd writable.
+const root = mkdtempSync(join(homedir(), '.keel-sandbox-test-'))
+const cwd = join(root, 'cwd')
+const outside = join(root, 'outside')
+mkdirSync(cwd)
+mkdirSync(outside)
+let server: Server
+let port = 0
+let connections = 0
+
+beforeAll(async () => {
+  await ctx.start()
+  await waitFor(() => ctx.get('sandbox'), 'the sandbox service')
+  service = ctx.get('sandbox')!
+  status = await service.status()
+  if (!status.available && process.env.CI !== 'true') process.stderr.write(`skipping the real-sandbox tests: ${status.reason}\n`)
+  server = createServer((socket) => { connections++; socket.destroy() })
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  port = (server.address() as { port: number }).port
+})
+afterAll(async () => {
+  server?.close()
+  await ctx.stop().catch(() => {})
+  rmSync(root, { recursive: true, force: true })
+})
+
+const runs = () => status.available || process.env.CI === 'true'
+
+async function sandboxed(command: string, level: 'workspace' | 'read-only') {
+  expect(status, 'the sandbox must be available here (install bubblewrap, socat, ripgrep)').toEqual({ available: true })
+  const wrapped = await service.wrap(command, { cwd, level })
+  let text = ''
+  try {
+    const outcome = await runCommand({ file: wrapped.file, args: wrapped.args, cwd, timeoutMs: 60_000, signal: new AbortController().signal, onText: (t) => { text += t } })
+    return { outcome, text }
+  } finally {
+    await wrapped.dispose()
+  }
+}
+
+describe('the sandbox service', () => {
+  test('status is probed once and cached', async () => {
+    expect(service.status()).toBe(service.status())
+    if (process.env.CI === 'true') expect(await service.status()).toEqual({ available: true })
+  })
+
+  test('workspace: a write into the cwd succeeds', async () => {
+    if (!runs()) return
+    const { outcome, text } = await sandboxed('echo inside > inside.txt && echo wrote', 'workspace')
+    expect(text, text).toContain('wrote')
+    expect(outcome).toMatchObject({ kind: 'exited', code: 0 })
+    expect(readFileSync(join(cwd, 'inside.txt'), 'utf8')).toBe('inside\n')
+  })
+
+  test('workspace: a write outside the cwd and the temp dir fails', async () => {
+    if (!runs()) return
+    const target = join(outside, 'escaped.txt')
+    const { outcome, text } = await sandboxed(`echo out > ${target} && echo wrote`, 'workspace')
+    expect(text).not.toContain('wrote')
+    expect(text).toMatch(/Read-only file system|Permission denied/)
+    expect(outcome).toMatchObject({ kind: 'exited' })
+    expect(existsSync(target)).toBe(false)
+  })
+
+  test('workspace: the system temp dir is writable', async () => {
+    if (!runs()) return
+    const { text } = await sandboxed('f=$(mktemp -p /tmp) && echo ok > "$f" && echo wrote && rm "$f"', 'workspace')
+    expect(text).toContain('wrote')
+  })
+
+  test('workspace: a connection to a listener on 127.0.0.1 fails', async () => {
+    if (!runs()) return
+    const before = connections
+    const { text } = await sandboxed(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`, 'workspace')
+    expect(text).not.toContain('connected')
+    expect(connections).toBe(before)
+  })
+
+  test('read-only: a write into the cwd fails, and so does one into the temp dir', async () => {
+    if (!runs()) return
+    const { text } = await sandboxed('echo a > ro.txt && echo wrote-cwd; echo b > /tmp/keel-ro-probe-$$ && echo wrote-tmp', 'read-only')
+    expect(text).not.toContain('wrote-cwd')
+    expect(text).not.toContain('wrote-tmp')
+    expect(existsSync(join(cwd, 'ro.txt'))).toBe(false)
+  })
+
+  test('read-only: reading still works', async () => {
+    if (!runs()) return
+    const { text, outcome } = await sandboxed('cat inside.txt 2>/dev/null || echo none; ls / | head -1', 'read-only')
+    expect(outcome).toMatchObject({ kind: 'exited', code: 0 })
+    expect(text.length).toBeGreaterThan(0)
+  })
+})
+
+describe('bash through the sandbox', () => {
+  let keel: Keel | undefined
+  afterAll(async () => { await keel?.dispose() })
+
+  async function bash(command: string, sandbox: 'workspace' | 'read-only' | 'off' | undefined, plugins: [unknown, unknown?][] = [[sandboxPlugin]]) {
+    keel ??= await makeKeel({ plugins })
+    await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
+    const agent = keel.agent({ persist: false })
+    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command }), agent, signal: new AbortController().signal, sandbox })
+    return { ...result, text: textOfContent(result.content), cwd: keel.cwd }
+  }
+
+  test('exec.sandbox workspace confines the command; off and undefined run it plainly', async () => {
+    if (!runs()) return
+    const target = join(outside, 'via-bash.txt')
+    const confined = await bash(`echo x > ${target}; echo y > here.txt; cat here.txt`, 'workspace')
+    expect(confined.isError).toBe(false)
+    expect(confined.text).toMatch(/Read-only file system|Permission denied/)
+    expect(confined.text).toMatch(/\ny\n\[exit code 0/)
+    expect(existsSync(target)).toBe(false)
+    const plain = await bash(`echo x > ${target} && echo wrote`, 'off')
+    expect(plain.text).toMatch(/^wrote\n/)
+    rmSync(target)
+    expect((await bash(`echo x > ${target} && echo wrote`, undefined)).text).toMatch(/^wrote\n/)
+  })
+})
+
+describe('a sandbox that cannot start never means an unsandboxed run', () => {
+  let keel: Keel | undefined
+  afterAll(async () => { await keel?.dispose() })
+
+  class BrokenSandbox extends SandboxService {
+    override status(): Promise<SandboxStatus> { return Promise.resolve({ available: false, reason: 'bubblewrap (bwrap) not installed' }) }
+  }
+
+  test('a failed wrap is an isError result and the command does not run', async () => {
+    keel = await makeKeel({ plugins: [[BrokenSandbox, { allowedDomains: [] }]] })
+    await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
+    const agent = keel.agent({ persist: false })
+    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command: 'touch ran' }), agent, signal: new AbortController().signal, sandbox: 'workspace' })
+    expect(result.isError).toBe(true)
+    expect(textOfContent(result.content)).toBe('Error: could not start the workspace sandbox: the sandbox is unavailable: bubblewrap (bwrap) not installed; the command was not run')
+    expect(existsSync(join(keel.cwd, 'ran'))).toBe(false)
+  })
+
+  test('no sandbox plugin loaded: an isError result, not a plain run', async () => {
+    const bare = await makeKeel()
+    try {
+      const agent = bare.agent({ persist: false })
+      const result = await bare.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command: 'touch ran' }), agent, signal: new AbortController().signal, sandbox: 'read-only' })
+      expect(result.isError).toBe(true)
+      expect(textOfContent(result.content)).toMatch(/must run in the read-only sandbox, but the sandbox plugin \(@keel\/sandbox\) is not loaded; the command was not run$/)
+      expect(existsSync(join(bare.cwd, 'ran'))).toBe(false)
+    } finally {
+      await bare.dispose()
+    }
+  })
+})

@@ -1,0 +1,127 @@
+import { spawn } from 'node:child_process'
+import { StringDecoder } from 'node:string_decoder'
+import type { Readable } from 'node:stream'
+import { killCall, newMarkerVariable, track, type CallMark } from './reap.ts'
+
+export interface RunOptions {
+  /** What to spawn: `bash -c <command>`, or what a sandbox wrapped it into. */
+  file: string
+  args: string[]
+  cwd: string
+  timeoutMs: number
+  signal: AbortSignal
+  /** Decoded text as it arrives, stdout and stderr interleaved. */
+  onText(text: string): void
+  /** How long to keep reading after the shell exits before closing the pipes (a process may still hold them). */
+  drainMs?: number
+}
+
+export type RunOutcome =
+  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; leftovers: number | 'some'; seconds: number }
+  | { kind: 'timeout'; seconds: number }
+  | { kind: 'cancelled'; seconds: number }
+  | { kind: 'spawn-error'; message: string }
+
+/** After a kill, how long to wait for the shell to be reaped before giving up on it (a process stuck in the kernel). */
+const REAP_GRACE_MS = 2000
+
+/**
+ * Runs one command in a process group of its own and resolves when the shell exits, never later than the timeout.
+ * Whatever the command left running (background jobs, processes that escaped the group) is killed at that point,
+ * and reading stops after a short drain even if something still holds the pipes open.
+ */
+export function runCommand(options: RunOptions): Promise<RunOutcome> {
+  const started = Date.now()
+  const seconds = () => (Date.now() - started) / 1000
+  const variable = newMarkerVariable()
+  return new Promise((resolve) => {
+    let child
+    try {
+      child = spawn(options.file, options.args, {
+        cwd: options.cwd,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, [variable]: '1' },
+      })
+    } catch (error) {
+      resolve({ kind: 'spawn-error', message: (error as Error).message })
+      return
+    }
+    let mark: CallMark | undefined
+    let untrack = () => {}
+    if (child.pid !== undefined) {
+      mark = { pgid: child.pid, variable }
+      untrack = track(mark)
+    }
+    let ending: 'timeout' | 'cancelled' | undefined
+    let settled = false
+    let graceTimer: NodeJS.Timeout | undefined
+
+    const streams = [child.stdout!, child.stderr!]
+    const decoders = streams.map(() => new StringDecoder('utf8'))
+    const open = new Set<Readable>(streams)
+    let onDrained: (() => void) | undefined
+    streams.forEach((stream, i) => {
+      stream.on('data', (chunk: Buffer) => {
+        const text = decoders[i]!.write(chunk)
+        if (text) options.onText(text)
+      })
+      stream.on('close', () => {
+        if (!open.delete(stream)) return
+        const rest = decoders[i]!.end()
+        if (rest) options.onText(rest)
+        if (!open.size) onDrained?.()
+      })
+      stream.on('error', () => {})
+    })
+
+    const finish = (outcome: RunOutcome) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      clearTimeout(graceTimer)
+      options.signal.removeEventListener('abort', onAbort)
+      untrack()
+      resolve(outcome)
+    }
+
+    /** Reads until the pipes close, at most `drainMs`, then stops reading whatever still holds them open. */
+    const drain = async (): Promise<void> => {
+      if (!open.size) return
+      await new Promise<void>((done) => {
+        const stop = setTimeout(done, options.drainMs ?? 200)
+        onDrained = () => { clearTimeout(stop); done() }
+      })
+      for (const stream of [...open]) stream.destroy()
+      open.clear()
+    }
+
+    const kill = (why: 'timeout' | 'cancelled') => {
+      if (ending || settled) return
+      ending = why
+      if (mark) void killCall(mark)
+      // The shell normally dies at once; if it cannot be reaped, answer anyway rather than hang the turn.
+      graceTimer = setTimeout(() => {
+        if (mark) void killCall(mark)
+        void drain().then(() => finish({ kind: why, seconds: seconds() }))
+      }, REAP_GRACE_MS)
+    }
+    const timer = setTimeout(() => kill('timeout'), options.timeoutMs)
+    const onAbort = () => kill('cancelled')
+    if (options.signal.aborted) onAbort()
+    else options.signal.addEventListener('abort', onAbort, { once: true })
+
+    child.on('error', (error) => {
+      // Spawning failed (no such binary, no such cwd): there is no process, so no exit event follows.
+      if (child.pid === undefined) finish({ kind: 'spawn-error', message: error.message })
+    })
+    child.on('exit', async (code, signal) => {
+      const elapsed = seconds()
+      // The shell is gone; anything of the call still alive was left behind by it.
+      const leftovers = mark ? await killCall(mark) : 0
+      await drain()
+      if (ending) finish({ kind: ending, seconds: elapsed })
+      else finish({ kind: 'exited', code, signal, leftovers, seconds: elapsed })
+    })
+  })
+}
