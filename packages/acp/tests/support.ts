@@ -1,6 +1,6 @@
 // Test plumbing for the ACP bridge: the SDK's own client app, connected to a bridge in-process over NDJSON byte
 // streams (the same framing as stdio) or to a `keel acp` child process.
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import {
   client, methods, ndJsonStream, PROTOCOL_VERSION,
   type ClientConnection, type RequestPermissionRequest, type RequestPermissionResponse, type SessionNotification, type SessionUpdate,
@@ -97,19 +97,21 @@ export function planEntries(updates: SessionUpdate[]): { content: string; status
   return updates.flatMap((u) => (u.sessionUpdate === 'plan' ? [u.entries.map(({ content, status, priority }) => ({ content, status, priority }))] : []))
 }
 
-/** Alive and not a zombie. */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
+/**
+ * The live (not zombie) processes whose command line contains `marker`, other than this one. Found through /proc
+ * rather than a pid the command records: inside the workspace sandbox a command sees its own pid namespace.
+ */
+export function processesWith(marker: string): number[] {
+  const found: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) continue
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') found.push(Number(entry))
+    } catch {}
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-  } catch {
-    return false
-  }
+  return found
 }
 
 /** The plan-and-run turn every suite drives: a plan, a command, the plan completed, an answer. */
@@ -137,7 +139,12 @@ export function planAndRunSteps(when?: string) {
   ]
 }
 
-/** A command that records its pid (bash execs into sleep, so the pid is the sleep's) and then sleeps. */
-export function sleepSteps(when?: string) {
-  return [{ when, toolCalls: [{ id: 'call-sleep', name: 'bash', arguments: { command: 'echo $$ > sleep.pid; exec sleep 30' } }] }]
+let sleeps = 0
+
+/**
+ * A command that sleeps for long, with a duration no other test uses (its marker, to find it among the processes).
+ */
+export function sleepSteps(when?: string): { steps: { when?: string; toolCalls: { id: string; name: string; arguments: { command: string } }[] }[]; marker: string } {
+  const marker = `30.${process.pid}${++sleeps}`
+  return { steps: [{ when, toolCalls: [{ id: 'call-sleep', name: 'bash', arguments: { command: `exec sleep ${marker}` } }] }], marker }
 }

@@ -1,10 +1,9 @@
 // The real `keel` binary in a real terminal (tmux), driven by the scripted model: what a person would see.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
-import { DEFAULT_COMPOSITION } from '@keel/cli'
 import { processRunning } from './support.ts'
 import { HAS_TMUX, SKIP_REASON, Tmux, until } from './tmux.ts'
 
@@ -35,11 +34,8 @@ test.skipIf(!HAS_TMUX)(`keel in tmux: plan panel live, cleared by the next promp
     rmSync(home, { recursive: true, force: true })
     rmSync(cwd, { recursive: true, force: true })
   }
-  // The default composition with bash allowed by a rule: this test is about the plan, and its commands would ask.
-  const composition = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-  if (!/name: '@keel\/permissions'\n {2}config:\n {4}allow: \[\]/.test(composition)) throw new Error('the default composition changed: update how this test allows bash')
-  writeFileSync(join(home, 'keel.yml'), composition.replace(/(name: '@keel\/permissions'\n {2}config:\n {4}allow: )\[\]/, "$1['bash']"))
-  const keel = (flags: string) => `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --config '${join(home, 'keel.yml')}' --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
+  // bash allowed by a rule: this test is about the plan, and its commands would otherwise ask (`ask` mode).
+  const keel = (flags: string) => `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --allow bash --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
   const screen = (history = false) => tmux.screen('one', history)
   const has = (...parts: string[]) => () => { const s = screen(); return parts.every((part) => s.includes(part)) }
 
