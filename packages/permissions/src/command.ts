@@ -26,7 +26,13 @@ interface ShSyntax {
 type ShNode = any
 
 let syntax: ShSyntax | undefined
-/** Loaded on the first command judged: the parser is 1.5 MB and most runs never need it. */
+/**
+ * Loads the parser (1.5 MB, so only when a command is first judged). The service awaits this dynamic import, which
+ * the CLI bundle turns into a chunk of its own; a synchronous caller that comes first falls back to `require`.
+ */
+export async function loadShellParser(): Promise<void> {
+  if (!syntax) syntax = (await import('mvdan-sh')).default.syntax as ShSyntax
+}
 function sh(): ShSyntax {
   if (!syntax) syntax = (createRequire(import.meta.url)('mvdan-sh') as { syntax: ShSyntax }).syntax
   return syntax

@@ -1,6 +1,7 @@
 import { Context, Service } from 'cordis'
 import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
+import { loadShellParser } from './command.ts'
 import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
@@ -123,6 +124,7 @@ export class PermissionService extends Service {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
+    if (access.command !== undefined) await loadShellParser()
     const sandbox = access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
     if (!sandbox.available) this.notice(`the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`)
     return decide({ mode: this.mode, allow: this.allowRules, deny: this.denyRules, tool, access, cwd, outside, real, sandbox })

@@ -287,3 +287,35 @@ describe('crash repair', () => {
     expect(textOfContent((tail[1] as SessionEvent<'tool/result'>).data.content)).toMatch(/declined: the session was interrupted while it waited for an answer/)
   })
 })
+
+describe('the asker registry', () => {
+  it('an asker is an effect of the plugin that set it: disposing that plugin removes it', async () => {
+    const k = await start([call('write', { path: 'a.txt', content: 'x' }, 'w1'), { text: 'done' }, call('write', { path: 'b.txt', content: 'y' }, 'w2'), { text: 'done' }], { mode: 'ask' })
+    const fork = k.ctx.plugin({
+      name: 'door', inject: ['permissions'],
+      apply: (ctx: Context) => { ctx.permissions.setAsker(async () => ({ decision: 'allow', scope: 'once' })) },
+    })
+    await fork
+    const agent = k.agent()
+    await agent.prompt('first')
+    expect(existsSync(join(k.cwd, 'a.txt'))).toBe(true)
+    fork.dispose()
+    await agent.prompt('second')
+    expect(existsSync(join(k.cwd, 'b.txt'))).toBe(false)
+    const last = agent.session.events.findLast((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>
+    expect(textOfContent(last.data.content)).toMatch(/there is no one to ask here/)
+  })
+})
+
+describe('dev invariants', () => {
+  it('accept permission events between a call and its result, and refuse one that names no open call', async () => {
+    const k = await start([])
+    const session = k.ctx.sessions.create({ cwd: k.cwd, persist: false })
+    session.append('turn/start', { turn: 1, trigger: 'prompt' })
+    session.append('step/start', { turn: 1, step: 1 })
+    session.append('tool/call', { turn: 1, step: 1, callId: 'c1', name: 'write', arguments: '{}' })
+    session.append('permission/request', { callId: 'c1', tool: 'write', summary: 'write a' })
+    session.append('permission/decision', { callId: 'c1', decision: 'allow', scope: 'once' })
+    expect(() => session.append('permission/decision', { callId: 'c9', decision: 'allow', scope: 'once' })).toThrow(/names call c9, which has no open tool\/call/)
+  })
+})
