@@ -7,7 +7,7 @@ import type { FileDiff } from './diff.ts'
 export const DENY_ONCE: PermissionAnswer = { decision: 'deny', scope: 'once' }
 
 /** The three answers Keel offers, as ACP permission options (the option id is the kind). */
-export function permissionOptions(ask: PermissionAsk): PermissionOption[] {
+function permissionOptions(ask: PermissionAsk): PermissionOption[] {
   return [
     { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
     { optionId: 'allow_always', name: `Always allow ${ask.suggestedRule}`, kind: 'allow_always' },

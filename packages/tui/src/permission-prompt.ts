@@ -8,9 +8,9 @@ interface Waiting {
   settle(answer: PermissionAnswer): void
 }
 
-export const ALLOW_ONCE: PermissionAnswer = { decision: 'allow', scope: 'once' }
-export const ALLOW_ALWAYS: PermissionAnswer = { decision: 'allow', scope: 'always' }
-export const DENY_ONCE: PermissionAnswer = { decision: 'deny', scope: 'once' }
+const ALLOW_ONCE: PermissionAnswer = { decision: 'allow', scope: 'once' }
+const ALLOW_ALWAYS: PermissionAnswer = { decision: 'allow', scope: 'always' }
+const DENY_ONCE: PermissionAnswer = { decision: 'deny', scope: 'once' }
 
 /**
  * The inline approval prompt under the tool card: the ask's detail (the command, the diff, the content of a write)
@@ -59,8 +59,8 @@ export class PermissionPrompt implements Component {
   })
 
   /**
-   * A key while the prompt is up: `y` allow once, `a` always, `n` or Esc deny. Every other key is swallowed (not
-   * queued), so a keystroke meant for the editor cannot slip through as an answer later. False when no prompt is up.
+   * A key while the prompt is up: `y` allow once, `a` always, `n` or Esc deny. Every other key is dropped, not queued
+   * for the editor: typing that ran into the prompt should not land half in the editor. False when no prompt is up.
    */
   handleKey(data: string): boolean {
     const current = this.queue[0]

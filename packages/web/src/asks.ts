@@ -37,9 +37,7 @@ export class WebAsks {
 
   /** The asks waiting for an answer that belong on the page of `sessionId` (its own and its subagents'). */
   pendingFor(sessionId: string): PermissionAsk[] {
-    const permissions = this.ctx.get('permissions')
-    const pending = permissions ? permissions.pending() : [...this.waiting.values()].map((entry) => entry.ask)
-    return pending.filter((ask) => this.pageOf(ask.sessionId) === sessionId)
+    return (this.ctx.get('permissions')?.pending() ?? []).filter((ask) => this.pageOf(ask.sessionId) === sessionId)
   }
 
   /**
@@ -47,11 +45,8 @@ export class WebAsks {
    * turn cancelled) or is unknown.
    */
   answer(sessionId: string, callId: string, answer: PermissionAnswer): boolean {
-    const permissions = this.ctx.get('permissions')
-    const won = permissions ? permissions.answer(sessionId, callId, answer) : false
-    // Settles our own wait too, in case the service only resolves its race and leaves the asker's promise open.
-    if (won) this.waiting.get(keyOf(sessionId, callId))?.settle(answer)
-    return won
+    // The service aborts the asker's signal when the ask settles, which drops the wait here and tells the tabs.
+    return this.ctx.get('permissions')?.answer(sessionId, callId, answer) ?? false
   }
 
   private readonly asker = (ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> => new Promise((resolve) => {
