@@ -9,7 +9,11 @@ import { REPO, serve, type Served } from './serve-support.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium) process.stderr.write(`skipping the web UI browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+if (!hasChromium) {
+  // In CI a missing browser is a failure, not a skip: the page would go untested.
+  if (process.env.CI === 'true') throw new Error(`${CHROMIUM} not found: the web UI browser tests need chromium (apt-get install chromium)`)
+  process.stderr.write(`skipping the web UI browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+}
 
 const XSS = '<img src=x onerror=alert(1)>'
 const ARTIFACTS = join(REPO, 'test-artifacts')
