@@ -99,6 +99,7 @@ export class PermissionPrompt implements Component {
     const label = this.options.sessionLabel?.(ask.sessionId)
     const head = `${style.yellow('◆')} ${style.bold('Allow')} ${escapeLine(ask.summary)}${style.bold('?')}${label ? style.dim(`  (${escapeLine(label)})`) : ''}`
     const lines = ['', ...wrapped(head, width, '  ', '    ')]
+    if (ask.reason) lines.push(...wrapped(style.dim(`  ${escapeLine(ask.reason)}`), width, '  ', '    '))
     if (ask.detail) {
       const diff = ask.tool === 'edit' || /^(---|\+\+\+|@@) /m.test(ask.detail)
       for (const line of escapeControls(ask.detail.replace(/\s+$/, '')).split('\n')) {

@@ -81,7 +81,7 @@ test('no client code hands model text to the DOM as markup', () => {
 })
 
 describe('ApprovalCard and decisions', () => {
-  const ask = { sessionId: 's', callId: 'c1', tool: 'edit', summary: `edit ${XSS}`, detail: `- old ${XSS}\n+ new`, suggestedRule: `edit(${XSS})` }
+  const ask = { sessionId: 's', callId: 'c1', tool: 'edit', summary: `edit ${XSS}`, detail: `- old ${XSS}\n+ new`, suggestedRule: `edit(${XSS})`, reason: `${XSS} is outside the working directory` }
 
   test('the card shows the summary, the detail with its diff lines marked, and three answers; markup stays text', () => {
     const html = renderToStaticMarkup(<ApprovalCard ask={ask} subagent onAnswer={async () => {}} />)
@@ -89,6 +89,7 @@ describe('ApprovalCard and decisions', () => {
     expect(html).toContain('<span class="del">- old &lt;img src=x onerror=alert(1)&gt;\n</span><span class="add">+ new</span>')
     for (const id of ['allow-once', 'allow-always', 'deny']) expect(html).toContain(`data-testid="${id}"`)
     expect(html).toContain('asked by a subagent')
+    expect(html).toContain('<div class="approval-reason">&lt;img src=x onerror=alert(1)&gt; is outside the working directory</div>')
     expect(html).not.toContain('<img')
   })
 

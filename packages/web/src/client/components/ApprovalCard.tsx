@@ -23,6 +23,7 @@ export function ApprovalCard({ ask, subagent, onAnswer }: { ask: PermissionAsk; 
         <span className="approval-title">Allow {ask.summary}?</span>
         {subagent && <span className="approval-origin">asked by a subagent</span>}
       </div>
+      {ask.reason && <div className="approval-reason">{ask.reason}</div>}
       {ask.detail && <pre className="approval-detail" data-testid="approval-detail">{ask.tool === 'edit' ? <DiffLines text={ask.detail} /> : ask.detail}</pre>}
       <div className="approval-actions">
         <button type="button" className="allow" data-testid="allow-once" disabled={sending} onClick={() => void answer({ decision: 'allow', scope: 'once' })}>Allow once</button>
