@@ -25,7 +25,8 @@ function setup(steps: unknown[]) {
 
 function keel(args: string[], run: { home: string; cwd: string }): ChildProcess & { err(): string } {
   const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
-    cwd: run.cwd, env: { ...process.env, KEEL_HOME: run.home }, stdio: ['ignore', 'pipe', 'pipe'],
+    // Unsandboxed (yolo), so the pids the commands write are the host's: a sandbox has its own pid namespace.
+    cwd: run.cwd, env: { ...process.env, KEEL_HOME: run.home, KEEL_MODE: 'yolo' }, stdio: ['ignore', 'pipe', 'pipe'],
   })
   let err = ''
   child.stderr!.on('data', (chunk) => { err += chunk })

@@ -106,7 +106,7 @@ export class PermissionService extends Service {
   /** Answers a pending ask from anywhere; the first answer wins. False when nothing waits under that id. */
   answer(sessionId: string, callId: string, answer: PermissionAnswer): boolean {
     const waiting = this.waiting.get(key(sessionId, callId))
-    if (!waiting) return false
+    if (!waiting || !isAnswer(answer)) return false
     waiting.settle(answer)
     return true
   }

@@ -26,9 +26,8 @@ describe('keel serve stopped by a signal during a turn', () => {
       const script = join(dir, 'script.json')
       writeFileSync(script, JSON.stringify({ steps: [{ toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] }, { text: 'never' }] }))
       const home = join(dir, 'home')
-      // --yolo: nobody is there to approve the command (serve asks by default), and the pids it records must be this
-      // machine's, not a sandbox's own pid namespace.
-      const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', cwd, '--yolo'], { KEEL_HOME: home }, cwd)
+      // yolo: no one answers an ask here, and unsandboxed the pids the commands record are the host's.
+      const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', cwd], { KEEL_HOME: home, KEEL_MODE: 'yolo' }, cwd)
       try {
         const rpc = async (method: string, params: unknown) => (await (await fetch(`${served.origin}/api/${method}`, {
           method: 'POST', body: JSON.stringify(params), headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
