@@ -205,7 +205,9 @@ export class TranscriptView implements Component {
     const decision = entry.decision
     const verdict = decision && describeDecision(decision)
     // Wrapped, not cut: an "always" line ends with the settings file the rule went to.
-    if (verdict) lines.push(...wrap(escapeLine(verdict), width, '  ', '    ', decision.decision === 'allow' ? style.green : style.red))
+    // The mode letting a call through (a read-only command in the sandbox) is the quiet, ordinary case: dimmed.
+    const tone = decision?.decision === 'deny' ? style.red : decision?.scope === 'mode' ? style.dim : style.green
+    if (verdict) lines.push(...wrap(escapeLine(verdict), width, '  ', '    ', tone))
     if (decision?.decision === 'deny') {
       // The decision line says why; the result repeats it for the model.
       if (this.expanded) lines.push(...this.outputLines(body, width))

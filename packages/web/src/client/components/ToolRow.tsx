@@ -63,7 +63,7 @@ function Row({ item, label, summary, children, after }: { item: ToolItem; label:
         </summary>
         <div className="tool-body">{children}</div>
       </details>
-      {verdict && <div className={`permission-decision ${item.decision!.decision}`} data-testid="permission-decision">{verdict}</div>}
+      {verdict && <div className={`permission-decision ${item.decision!.decision} ${item.decision!.scope}`} data-testid="permission-decision">{verdict}</div>}
       {item.asked && !item.decision && !item.result && <div className="permission-decision waiting">Waiting for approval</div>}
       {after}
     </div>
