@@ -7,8 +7,12 @@ import {
 } from '@agentclientprotocol/sdk'
 import type { McpService } from '@keel/mcp'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
+import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
+import type { ToolCallView } from '@keel/tools'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
+import { diffFromArgs, type FileDiff } from './diff.ts'
+import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { acpServers } from './mcp.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
@@ -78,7 +82,11 @@ export class AcpBridge {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
+      ctx.on('permission/notice', (text) => this.log(text)),
     )
+    // This connection's client is who Keel asks (the mode comes from `keel acp --mode`, default ask).
+    const permissions = ctx.get('permissions')
+    if (permissions) this.disposers.push(permissions.setAsker((ask, signal) => this.askClient(ask, signal)))
     this.app = agentApp({ name: 'keel' })
       .onRequest(methods.agent.initialize, () => this.initialize())
       .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers, client))
@@ -228,6 +236,55 @@ export class AcpBridge {
     const bridged = this.sessions.get(agent.id)
     if (!bridged || bridged.agent !== agent) return
     for (const update of bridged.projector.delta(delta)) bridged.send(update)
+  }
+
+  /**
+   * Asks the client with `session/request_permission`. A subagent's ask goes to the session of its top-level parent
+   * that this connection drives. The turn's cancel cancels the request; no answer, a failed request or an ask from a
+   * session this connection does not drive is a denial.
+   */
+  private async askClient(ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
+    const bridged = this.bridgedFor(ask.sessionId)
+    if (!bridged || this.closed) return DENY_ONCE
+    const call = bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : this.childCall(ask, bridged.agent.cwd)
+    // Updates sent so far (the call's `tool_call` and its `pending`) go first, so the client knows the call.
+    await bridged.flushed()
+    try {
+      const response = await bridged.client.request(REQUEST_PERMISSION, permissionRequest(bridged.id, ask, bridged.agent.cwd, call), { cancellationSignal: signal, stopWaitingOnCancel: true })
+      return answerOf(response)
+    } catch (error) {
+      if (!signal.aborted) this.log(`session ${bridged.id}: permission request for ${ask.callId} failed: ${message(error)}`)
+      return DENY_ONCE
+    }
+  }
+
+  /** A subagent's call as its `tool/call` presents it (the client never saw it). */
+  private childCall(ask: PermissionAsk, cwd: string): { view: ToolCallView; diff?: FileDiff } | undefined {
+    const events = this.ctx.sessions.get(ask.sessionId)?.events ?? []
+    for (let i = events.length - 1; i >= 0; i--) {
+      const event = events[i]!
+      if (event.type !== 'tool/call' || event.data.callId !== ask.callId) continue
+      let view: ToolCallView
+      try {
+        view = this.ctx.tools.present(event.data.name, event.data.arguments)
+      } catch {
+        return undefined
+      }
+      const diff = view.kind === 'edit' ? diffFromArgs(view.rawInput, cwd) : undefined
+      return { view, ...(diff ? { diff } : {}) }
+    }
+    return undefined
+  }
+
+  /** The bridged session an ask belongs to: its own, or the nearest bridged ancestor of a subagent's session. */
+  private bridgedFor(sessionId: string): Bridged | undefined {
+    let id: string | undefined = sessionId
+    for (let hops = 0; id && hops < 16; hops++) {
+      const bridged = this.sessions.get(id)
+      if (bridged) return bridged
+      id = this.ctx.sessions.get(id)?.header.parent?.sessionId
+    }
+    return undefined
   }
 
   /** The `todos` projection when it is registered; otherwise the same rule applied to the log. */

@@ -37,6 +37,8 @@ interface OpenCall {
   view: ToolCallView
   /** A diff the tool logged while it ran. */
   logged?: FileDiff
+  /** @keel/permissions asked about it (the card went `pending`). */
+  asked?: boolean
 }
 
 function messageId(turn: number, step: number | 'user'): string {
@@ -139,10 +141,31 @@ export class UpdateProjector {
           content,
         }]
       }
+      case 'permission/request': {
+        // Live only: a replay shows each call's final state.
+        const call = this.open.get(event.data.callId)
+        if (!call || replay) return []
+        call.asked = true
+        return [{ sessionUpdate: 'tool_call_update', toolCallId: event.data.callId, status: 'pending' }]
+      }
+      case 'permission/decision': {
+        // An allowed call that waited for approval runs now; a denied one ends with its failed result next.
+        const call = this.open.get(event.data.callId)
+        if (!call?.asked || replay || event.data.decision !== 'allow') return []
+        return [{ sessionUpdate: 'tool_call_update', toolCallId: event.data.callId, status: 'in_progress' }]
+      }
       default:
         if (!CORE_EVENT_TYPES.has(event.type) && this.open.size) this.noteDiff(event.data)
         return []
     }
+  }
+
+  /** How a call still open in this session was presented (for a permission request about it). */
+  openCall(callId: string): { view: ToolCallView; diff?: FileDiff } | undefined {
+    const call = this.open.get(callId)
+    if (!call) return undefined
+    const diff = call.view.kind === 'edit' ? diffFromArgs(call.view.rawInput, this.options.cwd) : undefined
+    return { view: call.view, ...(diff ? { diff } : {}) }
   }
 
   /** A tool's own event carrying a diff is kept for its call's final update. */

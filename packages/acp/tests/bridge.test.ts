@@ -1,10 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { methods, RequestError, type SessionUpdate } from '@agentclientprotocol/sdk'
 import { makeKeel, waitFor, type Keel, type KeelOptions } from '../../../test-support/harness.ts'
 import {
-  chunkText, connectInProcess, DONE_PLAN, FIRST_PLAN, initialize, PLAN_PROMPT, planAndRunSteps, planEntries, processAlive,
+  chunkText, connectInProcess, DONE_PLAN, FIRST_PLAN, initialize, PLAN_PROMPT, planAndRunSteps, planEntries, processesWith,
   sleepSteps, toolTrace,
 } from './support.ts'
 
@@ -115,16 +114,14 @@ describe('session/prompt', () => {
   })
 
   it('session/cancel mid-command returns cancelled and kills the command within a second', async () => {
-    const { keel, client, agent } = await start(sleepSteps())
+    const sleeper = sleepSteps()
+    const { keel, client, agent } = await start(sleeper.steps)
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     const prompt = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'sleep please' }] })
-    const pidFile = join(keel.cwd, 'sleep.pid')
-    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim(), 'the command to start')
-    const pid = Number(readFileSync(pidFile, 'utf8'))
-    expect(processAlive(pid)).toBe(true)
+    await waitFor(() => processesWith(sleeper.marker).length > 0, 'the command to start')
     await agent.notify(methods.agent.session.cancel, { sessionId })
     expect((await prompt).stopReason).toBe('cancelled')
-    await waitFor(() => !processAlive(pid), 'the command to be killed', 1000)
+    await waitFor(() => processesWith(sleeper.marker).length === 0, 'the command to be killed', 1000)
     expect(toolTrace(client.updates(sessionId))).toEqual(['call call-sleep execute in_progress', 'update call-sleep failed'])
   })
 

@@ -5,7 +5,8 @@ import { methods } from '@agentclientprotocol/sdk'
 import * as mcpPlugin from '@keel/mcp'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { EVERYTHING } from '../../mcp/tests/support.ts'
-import { connectInProcess, initialize, processAlive, toolTrace } from './support.ts'
+import { alive as processAlive } from '../../../test-support/processes.ts'
+import { connectInProcess, initialize, toolTrace } from './support.ts'
 
 let keel: Keel | undefined
 let client: ReturnType<typeof connectInProcess> | undefined

@@ -1,6 +1,6 @@
 // `keel acp` as an editor runs it: a child process speaking NDJSON on stdin/stdout, driven by the SDK's client.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,7 +9,7 @@ import { methods, ndJsonStream } from '@agentclientprotocol/sdk'
 import { DEFAULT_COMPOSITION } from '@keel/cli'
 import { waitFor } from '../../../test-support/harness.ts'
 import {
-  chunkText, DONE_PLAN, initialize, PLAN_PROMPT, planAndRunSteps, planEntries, processAlive, sleepSteps,
+  chunkText, DONE_PLAN, initialize, PLAN_PROMPT, planAndRunSteps, planEntries, processesWith, sleepSteps,
   testClient, toolTrace, type TestClient,
 } from './support.ts'
 
@@ -85,12 +85,25 @@ function expectOnlyProtocol(child: Child): void {
   }
 }
 
+/** The `permission/decision` events of a session's log file. */
+function loggedDecisions(home: string, sessionId: string): unknown[] {
+  for (const slug of readdirSync(join(home, 'sessions'))) {
+    const file = join(home, 'sessions', slug, `${sessionId}.jsonl`)
+    if (!existsSync(file)) continue
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
+      .filter((event) => event.type === 'permission/decision').map((event) => event.data)
+  }
+  return []
+}
+
 // Each scenario boots a real process (seconds on a loaded machine), hence the longer timeout.
 describe('keel acp over stdio', { timeout: 60_000 }, () => {
   let root: string
   let home: string
   let work: string
   let planSessionId = ''
+  const firstSleep = sleepSteps('sleep please')
+  const secondSleep = sleepSteps('sleep again')
 
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'keel-acp-stdio-'))
@@ -98,11 +111,16 @@ describe('keel acp over stdio', { timeout: 60_000 }, () => {
     work = join(root, 'work')
     mkdirSync(work)
     // Scripts for the two processes: the first plans and runs, and sleeps in another session; the second continues.
-    writeFileSync(join(root, 'first.json'), JSON.stringify({ steps: [...planAndRunSteps(PLAN_PROMPT), ...sleepSteps('sleep please')] }))
+    writeFileSync(join(root, 'first.json'), JSON.stringify({ steps: [...planAndRunSteps(PLAN_PROMPT), ...firstSleep.steps] }))
     writeFileSync(join(root, 'second.json'), JSON.stringify({ steps: [
       { when: PLAN_PROMPT, toolCalls: [{ id: 'call-plan-3', name: 'todo_write', arguments: { todos: [{ content: 'Follow up', status: 'in_progress' }] } }] },
       { when: PLAN_PROMPT, text: 'Followed up.' },
-      ...sleepSteps('sleep again'),
+      ...secondSleep.steps,
+    ] }))
+    // One command that writes a file: `ask` mode asks about it whether or not the sandbox runs here.
+    writeFileSync(join(root, 'ask.json'), JSON.stringify({ steps: [
+      { when: 'write it', toolCalls: [{ id: 'call-write', name: 'bash', arguments: { command: 'echo acp > asked.txt' } }] },
+      { when: 'write it', text: 'Written.' },
     ] }))
     // A plugin that writes to stdout every way a plugin can, on every turn.
     writeFileSync(join(root, 'noisy.mjs'), [
@@ -154,19 +172,34 @@ describe('keel acp over stdio', { timeout: 60_000 }, () => {
       const sleeper = await agent.request(methods.agent.session.new, { cwd: work, mcpServers: [] })
 
       const prompt = agent.request(methods.agent.session.prompt, { sessionId: sleeper.sessionId, prompt: [{ type: 'text', text: 'sleep please' }] })
-      const pidFile = join(work, 'sleep.pid')
-      await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim(), 'the command to start', 15_000)
-      const pid = Number(readFileSync(pidFile, 'utf8'))
-      expect(processAlive(pid)).toBe(true)
+      await waitFor(() => processesWith(firstSleep.marker).length > 0, 'the command to start', 15_000)
       await agent.notify(methods.agent.session.cancel, { sessionId: sleeper.sessionId })
       expect((await prompt).stopReason).toBe('cancelled')
-      await waitFor(() => !processAlive(pid), 'the command to be killed', 1000)
+      await waitFor(() => processesWith(firstSleep.marker).length === 0, 'the command to be killed', 1000)
       expect(await keel.hangUp()).toBe(0)
     }).finally(() => keel.hangUp())
     expectOnlyProtocol(keel)
     // What the noisy plugin wrote went to stderr.
     for (const noise of ['noisy: console.log', 'noisy: stdout.write', 'noisy: cordis logger', 'noisy: listener failure']) {
       expect(keel.stderr()).toContain(noise)
+    }
+  })
+
+  it('asks the client by default (ask mode), and never with --mode yolo', async () => {
+    for (const [flags, asks] of [[[], true], [['--mode', 'yolo'], false]] as const) {
+      rmSync(join(work, 'asked.txt'), { force: true })
+      const keel = startKeel(['--model', `scripted/${join(root, 'ask.json')}`, ...flags], { KEEL_HOME: home }, work)
+      await scenario(keel, async () => {
+        const agent = keel.test.connection.agent
+        await initialize(keel.test)
+        const { sessionId } = await agent.request(methods.agent.session.new, { cwd: work, mcpServers: [] })
+        expect((await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason).toBe('end_turn')
+        expect(keel.test.permissionRequests.map((request) => request.toolCall.toolCallId)).toEqual(asks ? ['call-write'] : [])
+        if (asks) expect(loggedDecisions(home, sessionId)).toEqual([{ callId: 'call-write', decision: 'allow', scope: 'once' }])
+        expect(readFileSync(join(work, 'asked.txt'), 'utf8')).toBe('acp\n')
+        expect(await keel.hangUp()).toBe(0)
+      }).finally(() => keel.hangUp())
+      expectOnlyProtocol(keel)
     }
   })
 
@@ -197,14 +230,10 @@ describe('keel acp over stdio', { timeout: 60_000 }, () => {
 
       // The editor closing the agent (SIGTERM) mid-command: the command dies with it, and the exit is clean.
       const sleeper = await agent.request(methods.agent.session.new, { cwd: work, mcpServers: [] })
-      const pidFile = join(work, 'sleep.pid')
-      rmSync(pidFile, { force: true })
       void agent.request(methods.agent.session.prompt, { sessionId: sleeper.sessionId, prompt: [{ type: 'text', text: 'sleep again' }] }).catch(() => {})
-      await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim(), 'the command to start', 15_000)
-      const pid = Number(readFileSync(pidFile, 'utf8'))
-      expect(processAlive(pid)).toBe(true)
+      await waitFor(() => processesWith(secondSleep.marker).length > 0, 'the command to start', 15_000)
       expect(await keel.signal('SIGTERM')).toBe(0)
-      await waitFor(() => !processAlive(pid), 'the command to be killed', 1000)
+      await waitFor(() => processesWith(secondSleep.marker).length === 0, 'the command to be killed', 1000)
     }).finally(() => keel.hangUp())
     expectOnlyProtocol(keel)
   })

@@ -1,21 +1,12 @@
 // The MCP client against real servers spawned over stdio: the published server-everything, and a faulty server
 // built with the SDK whose tools crash, hang or change the tool list.
 import { afterEach, describe, expect, test } from 'vitest'
-import { readFileSync } from 'node:fs'
 import { waitFor } from '../../../test-support/harness.ts'
+import { alive } from '../../../test-support/processes.ts'
 import { bootMcp, EVERYTHING, FAULTY, textOf, type Booted } from './support.ts'
 
 let booted: Booted | undefined
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  // A zombie still answers kill(0); it has ended all the same.
-  try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')) } catch { return false }
-}
 afterEach(async () => { await booted?.stop(); booted = undefined })
 
 const call = (b: Booted, name: string, args: unknown, signal = new AbortController().signal) =>

@@ -8,6 +8,7 @@ import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { Footer } from './footer.ts'
+import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
@@ -53,6 +54,7 @@ export class KeelApp {
   readonly editor: Editor
   readonly transcript: TranscriptView
   readonly plan = new PlanPanel()
+  readonly prompt: PermissionPrompt
   readonly status = new StatusLine()
   readonly footer: Footer
   agent: Agent
@@ -79,20 +81,28 @@ export class KeelApp {
       ...instructionsLine(options.agent),
     ]
     this.status.activeTool = () => this.activeTool()
+    this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
     this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(slashCommands(), options.cwd))
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({ model: options.modelSpec, cwd: options.cwd, sessionId: this.agent.id, tokens: { input: 0, output: 0 }, label: options.label })
-    for (const child of [this.transcript, this.plan, this.status, this.editor, this.footer]) this.tui.addChild(child)
+    this.prompt = new PermissionPrompt({ sessionLabel: (id) => (id === this.agent.id ? undefined : 'asked by a subagent') })
+    this.prompt.onChange = () => this.tui.requestRender()
+    for (const child of [this.transcript, this.prompt, this.plan, this.status, this.editor, this.footer]) this.tui.addChild(child)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
-      // Plugins' one-line warnings for the person (an MCP server down, checkpoints off).
+      // Plugins' one-line notices for the person: an MCP server down, checkpoints off, why the sandbox is off, a rule
+      // that could not be saved.
       ctx.on('mcp/warning', (line) => this.warn(line)),
       ctx.on('checkpoint/warning', (line) => this.warn(line)),
+      ctx.on('permission/notice', (line) => this.warn(line)),
     )
+    // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
+    const permissions = ctx.get('permissions')
+    if (permissions) this.disposers.push(permissions.setAsker(this.prompt.asker))
     this.open(this.agent)
     if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
     for (const repair of options.repairs ?? []) this.transcript.note('warn', repair)
@@ -184,6 +194,8 @@ export class KeelApp {
       this.onCtrlC()
       return { consume: true }
     }
+    // An open approval prompt takes every other key: y / a / n / esc answer it, the rest is dropped.
+    if (this.prompt.handleKey(data)) return { consume: true }
     if (matchesKey(data, 'escape')) {
       if (this.editor.isShowingAutocomplete() || !this.running) return undefined
       this.cancel()
@@ -397,6 +409,8 @@ export class KeelApp {
       await Promise.race([this.running, new Promise((done) => setTimeout(done, 3000))])
     }
     if (this.ticker) clearInterval(this.ticker)
+    // Cancelling the turn ended its asks; anything still waiting (a turn that did not stop in time) is declined.
+    this.prompt.denyAll()
     for (const dispose of this.disposers.splice(0)) dispose()
     this.tui.stop()
     this.exit?.(code)

@@ -23,6 +23,7 @@ export const KEYS: readonly [string, string][] = [
   ['Ctrl+C', 'cancel or clear; twice to exit'],
   ['Ctrl+O', 'expand / collapse tool output and reasoning'],
   ['Ctrl+T', 'show the whole plan / collapse it'],
+  ['y / a / n, Esc', 'at an approval prompt: allow once / always (saves a rule) / deny; other keys are ignored'],
 ]
 
 export function slashCommands(): SlashCommand[] {

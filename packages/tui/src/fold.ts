@@ -1,4 +1,4 @@
-import { textOf, type SessionEvent, type TurnEndReason } from '@keel/session'
+import { textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 
 // The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
@@ -19,6 +19,8 @@ export interface ToolEntry {
   startedAt: number
   endedAt?: number
   output: string
+  /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
+  decision?: SessionEventMap['permission/decision']
 }
 export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
 /** A turn ended while its plan still had open tasks (shown once, under the turn). */
@@ -97,6 +99,11 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     case 'compaction/end' as SessionEvent['type']: {
       const data = (event as { data: unknown }).data as { before?: number; after?: number; summarised?: number; error?: string }
       state.entries.push({ kind: 'compaction', seq: event.seq, before: data.before ?? 0, after: data.after ?? 0, summarised: data.summarised ?? 0, ...(data.error ? { error: data.error } : {}) })
+      break
+    }
+    case 'permission/decision': {
+      const entry = state.entries[state.calls[event.data.callId] ?? -1]
+      if (entry?.kind === 'tool') entry.decision = event.data
       break
     }
     case 'tool/result': {

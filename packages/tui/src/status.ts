@@ -11,6 +11,8 @@ export class StatusLine implements Component {
   runningSince: number | undefined
   /** The tool call running now, if any: its clock ticks here rather than on its card. */
   activeTool: (() => { name: string; startedAt: number } | undefined) | undefined
+  /** Whether an approval prompt is up: Esc answers it then, so the hint changes. */
+  asking: (() => boolean) | undefined
   queued = 0
   private flash: { text: string; until: number } | undefined
 
@@ -38,7 +40,8 @@ export class StatusLine implements Component {
       const frame = SPINNER[Math.floor(elapsed / 100) % SPINNER.length]!
       const tool = this.activeTool?.()
       const running = tool ? ` · ${escapeLine(tool.name)} ${formatDuration(this.now() - tool.startedAt)}` : ''
-      parts.push(`${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · esc to cancel`)}`)
+      const keys = this.asking?.() ? 'waiting for your answer · ctrl+c cancels the turn' : 'esc to cancel'
+      parts.push(`${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · ${keys}`)}`)
     }
     if (this.queued) parts.push(style.dim(`${this.queued} queued`))
     const hint = this.hint

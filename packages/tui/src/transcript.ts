@@ -1,5 +1,6 @@
 import { Markdown, truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
 import { planSummary, type TodoItem } from '@keel/todo'
+import { describeDecision } from '@keel/permissions'
 import type { Entry, ToolEntry, TranscriptState, TurnEndEntry } from './fold.ts'
 import { planLines } from './plan-panel.ts'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
@@ -201,7 +202,16 @@ export class TranscriptView implements Component {
     const room = Math.max(4, width - visibleWidth(head) - visibleWidth(tail))
     const lines = ['', fit(head + truncateToWidth(escapeLine(title), room, '…') + tail, width)]
     const body = entry.status === 'running' ? this.live.output[entry.callId] ?? '' : entry.output
-    if (entry.status === 'error') {
+    const decision = entry.decision
+    const verdict = decision && describeDecision(decision)
+    // Wrapped, not cut: an "always" line ends with the settings file the rule went to.
+    // The mode letting a call through (a read-only command in the sandbox) is the quiet, ordinary case: dimmed.
+    const tone = decision?.decision === 'deny' ? style.red : decision?.scope === 'mode' ? style.dim : style.green
+    if (verdict) lines.push(...wrap(escapeLine(verdict), width, '  ', '    ', tone))
+    if (decision?.decision === 'deny') {
+      // The decision line says why; the result repeats it for the model.
+      if (this.expanded) lines.push(...this.outputLines(body, width))
+    } else if (entry.status === 'error') {
       lines.push(fit(`  ${style.red('✗ ' + escapeLine(errorReason(body)))}`, width))
       if (this.expanded) lines.push(...this.outputLines(body, width))
     } else if (todos) {

@@ -1,79 +1,15 @@
 // The real `keel` binary in a real terminal (tmux), driven by the scripted model: what a person would see.
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
 import { processRunning } from './support.ts'
+import { HAS_TMUX, SKIP_REASON, Tmux, until } from './tmux.ts'
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const SCRIPT = fileURLToPath(new URL('./fixtures/e2e.json', import.meta.url))
-const HAS_TMUX = spawnSync('tmux', ['-V']).status === 0
-const SKIP_REASON = 'tmux is not installed (apt-get install tmux); the end-to-end terminal test needs it'
 if (!HAS_TMUX) console.warn(`packages/tui e2e skipped: ${SKIP_REASON}`)
-
-const COLUMNS = 100
-const ROWS = 50
-
-/** One private tmux server (its own socket and config), so nothing of a developer's tmux is touched. */
-class Tmux {
-  readonly socket = `keel-e2e-${process.pid}`
-  readonly dir = mkdtempSync(join(tmpdir(), 'keel-tmux-'))
-  readonly conf = join(this.dir, 'tmux.conf')
-
-  constructor() {
-    // escape-time 0: tmux would otherwise hold a lone Esc for 500 ms to see if a sequence follows.
-    writeFileSync(this.conf, 'set -s escape-time 0\nset -g history-limit 5000\n')
-  }
-
-  run(...args: string[]): string {
-    const result = spawnSync('tmux', ['-u', '-L', this.socket, '-f', this.conf, ...args], { encoding: 'utf8' })
-    if (result.status !== 0) throw new Error(`tmux ${args[0]} failed: ${result.stderr.trim()}`)
-    return result.stdout
-  }
-
-  start(name: string, command: string): void {
-    this.run('new-session', '-d', '-s', name, '-x', String(COLUMNS), '-y', String(ROWS), command)
-  }
-
-  /** The visible screen, or with `history` everything that scrolled off too. */
-  screen(name: string, history = false): string {
-    return this.run('capture-pane', '-p', '-t', name, ...(history ? ['-S', '-'] : [])).split('\n').map((line) => line.replace(/\s+$/, '')).join('\n')
-  }
-
-  type(name: string, text: string): void {
-    this.run('send-keys', '-t', name, '-l', text)
-  }
-
-  key(name: string, key: string): void {
-    this.run('send-keys', '-t', name, key)
-  }
-
-  /**
-   * keel's exit status, once the wrapper shell has printed it (undefined before). Read from the screen, not from
-   * `#{pane_dead_status}`: tmux 3.3 sometimes leaves an exited pane process unreaped, with no status.
-   */
-  exitStatus(name: string): number | undefined {
-    const match = /\[keel exited (\d+)\]/.exec(this.screen(name))
-    return match ? Number(match[1]) : undefined
-  }
-
-  dispose(): void {
-    spawnSync('tmux', ['-L', this.socket, 'kill-server'])
-    rmSync(this.dir, { recursive: true, force: true })
-  }
-}
-
-/** Polls until `check` holds (bounded); the failure shows the last screen. */
-async function until(check: () => boolean, what: string, timeoutMs: number, screen: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (check()) return
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; the screen:\n${screen()}`)
-    await new Promise((done) => setTimeout(done, 40))
-  }
-}
 
 /** Transcript and plan lines: what must look the same after `keel -c`. */
 function transcriptLines(screen: string): string[] {
@@ -98,7 +34,8 @@ test.skipIf(!HAS_TMUX)(`keel in tmux: plan panel live, cleared by the next promp
     rmSync(home, { recursive: true, force: true })
     rmSync(cwd, { recursive: true, force: true })
   }
-  const keel = (flags: string) => `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
+  // bash allowed by a rule: this test is about the plan, and its commands would otherwise ask (`ask` mode).
+  const keel = (flags: string) => `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --allow bash --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
   const screen = (history = false) => tmux.screen('one', history)
   const has = (...parts: string[]) => () => { const s = screen(); return parts.every((part) => s.includes(part)) }
 

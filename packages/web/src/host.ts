@@ -7,6 +7,7 @@ import type { Projections } from '@keel/session'
 import { isSessionId, type Session, type SessionEvent, type SessionSummary } from '@keel/session'
 import { AllowedHosts, checkHost, checkOrigin, tokenCookieName, type AccessRefusal } from './access.ts'
 import { readBodyLimited } from './body.ts'
+import { WebAsks } from './asks.ts'
 import { EventHub } from './events.ts'
 import { HeldAgents } from './held.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
@@ -69,6 +70,7 @@ function subagentsOf(ctx: Context): SubagentPlansSource | undefined {
 export class WebHost {
   readonly app: Hono
   readonly hub = new EventHub()
+  private readonly asks: WebAsks
   private readonly ctx: Context
   private readonly held: HeldAgents
   private readonly turns = new Map<string, Promise<unknown>>()
@@ -112,6 +114,7 @@ export class WebHost {
         if (this.sessionInScope(session)) this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
       }))
     }
+    this.asks = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
     this.app = this.routes()
   }
 
@@ -140,6 +143,8 @@ export class WebHost {
       new Promise((done) => { timer = setTimeout(done, graceMs) }),
     ])
     clearTimeout(timer)
+    // Cancelled turns ended their asks; anything still waiting is declined.
+    this.asks.close()
     const held = this.held.values()
     this.held.clear()
     for (const agent of held) {
@@ -257,6 +262,15 @@ export class WebHost {
       if (running) this.held.get(id)?.cancel()
       return { cancelled: running }
     },
+    'permission.answer': (params) => {
+      if (!this.asks.enabled) throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
+      const callId = params.callId
+      if (typeof callId !== 'string' || !callId || callId.length > 256) throw new RpcFailure('bad-request', 'callId must be a non-empty string')
+      const { decision, scope } = params
+      if (decision !== 'allow' && decision !== 'deny') throw new RpcFailure('bad-request', 'decision must be allow or deny')
+      if (scope !== 'once' && scope !== 'always') throw new RpcFailure('bad-request', 'scope must be once or always')
+      return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
+    },
     'session.compact': async (params) => {
       const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
       if (!compaction) throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
@@ -289,6 +303,7 @@ export class WebHost {
         out.running = this.turns.has(sessionId) || this.ctx.agents.get(sessionId)?.status === 'running'
         out.model = this.modelInfo()
         out.usage = usageOfEvents(live.events)
+        if (this.asks.enabled) out.asks = this.asks.pendingFor(sessionId)
       }
       return out
     }

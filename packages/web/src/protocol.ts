@@ -1,10 +1,11 @@
 // The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
 // can import it without pulling in anything from Node.
 import type { AgentDelta, AgentStatus } from '@keel/agent'
+import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
-export type { AgentDelta, AgentStatus, SessionEvent, TodoItem }
+export type { AgentDelta, AgentStatus, PermissionAnswer, PermissionAsk, SessionEvent, TodoItem }
 
 export type RpcErrorCode =
   | 'unauthorized'
@@ -77,6 +78,11 @@ export interface HistoryPage {
   /** Only on the tail page: the model, and token usage as of the page's last event (live replies add to it). */
   model?: ModelInfo
   usage?: UsageSummary
+  /**
+   * Only on the tail page: permission asks waiting for an answer that this session's page shows (its own and its
+   * subagents'), so a reload shows the approval cards again.
+   */
+  asks?: PermissionAsk[]
 }
 
 export interface HistoryParams {
@@ -104,6 +110,11 @@ export interface RpcMethods {
   'session.history': { params: HistoryParams; value: HistoryPage }
   'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
+  /**
+   * Answer a waiting permission ask (`sessionId` is the session that asked: `ask.sessionId`). Any tab may answer; the
+   * first answer wins and later ones get `accepted: false`.
+   */
+  'permission.answer': { params: { sessionId: string; callId: string } & PermissionAnswer; value: { accepted: boolean } }
   /** Summarise older turns now (needs @keel/compaction in the composition). */
   'session.compact': { params: { sessionId: string }; value: CompactResult }
 }
@@ -130,6 +141,10 @@ export type ServerFrame =
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
   | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
   | { type: 'session/created'; session: SessionInfo }
+  /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */
+  | { type: 'permission/ask'; sessionId: string; ask: PermissionAsk }
+  /** The ask was answered (here or elsewhere) or its turn ended: every tab drops the card. */
+  | { type: 'permission/settled'; sessionId: string; askSessionId: string; callId: string }
 
 export const DEFAULT_PAGE_MESSAGES = 50
 export const MAX_PAGE_MESSAGES = 500

@@ -25,6 +25,8 @@ export async function runServe(door: DoorContext): Promise<number> {
   const token = newToken()
   const all = flags.all === true
   const host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir })
+  // Said once per run by @keel/permissions (why the sandbox is off, a rule that could not be saved).
+  const stopNotices = ctx.on('permission/notice', (text) => err(`keel: ${escapeLine(text)}`))
   let server: ServerType
   let port: number
   try {
@@ -44,6 +46,7 @@ export async function runServe(door: DoorContext): Promise<number> {
   // After SIGHUP the terminal may be gone: a failed write to it must not end the process before the turns close.
   process.stderr.on('error', () => {})
   err('keel: stopping')
+  stopNotices()
   await host.close()
   await new Promise<void>((done) => {
     server.close(() => done())

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, test } from 'vitest'
+import { ApprovalCard } from '../src/client/components/ApprovalCard.tsx'
 import { TodoPanel } from '../src/client/components/TodoPanel.tsx'
 import { ToolRow } from '../src/client/components/ToolRow.tsx'
 import type { TranscriptItem } from '../src/client/store.ts'
@@ -77,4 +78,26 @@ test('no client code hands model text to the DOM as markup', () => {
   walk(root)
   expect(files.length).toBeGreaterThan(5)
   for (const file of files) expect(readFileSync(file, 'utf8'), file).not.toMatch(/dangerouslySetInnerHTML|\.innerHTML\s*=|insertAdjacentHTML|document\.write/)
+})
+
+describe('ApprovalCard and decisions', () => {
+  const ask = { sessionId: 's', callId: 'c1', tool: 'edit', summary: `edit ${XSS}`, detail: `- old ${XSS}\n+ new`, suggestedRule: `edit(${XSS})`, reason: `${XSS} is outside the working directory` }
+
+  test('the card shows the summary, the detail with its diff lines marked, and three answers; markup stays text', () => {
+    const html = renderToStaticMarkup(<ApprovalCard ask={ask} subagent onAnswer={async () => {}} />)
+    expect(html).toContain('Allow edit &lt;img src=x onerror=alert(1)&gt;?')
+    expect(html).toContain('<span class="del">- old &lt;img src=x onerror=alert(1)&gt;\n</span><span class="add">+ new</span>')
+    for (const id of ['allow-once', 'allow-always', 'deny']) expect(html).toContain(`data-testid="${id}"`)
+    expect(html).toContain('asked by a subagent')
+    expect(html).toContain('<div class="approval-reason">&lt;img src=x onerror=alert(1)&gt; is outside the working directory</div>')
+    expect(html).not.toContain('<img')
+  })
+
+  test('a row carries its decision line, or waits while asked', () => {
+    const denied = renderToStaticMarkup(<ToolRow item={{ ...toolItem('bash', { command: 'rm -rf build' }), asked: true, decision: { decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' } }} />)
+    expect(denied).toContain('>✗ denied by rule bash(rm:*)<')
+    expect(denied).toContain('permission-decision deny')
+    const waiting = renderToStaticMarkup(<ToolRow item={{ ...toolItem('bash', { command: 'rm -rf build' }), asked: true }} />)
+    expect(waiting).toContain('Waiting for approval')
+  })
 })

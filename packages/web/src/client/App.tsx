@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
-import type { SessionInfo } from '../protocol.ts'
+import type { PermissionAnswer, PermissionAsk, SessionInfo } from '../protocol.ts'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import { SessionList } from './components/SessionList.tsx'
@@ -126,6 +126,16 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     if (selected) api.call('session.cancel', { sessionId: selected }).catch(fail)
   }, [api, selected, fail])
 
+  // Any tab may answer; when another tab (or a cancelled turn) got there first the card just goes.
+  const answer = useCallback(async (ask: PermissionAsk, value: PermissionAnswer): Promise<void> => {
+    try {
+      const { accepted } = await api.call('permission.answer', { sessionId: ask.sessionId, callId: ask.callId, ...value })
+      if (!accepted) storeRef.current?.dropAsk(ask.sessionId, ask.callId)
+    } catch (err) {
+      fail(err)
+    }
+  }, [api, fail])
+
   const title = sessions.find((session) => session.id === selected)?.title
   return (
     <div className={navOpen ? 'app nav-open' : 'app'}>
@@ -152,7 +162,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           {selected && <span className="conversation-id" title={selected}>{selected.slice(0, 8)}</span>}
           {store && <UsageBadge store={store} />}
         </header>
-        {store ? <Conversation store={store} error={error} onSend={send} onCancel={cancel} /> : (
+        {store ? <Conversation store={store} error={error} onSend={send} onCancel={cancel} onAnswer={answer} /> : (
           <>
             <div className="transcript"><div className="transcript-inner"><div className="placeholder">Start a new session, or pick one on the left.</div></div></div>
             <div className="dock">
@@ -166,16 +176,17 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
 }
 
-function Conversation({ store, error, onSend, onCancel }: {
+function Conversation({ store, error, onSend, onCancel, onAnswer }: {
   store: ConversationStore
   error: string | null
   onSend: (text: string) => Promise<boolean>
   onCancel: () => void
+  onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
 }) {
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
     <>
-      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} />
+      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} onAnswer={onAnswer} />
       <div className="dock">
         <TodoPanel todos={snapshot.todos} />
         {error && <div className="notice error" role="alert">{error}</div>}

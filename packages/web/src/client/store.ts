@@ -5,7 +5,8 @@
 // uses: a `todo/write` sets it, the next `turn/start` clears it. A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
-import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ModelInfo, ServerFrame, UsageSummary } from '../protocol.ts'
+import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ModelInfo, PermissionAsk, ServerFrame, UsageSummary } from '../protocol.ts'
+import { parseDecision, type DecisionView } from './permission.ts'
 import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
 
 export const PAGE_MESSAGES = 50
@@ -17,7 +18,12 @@ export interface ToolResultView { isError: boolean; text: string }
 export type TranscriptItem =
   | { kind: 'user'; key: string; seq: number; text: string; source: string }
   | { kind: 'assistant'; key: string; seq: number; text: string; reasoning: string }
-  | { kind: 'tool'; key: string; seq: number; callId: string; name: string; arguments: string; view?: CallView; result?: ToolResultView; run?: SubagentRun }
+  | {
+    kind: 'tool'; key: string; seq: number; callId: string; name: string; arguments: string; view?: CallView; result?: ToolResultView; run?: SubagentRun
+    /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
+    asked?: boolean
+    decision?: DecisionView
+  }
   | { kind: 'notice'; key: string; seq: number; text: string; tone: 'info' | 'error' }
 
 export type OpenState = 'idle' | 'loading' | 'open' | 'error'
@@ -42,6 +48,8 @@ export interface ConversationSnapshot {
   model: ModelInfo | null
   /** Token usage over the whole log: the tail page's figures plus the replies logged since. */
   usage: UsageSummary
+  /** Permission asks waiting for an answer on this page: this session's and its subagents', oldest first. */
+  asks: readonly PermissionAsk[]
   /** Seqs of the window's first and last events (-1 when empty). */
   firstSeq: number
   lastSeq: number
@@ -102,6 +110,11 @@ export class ConversationStore {
   private knownSeq = -1
   /** Bumped by every tail install; an older page that answers after one is dropped. */
   private generation = 0
+  private asks: PermissionAsk[] = []
+  /** Asks that arrived while a tail page was on its way: the page may predate them. */
+  private asksDuringPull: PermissionAsk[] = []
+  /** Asks known to be over, so a tail page computed just before one ended cannot bring its card back. */
+  private readonly settledAsks = new Set<string>()
   private snapshot: ConversationSnapshot
   private itemPlan: readonly TodoItem[] = NO_TODOS
   private readonly listeners = new Set<() => void>()
@@ -193,6 +206,18 @@ export class ConversationStore {
         this.changed()
         return
       }
+      case 'permission/ask': {
+        if (frame.sessionId !== this.sessionId || this.settledAsks.has(askKey(frame.ask.sessionId, frame.ask.callId))) return
+        if (this.pulling) this.asksDuringPull.push(frame.ask)
+        this.addAsk(frame.ask)
+        this.changed()
+        return
+      }
+      case 'permission/settled': {
+        if (frame.sessionId !== this.sessionId) return
+        if (this.settleAsk(frame.askSessionId, frame.callId)) this.changed()
+        return
+      }
       case 'session/projection': {
         if (frame.sessionId !== this.sessionId || frame.key !== 'subagentPlans' || frame.seq < this.plansSeq) return
         this.plans = parseSubagentPlans(frame.value)
@@ -231,6 +256,7 @@ export class ConversationStore {
         }
       } finally {
         this.pulling = null
+        this.asksDuringPull = []
         this.changed()
       }
     })()
@@ -258,6 +284,10 @@ export class ConversationStore {
     this.running = page.running ?? running
     if (page.model) this.model = page.model
     this.usage = page.usage ?? NO_USAGE
+    this.asks = []
+    for (const ask of [...(page.asks ?? []), ...this.asksDuringPull]) {
+      if (!this.settledAsks.has(askKey(ask.sessionId, ask.callId))) this.addAsk(ask)
+    }
     this.partial = null
     this.outputs = {}
     this.rebuildItems()
@@ -290,6 +320,9 @@ export class ConversationStore {
       this.partial = null
     } else if (event.type === 'assistant/message') {
       this.partial = null
+    } else if ((event.type as string) === 'permission/decision') {
+      const callId = (event.data as { callId?: unknown }).callId
+      if (typeof callId === 'string') this.settleAsk(this.sessionId, callId)
     } else if (event.type === 'tool/result' && this.outputs[event.data.callId] !== undefined) {
       const { [event.data.callId]: _done, ...rest } = this.outputs
       this.outputs = rest
@@ -340,6 +373,17 @@ export class ConversationStore {
       }
       default: {
         const type = event.type as string
+        // Permission asks and decisions (events of @keel/permissions, read by shape): marks on the call's row.
+        if (type === 'permission/request' || type === 'permission/decision') {
+          const data = event.data as unknown as { callId?: unknown }
+          if (typeof data?.callId !== 'string') return
+          if (type === 'permission/request') this.updateCall(data.callId, { asked: true })
+          else {
+            const decision = parseDecision(event.data)
+            if (decision) this.updateCall(data.callId, { decision })
+          }
+          return
+        }
         // Compaction (events of @keel/compaction, read by shape): one line where it happened.
         if (type === 'compaction/end') {
           const data = event.data as unknown as { before?: number; after?: number; summarised?: number; error?: string }
@@ -378,6 +422,26 @@ export class ConversationStore {
     this.items[index] = { ...item, ...patch }
   }
 
+  private addAsk(ask: PermissionAsk): void {
+    const key = askKey(ask.sessionId, ask.callId)
+    if (!this.asks.some((known) => askKey(known.sessionId, known.callId) === key)) this.asks = [...this.asks, ask]
+  }
+
+  /** Drops an ask's card for good; true when one was shown. */
+  private settleAsk(sessionId: string, callId: string): boolean {
+    const key = askKey(sessionId, callId)
+    this.settledAsks.add(key)
+    if (this.settledAsks.size > 1000) this.settledAsks.delete(this.settledAsks.values().next().value!)
+    const before = this.asks.length
+    this.asks = this.asks.filter((ask) => askKey(ask.sessionId, ask.callId) !== key)
+    return this.asks.length !== before
+  }
+
+  /** After a tab's own answer was refused (someone else decided first): the card goes. */
+  dropAsk(sessionId: string, callId: string): void {
+    if (this.settleAsk(sessionId, callId)) this.changed()
+  }
+
   private changed(): void {
     this.snapshot = this.build()
     for (const listener of [...this.listeners]) listener()
@@ -399,10 +463,15 @@ export class ConversationStore {
       subagentPlans: this.plans,
       model: this.model,
       usage: this.usage,
+      asks: this.asks,
       firstSeq: this.window.length ? this.window[0]!.event.seq : -1,
       lastSeq: this.lastSeq(),
     })
   }
+}
+
+function askKey(sessionId: string, callId: string): string {
+  return `${sessionId}\u0000${callId}`
 }
 
 function textOf(content: unknown, type = 'text'): string {

@@ -1,5 +1,6 @@
 import { useState, type ReactNode } from 'react'
 import { addedRows, isCancelledResult, lastLines, parseUnifiedDiff, type DiffRow } from '../diff.ts'
+import { decisionText } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentRun } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
 import { TodoList } from './TodoList.tsx'
@@ -156,6 +157,7 @@ function ErrorLine({ text }: { text: string }) {
 
 function Row({ item, label, summary, children, after }: { item: ToolItem; label: string; summary: ReactNode; children: ReactNode; after?: ReactNode }) {
   const state = stateOf(item)
+  const verdict = item.decision && decisionText(item.decision)
   return (
     <div className="tool-block" data-testid="tool-row" data-tool={item.name} data-state={state}>
       <details className="tool-row">
@@ -168,6 +170,8 @@ function Row({ item, label, summary, children, after }: { item: ToolItem; label:
         </summary>
         <div className="tool-body">{children}</div>
       </details>
+      {verdict && <div className={`permission-decision ${item.decision!.decision} ${item.decision!.scope}`} data-testid="permission-decision">{verdict}</div>}
+      {item.asked && !item.decision && !item.result && <div className="permission-decision waiting">Waiting for approval</div>}
       {after}
     </div>
   )

@@ -1,10 +1,14 @@
 import { useDeferredValue, useEffect, useLayoutEffect, useRef } from 'react'
 import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
 import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
+import { ApprovalCard, type AnswerAsk } from './ApprovalCard.tsx'
 import { ToolRow } from './ToolRow.tsx'
 
-/** Messages and tool rows. Assistant text is Markdown (raw HTML in it stays text); everything else is text nodes. */
-export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSnapshot; onLoadOlder: () => void }) {
+/**
+ * Messages and tool rows, with an approval card under each call that waits for one (a subagent's asks, which have
+ * no row here, come last). Assistant text is Markdown (raw HTML in it stays text); everything else is text nodes.
+ */
+export function Transcript({ snapshot, onLoadOlder, onAnswer }: { snapshot: ConversationSnapshot; onLoadOlder: () => void; onAnswer: AnswerAsk }) {
   const scroller = useRef<HTMLDivElement>(null)
   const pinned = useRef(true)
   const previousFirst = useRef<{ seq: number; height: number } | null>(null)
@@ -40,7 +44,10 @@ export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSn
         {snapshot.openState === 'open' && !snapshot.items.length && !snapshot.partial && (
           <div className="placeholder">Ask Keel to do something in this repository.</div>
         )}
-        {snapshot.items.map((item) => <Item key={item.key} item={item} snapshot={snapshot} />)}
+        {snapshot.items.map((item) => <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} />)}
+        {snapshot.asks.filter((ask) => !hasRow(snapshot, ask.sessionId, ask.callId)).map((ask) => (
+          <ApprovalCard key={`${ask.sessionId}/${ask.callId}`} ask={ask} subagent={ask.sessionId !== snapshot.sessionId} onAnswer={onAnswer} />
+        ))}
         {snapshot.partial && (snapshot.partial.text || snapshot.partial.reasoning) && (
           <div className="message assistant streaming" data-testid="streaming">
             {snapshot.partial.reasoning && <div className="reasoning">{snapshot.partial.reasoning}</div>}
@@ -53,7 +60,11 @@ export function Transcript({ snapshot, onLoadOlder }: { snapshot: ConversationSn
   )
 }
 
-function Item({ item, snapshot }: { item: TranscriptItem; snapshot: ConversationSnapshot }) {
+function hasRow(snapshot: ConversationSnapshot, sessionId: string, callId: string): boolean {
+  return sessionId === snapshot.sessionId && snapshot.items.some((item) => item.kind === 'tool' && item.callId === callId)
+}
+
+function Item({ item, snapshot, onAnswer }: { item: TranscriptItem; snapshot: ConversationSnapshot; onAnswer: AnswerAsk }) {
   switch (item.kind) {
     case 'user':
       return (
@@ -71,8 +82,15 @@ function Item({ item, snapshot }: { item: TranscriptItem; snapshot: Conversation
           {item.text && <div className="message-text"><Markdown text={item.text} /></div>}
         </div>
       )
-    case 'tool':
-      return <ToolRow item={item} output={snapshot.outputs[item.callId]} run={snapshot.subagentPlans[item.callId] ?? item.run} />
+    case 'tool': {
+      const ask = snapshot.asks.find((waiting) => waiting.sessionId === snapshot.sessionId && waiting.callId === item.callId)
+      return (
+        <>
+          <ToolRow item={item} output={snapshot.outputs[item.callId]} run={snapshot.subagentPlans[item.callId] ?? item.run} />
+          {ask && <ApprovalCard ask={ask} subagent={false} onAnswer={onAnswer} />}
+        </>
+      )
+    }
     case 'notice':
       return <div className={`notice ${item.tone}`}>{item.text}</div>
   }

@@ -1,0 +1,54 @@
+import { resolve } from 'node:path'
+import { methods, type PermissionOption, type RequestPermissionRequest, type RequestPermissionResponse, type ToolCallContent } from '@agentclientprotocol/sdk'
+import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
+import type { ToolCallView } from '@keel/tools'
+import type { FileDiff } from './diff.ts'
+
+export const DENY_ONCE: PermissionAnswer = { decision: 'deny', scope: 'once' }
+
+/** The three answers Keel offers, as ACP permission options (the option id is the kind). */
+function permissionOptions(ask: PermissionAsk): PermissionOption[] {
+  return [
+    { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
+    { optionId: 'allow_always', name: `Always allow ${ask.suggestedRule}`, kind: 'allow_always' },
+    { optionId: 'reject_once', name: 'Deny', kind: 'reject_once' },
+  ]
+}
+
+/**
+ * The `session/request_permission` params for an ask. `call` is the call as the client already saw it (its
+ * `tool_call`), when the asking session is the bridged one; a subagent's call was never shown, so the request
+ * carries everything the client needs to show it: title, kind, raw input, and the detail (the command, the diff).
+ */
+export function permissionRequest(sessionId: string, ask: PermissionAsk, cwd: string, call?: { view: ToolCallView; diff?: FileDiff }): RequestPermissionRequest {
+  const content: ToolCallContent[] = []
+  if (call?.diff) content.push({ type: 'diff', ...call.diff })
+  else if (ask.detail) content.push({ type: 'content', content: { type: 'text', text: ask.detail } })
+  const locations = (call?.view.locations ?? []).map((location) => ({ path: resolve(cwd, location.path), ...(location.line !== undefined ? { line: location.line } : {}) }))
+  return {
+    sessionId,
+    toolCall: {
+      toolCallId: ask.callId,
+      title: call?.view.title ?? ask.summary,
+      kind: call?.view.kind ?? 'other',
+      status: 'pending',
+      ...(call ? { rawInput: call.view.rawInput } : {}),
+      ...(content.length ? { content } : {}),
+      ...(locations.length ? { locations } : {}),
+    },
+    options: permissionOptions(ask),
+  }
+}
+
+/** The client's choice as Keel's answer; `cancelled` (or an option we did not offer) is a denial. */
+export function answerOf(response: RequestPermissionResponse): PermissionAnswer {
+  const outcome = response.outcome
+  if (outcome.outcome !== 'selected') return DENY_ONCE
+  switch (outcome.optionId) {
+    case 'allow_once': return { decision: 'allow', scope: 'once' }
+    case 'allow_always': return { decision: 'allow', scope: 'always' }
+    default: return DENY_ONCE
+  }
+}
+
+export const REQUEST_PERMISSION = methods.client.session.requestPermission

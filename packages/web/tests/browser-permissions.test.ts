@@ -1,0 +1,123 @@
+// Approval cards end to end: the real `keel serve` in `ask` mode with the scripted model, two tabs of headless
+// Chromium answering, the decisions checked on the session log.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { ensureClientBuilt } from '../src/build.ts'
+import { REPO, serve, type Served } from './serve-support.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium) {
+  if (process.env.CI === 'true') throw new Error(`${CHROMIUM} not found: the web approval tests need chromium (apt-get install chromium)`)
+  process.stderr.write(`skipping the web approval browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+}
+
+const ARTIFACTS = join(REPO, 'test-artifacts')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-web-asks-'))
+const home = join(scratch, 'home')
+const work = join(scratch, 'work')
+let served: Served | undefined
+let context: BrowserContext | undefined
+
+afterAll(async () => {
+  await context?.close().catch(() => {})
+  await served?.stop()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+/** The decisions on the session's log file, as `callId decision scope`. */
+function loggedDecisions(sessionId: string): string[] {
+  const dir = join(home, 'sessions')
+  for (const slug of readdirSync(dir)) {
+    const file = join(dir, slug, `${sessionId}.jsonl`)
+    if (!existsSync(file)) continue
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
+      .filter((event) => event.type === 'permission/decision').map((event) => `${event.data.callId} ${event.data.decision} ${event.data.scope}`)
+  }
+  return []
+}
+
+describe.skipIf(!hasChromium)('approval cards in headless Chromium', () => {
+  beforeAll(async () => {
+    await ensureClientBuilt()
+    mkdirSync(work, { recursive: true })
+    writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [
+      { text: 'Cleaning up first.', toolCalls: [{ id: 'call-rm', name: 'bash', arguments: { command: 'rm -rf build <b>not bold</b>' } }] },
+      { toolCalls: [{ id: 'call-make', name: 'bash', arguments: { command: 'echo made > made.txt' } }] },
+      { text: 'Done asking.' },
+    ] }))
+    writeFileSync(join(scratch, 'keel.yml'), [
+      "- { id: session, name: '@keel/session' }",
+      "- { id: llm, name: '@keel/llm' }",
+      "- { id: tools, name: '@keel/tools' }",
+      "- { id: agent, name: '@keel/agent' }",
+      "- { id: shell, name: '@keel/shell' }",
+      "- { id: permissions, name: '@keel/permissions', config: { mode: ask } }",
+    ].join('\n') + '\n')
+    served = await serve(
+      ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', work, '--config', join(scratch, 'keel.yml')],
+      { KEEL_HOME: home }, work,
+    )
+    const { chromium } = await import('playwright-core')
+    context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1100, height: 760 },
+    })
+  }, 180_000)
+
+  test('both tabs show the card, the first answer decides, a reload shows a waiting card again, decisions render', async () => {
+    const pageErrors: string[] = []
+    const watch = (page: Page) => page.on('pageerror', (error) => pageErrors.push(error.message))
+    const a: Page = context!.pages()[0] ?? await context!.newPage()
+    watch(a)
+    await a.goto(served!.url)
+    await a.getByTestId('composer-input').fill('Tidy the build')
+    await a.getByTestId('send').click()
+
+    const cardA = a.getByTestId('approval-card')
+    await expect.poll(() => cardA.count(), { timeout: 20_000 }).toBe(1)
+    expect(await cardA.getByTestId('approval-detail').textContent()).toBe('rm -rf build <b>not bold</b>')
+    expect(await cardA.locator('b').count()).toBe(0) // markup in a command is text
+    expect(await cardA.getByTestId('allow-always').textContent()).toContain('bash(rm -rf build <b>not bold</b>)')
+    const sessionId = /#s=([\w-]+)/.exec(a.url())![1]!
+
+    // A second tab opened now gets the waiting ask from the tail page.
+    const b = await context!.newPage()
+    watch(b)
+    const url = new URL(served!.url)
+    url.hash = `s=${sessionId}`
+    await b.goto(url.href)
+    const cardB = b.getByTestId('approval-card')
+    await expect.poll(() => cardB.count(), { timeout: 20_000 }).toBe(1)
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await cardA.screenshot({ path: join(ARTIFACTS, 'web-approval-card.png'), animations: 'disabled', caret: 'hide' })
+
+    // Tab A denies: the card leaves both tabs and both rows say so.
+    await cardA.getByTestId('deny').click()
+    for (const page of [a, b]) {
+      await expect.poll(() => page.getByTestId('permission-decision').first().textContent(), { timeout: 20_000 }).toBe('✗ denied once by the user')
+    }
+
+    // The next ask: tab A reloads while it waits and shows it again; tab B allows it.
+    await expect.poll(() => cardB.count(), { timeout: 20_000 }).toBe(1)
+    expect(await cardB.getByTestId('approval-detail').textContent()).toBe('echo made > made.txt')
+    await a.reload()
+    await expect.poll(() => cardA.count(), { timeout: 20_000 }).toBe(1)
+    expect(await cardA.getByTestId('approval-detail').textContent()).toBe('echo made > made.txt')
+    await cardB.getByTestId('allow-once').click()
+    for (const page of [a, b]) {
+      await expect.poll(() => page.getByTestId('approval-card').count(), { timeout: 20_000 }).toBe(0)
+      await expect.poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 }).toEqual(['✗ denied once by the user', '✓ allowed once by the user'])
+      await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 }).toBe('Done asking.')
+    }
+
+    expect(loggedDecisions(sessionId)).toEqual(['call-rm deny once', 'call-make allow once'])
+    expect(readFileSync(join(work, 'made.txt'), 'utf8')).toBe('made\n')
+    expect(pageErrors).toEqual([])
+  }, 120_000)
+})
