@@ -41,6 +41,11 @@ export interface CreateAgentOptions extends Omit<AgentOptions, 'session'> {
   sessionId?: string
   parent?: { sessionId: string; callId: string }
   persist?: boolean
+  /**
+   * Write the session file now instead of with the first event (the default, so opening a UI and leaving makes no
+   * empty session). The web host creates files at once: its "new session" is listed and reopened like any other.
+   */
+  fileNow?: boolean
 }
 
 /** `ctx.agents`: makes agents over new or reopened sessions and tracks the live ones. */
@@ -54,7 +59,7 @@ export class AgentRegistry extends Service {
 
   /** A new agent; its project instructions are read now (for `cwd`) unless given, as a subagent passes its parent's. */
   create(options: CreateAgentOptions): Agent {
-    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist, deferFile: true })
+    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist, deferFile: !options.fileNow })
     return this.adopt(session, { ...options, instructions: options.instructions ?? loadInstructions(options.cwd) })
   }
 

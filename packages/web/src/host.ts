@@ -248,7 +248,7 @@ export class WebHost {
       all: this.options.all === true,
     }),
     'session.create': () => {
-      const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.options.model })
+      const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.options.model, fileNow: true })
       this.held.add(agent)
       const session = this.infoOf(agent.session)
       this.hub.broadcast({ type: 'session/created', session })
