@@ -98,7 +98,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(app)).toContain('Last Plan 2/2 (cleared when a later turn started)\n    ✓ Step 1\n    ✓ Step 2')
   })
 
-  test('text streams before the message is logged; esc cancels the turn and kills the running command', async () => {
+  test('a running bash call shows its card and the streamed text; esc cancels the turn, requeues the prompt and kills the command', async () => {
     const marker = `keel-tui-${process.pid}-${Date.now()}`
     const { app, terminal } = await start([
       { text: 'Streaming words arrive one by one', delayMs: 1, toolCalls: [{ name: 'bash', arguments: { command: `sleep 30; echo ${marker}` } }] },
