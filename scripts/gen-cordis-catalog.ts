@@ -7,10 +7,13 @@
  * - every member of `declare module 'cordis' { interface Context { … } }` (service keys), with the public methods
  *   of the class (or interface) of that name declared in the same package.
  *
+ * - every member of `SessionEventMap` (declared in `@keel/session`, merged into from other packages with
+ *   `declare module '@keel/session'`): the session-log event types, with their package, data shape and whether
+ *   they are on the model surface (`SurfaceEventType`). They are not cordis events and carry no `@mode`.
+ *
  * It validates the events (description present, exactly one known `@mode`, `waterfall` ⇔ trailing `next`
  * parameter, literal `ctx.emit/parallel/serial/bail('name', …)` dispatches agree with the tag) and renders
- * `docs/cordis-catalog.md`. `SessionEventMap` members are session-log event types, not cordis events, and are
- * never read.
+ * `docs/cordis-catalog.md`.
  *
  *   npm run catalog                    regenerate docs/cordis-catalog.md
  *   npm run catalog -- --check         exit 1 if the committed file is stale (CI)
@@ -63,9 +66,24 @@ export interface CatalogService {
   methods: CatalogMethod[]
 }
 
+/** A session-log event type: a member of `SessionEventMap`. */
+export interface CatalogLogEvent {
+  name: string
+  /** The npm name of the package that declares it (`@keel/todo`). */
+  pkg: string
+  /** The `data` type as written, whitespace-normalized. */
+  data: string
+  /** It produces a model-visible message (a member of `SurfaceEventType`). */
+  surface: boolean
+  description: string
+  file: string
+  line: number
+}
+
 export interface Catalog {
   events: CatalogEvent[]
   services: CatalogService[]
+  logEvents: CatalogLogEvent[]
   /** One line per problem, `file:line: what is wrong — what to do`. Empty when the tree is valid. */
   problems: string[]
   /** Number of source files scanned. */
@@ -194,6 +212,51 @@ function cordisInterfaces(sf: ts.SourceFile, name: string): ts.InterfaceDeclarat
     }
   }
   return out
+}
+
+/** `SessionEventMap` declarations: top-level in `@keel/session` itself, or merged in `declare module '@keel/session'`. */
+function sessionEventMaps(sf: ts.SourceFile): ts.InterfaceDeclaration[] {
+  const out: ts.InterfaceDeclaration[] = []
+  for (const stmt of sf.statements) {
+    if (ts.isInterfaceDeclaration(stmt) && stmt.name.text === 'SessionEventMap') out.push(stmt)
+    if (!ts.isModuleDeclaration(stmt) || !ts.isStringLiteral(stmt.name) || stmt.name.text !== '@keel/session') continue
+    if (!stmt.body || !ts.isModuleBlock(stmt.body)) continue
+    for (const inner of stmt.body.statements) {
+      if (ts.isInterfaceDeclaration(inner) && inner.name.text === 'SessionEventMap') out.push(inner)
+    }
+  }
+  return out
+}
+
+/** The string literals of `type SurfaceEventType = 'a' | 'b'`, wherever it is declared. */
+function surfaceTypes(sf: ts.SourceFile, out: Set<string>): void {
+  for (const stmt of sf.statements) {
+    if (!ts.isTypeAliasDeclaration(stmt) || stmt.name.text !== 'SurfaceEventType') continue
+    const members = ts.isUnionTypeNode(stmt.type) ? stmt.type.types : [stmt.type]
+    for (const member of members) {
+      if (ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal)) out.add(member.literal.text)
+    }
+  }
+}
+
+function scanLogEvents(entry: SourceEntry, pkgName: string, out: Omit<CatalogLogEvent, 'surface'>[]): void {
+  const { sf, rel } = entry
+  for (const decl of sessionEventMaps(sf)) {
+    for (const member of decl.members) {
+      const name = memberName(member.name, sf)
+      if (!name || !ts.isPropertySignature(member) || !member.type) continue
+      out.push({ name, pkg: pkgName, data: squash(member.type.getText(sf)), description: descriptionOf(member), file: rel, line: lineOf(sf, member) })
+    }
+  }
+}
+
+/** The `name` in `packages/<dir>/package.json`, else the directory name. */
+function packageName(root: string, dir: string): string {
+  try {
+    const name = (JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as { name?: unknown }).name
+    if (typeof name === 'string') return name
+  } catch {}
+  return dir
 }
 
 function scanEvents(entry: SourceEntry, events: CatalogEvent[], problems: string[]): void {
@@ -374,11 +437,18 @@ export function scanCatalog(root: string): Catalog {
   const services: CatalogService[] = []
   const problems: string[] = []
   const dispatches: Dispatch[] = []
+  const found: Omit<CatalogLogEvent, 'surface'>[] = []
+  const surface = new Set<string>()
+  const names = new Map<string, string>()
   for (const entry of entries) {
     scanEvents(entry, events, problems)
     scanServices(entry, byPackage, services)
     scanDispatches(entry, dispatches)
+    if (!names.has(entry.pkg)) names.set(entry.pkg, packageName(root, entry.pkg))
+    scanLogEvents(entry, names.get(entry.pkg)!, found)
+    surfaceTypes(entry.sf, surface)
   }
+  const logEvents = found.map((e) => ({ ...e, surface: surface.has(e.name) }))
 
   // A literal dispatch must use the method its @mode names (waterfall has no cordis dispatcher, so it is not checked).
   const declared = new Map<string, CatalogEvent[]>()
@@ -392,7 +462,10 @@ export function scanCatalog(root: string): Catalog {
 
   events.sort((a, b) => cmp(a.group === '' ? '\uffff' : a.group, b.group === '' ? '\uffff' : b.group) || cmp(a.name, b.name) || cmp(a.file, b.file) || a.line - b.line)
   services.sort((a, b) => cmp(a.key, b.key) || cmp(a.file, b.file) || a.line - b.line)
-  return { events, services, problems, files: entries.length }
+  // The core vocabulary first, in declaration order (the order a turn writes them); then each package's, by name.
+  const core = (e: CatalogLogEvent) => (e.pkg === '@keel/session' ? 0 : 1)
+  logEvents.sort((a, b) => core(a) - core(b) || (core(a) === 0 ? a.line - b.line : cmp(a.name, b.name)) || cmp(a.file, b.file))
+  return { events, services, logEvents, problems, files: entries.length }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -420,8 +493,8 @@ const MODE_NOTES: Record<Mode, string> = {
   waterfall: 'listeners are chained: each receives a trailing `next` and decides whether (and with what) to call it.',
 }
 
-export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'>): string {
-  const { events, services } = catalog
+export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Partial<Pick<Catalog, 'logEvents'>>): string {
+  const { events, services, logEvents = [] } = catalog
   const lines: string[] = []
   const push = (...l: string[]) => lines.push(...l)
 
@@ -434,7 +507,8 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'>): st
       `${services.length} service${services.length === 1 ? '' : 's'}.`,
     '',
     'Session log event types (`SessionEventMap` members such as `turn/start` or `todo/write`) are not cordis events: they',
-    'all ride the one `session/event` emit, carry no `@mode`, and are not listed here (see ARCHITECTURE.md §4).',
+    `all ride the one \`session/event\` emit and carry no \`@mode\`. Their ${logEvents.length} type${logEvents.length === 1 ? ' is' : 's are'} listed in their own table`,
+    '([Session log event types](#session-log-event-types)); docs/architecture.md says who writes each one.',
     '',
     '## How this file is generated',
     '',
@@ -463,6 +537,21 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'>): st
     }
     push(`| ${tcode(event.name)} | ${event.mode} | ${tcode(event.signature)} | ${cell(event.description)} | ${tcode(`${event.file}:${event.line}`)} |`)
     if (events[index + 1]?.group !== group) push('')
+  }
+
+  push('## Session log event types', '')
+  push(
+    'Members of `SessionEventMap` in `packages/*/src`: what a session log can hold. "Surface" marks the types that become',
+    'model-visible messages (`SurfaceEventType`); every other type is log-only.',
+    '',
+  )
+  if (logEvents.length === 0) push('_No session log event types are declared._', '')
+  else {
+    push('| Type | Package | Surface | Data | Description | Source |', '|---|---|---|---|---|---|')
+    for (const e of logEvents) {
+      push(`| ${tcode(e.name)} | ${tcode(e.pkg)} | ${e.surface ? 'yes' : 'no'} | ${tcode(e.data)} | ${cell(e.description)} | ${tcode(`${e.file}:${e.line}`)} |`)
+    }
+    push('')
   }
 
   push('## Services', '')
@@ -500,6 +589,8 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'>): st
 function entriesOf(markdown: string): Map<string, string> {
   const out = new Map<string, string>()
   for (const line of markdown.split('\n')) {
+    const logEvent = /^\| `([^`]+)` \| `[^`]+` \| (yes|no) \|/.exec(line)
+    if (logEvent) out.set(`log event ${logEvent[1]}`, (out.get(`log event ${logEvent[1]}`) ?? '') + line)
     const event = /^\| `([^`]+)` \| (\w+) \|/.exec(line)
     if (event) out.set(`event ${event[1]}`, (out.get(`event ${event[1]}`) ?? '') + line)
     const service = /^### `ctx\.([^`]+)`/.exec(line)
@@ -561,7 +652,7 @@ export function main(argv: string[], io: Io = { out: (l) => console.log(l), err:
   }
   const generated = renderCatalog(catalog)
   const target = join(root, CATALOG_PATH)
-  const summary = `${catalog.events.length} events, ${catalog.services.length} services from ${catalog.files} files`
+  const summary = `${catalog.events.length} events, ${catalog.services.length} services, ${catalog.logEvents.length} session log event types from ${catalog.files} files`
 
   if (check) {
     if (!existsSync(target)) {

@@ -261,6 +261,13 @@ const EXPECTED_BODY = `## Events
 |---|---|---|---|---|
 | \`ready\` | serial | \`(): Promise<void>\` | A prefix-less event. | \`packages/alpha/src/index.ts:30\` |
 
+## Session log event types
+
+Members of \`SessionEventMap\` in \`packages/*/src\`: what a session log can hold. "Surface" marks the types that become
+model-visible messages (\`SurfaceEventType\`); every other type is log-only.
+
+_No session log event types are declared._
+
 ## Services
 
 | ctx key | Type | Declared | Public methods |
@@ -305,7 +312,7 @@ describe('rendering', () => {
     expect(markdown.indexOf('## How this file is generated')).toBeLessThan(markdown.indexOf('## Events'))
     expect(markdown.slice(markdown.indexOf('## Events'))).toBe(EXPECTED_BODY)
 
-    expect(run(['--root', root])).toMatchObject({ code: 0, out: ['wrote docs/cordis-catalog.md (5 events, 3 services from 4 files).'] })
+    expect(run(['--root', root])).toMatchObject({ code: 0, out: ['wrote docs/cordis-catalog.md (5 events, 3 services, 0 session log event types from 4 files).'] })
     expect(readFileSync(join(root, CATALOG_PATH), 'utf8')).toBe(markdown)
     expect(run(['--root', root]).out[0]).toContain('already up to date')
   })
@@ -318,13 +325,17 @@ describe('rendering', () => {
     expect(renderCatalog(scanCatalog(a))).toBe(renderCatalog(scanCatalog(a)))
   })
 
-  it('SessionEventMap members are not cordis events: no todo/write row, no @mode demanded', () => {
+  it('SessionEventMap members are listed as session log event types, not as cordis events, and need no @mode', () => {
     const root = fixture({
+      'packages/session/package.json': ['{ "name": "@keel/session" }'],
       'packages/session/src/types.ts': [
         'export interface SessionEventMap {',
         "  'turn/start': { turn: number }",
+        "  'user/message': { message: UserMessage }",
         '}',
+        "export type SurfaceEventType = 'user/message' | 'assistant/message'",
       ],
+      'packages/todo/package.json': ['{ "name": "@keel/todo" }'],
       'packages/todo/src/index.ts': [
         "import type { Context } from 'cordis'",
         "declare module '@keel/session' {",
@@ -350,11 +361,22 @@ describe('rendering', () => {
     const catalog = scanCatalog(root)
     expect(catalog.problems).toEqual([])
     expect(catalog.events.map((e) => e.name)).toEqual(['todo/changed'])
+    expect(catalog.logEvents.map(({ name, pkg, surface, line }) => ({ name, pkg, surface, line }))).toEqual([
+      { name: 'turn/start', pkg: '@keel/session', surface: false, line: 2 },
+      { name: 'user/message', pkg: '@keel/session', surface: true, line: 3 },
+      { name: 'todo/write', pkg: '@keel/todo', surface: false, line: 5 },
+    ])
     const markdown = renderCatalog(catalog)
-    const rows = markdown.split('\n').filter((l) => l.startsWith('| `'))
-    expect(rows.some((l) => l.includes('todo/write'))).toBe(false)
-    expect(rows.some((l) => l.includes('turn/start'))).toBe(false)
-    expect(rows.filter((l) => l.startsWith('| `todo/changed`'))).toHaveLength(1)
+    const section = (heading: string) => {
+      const start = markdown.indexOf(`${heading}\n`)
+      return markdown.slice(start, markdown.indexOf('\n## ', start + 1)).split('\n').filter((l) => l.startsWith('| `'))
+    }
+    expect(section('## Events')).toEqual([expect.stringMatching(/^\| `todo\/changed` \| emit \|/)])
+    expect(section('## Session log event types')).toEqual([
+      '| `turn/start` | `@keel/session` | no | `{ turn: number }` |  | `packages/session/src/types.ts:2` |',
+      '| `user/message` | `@keel/session` | yes | `{ message: UserMessage }` |  | `packages/session/src/types.ts:3` |',
+      "| `todo/write` | `@keel/todo` | no | `{ todos: { content: string; status: 'pending' \\| 'in_progress' \\| 'completed' }[] }` | The whole todo list, replacing the previous one. | `packages/todo/src/index.ts:5` |",
+    ])
   })
 })
 
@@ -365,7 +387,7 @@ describe('--check', () => {
       `docs/cordis-catalog.md is missing. Fix: run \`npm run catalog -- --root ${root}\` and commit docs/cordis-catalog.md.`,
     ])
     expect(run(['--root', root]).code).toBe(0)
-    expect(run(['--check', '--root', root])).toMatchObject({ code: 0, out: ['docs/cordis-catalog.md is up to date (5 events, 3 services from 4 files).'] })
+    expect(run(['--check', '--root', root])).toMatchObject({ code: 0, out: ['docs/cordis-catalog.md is up to date (5 events, 3 services, 0 session log event types from 4 files).'] })
 
     // Another engineer adds an event and changes a description without regenerating.
     const gamma = VALID_TREE['packages/gamma/src/index.ts']
@@ -422,6 +444,9 @@ describe('the real tree', () => {
     const catalog = scanCatalog(REPO_ROOT)
     expect(catalog.problems).toEqual([])
     expect(catalog.events.map((e) => e.name)).not.toContain('todo/write')
+    // Every session log event type is listed with the package that declares it; the surface is exactly three types.
+    expect(catalog.logEvents.find((e) => e.name === 'todo/write')).toMatchObject({ pkg: '@keel/todo', surface: false })
+    expect(catalog.logEvents.filter((e) => e.surface).map((e) => e.name).sort()).toEqual(['assistant/message', 'tool/result', 'user/message'])
     expect(catalog.services.map((s) => s.key)).toEqual(expect.arrayContaining(['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents']))
     const result = run(['--check'])
     expect(result.err).toEqual([])
@@ -432,6 +457,6 @@ describe('the real tree', () => {
     const child = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/gen-cordis-catalog.ts', '--check'], { cwd: REPO_ROOT, encoding: 'utf8' })
     expect(child.stderr).toBe('')
     expect(child.status).toBe(0)
-    expect(child.stdout).toMatch(/^docs\/cordis-catalog\.md is up to date \(\d+ events, \d+ services from \d+ files\)\.\n$/)
+    expect(child.stdout).toMatch(/^docs\/cordis-catalog\.md is up to date \(\d+ events, \d+ services, \d+ session log event types from \d+ files\)\.\n$/)
   })
 })

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { cwdSlug } from '@keel/session'
 import { closest, FLAGS, helpText, parse } from '../src/args.ts'
+import { HAS_BWRAP, IN_CI } from '../../../test-support/system-tools.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-cli-'))
@@ -250,12 +251,9 @@ describe('keel sessions', () => {
     expect(list.stderr.trim().split('\n')).toHaveLength(2)
   }, 240_000)
 
-  test('a read-only KEEL_HOME names the real cause (EROFS), not ENOENT', () => {
-    const bwrap = spawnSync('bwrap', ['--version'])
-    if (bwrap.error) {
-      if (process.env.CI === 'true') throw new Error('bubblewrap (bwrap) is required for this test in CI')
-      return
-    }
+  test('a read-only KEEL_HOME names the real cause (EROFS), not ENOENT', ({ skip }) => {
+    if (!HAS_BWRAP && IN_CI) throw new Error('bubblewrap (bwrap) is required for this test in CI')
+    skip(!HAS_BWRAP, 'bubblewrap (bwrap) is not installed')
     const home = mkdtempSync(join(scratch, 'ro-home-'))
     const wrap = ['bwrap', '--bind', '/', '/', '--ro-bind', home, home, '--dev', '/dev', '--proc', '/proc', '--']
     const result = keel(['-p', 'hi', '--model', script('ro', [{ text: 'never' }])], { home, wrap })

@@ -1,5 +1,5 @@
 // Real-sandbox tests: bubblewrap, socat and ripgrep must be installed (.ci/run installs them). Without them these
-// tests fail under CI=true and are skipped, loudly, elsewhere.
+// tests fail under CI=true and are skipped (reported as skipped, with the reason) elsewhere.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir } from 'node:os'
@@ -10,6 +10,7 @@ import * as sandboxPlugin from '@keel/sandbox'
 import { SandboxService, type SandboxStatus } from '@keel/sandbox'
 import { runCommand } from '@keel/shell'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
+import { IN_CI } from '../../../test-support/system-tools.ts'
 
 const ctx = new Context()
 ctx.plugin(sandboxPlugin, { allowedDomains: [] })
@@ -30,7 +31,7 @@ beforeAll(async () => {
   await waitFor(() => ctx.get('sandbox'), 'the sandbox service')
   service = ctx.get('sandbox')!
   status = await service.status()
-  if (!status.available && process.env.CI !== 'true') process.stderr.write(`skipping the real-sandbox tests: ${status.reason}\n`)
+  if (!status.available && !IN_CI) process.stderr.write(`skipping the real-sandbox tests: ${status.reason}\n`)
   server = createServer((socket) => { connections++; socket.destroy() })
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   port = (server.address() as { port: number }).port
@@ -41,7 +42,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-const runs = () => status.available || process.env.CI === 'true'
+const runs = () => status.available || IN_CI
+const unavailable = () => (status.available ? '' : `the sandbox is not available here: ${status.reason}`)
 
 async function sandboxed(command: string, level: 'workspace' | 'read-only') {
   expect(status, 'the sandbox must be available here (install bubblewrap, socat, ripgrep)').toEqual({ available: true })
@@ -58,19 +60,19 @@ async function sandboxed(command: string, level: 'workspace' | 'read-only') {
 describe('the sandbox service', () => {
   test('status is probed once and cached', async () => {
     expect(service.status()).toBe(service.status())
-    if (process.env.CI === 'true') expect(await service.status()).toEqual({ available: true })
+    if (IN_CI) expect(await service.status()).toEqual({ available: true })
   })
 
-  test('workspace: a write into the cwd succeeds', async () => {
-    if (!runs()) return
+  test('workspace: a write into the cwd succeeds', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const { outcome, text } = await sandboxed('echo inside > inside.txt && echo wrote', 'workspace')
     expect(text, text).toContain('wrote')
     expect(outcome).toMatchObject({ kind: 'exited', code: 0 })
     expect(readFileSync(join(cwd, 'inside.txt'), 'utf8')).toBe('inside\n')
   })
 
-  test('workspace: a write outside the cwd and the temp dir fails', async () => {
-    if (!runs()) return
+  test('workspace: a write outside the cwd and the temp dir fails', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const target = join(outside, 'escaped.txt')
     const { outcome, text } = await sandboxed(`echo out > ${target} && echo wrote`, 'workspace')
     expect(text).not.toContain('wrote')
@@ -79,30 +81,30 @@ describe('the sandbox service', () => {
     expect(existsSync(target)).toBe(false)
   })
 
-  test('workspace: the system temp dir is writable', async () => {
-    if (!runs()) return
+  test('workspace: the system temp dir is writable', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const { text } = await sandboxed('f=$(mktemp -p /tmp) && echo ok > "$f" && echo wrote && rm "$f"', 'workspace')
     expect(text).toContain('wrote')
   })
 
-  test('workspace: a connection to a listener on 127.0.0.1 fails', async () => {
-    if (!runs()) return
+  test('workspace: a connection to a listener on 127.0.0.1 fails', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const before = connections
     const { text } = await sandboxed(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`, 'workspace')
     expect(text).not.toContain('connected')
     expect(connections).toBe(before)
   })
 
-  test('read-only: a write into the cwd fails, and so does one into the temp dir', async () => {
-    if (!runs()) return
+  test('read-only: a write into the cwd fails, and so does one into the temp dir', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const { text } = await sandboxed('echo a > ro.txt && echo wrote-cwd; echo b > /tmp/keel-ro-probe-$$ && echo wrote-tmp', 'read-only')
     expect(text).not.toContain('wrote-cwd')
     expect(text).not.toContain('wrote-tmp')
     expect(existsSync(join(cwd, 'ro.txt'))).toBe(false)
   })
 
-  test('read-only: reading still works', async () => {
-    if (!runs()) return
+  test('read-only: reading still works', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const { text, outcome } = await sandboxed('cat inside.txt 2>/dev/null || echo none; ls / | head -1', 'read-only')
     expect(outcome).toMatchObject({ kind: 'exited', code: 0 })
     expect(text.length).toBeGreaterThan(0)
@@ -121,8 +123,8 @@ describe('bash through the sandbox', () => {
     return { ...result, text: textOfContent(result.content), cwd: keel.cwd }
   }
 
-  test('exec.sandbox workspace confines the command; off and undefined run it plainly', async () => {
-    if (!runs()) return
+  test('exec.sandbox workspace confines the command; off and undefined run it plainly', async ({ skip }) => {
+    skip(!runs(), unavailable())
     const target = join(outside, 'via-bash.txt')
     const confined = await bash(`echo x > ${target}; echo y > here.txt; cat here.txt`, 'workspace')
     expect(confined.isError).toBe(false)
@@ -172,8 +174,8 @@ describe('what a sandboxed command leaves behind', () => {
   let keel: Keel | undefined
   afterAll(async () => { await keel?.dispose() })
 
-  test('dies with the sandbox, even after setsid; the call returns when the shell exits', async () => {
-    if (!runs()) return
+  test('dies with the sandbox, even after setsid; the call returns when the shell exits', async ({ skip }) => {
+    skip(!runs(), unavailable())
     keel = await makeKeel({ plugins: [[sandboxPlugin, { allowedDomains: [] }]] })
     await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
     const agent = keel.agent({ persist: false })

@@ -8,7 +8,7 @@ import { parseHeader, readSessionFile, SessionWriter } from './file.ts'
 import { acquireLock } from './lock.ts'
 import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
 import { checkSessionEntry, errnoText, openSessionFile, SessionFileError } from './regular.ts'
-import { closeOpenTurn, findOpenTurn, unpairedCalls } from './repair.ts'
+import { closeOpenTurn, findOpenTurn, unpairedCalls } from './open-turns.ts'
 import { SeedError, Session, type SessionHooks } from './session.ts'
 import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
 

@@ -10,14 +10,20 @@ export type TurnTrigger = 'prompt' | 'continue'
  * `declare module '@keel/session' { interface SessionEventMap { 'x/y': {...} } }`.
  */
 export interface SessionEventMap {
+  /** A turn began: the person's prompt (`prompt`) or a resumed turn (`continue`). */
   'turn/start': { turn: number; trigger: TurnTrigger }
+  /** The turn is over; every call in it has a result. */
   'turn/end': { turn: number; reason: TurnEndReason; message?: string }
+  /** One model request and the tool calls it asked for. */
   'step/start': { turn: number; step: number }
   'step/end': { turn: number; step: number }
+  /** The person's prompt, or a compaction summary standing in for earlier messages (`surfaceOp.op === 'replace'`). */
   'user/message': { message: UserMessage }
+  /** What the model answered in one step: text, reasoning and tool calls, with the usage it reported. */
   'assistant/message': { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage }
   /** `arguments` is the raw JSON string as the model sent it. */
   'tool/call': { turn: number; step: number; callId: string; name: string; arguments: string }
+  /** A tool call's outcome, exactly once per call (an error result when it failed or never ran). */
   'tool/result': { turn: number; step: number; callId: string; content: (TextBlock | ImageBlock)[]; isError: boolean }
 }
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { CappedOutput } from '@keel/shell'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
+import { killQuietly, pidsIn, waitUntilGone } from '../../../test-support/processes.ts'
 
 let keel: Keel | undefined
 afterEach(async () => { await keel?.dispose(); keel = undefined })
@@ -19,10 +20,17 @@ describe('bash', () => {
     expect(result.text).toMatch(new RegExp(`^${result.cwd}\\nout\\nerr\\n\\[exit code 3 · [0-9.]+ s\\]$`))
   })
 
-  test('a timeout kills the whole process group and says so', async () => {
-    const result = await run({ command: 'sleep 30 & sleep 30; echo never', timeout: 1 })
-    expect(result.isError).toBe(true)
-    expect(result.text).toBe('[killed after the 1 s timeout]')
+  test('a timeout kills the whole process group (the shell and a background child) and says so', async () => {
+    const result = await run({ command: 'sleep 30 & echo $!; echo $$; sleep 30; echo never', timeout: 1 })
+    const pids = pidsIn(result.text)
+    try {
+      expect(result.isError).toBe(true)
+      expect(result.text).toMatch(/^\d+\n\d+\n\[killed after the 1 s timeout\]$/)
+      expect(pids).toHaveLength(2)
+      await waitUntilGone(pids)
+    } finally {
+      killQuietly(pids)
+    }
   })
 
   test('long output keeps its head and tail and says how much was cut', async () => {

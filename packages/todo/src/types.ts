@@ -1,7 +1,7 @@
 export type TodoStatus = 'pending' | 'in_progress' | 'completed'
 export const TODO_STATUSES: readonly TodoStatus[] = ['pending', 'in_progress', 'completed']
 
-/** The whole item: no id, no priority, no activeForm — see the design note. */
+/** The whole item: no id, no priority, no activeForm (docs/design/todo-write.md says why). */
 export interface TodoItem {
   content: string
   status: TodoStatus

@@ -153,7 +153,7 @@ describe('presentation', () => {
 })
 
 describe('plugin lifecycle', () => {
-  test('HMR-safe: disposing the plugin removes the tool, the projection and the invariant; reloading restores them', async () => {
+  test('disposing the plugin removes the tool, the projection and the invariant; plugging it in again restores all three', async () => {
     const ctx = new Context()
     ctx.plugin(sessionPlugin)
     ctx.plugin(devPlugin)
@@ -173,6 +173,11 @@ describe('plugin lifecycle', () => {
     ctx.plugin(todo, { allowParallelInProgress: false })
     await waitFor(() => ctx.tools.get('todo_write') && ctx.projections.has('todos'))
     expect(ctx.tools.get('todo_write')).toBeDefined()
+    // The invariant is back: the same malformed snapshot is vetoed again.
+    const again = ctx.sessions.create({ cwd: '/tmp', persist: false })
+    again.append('turn/start', { turn: 1, trigger: 'prompt' })
+    expect(() => again.append('todo/write', { todos: [{ content: ' x', status: 'pending' }] })).toThrow()
+    ctx.sessions.close(again)
     await ctx.stop().catch(() => {})
   })
 })

@@ -98,7 +98,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(app)).toContain('Last Plan 2/2 (cleared when a later turn started)\n    ✓ Step 1\n    ✓ Step 2')
   })
 
-  test('text streams before the message is logged; esc cancels the turn and kills the running command', async () => {
+  test('a running bash call shows its card and the streamed text; esc cancels the turn, requeues the prompt and kills the command', async () => {
     const marker = `keel-tui-${process.pid}-${Date.now()}`
     const { app, terminal } = await start([
       { text: 'Streaming words arrive one by one', delayMs: 1, toolCalls: [{ name: 'bash', arguments: { command: `sleep 30; echo ${marker}` } }] },
@@ -111,10 +111,9 @@ describe('interactive app (in-process, recording terminal)', () => {
     app.submit('follow-up while running')
     expect(screen(app)).toContain('1 queued')
     await waitFor(() => processRunning(marker), 'the command to start')
-    const pressed = Date.now()
     terminal.type(ESC)
-    await waitFor(() => screen(app).includes('⏹ cancelled'), 'the turn to end cancelled', 1000)
-    expect(Date.now() - pressed).toBeLessThan(1000)
+    // The bounds are far under the command's 30 s: a cancel that waited for the command to end would time out.
+    await waitFor(() => screen(app).includes('⏹ cancelled'), 'the turn to end cancelled', 10_000)
     const turnEnd = app.agent.session.events.findLast((event) => event.type === 'turn/end')
     expect(turnEnd?.data).toMatchObject({ reason: 'aborted' })
     expect(screen(app)).toContain('✗ [cancelled by the user]')
@@ -122,7 +121,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(app.editor.getText()).toBe('follow-up while running')
     expect(app.agent.session.events.filter((event) => event.type === 'turn/start')).toHaveLength(1)
     // The command's process group is gone (bash -c still carries the marker in its command line).
-    await waitFor(() => !processRunning(marker), 'the command to be killed', 1000)
+    await waitFor(() => !processRunning(marker), 'the command to be killed', 10_000)
   })
 
   test('streamed text shows live, before the assistant message is on the log', async () => {

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
+import { IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { processRunning } from './support.ts'
-import { HAS_TMUX, SKIP_REASON, Tmux, until } from './tmux.ts'
+import { HAS_TMUX, Tmux, until } from './tmux.ts'
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const SCRIPT = fileURLToPath(new URL('./fixtures/e2e.json', import.meta.url))
-if (!HAS_TMUX) console.warn(`packages/tui e2e skipped: ${SKIP_REASON}`)
+const skip = skipWithout('tmux', HAS_TMUX, 'the end-to-end terminal test')
 
 /** Transcript and plan lines: what must look the same after `keel -c`. */
 function transcriptLines(screen: string): string[] {
@@ -25,7 +26,8 @@ function isSubsequence(needles: string[], haystack: string[]): boolean {
 let cleanup: (() => void) | undefined
 afterAll(() => cleanup?.())
 
-test.skipIf(!HAS_TMUX)(`keel in tmux: plan panel live, cleared by the next prompt, esc cancels, keel -c rebuilds${HAS_TMUX ? '' : ` — skipped: ${SKIP_REASON}`}`, async () => {
+test.skipIf(skip)('keel in tmux: plan panel live, cleared by the next prompt, esc cancels, keel -c rebuilds', async () => {
+  if (!HAS_TMUX && IN_CI) throw new Error('tmux is not installed; under CI=true the end-to-end terminal test needs it (apt-get install tmux)')
   const tmux = new Tmux()
   const home = mkdtempSync(join(tmpdir(), 'keel-e2e-home-'))
   const cwd = mkdtempSync(join(tmpdir(), 'keel-e2e-cwd-'))
@@ -61,10 +63,9 @@ test.skipIf(!HAS_TMUX)(`keel in tmux: plan panel live, cleared by the next promp
   await until(() => has('Plan 0/1 · 1 in progress', '  ◐ Run the long job', 'sleep 30.4217')() && processRunning('30.4217'), 'the long command to run', 20_000, screen)
 
   tmux.key('one', 'Escape')
-  const pressed = Date.now()
-  await until(has('⏹ cancelled'), 'esc to cancel the turn', 1000, screen)
-  await until(() => !processRunning('30.4217'), 'the command to be killed', 1000, screen)
-  expect(Date.now() - pressed).toBeLessThan(1000)
+  // The bounds are far under the command's 30 s: a cancel that waited for the command to end would time out.
+  await until(has('⏹ cancelled'), 'esc to cancel the turn', 10_000, screen)
+  await until(() => !processRunning('30.4217'), 'the command to be killed', 10_000, screen)
   expect(screen()).toContain('✗ [cancelled by the user]')
   // turn/end keeps the plan.
   expect(screen()).toContain('  ◐ Run the long job')

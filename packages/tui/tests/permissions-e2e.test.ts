@@ -6,7 +6,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
 import { processRunning } from './support.ts'
-import { HAS_TMUX, SKIP_REASON, Tmux, until } from './tmux.ts'
+import { skipWithout } from '../../../test-support/system-tools.ts'
+import { HAS_TMUX, Tmux, until } from './tmux.ts'
+
+const skip = skipWithout('tmux', HAS_TMUX, 'the terminal approval test')
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const SCRIPT = fileURLToPath(new URL('./fixtures/permissions.json', import.meta.url))
@@ -24,7 +27,7 @@ function logEvents(home: string): { type: string; data: Record<string, unknown> 
   return []
 }
 
-test.skipIf(!HAS_TMUX)(`keel in tmux asks under the tool card: n denies, y allows once, a always, ctrl+c cancels; keel -c shows the decisions${HAS_TMUX ? '' : ` — skipped: ${SKIP_REASON}`}`, async () => {
+test.skipIf(skip)('keel in tmux asks under the tool card: n denies, y allows once, a always, ctrl+c cancels; keel -c shows the decisions', async () => {
   const tmux = new Tmux(140, 50)
   const home = mkdtempSync(join(tmpdir(), 'keel-ask-home-'))
   const cwd = mkdtempSync(join(tmpdir(), 'keel-ask-cwd-'))

@@ -1,10 +1,12 @@
 // `npx tsx packages/web/scripts/screenshots.ts`: runs `keel serve` on the scripted demo session (demo-session.ts) and
-// saves the web UI at desktop and phone width to docs/web-desktop.png and docs/web-phone.png, with /usr/bin/chromium.
+// saves the web UI at desktop and phone width to docs/web-desktop.png and docs/web-phone.png, with the Chromium
+// the tests use (KEEL_CHROMIUM, else the first of chromium, chromium-browser, google-chrome on PATH).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Page } from 'playwright-core'
 import { REPO, serve } from '../tests/serve-support.ts'
+import { requireChromium } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
 import { writeDemo } from './demo-session.ts'
 
@@ -12,7 +14,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'keel-web-shots-'))
 const demo = writeDemo(scratch)
 await ensureClientBuilt({ log: (line) => console.log(line) })
 const served = await serve(['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config], { KEEL_HOME: join(scratch, 'home') }, scratch)
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] })
+const browser = await chromium.launch({ executablePath: requireChromium(), headless: true, args: ['--no-sandbox', '--disable-gpu'] })
 
 /** Waits until the reply's code is highlighted and the diff is drawn: the page then looks as a reader sees it. */
 async function settled(page: Page): Promise<void> {

@@ -5,15 +5,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
+import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
 import { REPO, serve, type Served } from './serve-support.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium) {
-  if (process.env.CI === 'true') throw new Error(`${CHROMIUM} not found: the web approval tests need chromium (apt-get install chromium)`)
-  process.stderr.write(`skipping the web approval browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
-}
+const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web approval browser tests')
 
 const ARTIFACTS = join(REPO, 'test-artifacts')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-asks-'))
@@ -40,7 +36,7 @@ function loggedDecisions(sessionId: string): string[] {
   return []
 }
 
-describe.skipIf(!hasChromium)('approval cards in headless Chromium', () => {
+describe.skipIf(skip)('approval cards in headless Chromium', () => {
   beforeAll(async () => {
     await ensureClientBuilt()
     mkdirSync(work, { recursive: true })
@@ -63,7 +59,7 @@ describe.skipIf(!hasChromium)('approval cards in headless Chromium', () => {
     )
     const { chromium } = await import('playwright-core')
     context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-      executablePath: CHROMIUM,
+      executablePath: requireChromium(),
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
       viewport: { width: 1100, height: 760 },

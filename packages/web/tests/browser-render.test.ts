@@ -1,6 +1,6 @@
 // The transcript's renderers and the phone layout end to end: the real `keel serve` with a scripted model whose
 // answer has Markdown, a code fence, a table and raw HTML, plus a bash call and an edit, driven from headless Chromium.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -9,10 +9,9 @@ import { writeDemo } from '../scripts/demo-session.ts'
 import { ensureClientBuilt } from '../src/build.ts'
 import { serve, type Served } from './serve-support.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-// On CI a missing browser fails the run (the launch below throws) instead of skipping it.
-const skip = !existsSync(CHROMIUM) && process.env.CI !== 'true'
-if (skip) process.stderr.write(`skipping the web renderer browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+
+const skip = skipWithout('Chromium', CHROMIUM !== undefined, 'the web renderer browser tests')
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-render-'))
 let served: Served | undefined
@@ -45,7 +44,7 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
     served = await serve(['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config], { KEEL_HOME: join(scratch, 'home') }, scratch)
     const { chromium } = await import('playwright-core')
     browser = await chromium.launch({
-      executablePath: CHROMIUM,
+      executablePath: requireChromium(),
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     })

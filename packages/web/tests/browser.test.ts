@@ -7,11 +7,9 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { ensureClientBuilt } from '../src/build.ts'
 import { REPO, serve, type Served } from './serve-support.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-// On CI a missing browser fails the run (the launch below throws) instead of skipping it.
-const skip = !hasChromium && process.env.CI !== 'true'
-if (skip) process.stderr.write(`skipping the web UI browser tests: ${CHROMIUM} not found (apt-get install chromium)\n`)
+import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+
+const skip = skipWithout('Chromium', CHROMIUM !== undefined, 'the web UI browser tests')
 
 const XSS = '<img src=x onerror=alert(1)>'
 const ARTIFACTS = join(REPO, 'test-artifacts')
@@ -35,9 +33,14 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
       { content: 'Update the docs', status: c },
       { content: XSS, status: 'pending' },
     ]
+    // The turn waits at two gates (bash calls that return once the test creates a file), so each state the test
+    // looks at stays on screen until the test has seen it: no step depends on how long another takes.
+    const gate = (name: string) => ({ name: 'bash', arguments: { command: `while [ ! -e ${name} ]; do sleep 0.05; done; echo ${name} open` } })
     writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [
       { text: 'I will plan this first.', delayMs: 40, toolCalls: [{ name: 'todo_write', arguments: { todos: todos('start', 'pending') } }] },
-      { delayMs: 600, toolCalls: [{ name: 'todo_write', arguments: { todos: todos('next', 'in_progress') } }] },
+      { toolCalls: [gate('gate-1')] },
+      { toolCalls: [{ name: 'todo_write', arguments: { todos: todos('next', 'in_progress') } }] },
+      { toolCalls: [gate('gate-2')] },
       { text: 'Both tasks are under way and the checks look good so far, so I am wrapping up this turn now.', delayMs: 150 },
       { text: 'Here is the summary you asked for.', delayMs: 60 },
     ] }))
@@ -47,6 +50,7 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
       "- { id: llm, name: '@keel/llm' }",
       "- { id: tools, name: '@keel/tools' }",
       "- { id: agent, name: '@keel/agent' }",
+      "- { id: shell, name: '@keel/shell' }",
       "- id: todo",
       "  name: '@keel/todo'",
       '  config: { allowParallelInProgress: true }',
@@ -57,7 +61,7 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     )
     const { chromium } = await import('playwright-core')
     context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-      executablePath: CHROMIUM,
+      executablePath: requireChromium(),
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
       viewport: { width: 1100, height: 760 },
@@ -92,6 +96,7 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     await expect.poll(() => summaries.first().textContent()).toBe('0/4 completed · Read the code')
     expect(await page.getByTestId('todo-row-suffix').count()).toBe(0)
 
+    writeFileSync(join(scratch, 'gate-1'), '')
     await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 completed · 2 in progress · 1 pending')
     await expect.poll(() => summaries.nth(1).textContent()).toBe('1/4 completed · Write the fix')
     expect(await page.getByTestId('todo-row-suffix').textContent()).toBe('+1')
@@ -108,9 +113,11 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     await panel.screenshot({ path: join(ARTIFACTS, 'web-todo-panel.png'), animations: 'disabled', caret: 'hide' })
     await page.screenshot({ path: join(ARTIFACTS, 'web-ui.png'), animations: 'disabled', caret: 'hide' })
 
-    // Reload while the turn is still streaming its last step: the plan is back from the tail page.
+    // Reload while the turn is still running (held at the second gate): the plan is back from the tail page.
     await page.reload()
     await expect.poll(() => counts.textContent(), { timeout: 15_000 }).toBe('1 completed · 2 in progress · 1 pending')
+    await expect.poll(() => page.getByTestId('cancel').count(), { timeout: 15_000 }).toBe(1) // the turn is still running
+    writeFileSync(join(scratch, 'gate-2'), '')
     await expect.poll(() => page.getByTestId('send').count(), { timeout: 15_000 }).toBe(1) // the turn has ended
 
     // Reload after the turn: the tail page (one message) no longer holds any todo_write call, yet the plan stands.

@@ -1,3 +1,4 @@
+// Works on whole events: a torn last line was already dropped by file.ts before these run.
 import type { Session } from './session.ts'
 import type { SessionEvent } from './types.ts'
 
