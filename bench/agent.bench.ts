@@ -1,11 +1,10 @@
-// Agent spine figures: cold start to first request, a 7-step loop end to end, per-step overhead as the session
-// grows, and peak RSS. Baselines are measured in the same run.
+// Agent spine figures: a 7-step loop end to end with its peak RSS, and per-step overhead as the session grows.
+// Cold start (spawn → first request) is in startup.bench.ts.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startFakeProvider } from '../test-support/fake-provider.ts'
 import { makeKeel } from '../test-support/harness.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
@@ -24,23 +23,7 @@ function run(args: string[], env: Record<string, string> = {}, onStdout?: (text:
 const keelBin = join(root, 'bin/keel.js')
 const RUNS = 7
 
-// 1. Spawn → first request at the fake server.
-{
-  const node: number[] = []
-  for (let i = 0; i < RUNS; i++) node.push((await run(['-e', ''])).ms)
-  const firstRequest: number[] = []
-  for (let i = 0; i < RUNS; i++) {
-    const fake = await startFakeProvider([{ text: 'ok' }])
-    const started = Date.now()
-    await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
-    if (fake.requests[0]) firstRequest.push(fake.requests[0].at - started)
-    await fake.close()
-  }
-  row('node -e "" (baseline)', ms(median(node)))
-  row('keel -p: spawn → first request (median)', ms(median(firstRequest)), ratio(median(firstRequest), median(node)), 'vs bare node')
-}
-
-// 2. A 7-step scripted tool loop, whole run, and peak RSS.
+// 1. A 7-step scripted tool loop, whole run, and peak RSS.
 {
   const steps = []
   for (let i = 0; i < 6; i++) steps.push({ toolCalls: [{ name: i % 2 ? 'todo_write' : 'bash', arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: `echo ${i}` } }] })
@@ -58,7 +41,7 @@ const RUNS = 7
   row('keel -p: peak RSS (median)', `${median(rss).toFixed(1)} MB`)
 }
 
-// 3. Harness overhead per step as the session grows (in process, scripted model, no tools).
+// 2. Harness overhead per step as the session grows (in process, scripted model, no tools).
 {
   const per: Record<number, number> = {}
   for (const length of [10, 1_000, 10_000]) {
