@@ -1,7 +1,7 @@
 // Agent spine figures: a 7-step loop end to end with its peak RSS, and per-step overhead as the session grows.
 // Cold start (spawn → first request) is in startup.bench.ts.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -10,12 +10,16 @@ import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-agent-'))
+// The agent works in its own folder: with KEEL_HOME inside it, each run would checkpoint the sessions and
+// checkpoint repository of the runs before it, and the figures would grow run by run.
+const work = join(scratch, 'work')
+mkdirSync(work)
 const rssProbe = join(scratch, 'rss.mjs')
 writeFileSync(rssProbe, `import { writeFileSync } from 'node:fs'\nprocess.on('exit', () => writeFileSync(process.env.KEEL_RSS_FILE, String(process.resourceUsage().maxRSS)))\n`)
 
 function run(args: string[], env: Record<string, string> = {}, onStdout?: (text: string) => void): Promise<{ code: number | null; ms: number }> {
   const started = performance.now()
-  const child = spawn(process.execPath, args, { cwd: scratch, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env }, stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'] })
+  const child = spawn(process.execPath, args, { cwd: work, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env }, stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'] })
   child.stdout.on('data', (d) => onStdout?.(String(d)))
   return new Promise((done) => child.on('close', (code) => done({ code, ms: performance.now() - started })))
 }

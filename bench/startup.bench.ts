@@ -2,7 +2,7 @@
 // so a load spike from elsewhere hits both): `keel --version`, `keel --help`, `keel -p` spawn → first model
 // request, and `keel serve` spawn → its page answered. Prints medians and ratios; asserts nothing.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,20 +12,24 @@ import { median, ms, ratio, row } from './stats.ts'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const keelBin = join(root, 'bin/keel.js')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-startup-'))
+// The agent works in its own folder: with KEEL_HOME inside it, each run would checkpoint the sessions and
+// checkpoint repository of the runs before it, and the figures would grow run by run.
+const work = join(scratch, 'work')
+mkdirSync(work)
 const env = { ...process.env, KEEL_HOME: join(scratch, 'home') }
 const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 9)
 
 /** Spawns node with `args`; resolves with the wall time to exit. */
 function run(args: string[]): Promise<number> {
   const started = performance.now()
-  const child = spawn(process.execPath, args, { cwd: scratch, env, stdio: 'ignore' })
+  const child = spawn(process.execPath, args, { cwd: work, env, stdio: 'ignore' })
   return new Promise((done) => child.on('close', () => done(performance.now() - started)))
 }
 
 /** Spawns `keel serve --port 0`, and resolves with the time until its page answered 200; then stops it. */
 async function serveReady(): Promise<number> {
   const started = performance.now()
-  const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: scratch, env, stdio: ['ignore', 'pipe', 'ignore'] })
+  const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: work, env, stdio: ['ignore', 'pipe', 'ignore'] })
   let out = ''
   const url = await new Promise<string>((done, fail) => {
     child.stdout.on('data', (chunk) => {
