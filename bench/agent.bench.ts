@@ -1,22 +1,25 @@
-// Agent spine figures: cold start to first request, a 7-step loop end to end, per-step overhead as the session
-// grows, and peak RSS. Baselines are measured in the same run.
+// Agent spine figures: a 7-step loop end to end with its peak RSS, and per-step overhead as the session grows.
+// Cold start (spawn → first request) is in startup.bench.ts.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startFakeProvider } from '../test-support/fake-provider.ts'
 import { makeKeel } from '../test-support/harness.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-agent-'))
+// The agent works in its own folder: with KEEL_HOME inside it, each run would checkpoint the sessions and
+// checkpoint repository of the runs before it, and the figures would grow run by run.
+const work = join(scratch, 'work')
+mkdirSync(work)
 const rssProbe = join(scratch, 'rss.mjs')
 writeFileSync(rssProbe, `import { writeFileSync } from 'node:fs'\nprocess.on('exit', () => writeFileSync(process.env.KEEL_RSS_FILE, String(process.resourceUsage().maxRSS)))\n`)
 
 function run(args: string[], env: Record<string, string> = {}, onStdout?: (text: string) => void): Promise<{ code: number | null; ms: number }> {
   const started = performance.now()
-  const child = spawn(process.execPath, args, { cwd: scratch, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env }, stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'] })
+  const child = spawn(process.execPath, args, { cwd: work, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env }, stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'] })
   child.stdout.on('data', (d) => onStdout?.(String(d)))
   return new Promise((done) => child.on('close', (code) => done({ code, ms: performance.now() - started })))
 }
@@ -24,23 +27,7 @@ function run(args: string[], env: Record<string, string> = {}, onStdout?: (text:
 const keelBin = join(root, 'bin/keel.js')
 const RUNS = 7
 
-// 1. Spawn → first request at the fake server.
-{
-  const node: number[] = []
-  for (let i = 0; i < RUNS; i++) node.push((await run(['-e', ''])).ms)
-  const firstRequest: number[] = []
-  for (let i = 0; i < RUNS; i++) {
-    const fake = await startFakeProvider([{ text: 'ok' }])
-    const started = Date.now()
-    await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
-    if (fake.requests[0]) firstRequest.push(fake.requests[0].at - started)
-    await fake.close()
-  }
-  row('node -e "" (baseline)', ms(median(node)))
-  row('keel -p: spawn → first request (median)', ms(median(firstRequest)), ratio(median(firstRequest), median(node)), 'vs bare node')
-}
-
-// 2. A 7-step scripted tool loop, whole run, and peak RSS.
+// 1. A 7-step scripted tool loop, whole run, and peak RSS.
 {
   const steps = []
   for (let i = 0; i < 6; i++) steps.push({ toolCalls: [{ name: i % 2 ? 'todo_write' : 'bash', arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: `echo ${i}` } }] })
@@ -58,7 +45,7 @@ const RUNS = 7
   row('keel -p: peak RSS (median)', `${median(rss).toFixed(1)} MB`)
 }
 
-// 3. Harness overhead per step as the session grows (in process, scripted model, no tools).
+// 2. Harness overhead per step as the session grows (in process, scripted model, no tools).
 {
   const per: Record<number, number> = {}
   for (const length of [10, 1_000, 10_000]) {

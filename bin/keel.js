@@ -18,10 +18,10 @@ function newestSource(dir, newest = 0) {
 }
 
 function bundleIsFresh() {
-  if (!existsSync(`${root}packages/cli/src/main.ts`)) return true
+  if (!existsSync(`${root}packages/cli/src/bin.ts`)) return true
   if (process.env.KEEL_FROM_SOURCE) return false
   try {
-    return statSync(`${root}dist/main.js`).mtimeMs >= newestSource(`${root}packages`)
+    return statSync(`${root}dist/bin.js`).mtimeMs >= newestSource(`${root}packages`)
   } catch {
     return false
   }
@@ -29,10 +29,10 @@ function bundleIsFresh() {
 
 let main
 if (bundleIsFresh()) {
-  ({ main } = await import('../dist/main.js'))
+  ({ main } = await import('../dist/bin.js'))
 } else {
   const { register } = await import('tsx/esm/api')
   register()
-  ;({ main } = await import('../packages/cli/src/main.ts'))
+  ;({ main } = await import('../packages/cli/src/bin.ts'))
 }
 process.exitCode = await main(process.argv.slice(2))

@@ -18,7 +18,7 @@ await unregister()
 // Build beside dist/ and swap it in, so a keel process starting meanwhile never sees a half-written bundle.
 const next = `${root}dist.next-${process.pid}`
 await build({
-  entryPoints: [`${root}packages/cli/src/main.ts`],
+  entryPoints: [`${root}packages/cli/src/bin.ts`],
   outdir: next,
   bundle: true,
   splitting: true,
@@ -35,4 +35,4 @@ const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)
 rmSync(old, { recursive: true, force: true })
-if (!quiet) console.log('keel: built dist/main.js')
+if (!quiet) console.log('keel: built dist/bin.js')

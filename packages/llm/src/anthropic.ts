@@ -1,6 +1,6 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
-import { causeText, providerError, type FailureContext } from './openai.ts'
+import { causeText, providerError, type FailureContext } from './errors.ts'
 import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
 
 type Param = Anthropic.MessageParam

@@ -1,6 +1,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
+import { registerProviders } from './providers.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
@@ -112,11 +113,7 @@ export const Config: Schema<Config> = Schema.object({
 
 export function apply(ctx: Context, config: Config): void {
   ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs, idleTimeoutMs: config.idleTimeoutMs })
-  // The provider SDKs load only when a model of theirs is created: a cold start that uses one provider (or the
-  // scripted model) does not pay for parsing the others.
-  ctx.inject(['llm'], (ctx) => {
-    for (const provider of PROVIDER_NAMES) {
-      ctx.llm.register(provider, async (model, options) => (await import('./providers.ts')).createProvider(provider, model, options))
-    }
-  })
+  // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
+  // provider (or the scripted model) does not pay for parsing the others.
+  ctx.inject(['llm'], (ctx) => registerProviders(ctx.llm))
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
+import { causeText, providerError, type FailureContext } from './errors.ts'
 import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
@@ -221,61 +222,4 @@ export function toChatMessages(system: string, messages: readonly Message[]): Ch
 
 function imagePart(block: ImageBlock): OpenAI.Chat.ChatCompletionContentPartImage {
   return { type: 'image_url', image_url: { url: `data:${block.mediaType};base64,${block.data}` } }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Error mapping shared by both SDK adapters (both SDKs raise the same shapes: a status, a body, a cause).
-
-export interface FailureContext { provider: string; keyVariable: string; baseURL: string }
-
-export interface Failure {
-  status?: number
-  /** The provider's error type, when the body has one (`rate_limit_error`, `overloaded_error`, …). */
-  type?: string | null
-  message: string
-  /** The request never got a response, or the connection broke. */
-  connection?: boolean
-  midStream?: boolean
-  /** The response was not what the protocol says (unparseable SSE data). */
-  malformed?: boolean
-}
-
-/** One line, provider named: 401/403 → auth, 429 → rate-limit, 5xx → server, no connection → network, other 4xx → bad-request. */
-export function providerError(where: FailureContext, failure: Failure): LlmError {
-  const { provider } = where
-  const status = failure.status
-  const detail = oneLine(failure.message)
-  const tag = status ? `${status}${detail ? `: ${detail}` : ''}` : detail
-  const type = failure.type ?? ''
-  if (failure.connection) {
-    return failure.midStream
-      ? new LlmError('network', `${provider}: connection lost mid-stream (${detail || 'socket closed'})`)
-      : new LlmError('network', `${provider}: cannot reach ${where.baseURL} (${detail || 'connection failed'})`)
-  }
-  if (failure.malformed) return new LlmError('server', `${provider}: malformed response from ${where.baseURL} (${detail})`, status)
-  if (status === 401 || status === 403 || type === 'authentication_error' || type === 'permission_error') {
-    return new LlmError('auth', `${provider} rejected the API key (${tag}); check ${where.keyVariable}`, status)
-  }
-  if (status === 429 || type === 'rate_limit_error') return new LlmError('rate-limit', `${provider}: rate limited (${tag})`, status)
-  if ((status !== undefined && status >= 500) || type === 'overloaded_error' || type === 'api_error') return new LlmError('server', `${provider}: server error (${tag})`, status)
-  // An error event inside a 200 stream has no status: the server failed while answering.
-  if (status === undefined) return new LlmError('server', `${provider}: server error (${tag || 'error event in stream'})`)
-  return new LlmError('bad-request', `${provider}: request rejected (${tag})`, status)
-}
-
-/** The innermost useful message of an error and its causes (`fetch failed` → `connect ECONNREFUSED …`). */
-export function causeText(error: unknown): string {
-  const parts: string[] = []
-  let current: unknown = error
-  for (let depth = 0; current && depth < 5; depth++) {
-    const message = (current as { message?: unknown }).message
-    if (typeof message === 'string' && message && !/^(Connection error\.|fetch failed)$/.test(message)) parts.push(message)
-    current = (current as { cause?: unknown }).cause
-  }
-  return parts.length ? parts.join(': ') : String((error as { message?: unknown })?.message ?? error)
-}
-
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat
 }

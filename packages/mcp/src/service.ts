@@ -2,7 +2,7 @@ import { Context, Service } from 'cordis'
 import type {} from '@keel/agent' // the agent/prepare event's declaration
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { expandEnv, McpConfigError, readProjectServers, validateServers, type ServerConfig } from './config.ts'
-import { Connection, type ServerState, type TransportKind } from './connection.ts'
+import type { Connection, ServerState, TransportKind } from './connection.ts'
 import { mcpTool, toolName } from './tools.ts'
 
 declare module 'cordis' {
@@ -53,6 +53,16 @@ interface Entry {
 
 const VERSION = '0.1.0'
 
+let connectionModule: typeof import('./connection.ts') | undefined
+
+/**
+ * The MCP SDK (and the JSON-schema validator it brings) loads with the first server, not with Keel: most runs have
+ * none. Once loaded, the module is at hand synchronously.
+ */
+async function loadConnection(): Promise<typeof import('./connection.ts')> {
+  return (connectionModule ??= await import('./connection.ts'))
+}
+
 /**
  * `ctx.mcp`: the configured MCP servers, started together when the first agent prepares a request (or earlier, when
  * a front door calls `ready`), each server's tools registered on `ctx.tools` as `mcp__<server>__<tool>` while it is
@@ -92,6 +102,7 @@ export class McpService extends Service {
         this.warn((error as Error).message)
       }
     }
+    if (servers.length) await loadConnection()
     await Promise.all(servers.map(([name, config, source]) => this.connect(name, config, source, cwd)))
   }
 
@@ -105,6 +116,8 @@ export class McpService extends Service {
       this.warn(error instanceof McpConfigError ? error.message : `mcp server ${name}: ${(error as Error).message}`)
       return
     }
+    // Both callers load the module first, so this stays synchronous up to `entries.set` (attach relies on that).
+    const Connection = connectionModule?.Connection ?? (await loadConnection()).Connection
     const entry: Entry = { source, unregister: [], owners: new Set(owner ? [owner] : []), connection: undefined as never }
     entry.connection = new Connection(name, config, {
       startTimeoutMs: this.config.startTimeoutMs,
@@ -151,6 +164,8 @@ export class McpService extends Service {
    */
   async attach(owner: string, servers: Record<string, ServerConfig>, cwd: string): Promise<void> {
     const valid = validateServers(servers, 'mcpServers')
+    // Loaded before the checks below, so checking for a running server and registering a new one stay in one tick.
+    await loadConnection()
     await Promise.all(Object.entries(valid).map(async ([name, config]) => {
       const existing = this.entries.get(name)
       if (existing) {

@@ -1,0 +1,72 @@
+// Start-up figures of the shipped composition, each beside bare Node measured in the same loop (runs interleaved,
+// so a load spike from elsewhere hits both): `keel --version`, `keel --help`, `keel -p` spawn → first model
+// request, and `keel serve` spawn → its page answered. Prints medians and ratios; asserts nothing.
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startFakeProvider } from '../test-support/fake-provider.ts'
+import { median, ms, ratio, row } from './stats.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const keelBin = join(root, 'bin/keel.js')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-startup-'))
+// The agent works in its own folder: with KEEL_HOME inside it, each run would checkpoint the sessions and
+// checkpoint repository of the runs before it, and the figures would grow run by run.
+const work = join(scratch, 'work')
+mkdirSync(work)
+const env = { ...process.env, KEEL_HOME: join(scratch, 'home') }
+const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 9)
+
+/** Spawns node with `args`; resolves with the wall time to exit. */
+function run(args: string[]): Promise<number> {
+  const started = performance.now()
+  const child = spawn(process.execPath, args, { cwd: work, env, stdio: 'ignore' })
+  return new Promise((done) => child.on('close', () => done(performance.now() - started)))
+}
+
+/** Spawns `keel serve --port 0`, and resolves with the time until its page answered 200; then stops it. */
+async function serveReady(): Promise<number> {
+  const started = performance.now()
+  const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: work, env, stdio: ['ignore', 'pipe', 'ignore'] })
+  let out = ''
+  const url = await new Promise<string>((done, fail) => {
+    child.stdout.on('data', (chunk) => {
+      out += String(chunk)
+      const found = /https?:\/\/\S+/.exec(out)
+      if (found) done(found[0])
+    })
+    child.on('close', () => fail(new Error(`keel serve exited before printing its URL: ${out}`)))
+  })
+  const response = await fetch(url)
+  await response.text()
+  const elapsed = performance.now() - started
+  if (response.status !== 200) throw new Error(`keel serve answered ${response.status}`)
+  const closed = new Promise((done) => child.on('close', done))
+  child.kill('SIGTERM')
+  await closed
+  return elapsed
+}
+
+const samples: Record<string, number[]> = { node: [], version: [], help: [], first: [], serve: [] }
+const load = loadavg()[0]!
+for (let i = 0; i < RUNS; i++) {
+  samples.node!.push(await run(['-e', '']))
+  samples.version!.push(await run([keelBin, '--version']))
+  samples.help!.push(await run([keelBin, '--help']))
+  const fake = await startFakeProvider([{ text: 'ok' }])
+  const started = Date.now()
+  await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
+  if (fake.requests[0]) samples.first!.push(fake.requests[0].at - started)
+  await fake.close()
+  samples.serve!.push(await serveReady())
+}
+const node = median(samples.node!)
+row(`load average ${load.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}, ${RUNS} runs each`, '')
+row('node -e "" (baseline)', ms(node))
+row('keel --version', ms(median(samples.version!)), ratio(median(samples.version!), node), 'vs bare node')
+row('keel --help', ms(median(samples.help!)), ratio(median(samples.help!), node), 'vs bare node')
+row('keel -p: spawn → first model request', ms(median(samples.first!)), ratio(median(samples.first!), node), 'vs bare node')
+row('keel serve: spawn → page served', ms(median(samples.serve!)), ratio(median(samples.serve!), node), 'vs bare node')
+rmSync(scratch, { recursive: true, force: true })

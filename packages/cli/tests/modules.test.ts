@@ -1,0 +1,89 @@
+// What each command loads: print mode must not parse a front door's dependencies (React, pi-tui, hono, the ACP
+// SDK), the MCP SDK when no server is configured, the sandbox runtime before a sandboxed call, or a provider SDK
+// it does not use; --version and --help load no more than the argument table. Runs bin/keel.js as users do (the
+// bundle when it is fresh, the sources otherwise) with a loader hook that records every module file it loads.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { afterAll, describe, expect, test } from 'vitest'
+import { startFakeProvider } from '../../../test-support/fake-provider.ts'
+
+const root = join(import.meta.dirname, '../../..')
+const scratch = mkdtempSync(join(tmpdir(), 'keel-modules-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+const hooks = join(scratch, 'hooks.mjs')
+writeFileSync(hooks, `import { appendFileSync } from 'node:fs'
+export async function load(url, context, next) {
+  if (url.startsWith('file:')) appendFileSync(process.env.KEEL_MODULE_LIST, url + '\\n')
+  return next(url, context)
+}
+`)
+const register = join(scratch, 'register.mjs')
+writeFileSync(register, `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(hooks).href)})\n`)
+
+/**
+ * The packages behind the modules a run of keel loaded: `hono`, `@keel/web`, ... A bundle chunk names what it holds
+ * in esbuild's `// node_modules/<package>/…` and `// packages/<name>/…` comments; a source file by its path.
+ */
+async function packagesLoaded(args: string[]): Promise<Set<string>> {
+  const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
+  writeFileSync(list, '')
+  const child = spawn(process.execPath, [`--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args], {
+    cwd: scratch, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list }, stdio: 'ignore',
+  })
+  const code = await new Promise((done) => child.on('close', done))
+  expect(code).toBe(0)
+  const found = new Set<string>()
+  const name = (path: string) => {
+    const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)
+    if (dep) return dep[1]!
+    const own = /(?:^|\/)packages\/([^/]+)\//.exec(path)
+    return own ? `@keel/${own[1]}` : undefined
+  }
+  for (const url of readFileSync(list, 'utf8').split('\n').filter(Boolean)) {
+    const path = fileURLToPath(url)
+    const direct = name(path.slice(root.length))
+    if (direct && !path.startsWith(join(root, 'dist'))) found.add(direct)
+    if (!path.startsWith(join(root, 'dist'))) continue
+    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm)) {
+      const held = name(match[1]!)
+      if (held) found.add(held)
+    }
+  }
+  return found
+}
+
+const FRONT_DOORS = ['react', 'react-dom', '@mariozechner/pi-tui', 'marked', 'hono', '@hono/node-server', '@agentclientprotocol/sdk', '@keel/tui', '@keel/web', '@keel/acp']
+
+describe('modules loaded', () => {
+  test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime or the Anthropic SDK', async () => {
+    const fake = await startFakeProvider([{ text: 'ok' }])
+    try {
+      const loaded = await packagesLoaded(['-p', 'hi', '--model', 'openai-compatible/m', '--base-url', `${fake.url}/v1`])
+      expect(loaded).toContain('openai')
+      expect(loaded).toContain('@keel/agent')
+      for (const heavy of [...FRONT_DOORS, '@modelcontextprotocol/sdk', 'ajv', 'zod', '@anthropic-ai/sandbox-runtime', '@anthropic-ai/sdk']) {
+        expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
+      }
+    } finally {
+      await fake.close()
+    }
+  }, 120_000)
+
+  test('keel -p with the scripted model loads no provider SDK', async () => {
+    const script = join(scratch, 'one.json')
+    writeFileSync(script, JSON.stringify({ steps: [{ text: 'ok' }] }))
+    const loaded = await packagesLoaded(['-p', 'hi', '--model', `scripted/${script}`])
+    for (const heavy of [...FRONT_DOORS, 'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk']) expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
+  }, 120_000)
+
+  test('keel --version and --help load the argument table, not cordis or a plugin', async () => {
+    for (const flag of ['--version', '--help']) {
+      const loaded = await packagesLoaded([flag])
+      expect([...loaded].filter((name) => name !== '@keel/cli' && name !== 'tsx' && name !== 'get-tsconfig' && name !== 'esbuild'), flag).toEqual([])
+    }
+  }, 120_000)
+})

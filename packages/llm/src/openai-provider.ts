@@ -1,0 +1,44 @@
+import type { ProviderOptions } from './index.ts'
+import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
+import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import { LlmError } from './types.ts'
+
+interface OpenAiFlavor {
+  /** Default base URL; undefined means --base-url is required. */
+  baseURL?: string
+  /** Environment variable that overrides the default base URL. */
+  baseUrlVariable?: string
+  keyVariable: string
+  keyRequired: boolean
+  extra?: (env: ProviderOptions['env']) => Partial<OpenAiAdapterOptions>
+}
+
+const OPENAI_FLAVORS: Record<string, OpenAiFlavor> = {
+  deepseek: { baseURL: 'https://api.deepseek.com', keyVariable: 'DEEPSEEK_API_KEY', keyRequired: true },
+  openai: {
+    baseURL: 'https://api.openai.com/v1',
+    baseUrlVariable: 'OPENAI_BASE_URL',
+    keyVariable: 'OPENAI_API_KEY',
+    keyRequired: true,
+    extra: (env) => ({ maxTokensField: 'max_completion_tokens', organization: value(env.OPENAI_ORG_ID), project: value(env.OPENAI_PROJECT_ID) }),
+  },
+  openrouter: { baseURL: 'https://openrouter.ai/api/v1', keyVariable: 'OPENROUTER_API_KEY', keyRequired: true, extra: () => ({ headers: { 'X-Title': 'Keel' } }) },
+  'openai-compatible': { keyVariable: 'KEEL_API_KEY', keyRequired: false },
+}
+
+export function createOpenAiCompatible(provider: string, model: string, options: ProviderOptions): OpenAiAdapter {
+  const flavor = OPENAI_FLAVORS[provider]
+  if (!flavor) throw new LlmError('config', `unknown OpenAI-compatible provider ${JSON.stringify(provider)}`)
+  const base = value(options.baseUrl) ?? (flavor.baseUrlVariable ? value(options.env[flavor.baseUrlVariable]) : undefined) ?? flavor.baseURL
+  if (!base) throw new LlmError('config', `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`)
+  return new OpenAiAdapter({
+    provider,
+    model,
+    baseURL: checkedUrl(base, provider, model),
+    apiKey: flavor.keyRequired ? requireKey(provider, model, flavor.keyVariable, options.env) : value(options.env[flavor.keyVariable]),
+    keyVariable: flavor.keyVariable,
+    contextWindow: contextWindowFor(model),
+    idleTimeoutMs: options.idleTimeoutMs,
+    ...flavor.extra?.(options.env),
+  })
+}
