@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import Schema from 'schemastery'
+import { projectRoot } from '@keel/settings'
 
 /** A server Keel starts and talks to over its stdin and stdout. */
 export interface StdioServerConfig {
@@ -77,17 +78,6 @@ export function expandEnv(config: ServerConfig, server: string, env: NodeJS.Proc
     command: expand(config.command, 'command'),
     ...(config.args ? { args: config.args.map((arg, i) => expand(arg, `args[${i}]`)) } : {}),
     ...(config.env ? { env: map(config.env, 'env') } : {}),
-  }
-}
-
-/** The nearest ancestor of `cwd` holding `.git`, else `cwd` itself: where a project's `.mcp.json` lives. */
-export function projectRoot(cwd: string): string {
-  let dir = resolve(cwd)
-  for (;;) {
-    if (existsSync(join(dir, '.git'))) return dir
-    const parent = dirname(dir)
-    if (parent === dir) return resolve(cwd)
-    dir = parent
   }
 }
 

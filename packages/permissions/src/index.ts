@@ -10,7 +10,8 @@ export { parseRule, parseRules, type Rule } from './rules.ts'
 export { analyzeCommand, type CommandAnalysis, type SimpleCommand } from './command.ts'
 export { isReadOnly, READ_ONLY_COMMANDS } from './readonly.ts'
 export { summarize, suggestRule } from './describe.ts'
-export { appendRule, projectRoot, projectSettingsPath } from './settings.ts'
+export { appendRule, projectSettingsPath } from './settings.ts'
+export { projectRoot } from '@keel/settings'
 export { describeDecision } from './render.ts'
 
 declare module 'cordis' {

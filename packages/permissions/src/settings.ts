@@ -1,17 +1,8 @@
 // "Always allow" writes the rule where the person will find it: `<project root>/.keel/settings.json`, under
 // `permissions.allow`, keeping every other key. The project root is the nearest ancestor with `.git`, else the cwd.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-
-export function projectRoot(cwd: string): string {
-  let dir = resolve(cwd)
-  for (;;) {
-    if (existsSync(join(dir, '.git'))) return dir
-    const parent = dirname(dir)
-    if (parent === dir) return resolve(cwd)
-    dir = parent
-  }
-}
+import { dirname, join } from 'node:path'
+import { projectRoot } from '@keel/settings'
 
 export function projectSettingsPath(cwd: string): string {
   return join(projectRoot(cwd), '.keel', 'settings.json')
