@@ -2,7 +2,7 @@
 // the decisions read back from the session log on disk.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeEach, describe, expect, test } from 'vitest'
 import { resolveMode } from '../src/policy.ts'
@@ -11,8 +11,9 @@ const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-perm-cli-'))
 const home = join(scratch, 'home')
 const work = join(scratch, 'work')
-// The workspace sandbox lets commands write the system temp dir, so the "outside" target for bash is elsewhere.
-const outsideBash = join(root, `.keel-perm-test-${process.pid}.txt`)
+// The workspace sandbox lets commands write the system temp dir, so the "outside" target for bash is in the home
+// folder (the repository itself may sit under the temp dir, as a CI clone can).
+const outsideBash = join(homedir(), `.keel-perm-test-${process.pid}.txt`)
 afterAll(() => { rmSync(scratch, { recursive: true, force: true }); rmSync(outsideBash, { force: true }) })
 beforeEach(() => {
   rmSync(work, { recursive: true, force: true })
