@@ -88,12 +88,14 @@ const outsideHint = 'the file tools only touch files inside it (config allowOuts
  * unless the policy allows it, so a `..` or a symlink planted in the repository cannot reach the rest of the disk.
  * This is the friendly first check; the tools check again what they actually opened (see open.ts).
  */
-export async function resolvePath(path: string, exec: Pick<ToolExecution, 'agent'>, policy: PathPolicy): Promise<ResolvedPath> {
+export async function resolvePath(path: string, exec: Pick<ToolExecution, 'agent' | 'sandbox'>, policy: PathPolicy): Promise<ResolvedPath> {
   const cwd = resolve(cwdOf(exec))
   const expanded = path === '~' ? homedir() : path.startsWith('~/') ? join(homedir(), path.slice(2)) : path
   const absolute = resolve(cwd, expanded)
   const display = displayPath(cwd, absolute)
-  const confined = !policy.allowOutsideCwd
+  // Confined unless the config says otherwise, or the permission policy lifted it for this call (`--mode yolo`, or a
+  // person who allowed this write outside the working directory): the mode and the rules decide, as for commands.
+  const confined = !policy.allowOutsideCwd && exec.sandbox !== 'off'
   if (confined && !isInside(cwd, absolute)) {
     throw new PathError(`${path} is outside the working directory ${cwd}; ${outsideHint}`)
   }

@@ -40,7 +40,8 @@ export function decide(input: PolicyInput): Verdict {
   if (writes && input.outside.length) {
     // No rule lets a mode short of yolo write outside the working directory.
     const where = `${input.outside[0]} is outside the working directory ${input.cwd}`
-    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'workspace', hint: 'only --mode yolo writes outside the working directory' }
+    // A person who allows this one call allows it outside: the level 'off' lifts the file tools' confinement for it.
+    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'off', hint: 'only --mode yolo writes outside the working directory' }
     return { outcome: 'deny', scope: 'mode', reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)` }
   }
   const allowed = allowRule(input)

@@ -1,6 +1,7 @@
 // The policy inside the real agent loop: the scripted model, the real tools, dev invariants on, and every decision
 // checked on the log.
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { Context, Service } from 'cordis'
 import { Type } from 'typebox'
@@ -128,6 +129,26 @@ describe('the permission hook in the agent loop', () => {
       'permission/decision {"callId":"w2","decision":"deny","scope":"once"}',
       'result error: Error: permission to run write was declined: the user declined it. Do not retry the same call; change course or ask the user.',
     ])
+  })
+
+  it('a write outside the cwd runs where the mode and the person allow it: in yolo, and in ask once allowed; auto and a declined ask write nothing', async () => {
+    const outside = mkdtempSync(join(homedir(), '.keel-perm-outside-'))
+    try {
+      const target = (name: string) => join(outside, name)
+      for (const [mode, answer, name] of [['yolo', undefined, 'yolo.txt'], ['ask', 'allow', 'asked.txt'], ['ask', 'deny', 'declined.txt'], ['auto', undefined, 'auto.txt']] as const) {
+        const k = await start([call('write', { path: target(name), content: mode }, 'w'), { text: 'done' }], { mode })
+        if (answer) k.ctx.permissions.setAsker(async () => ({ decision: answer, scope: 'once' }))
+        await k.agent().prompt('write outside')
+        await keel!.dispose()
+        keel = undefined
+      }
+      expect(readFileSync(target('yolo.txt'), 'utf8')).toBe('yolo')
+      expect(readFileSync(target('asked.txt'), 'utf8')).toBe('ask')
+      expect(existsSync(target('declined.txt'))).toBe(false)
+      expect(existsSync(target('auto.txt'))).toBe(false)
+    } finally {
+      rmSync(outside, { recursive: true, force: true })
+    }
   })
 
   it('"always" saves the narrowest rule to <project root>/.keel/settings.json, keeps other keys, and applies it at once', async () => {
