@@ -241,7 +241,7 @@ export class KeelApp {
       this.queue = []
       this.status.queued = 0
     }
-    this.status.show('Cancelling…', 1000)
+    if (this.running) this.status.cancelling = true
     this.tui.requestRender()
   }
 
@@ -271,6 +271,7 @@ export class KeelApp {
       .finally(() => {
         this.running = undefined
         this.status.runningSince = undefined
+        this.status.cancelling = false
         if (this.ticker) clearInterval(this.ticker)
         this.ticker = undefined
         const next = this.queue.shift()

@@ -45,7 +45,8 @@ export class Footer implements Component {
     const parts = [
       escapeLine(shortModel(model)),
       `${formatTokens(total)} tokens (${formatTokens(tokens.input)} in · ${formatTokens(tokens.output)} out)`,
-      `session ${escapeLine(sessionId)}`,
+      // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
+      `session ${escapeLine(sessionId.slice(0, 8))}`,
       escapeLine(shortPath(cwd)),
     ]
     const text = (label ? style.inverse(style.yellow(` ${escapeLine(label)} `)) + ' ' : '') + style.dim(parts.join(' · '))

@@ -14,6 +14,8 @@ export class StatusLine implements Component {
   /** Whether an approval prompt is up: Esc answers it then, so the hint changes. */
   asking: (() => boolean) | undefined
   queued = 0
+  /** Esc was pressed: said until the turn has ended (not for a fixed time, which left it on screen after). */
+  cancelling = false
   private flash: { text: string; until: number } | undefined
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -42,6 +44,7 @@ export class StatusLine implements Component {
       const running = tool ? ` · ${escapeLine(tool.name)} ${formatDuration(this.now() - tool.startedAt)}` : ''
       const keys = this.asking?.() ? 'waiting for your answer · ctrl+c cancels the turn' : 'esc to cancel'
       parts.push(`${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · ${keys}`)}`)
+      if (this.cancelling) parts.push(style.yellow('Cancelling…'))
     }
     if (this.queued) parts.push(style.dim(`${this.queued} queued`))
     const hint = this.hint

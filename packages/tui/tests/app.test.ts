@@ -59,7 +59,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(text).toContain('● todo_write 1/3 done · Step 2')
     expect(text).toContain('Plan 1/3 · 1 in progress\n  ✓ Step 1\n  ◐ Step 2\n  ○ Step 3')
     // Footer: model, tokens, session id, cwd.
-    expect(text).toMatch(new RegExp(`scripted/test · [\\d.]+k? tokens .* · session ${app.agent.id}`))
+    expect(text).toMatch(new RegExp(`scripted/test · [\\d.]+k? tokens .* · session ${app.agent.id.slice(0, 8)} · `))
   })
 
   test('ctrl+o expands tool output and reasoning; ctrl+t expands a long plan', async () => {
@@ -113,7 +113,12 @@ describe('interactive app (in-process, recording terminal)', () => {
     await waitFor(() => processRunning(marker), 'the command to start')
     terminal.type(ESC)
     // The bounds are far under the command's 30 s: a cancel that waited for the command to end would time out.
+    expect(screen(app)).toContain('Cancelling…')
     await waitFor(() => screen(app).includes('⏹ cancelled'), 'the turn to end cancelled', 10_000)
+    // Gone once the turn has ended, not after a fixed time: no key press is needed to clear it.
+    await idle(app)
+    expect(app.status.cancelling).toBe(false)
+    expect(screen(app)).not.toContain('Cancelling…')
     const turnEnd = app.agent.session.events.findLast((event) => event.type === 'turn/end')
     expect(turnEnd?.data).toMatchObject({ reason: 'aborted' })
     expect(screen(app)).toContain('✗ [cancelled by the user]')
