@@ -3,9 +3,10 @@
 // the log keeps every original event.
 import { afterEach, describe, expect, test } from 'vitest'
 import * as compaction from '@keel/compaction'
-import type { LlmRequest, ScriptStep } from '@keel/llm'
+import type { ScriptStep } from '@keel/llm'
 import { textOf, type SessionEvent } from '@keel/session'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
+import { requestTokens } from './support.ts'
 
 let keel: Keel | undefined
 afterEach(async () => { await keel?.dispose(); keel = undefined })
@@ -13,18 +14,6 @@ afterEach(async () => { await keel?.dispose(); keel = undefined })
 const WINDOW = 6000
 const LINES = 440 // 440 × 20 characters of output per turn: two turns fit under the threshold, three do not fit at all
 
-/** What a request costs by the chars/4 rule: system prompt, tool schemas and every message. */
-function requestTokens(request: LlmRequest): number {
-  let chars = request.system.length + JSON.stringify(request.tools).length
-  for (const message of request.messages) {
-    for (const block of message.content) {
-      if (block.type === 'text' || block.type === 'reasoning') chars += block.text.length
-      else if (block.type === 'tool-call') chars += block.name.length + block.arguments.length
-      else if (block.type === 'tool-result') for (const inner of block.content) chars += inner.type === 'text' ? inner.text.length : 4000
-    }
-  }
-  return Math.ceil(chars / 4)
-}
 
 function turnSteps(n: number, summary: boolean): ScriptStep[] {
   return [

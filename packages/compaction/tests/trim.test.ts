@@ -7,6 +7,7 @@ import type { LlmRequest, ScriptStep } from '@keel/llm'
 import { textOf, type SessionEvent } from '@keel/session'
 import { defineTool } from '@keel/tools'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
+import { requestTokens } from './support.ts'
 
 let keel: Keel | undefined
 afterEach(async () => { await keel?.dispose(); keel = undefined })
@@ -14,17 +15,6 @@ afterEach(async () => { await keel?.dispose(); keel = undefined })
 const WINDOW = 6000
 const HUGE = `FIRST-LINE\n${'middle of a very long output\n'.repeat(4000)}LAST-LINE`
 
-function requestTokens(request: LlmRequest): number {
-  let chars = request.system.length + JSON.stringify(request.tools).length
-  for (const message of request.messages) {
-    for (const block of message.content) {
-      if (block.type === 'text' || block.type === 'reasoning') chars += block.text.length
-      else if (block.type === 'tool-call') chars += block.name.length + block.arguments.length
-      else if (block.type === 'tool-result') for (const inner of block.content) chars += inner.type === 'text' ? inner.text.length : 4000
-    }
-  }
-  return Math.ceil(chars / 4)
-}
 
 function toolText(request: LlmRequest): string[] {
   return request.messages.flatMap((m) => m.role === 'tool' ? m.content.map((block) => textOf(block.content)) : [])

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { REPO, serve, type Served } from './serve-support.ts'
+import { REPO, serve, type Served, writeComposition } from './serve-support.ts'
 
 const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web approval browser tests')
 
@@ -45,14 +45,9 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
       { toolCalls: [{ id: 'call-make', name: 'bash', arguments: { command: 'echo made > made.txt' } }] },
       { text: 'Done asking.' },
     ] }))
-    writeFileSync(join(scratch, 'keel.yml'), [
-      "- { id: session, name: '@keel/session' }",
-      "- { id: llm, name: '@keel/llm' }",
-      "- { id: tools, name: '@keel/tools' }",
-      "- { id: agent, name: '@keel/agent' }",
-      "- { id: shell, name: '@keel/shell' }",
+    writeComposition(join(scratch, 'keel.yml'), [
       "- { id: permissions, name: '@keel/permissions', config: { mode: ask } }",
-    ].join('\n') + '\n')
+    ])
     served = await serve(
       ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', work, '--config', join(scratch, 'keel.yml')],
       { KEEL_HOME: home }, work,

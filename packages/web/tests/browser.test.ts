@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ensureClientBuilt } from '../src/build.ts'
-import { REPO, serve, type Served } from './serve-support.ts'
+import { REPO, serve, type Served, writeComposition } from './serve-support.ts'
 
 import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
 
@@ -45,16 +45,11 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
       { text: 'Here is the summary you asked for.', delayMs: 60 },
     ] }))
     // Parallel in-progress tasks are allowed here so the row shows its `+n`.
-    writeFileSync(join(scratch, 'keel.yml'), [
-      "- { id: session, name: '@keel/session' }",
-      "- { id: llm, name: '@keel/llm' }",
-      "- { id: tools, name: '@keel/tools' }",
-      "- { id: agent, name: '@keel/agent' }",
-      "- { id: shell, name: '@keel/shell' }",
+    writeComposition(join(scratch, 'keel.yml'), [
       "- id: todo",
       "  name: '@keel/todo'",
       '  config: { allowParallelInProgress: true }',
-    ].join('\n') + '\n')
+    ])
     served = await serve(
       ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', scratch, '--config', join(scratch, 'keel.yml')],
       { KEEL_HOME: join(scratch, 'home') }, scratch,

@@ -1,5 +1,6 @@
 // Runs the real `keel serve` binary and reads the URL it prints.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 export const REPO = join(import.meta.dirname, '../../..')
@@ -64,4 +65,20 @@ export async function serve(args: string[], env: Record<string, string>, cwd: st
       return code
     },
   }
+}
+
+/**
+ * A small composition for the browser tests: the core plugins and the shell, plus `extra` YAML entries; written to
+ * `path` and returned.
+ */
+export function writeComposition(path: string, extra: readonly string[]): string {
+  writeFileSync(path, [
+    "- { id: session, name: '@keel/session' }",
+    "- { id: llm, name: '@keel/llm' }",
+    "- { id: tools, name: '@keel/tools' }",
+    "- { id: agent, name: '@keel/agent' }",
+    "- { id: shell, name: '@keel/shell' }",
+    ...extra,
+  ].join('\n') + '\n')
+  return path
 }
