@@ -15,11 +15,22 @@ const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-agent-'))
 const work = join(scratch, 'work')
 mkdirSync(work)
 const rssProbe = join(scratch, 'rss.mjs')
-writeFileSync(rssProbe, `import { writeFileSync } from 'node:fs'\nprocess.on('exit', () => writeFileSync(process.env.KEEL_RSS_FILE, String(process.resourceUsage().maxRSS)))\n`)
+writeFileSync(
+  rssProbe,
+  `import { writeFileSync } from 'node:fs'\nprocess.on('exit', () => writeFileSync(process.env.KEEL_RSS_FILE, String(process.resourceUsage().maxRSS)))\n`,
+)
 
-function run(args: string[], env: Record<string, string> = {}, onStdout?: (text: string) => void): Promise<{ code: number | null; ms: number }> {
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+  onStdout?: (text: string) => void,
+): Promise<{ code: number | null; ms: number }> {
   const started = performance.now()
-  const child = spawn(process.execPath, args, { cwd: work, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env }, stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'] })
+  const child = spawn(process.execPath, args, {
+    cwd: work,
+    env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ...env },
+    stdio: ['ignore', 'pipe', process.env.KEEL_BENCH_DEBUG ? 'inherit' : 'ignore'],
+  })
   child.stdout.on('data', (d) => onStdout?.(String(d)))
   return new Promise((done) => child.on('close', (code) => done({ code, ms: performance.now() - started })))
 }
@@ -30,7 +41,15 @@ const RUNS = 7
 // 1. A 7-step scripted tool loop, whole run, and peak RSS.
 {
   const steps = []
-  for (let i = 0; i < 6; i++) steps.push({ toolCalls: [{ name: i % 2 ? 'todo_write' : 'bash', arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: `echo ${i}` } }] })
+  for (let i = 0; i < 6; i++)
+    steps.push({
+      toolCalls: [
+        {
+          name: i % 2 ? 'todo_write' : 'bash',
+          arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: `echo ${i}` },
+        },
+      ],
+    })
   steps.push({ text: 'done' })
   const script = join(scratch, 'seven.json')
   writeFileSync(script, JSON.stringify({ steps }))
@@ -38,7 +57,13 @@ const RUNS = 7
   const rss: number[] = []
   for (let i = 0; i < RUNS; i++) {
     const rssFile = join(scratch, `rss-${i}`)
-    walls.push((await run([`--import=${rssProbe}`, keelBin, '-p', 'go', '--model', `scripted/${script}`], { KEEL_RSS_FILE: rssFile })).ms)
+    walls.push(
+      (
+        await run([`--import=${rssProbe}`, keelBin, '-p', 'go', '--model', `scripted/${script}`], {
+          KEEL_RSS_FILE: rssFile,
+        })
+      ).ms,
+    )
     rss.push(Number(readFileSync(rssFile, 'utf8')) / 1024)
   }
   row('keel -p: 7-step scripted tool loop, wall (median)', ms(median(walls)))
@@ -49,7 +74,11 @@ const RUNS = 7
 {
   const per: Record<number, number> = {}
   for (const length of [10, 1_000, 10_000]) {
-    const keel = await makeKeel({ dev: false, recordRequests: false, steps: Array.from({ length: length + 50 }, (_, i) => ({ text: `answer ${i}` })) })
+    const keel = await makeKeel({
+      dev: false,
+      recordRequests: false,
+      steps: Array.from({ length: length + 50 }, (_, i) => ({ text: `answer ${i}` })),
+    })
     const agent = keel.agent({ persist: false })
     // Grow the session to `length` steps (one step per turn), then time the next 50 turns.
     for (let i = 0; i < length; i++) await agent.prompt(`q${i}`)
@@ -58,7 +87,8 @@ const RUNS = 7
     per[length] = (performance.now() - started) / 50
     await keel.dispose()
   }
-  for (const [length, value] of Object.entries(per)) row(`per-step overhead at ${length} steps`, ms(value), ratio(value, per[10]!), 'vs 10 steps')
+  for (const [length, value] of Object.entries(per))
+    row(`per-step overhead at ${length} steps`, ms(value), ratio(value, per[10]!), 'vs 10 steps')
 }
 
 rmSync(scratch, { recursive: true, force: true })

@@ -11,9 +11,12 @@ const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-checkpoint-'))
 const cwd = join(scratch, 'tree')
 for (let d = 0; d < 100; d++) {
   mkdirSync(join(cwd, `dir${d}`), { recursive: true })
-  for (let f = 0; f < 100; f++) writeFileSync(join(cwd, `dir${d}`, `file${f}.ts`), `export const v${d}_${f} = ${d * f}\n`.repeat(20))
+  for (let f = 0; f < 100; f++)
+    writeFileSync(join(cwd, `dir${d}`, `file${f}.ts`), `export const v${d}_${f} = ${d * f}\n`.repeat(20))
 }
-execFileSync('bash', ['-c', 'git init -q && git add -A && git -c user.name=b -c user.email=b@b commit -qm init'], { cwd })
+execFileSync('bash', ['-c', 'git init -q && git add -A && git -c user.name=b -c user.email=b@b commit -qm init'], {
+  cwd,
+})
 
 async function time(run: () => Promise<unknown> | unknown): Promise<number> {
   const started = performance.now()
@@ -42,7 +45,17 @@ const restore = await time(() => shadow.restore(now, first, 'index.bench'))
 const base = median(status)
 row('git status on 10,000 files (baseline)', ms(base))
 row('checkpoint: first snapshot (cold)', ms(cold), ratio(cold, base), 'vs git status')
-row('checkpoint: per turn, nothing changed (median)', ms(median(unchanged)), ratio(median(unchanged), base), 'vs git status')
-row('checkpoint: per turn, 10 files changed (median)', ms(median(changed)), ratio(median(changed), base), 'vs git status')
+row(
+  'checkpoint: per turn, nothing changed (median)',
+  ms(median(unchanged)),
+  ratio(median(unchanged), base),
+  'vs git status',
+)
+row(
+  'checkpoint: per turn, 10 files changed (median)',
+  ms(median(changed)),
+  ratio(median(changed), base),
+  'vs git status',
+)
 row('checkpoint: restore 10 files', ms(restore), ratio(restore, base), 'vs git status')
 rmSync(scratch, { recursive: true, force: true })

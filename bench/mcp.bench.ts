@@ -24,9 +24,15 @@ function project(servers: Record<string, unknown>): string {
 async function firstRequest(cwd: string): Promise<number> {
   const fake = await startFakeProvider([{ text: 'ok' }])
   const started = Date.now()
-  const child = spawn(process.execPath, [keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`], {
-    cwd, env: { ...process.env, KEEL_HOME: join(scratch, 'home') }, stdio: 'ignore',
-  })
+  const child = spawn(
+    process.execPath,
+    [keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`],
+    {
+      cwd,
+      env: { ...process.env, KEEL_HOME: join(scratch, 'home') },
+      stdio: 'ignore',
+    },
+  )
   await new Promise((done) => child.on('close', done))
   const at = fake.requests[0]?.at
   await fake.close()

@@ -18,7 +18,14 @@ try {
     const agent = keel.agent({ persist: false })
     const call = async (sandboxLevel: 'workspace' | 'read-only' | undefined) => {
       const started = performance.now()
-      const result = await keel.ctx.tools.execute({ callId: 'b', name: 'bash', arguments: '{"command":"true"}', agent, signal: new AbortController().signal, sandbox: sandboxLevel })
+      const result = await keel.ctx.tools.execute({
+        callId: 'b',
+        name: 'bash',
+        arguments: '{"command":"true"}',
+        agent,
+        signal: new AbortController().signal,
+        sandbox: sandboxLevel,
+      })
       if (result.isError) throw new Error(JSON.stringify(result.content))
       return performance.now() - started
     }
@@ -39,8 +46,18 @@ try {
     }
     const base = median(plain)
     row('bash "true", unsandboxed (median)', ms(base))
-    row('bash "true", workspace sandbox (median)', ms(median(workspace)), ratio(median(workspace), base), `+${ms(median(workspace) - base)} per call`)
-    row('bash "true", read-only sandbox (median)', ms(median(readOnly)), ratio(median(readOnly), base), `+${ms(median(readOnly) - base)} per call`)
+    row(
+      'bash "true", workspace sandbox (median)',
+      ms(median(workspace)),
+      ratio(median(workspace), base),
+      `+${ms(median(workspace) - base)} per call`,
+    )
+    row(
+      'bash "true", read-only sandbox (median)',
+      ms(median(readOnly)),
+      ratio(median(readOnly), base),
+      `+${ms(median(readOnly) - base)} per call`,
+    )
     row('  of which: building the sandboxed command (median)', ms(median(wraps)))
   }
 } finally {

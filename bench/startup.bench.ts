@@ -29,7 +29,11 @@ function run(args: string[]): Promise<number> {
 /** Spawns `keel serve --port 0`, and resolves with the time until its page answered 200; then stops it. */
 async function serveReady(): Promise<number> {
   const started = performance.now()
-  const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: work, env, stdio: ['ignore', 'pipe', 'ignore'] })
+  const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], {
+    cwd: work,
+    env,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
   let out = ''
   const url = await new Promise<string>((done, fail) => {
     child.stdout.on('data', (chunk) => {
@@ -67,6 +71,11 @@ row(`load average ${load.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}, ${RUNS} ru
 row('node -e "" (baseline)', ms(node))
 row('keel --version', ms(median(samples.version!)), ratio(median(samples.version!), node), 'vs bare node')
 row('keel --help', ms(median(samples.help!)), ratio(median(samples.help!), node), 'vs bare node')
-row('keel -p: spawn → first model request', ms(median(samples.first!)), ratio(median(samples.first!), node), 'vs bare node')
+row(
+  'keel -p: spawn → first model request',
+  ms(median(samples.first!)),
+  ratio(median(samples.first!), node),
+  'vs bare node',
+)
 row('keel serve: spawn → page served', ms(median(samples.serve!)), ratio(median(samples.serve!), node), 'vs bare node')
 rmSync(scratch, { recursive: true, force: true })

@@ -44,9 +44,16 @@ try {
     const live = time(() => {
       pageOfEvents(session.events, { maxMessages: 50 })
     })
-    console.log(`${session.seq.toLocaleString('en')} events, ${(bytes / 1e6).toFixed(1)} MB file; tail page = ${tailEvents} events (50 messages)`)
+    console.log(
+      `${session.seq.toLocaleString('en')} events, ${(bytes / 1e6).toFixed(1)} MB file; tail page = ${tailEvents} events (50 messages)`,
+    )
     row('  tail page from the file (backwards) + plan', ms(median(tail)), `${(tailBytes / 1024).toFixed(0)} KiB read`)
-    row('  whole file loaded, then paged + folded', ms(median(full)), `${(bytes / 1024).toFixed(0)} KiB read`, `tail is ${ratio(median(full), median(tail))} faster`)
+    row(
+      '  whole file loaded, then paged + folded',
+      ms(median(full)),
+      `${(bytes / 1024).toFixed(0)} KiB read`,
+      `tail is ${ratio(median(full), median(tail))} faster`,
+    )
     row('  tail page of a live (in-memory) session', ms(median(live)))
   }
 } finally {

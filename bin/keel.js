@@ -9,7 +9,13 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 
 function newestSource(dir, newest = 0) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'node_modules' || entry.name === 'tests' || entry.name === 'client-dist' || entry.name.startsWith('.')) continue
+    if (
+      entry.name === 'node_modules' ||
+      entry.name === 'tests' ||
+      entry.name === 'client-dist' ||
+      entry.name.startsWith('.')
+    )
+      continue
     const path = `${dir}/${entry.name}`
     if (entry.isDirectory()) newest = newestSource(path, newest)
     else newest = Math.max(newest, statSync(path).mtimeMs)
@@ -29,7 +35,7 @@ function bundleIsFresh() {
 
 let main
 if (bundleIsFresh()) {
-  ({ main } = await import('../dist/bin.js'))
+  ;({ main } = await import('../dist/bin.js'))
 } else {
   const { register } = await import('tsx/esm/api')
   register()

@@ -28,8 +28,18 @@ await build({
   logLevel: 'warning',
   // Build tools and the browser driver are loaded from node_modules when (rarely) needed. The sandbox runtime finds
   // its helper binaries (vendor/seccomp) next to its own files, so it must stay where npm put it.
-  external: ['vite', '@vitejs/plugin-react', 'playwright-core', 'esbuild', 'typescript', 'tsx', '@anthropic-ai/sandbox-runtime'],
-  banner: { js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);" },
+  external: [
+    'vite',
+    '@vitejs/plugin-react',
+    'playwright-core',
+    'esbuild',
+    'typescript',
+    'tsx',
+    '@anthropic-ai/sandbox-runtime',
+  ],
+  banner: {
+    js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);",
+  },
 })
 const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)

@@ -17,7 +17,10 @@ export interface Report {
 }
 
 /** `ok` is false when a typecheck failed or an end-to-end test did not run (vitest's own exit code covers the rest). */
-export function summarize(report: Report | undefined, options: { typecheckFailed: boolean; e2eFiles: readonly string[] }): { lines: string[]; ok: boolean } {
+export function summarize(
+  report: Report | undefined,
+  options: { typecheckFailed: boolean; e2eFiles: readonly string[] },
+): { lines: string[]; ok: boolean } {
   const { typecheckFailed, e2eFiles } = options
   const r = report ?? {}
   const lines: string[] = []
@@ -28,14 +31,20 @@ export function summarize(report: Report | undefined, options: { typecheckFailed
   const problems: string[] = []
   for (const file of e2eFiles) {
     const result = (r.testResults ?? []).find((t) => t.name === file || t.name.endsWith(`/${file}`))
-    if (!result) { problems.push(`${file}: not in the test report`); continue }
+    if (!result) {
+      problems.push(`${file}: not in the test report`)
+      continue
+    }
     for (const a of result.assertionResults ?? []) {
-      if (a.status !== 'passed' && a.status !== 'failed') problems.push(`${file}: "${a.fullName ?? a.title}" was ${a.status}`)
+      if (a.status !== 'passed' && a.status !== 'failed')
+        problems.push(`${file}: "${a.fullName ?? a.title}" was ${a.status}`)
     }
   }
   for (const p of problems) lines.push(`ci: end-to-end test not run: ${p}`)
   if (problems.length) {
-    lines.push(`ci: ${problems.length} end-to-end test${problems.length === 1 ? ' was' : 's were'} not run (counted as one failure): install tmux, chromium and bubblewrap`)
+    lines.push(
+      `ci: ${problems.length} end-to-end test${problems.length === 1 ? ' was' : 's were'} not run (counted as one failure): install tmux, chromium and bubblewrap`,
+    )
     failed++
   }
   lines.push(`${passed} passed, ${failed} failed, ${skipped} skipped`)
@@ -53,8 +62,13 @@ function invokedDirectly() {
 if (invokedDirectly()) {
   const [path, typecheck, files = ''] = process.argv.slice(2)
   let report: Report | undefined
-  try { report = JSON.parse(readFileSync(path, 'utf8')) } catch {}
-  const { lines, ok } = summarize(report, { typecheckFailed: typecheck === '1', e2eFiles: files.split('\n').filter(Boolean) })
+  try {
+    report = JSON.parse(readFileSync(path, 'utf8'))
+  } catch {}
+  const { lines, ok } = summarize(report, {
+    typecheckFailed: typecheck === '1',
+    e2eFiles: files.split('\n').filter(Boolean),
+  })
   for (const line of lines) console.log(line)
   process.exitCode = ok ? 0 : 1
 }

@@ -93,8 +93,17 @@ export interface Catalog {
 // ---------------------------------------------------------------------------------------------------------------
 // Scanning
 
-interface SourceEntry { pkg: string; rel: string; sf: ts.SourceFile }
-interface Dispatch { method: string; name: string; file: string; line: number }
+interface SourceEntry {
+  pkg: string
+  rel: string
+  sf: ts.SourceFile
+}
+interface Dispatch {
+  method: string
+  name: string
+  file: string
+  line: number
+}
 
 /** Codepoint order: stable across locales and Node versions. */
 function cmp(a: string, b: string): number {
@@ -134,7 +143,13 @@ function squash(text: string): string {
 
 function memberName(name: ts.PropertyName | undefined, sf: ts.SourceFile): string | undefined {
   if (!name) return undefined
-  if (ts.isIdentifier(name) || ts.isStringLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name) || ts.isNumericLiteral(name)) return name.text
+  if (
+    ts.isIdentifier(name) ||
+    ts.isStringLiteral(name) ||
+    ts.isNoSubstitutionTemplateLiteral(name) ||
+    ts.isNumericLiteral(name)
+  )
+    return name.text
   if (ts.isPrivateIdentifier(name)) return name.text
   if (ts.isComputedPropertyName(name)) return `[${squash(name.expression.getText(sf))}]`
   return undefined
@@ -187,11 +202,13 @@ function signatureText(
 }
 
 /** Parameters + return type of an `Events` member written as a method or as a function-typed property. */
-function callableOf(member: ts.TypeElement): {
-  typeParameters?: ts.NodeArray<ts.TypeParameterDeclaration>
-  parameters: ts.NodeArray<ts.ParameterDeclaration>
-  type?: ts.TypeNode
-} | undefined {
+function callableOf(member: ts.TypeElement):
+  | {
+      typeParameters?: ts.NodeArray<ts.TypeParameterDeclaration>
+      parameters: ts.NodeArray<ts.ParameterDeclaration>
+      type?: ts.TypeNode
+    }
+  | undefined {
   if (ts.isMethodSignature(member)) return member
   if (ts.isPropertySignature(member) && member.type) {
     let type: ts.TypeNode = member.type
@@ -245,7 +262,14 @@ function scanLogEvents(entry: SourceEntry, pkgName: string, out: Omit<CatalogLog
     for (const member of decl.members) {
       const name = memberName(member.name, sf)
       if (!name || !ts.isPropertySignature(member) || !member.type) continue
-      out.push({ name, pkg: pkgName, data: squash(member.type.getText(sf)), description: descriptionOf(member), file: rel, line: lineOf(sf, member) })
+      out.push({
+        name,
+        pkg: pkgName,
+        data: squash(member.type.getText(sf)),
+        description: descriptionOf(member),
+        file: rel,
+        line: lineOf(sf, member),
+      })
     }
   }
 }
@@ -253,7 +277,8 @@ function scanLogEvents(entry: SourceEntry, pkgName: string, out: Omit<CatalogLog
 /** The `name` in `packages/<dir>/package.json`, else the directory name. */
 function packageName(root: string, dir: string): string {
   try {
-    const name = (JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as { name?: unknown }).name
+    const name = (JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as { name?: unknown })
+      .name
     if (typeof name === 'string') return name
   } catch {}
   return dir
@@ -282,15 +307,21 @@ function scanEvents(entry: SourceEntry, events: CatalogEvent[], problems: string
       const last = params[params.length - 1]
 
       if (docs.length === 0) {
-        problems.push(`${at}: cordis event '${name}' has no JSDoc — add /** <what it means and when it fires> @mode <${MODE_LIST}> */ above it`)
+        problems.push(
+          `${at}: cordis event '${name}' has no JSDoc — add /** <what it means and when it fires> @mode <${MODE_LIST}> */ above it`,
+        )
         continue
       }
       if (!description) {
-        problems.push(`${at}: cordis event '${name}' has no description — add a sentence saying what it means and when it fires to its JSDoc, before the @mode tag`)
+        problems.push(
+          `${at}: cordis event '${name}' has no description — add a sentence saying what it means and when it fires to its JSDoc, before the @mode tag`,
+        )
       }
       if (modeTags.length === 0) {
         const hint = last === 'next' ? 'waterfall' : `<${MODE_LIST.replace('|waterfall', '')}>`
-        problems.push(`${at}: cordis event '${name}' has no @mode tag — add "@mode ${hint}" to its JSDoc, matching how it is dispatched`)
+        problems.push(
+          `${at}: cordis event '${name}' has no @mode tag — add "@mode ${hint}" to its JSDoc, matching how it is dispatched`,
+        )
         continue
       }
       if (modeTags.length > 1) {
@@ -300,14 +331,20 @@ function scanEvents(entry: SourceEntry, events: CatalogEvent[], problems: string
       const raw = docText(modeTags[0].comment)
       const mode = raw.split(' ')[0] as Mode
       if (!MODES.includes(mode)) {
-        problems.push(`${at}: cordis event '${name}' has unknown @mode ${raw ? `'${raw}'` : '(empty)'} — use exactly one of ${MODE_LIST}`)
+        problems.push(
+          `${at}: cordis event '${name}' has unknown @mode ${raw ? `'${raw}'` : '(empty)'} — use exactly one of ${MODE_LIST}`,
+        )
         continue
       }
       if (mode === 'waterfall' && last !== 'next') {
-        problems.push(`${at}: cordis event '${name}' is @mode waterfall but its signature has no trailing 'next' parameter — add 'next: (…) => …' as the last parameter, or change the @mode`)
+        problems.push(
+          `${at}: cordis event '${name}' is @mode waterfall but its signature has no trailing 'next' parameter — add 'next: (…) => …' as the last parameter, or change the @mode`,
+        )
       }
       if (mode !== 'waterfall' && params.includes('next')) {
-        problems.push(`${at}: cordis event '${name}' takes a 'next' parameter but is @mode ${mode} — only waterfall events take 'next': tag it "@mode waterfall" or drop the parameter`)
+        problems.push(
+          `${at}: cordis event '${name}' takes a 'next' parameter but is @mode ${mode} — only waterfall events take 'next': tag it "@mode waterfall" or drop the parameter`,
+        )
       }
       events.push({
         name,
@@ -347,7 +384,8 @@ type TypeDecl = ts.ClassDeclaration | ts.InterfaceDeclaration
 
 function typeNameOf(type: ts.TypeNode | undefined): string | undefined {
   if (!type) return undefined
-  if (ts.isTypeReferenceNode(type)) return ts.isIdentifier(type.typeName) ? type.typeName.text : type.typeName.right.text
+  if (ts.isTypeReferenceNode(type))
+    return ts.isIdentifier(type.typeName) ? type.typeName.text : type.typeName.right.text
   return undefined
 }
 
@@ -355,7 +393,15 @@ function isPublicMethod(member: ts.ClassElement): member is ts.MethodDeclaration
   if (!ts.isMethodDeclaration(member)) return false
   if (member.name && ts.isPrivateIdentifier(member.name)) return false
   const mods = ts.getModifiers(member) ?? []
-  if (mods.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword || m.kind === ts.SyntaxKind.StaticKeyword)) return false
+  if (
+    mods.some(
+      (m) =>
+        m.kind === ts.SyntaxKind.PrivateKeyword ||
+        m.kind === ts.SyntaxKind.ProtectedKeyword ||
+        m.kind === ts.SyntaxKind.StaticKeyword,
+    )
+  )
+    return false
   if (ts.getJSDocTags(member).some((t) => t.tagName.text === 'internal')) return false
   return true
 }
@@ -370,12 +416,18 @@ function methodsOf(decl: TypeDecl, sf: ts.SourceFile): CatalogMethod[] {
       const overloaded = members.some((o) => o !== m && !o.body && memberName(o.name, sf) === name)
       if (m.body && overloaded) continue
       const star = m.asteriskToken ? '*' : ''
-      out.push({ signature: `${star}${name}${signatureText(sf, m.typeParameters, m.parameters, m.type)}`, description: summaryOf(m) })
+      out.push({
+        signature: `${star}${name}${signatureText(sf, m.typeParameters, m.parameters, m.type)}`,
+        description: summaryOf(m),
+      })
     }
   } else {
     for (const m of decl.members) {
       if (!ts.isMethodSignature(m)) continue
-      out.push({ signature: `${memberName(m.name, sf)}${signatureText(sf, m.typeParameters, m.parameters, m.type)}`, description: summaryOf(m) })
+      out.push({
+        signature: `${memberName(m.name, sf)}${signatureText(sf, m.typeParameters, m.parameters, m.type)}`,
+        description: summaryOf(m),
+      })
     }
   }
   return out
@@ -398,9 +450,12 @@ function scanServices(entry: SourceEntry, byPackage: Map<string, SourceEntry[]>,
     for (const member of decl.members) {
       const key = memberName(member.name, sf)
       if (!key) continue
-      const type = ts.isPropertySignature(member) && member.type
-        ? squash(member.type.getText(sf))
-        : ts.isMethodSignature(member) ? signatureText(sf, member.typeParameters, member.parameters, member.type) : ''
+      const type =
+        ts.isPropertySignature(member) && member.type
+          ? squash(member.type.getText(sf))
+          : ts.isMethodSignature(member)
+            ? signatureText(sf, member.typeParameters, member.parameters, member.type)
+            : ''
       const service: CatalogService = { key, type, file: rel, line: lineOf(sf, member), methods: [] }
       const typeName = ts.isPropertySignature(member) ? typeNameOf(member.type) : undefined
       const found = typeName ? findTypeDecl(typeName, byPackage.get(entry.pkg) ?? []) : undefined
@@ -456,15 +511,25 @@ export function scanCatalog(root: string): Catalog {
   for (const d of dispatches) {
     for (const event of declared.get(d.name) ?? []) {
       if (event.mode === 'waterfall' || event.mode === d.method) continue
-      problems.push(`${d.file}:${d.line}: cordis event '${d.name}' is dispatched with .${d.method}() but ${event.file}:${event.line} tags it @mode ${event.mode} — dispatch it with .${event.mode}() or change the tag to "@mode ${d.method}"`)
+      problems.push(
+        `${d.file}:${d.line}: cordis event '${d.name}' is dispatched with .${d.method}() but ${event.file}:${event.line} tags it @mode ${event.mode} — dispatch it with .${event.mode}() or change the tag to "@mode ${d.method}"`,
+      )
     }
   }
 
-  events.sort((a, b) => cmp(a.group === '' ? '\uffff' : a.group, b.group === '' ? '\uffff' : b.group) || cmp(a.name, b.name) || cmp(a.file, b.file) || a.line - b.line)
+  events.sort(
+    (a, b) =>
+      cmp(a.group === '' ? '\uffff' : a.group, b.group === '' ? '\uffff' : b.group) ||
+      cmp(a.name, b.name) ||
+      cmp(a.file, b.file) ||
+      a.line - b.line,
+  )
   services.sort((a, b) => cmp(a.key, b.key) || cmp(a.file, b.file) || a.line - b.line)
   // The core vocabulary first, in declaration order (the order a turn writes them); then each package's, by name.
   const core = (e: CatalogLogEvent) => (e.pkg === '@keel/session' ? 0 : 1)
-  logEvents.sort((a, b) => core(a) - core(b) || (core(a) === 0 ? a.line - b.line : cmp(a.name, b.name)) || cmp(a.file, b.file))
+  logEvents.sort(
+    (a, b) => core(a) - core(b) || (core(a) === 0 ? a.line - b.line : cmp(a.name, b.name)) || cmp(a.file, b.file),
+  )
   return { events, services, logEvents, problems, files: entries.length }
 }
 
@@ -488,12 +553,15 @@ function cell(text: string): string {
 const MODE_NOTES: Record<Mode, string> = {
   emit: '`ctx.emit(…)`: synchronous, fire-and-forget; return values are ignored.',
   parallel: '`await ctx.parallel(…)`: listeners run concurrently and are awaited together.',
-  serial: '`await ctx.serial(…)`: listeners run one after another, each awaited; the first result that is not `undefined`, `null` or `false` is returned and stops the rest.',
+  serial:
+    '`await ctx.serial(…)`: listeners run one after another, each awaited; the first result that is not `undefined`, `null` or `false` is returned and stops the rest.',
   bail: '`ctx.bail(…)`: listeners run in order, synchronously; the first result that is not `undefined`, `null` or `false` is returned and stops the rest.',
   waterfall: 'listeners are chained: each receives a trailing `next` and decides whether (and with what) to call it.',
 }
 
-export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Partial<Pick<Catalog, 'logEvents'>>): string {
+export function renderCatalog(
+  catalog: Pick<Catalog, 'events' | 'services'> & Partial<Pick<Catalog, 'logEvents'>>,
+): string {
   const { events, services, logEvents = [] } = catalog
   const lines: string[] = []
   const push = (...l: string[]) => lines.push(...l)
@@ -518,9 +586,9 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Pa
     '- `npm run catalog` rewrites this file; commit it with the change that added or changed an event or service.',
     '- `npm run catalog -- --check` (CI) exits 1 when this file is stale, and names the events that differ.',
     '- Every event needs a JSDoc description and exactly one `@mode` tag; a `waterfall` event takes a trailing `next`',
-    '  parameter and no other mode may. A literal `ctx.emit/parallel/serial/bail(\'name\', …)` must use the tagged mode.',
+    "  parameter and no other mode may. A literal `ctx.emit/parallel/serial/bail('name', …)` must use the tagged mode.",
     '  Any violation fails the run with `file:line` and what to change.',
-    '- Services list the public methods of the class named by the key\'s type, looked up in the same package.',
+    "- Services list the public methods of the class named by the key's type, looked up in the same package.",
     '',
     'Modes:',
     '',
@@ -533,9 +601,16 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Pa
   for (const [index, event] of events.entries()) {
     if (event.group !== group) {
       group = event.group
-      push(`### ${group ? code(`${group}/*`) : 'No prefix'}`, '', '| Event | Mode | Signature | Description | Source |', '|---|---|---|---|---|')
+      push(
+        `### ${group ? code(`${group}/*`) : 'No prefix'}`,
+        '',
+        '| Event | Mode | Signature | Description | Source |',
+        '|---|---|---|---|---|',
+      )
     }
-    push(`| ${tcode(event.name)} | ${event.mode} | ${tcode(event.signature)} | ${cell(event.description)} | ${tcode(`${event.file}:${event.line}`)} |`)
+    push(
+      `| ${tcode(event.name)} | ${event.mode} | ${tcode(event.signature)} | ${cell(event.description)} | ${tcode(`${event.file}:${event.line}`)} |`,
+    )
     if (events[index + 1]?.group !== group) push('')
   }
 
@@ -549,7 +624,9 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Pa
   else {
     push('| Type | Package | Surface | Data | Description | Source |', '|---|---|---|---|---|---|')
     for (const e of logEvents) {
-      push(`| ${tcode(e.name)} | ${tcode(e.pkg)} | ${e.surface ? 'yes' : 'no'} | ${tcode(e.data)} | ${cell(e.description)} | ${tcode(`${e.file}:${e.line}`)} |`)
+      push(
+        `| ${tcode(e.name)} | ${tcode(e.pkg)} | ${e.surface ? 'yes' : 'no'} | ${tcode(e.data)} | ${cell(e.description)} | ${tcode(`${e.file}:${e.line}`)} |`,
+      )
     }
     push('')
   }
@@ -569,14 +646,20 @@ export function renderCatalog(catalog: Pick<Catalog, 'events' | 'services'> & Pa
     if (s.declaration) {
       const d = s.declaration
       if (d.description) push(d.description, '')
-      push(`Key declared at ${code(`${s.file}:${s.line}`)}; ${d.kind} ${code(d.name)} at ${code(`${d.file}:${d.line}`)}.`, '')
+      push(
+        `Key declared at ${code(`${s.file}:${s.line}`)}; ${d.kind} ${code(d.name)} at ${code(`${d.file}:${d.line}`)}.`,
+        '',
+      )
       if (s.methods.length === 0) push('_No public methods._', '')
       else {
         for (const m of s.methods) push(`- ${code(m.signature)}${m.description ? ` — ${m.description}` : ''}`)
         push('')
       }
     } else {
-      push(`Key declared at ${code(`${s.file}:${s.line}`)}; no class or interface of that name in the same package.`, '')
+      push(
+        `Key declared at ${code(`${s.file}:${s.line}`)}; no class or interface of that name in the same package.`,
+        '',
+      )
     }
   }
   return lines.join('\n').replace(/\n+$/, '') + '\n'
@@ -614,12 +697,19 @@ function staleDetails(committed: string, generated: string): string[] {
     const b = generated.split('\n')
     let i = 0
     while (i < a.length && i < b.length && a[i] === b[i]) i++
-    out.push(`  first difference at line ${i + 1}:`, `    committed: ${a[i] ?? '(end of file)'}`, `    generated: ${b[i] ?? '(end of file)'}`)
+    out.push(
+      `  first difference at line ${i + 1}:`,
+      `    committed: ${a[i] ?? '(end of file)'}`,
+      `    generated: ${b[i] ?? '(end of file)'}`,
+    )
   }
   return out
 }
 
-export interface Io { out: (line: string) => void; err: (line: string) => void }
+export interface Io {
+  out: (line: string) => void
+  err: (line: string) => void
+}
 
 const USAGE = 'usage: npm run catalog -- [--check] [--root <dir>]   (or: tsx scripts/gen-cordis-catalog.ts …)'
 
@@ -631,10 +721,19 @@ export function main(argv: string[], io: Io = { out: (l) => console.log(l), err:
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--check') check = true
-    else if (arg === '--root' && argv[i + 1] !== undefined) { root = resolve(argv[++i]); rootGiven = true }
-    else if (arg.startsWith('--root=')) { root = resolve(arg.slice('--root='.length)); rootGiven = true }
-    else if (arg === '--help' || arg === '-h') { io.out(USAGE); return 0 }
-    else { io.err(`unknown argument ${arg}\n${USAGE}`); return 2 }
+    else if (arg === '--root' && argv[i + 1] !== undefined) {
+      root = resolve(argv[++i])
+      rootGiven = true
+    } else if (arg.startsWith('--root=')) {
+      root = resolve(arg.slice('--root='.length))
+      rootGiven = true
+    } else if (arg === '--help' || arg === '-h') {
+      io.out(USAGE)
+      return 0
+    } else {
+      io.err(`unknown argument ${arg}\n${USAGE}`)
+      return 2
+    }
   }
   const fix = rootGiven ? `npm run catalog -- --root ${root}` : 'npm run catalog'
 
@@ -647,7 +746,9 @@ export function main(argv: string[], io: Io = { out: (l) => console.log(l), err:
   }
   if (catalog.problems.length) {
     for (const p of catalog.problems) io.err(p)
-    io.err(`cordis catalog: ${catalog.problems.length} problem${catalog.problems.length === 1 ? '' : 's'} in cordis declarations; ${CATALOG_PATH} was not ${check ? 'checked' : 'written'}.`)
+    io.err(
+      `cordis catalog: ${catalog.problems.length} problem${catalog.problems.length === 1 ? '' : 's'} in cordis declarations; ${CATALOG_PATH} was not ${check ? 'checked' : 'written'}.`,
+    )
     return 1
   }
   const generated = renderCatalog(catalog)

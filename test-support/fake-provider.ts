@@ -89,18 +89,30 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
     const at = Date.now()
     let raw = ''
     req.setEncoding('utf8')
-    req.on('data', (chunk: string) => { raw += chunk })
+    req.on('data', (chunk: string) => {
+      raw += chunk
+    })
     req.on('end', () => {
       let body: unknown = raw
-      try { body = raw ? JSON.parse(raw) : undefined } catch { /* keep the raw text */ }
+      try {
+        body = raw ? JSON.parse(raw) : undefined
+      } catch {
+        /* keep the raw text */
+      }
       const path = (req.url ?? '/').split('?')[0]!
       requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
-      const flavor = req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/v1/messages' ? 'anthropic' : undefined
+      const flavor =
+        req.method === 'POST' && path === '/v1/chat/completions'
+          ? 'openai'
+          : req.method === 'POST' && path === '/v1/messages'
+            ? 'anthropic'
+            : undefined
       if (!flavor) return sendError(res, 'openai', 404, `fake provider: no route for ${req.method} ${path}`)
       const reply = replies.shift()
       const n = ++served
       if (!reply) return sendError(res, flavor, 400, `fake provider: script exhausted (request ${n})`)
-      if (reply.status) return sendError(res, flavor, reply.status, reply.error ?? `fake provider: status ${reply.status}`)
+      if (reply.status)
+        return sendError(res, flavor, reply.status, reply.error ?? `fake provider: status ${reply.status}`)
       if (reply.stallBeforeHeaders) return // the request is read; no byte of an answer follows
       const events = flavor === 'openai' ? openaiEvents(reply, body as OpenAiBody, n) : anthropicEvents(reply, body, n)
       void stream(res, events, reply)
@@ -112,17 +124,26 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
     url: `http://127.0.0.1:${port}`,
     requests,
     replies,
-    close: () => new Promise<void>((done) => {
-      server.closeAllConnections()
-      server.close(() => done())
-    }),
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections()
+        server.close(() => done())
+      }),
   }
 }
 
 function sendError(res: ServerResponse, flavor: 'openai' | 'anthropic', status: number, message: string): void {
-  const body = flavor === 'openai'
-    ? { error: { message, type: status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : 'invalid_request_error', code: null } }
-    : { type: 'error', error: { type: anthropicErrorType(status), message } }
+  const body =
+    flavor === 'openai'
+      ? {
+          error: {
+            message,
+            type:
+              status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : 'invalid_request_error',
+            code: null,
+          },
+        }
+      : { type: 'error', error: { type: anthropicErrorType(status), message } }
   res.writeHead(status, { 'content-type': 'application/json' })
   res.end(JSON.stringify(body))
 }
@@ -140,7 +161,9 @@ function anthropicErrorType(status: number): string {
 async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
   let closed = false
-  res.on('close', () => { closed = true })
+  res.on('close', () => {
+    closed = true
+  })
   const write = (text: string) => new Promise<void>((done) => res.write(text, () => done()))
   const all = reply.hang ? events.content : [...events.content, ...events.tail]
   const limit = Math.min(reply.disconnectAfter ?? Infinity, reply.stallAfter ?? Infinity)
@@ -163,7 +186,10 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
 }
 
 /** `content` carries the reply; `tail` ends it (finish, usage, [DONE] / message_delta, message_stop). */
-interface SseEvents { content: string[]; tail: string[] }
+interface SseEvents {
+  content: string[]
+  tail: string[]
+}
 
 /** Word-sized pieces, so text streams like a real reply. */
 function pieces(text: string): string[] {
@@ -182,33 +208,62 @@ function argumentsText(call: FakeToolCall): string {
 
 function usageOf(reply: FakeReply, body: unknown): { input: number; output: number; cacheRead?: number } {
   if (reply.usage) return reply.usage
-  const produced = (reply.reasoning ?? '').length + (reply.text ?? '').length + JSON.stringify(reply.toolCalls ?? []).length
+  const produced =
+    (reply.reasoning ?? '').length + (reply.text ?? '').length + JSON.stringify(reply.toolCalls ?? []).length
   return { input: Math.ceil(JSON.stringify(body ?? '').length / 4), output: Math.max(1, Math.ceil(produced / 4)) }
 }
 
-interface OpenAiBody { model?: string; stream_options?: { include_usage?: boolean } }
+interface OpenAiBody {
+  model?: string
+  stream_options?: { include_usage?: boolean }
+}
 
 function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents {
-  const base = { id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created: 1_700_000_000, model: body?.model ?? 'fake' }
+  const base = {
+    id: `chatcmpl-${n}`,
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model: body?.model ?? 'fake',
+  }
   const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
-  const delta = (d: object, finish: string | null = null) => data({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
+  const delta = (d: object, finish: string | null = null) =>
+    data({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
   const events = [delta({ role: 'assistant', content: '' })]
-  for (const piece of pieces(reply.reasoning ?? '')) if (reply.reasoning) events.push(delta({ reasoning_content: piece }))
+  for (const piece of pieces(reply.reasoning ?? ''))
+    if (reply.reasoning) events.push(delta({ reasoning_content: piece }))
   for (const piece of pieces(reply.text ?? '')) if (reply.text) events.push(delta({ content: piece }))
   const calls = (reply.toolCalls ?? []).map((call, index) => ({
-    start: delta({ tool_calls: [{ index, id: call.id ?? `call_${n}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }] }),
-    parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) => delta({ tool_calls: [{ index, function: { arguments: part } }] })),
+    start: delta({
+      tool_calls: [
+        { index, id: call.id ?? `call_${n}_${index}`, type: 'function', function: { name: call.name, arguments: '' } },
+      ],
+    }),
+    parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) =>
+      delta({ tool_calls: [{ index, function: { arguments: part } }] }),
+    ),
   }))
   if (reply.interleave) {
     for (const call of calls) events.push(call.start)
-    for (let i = 0; calls.some((call) => i < call.parts.length); i++) for (const call of calls) if (i < call.parts.length) events.push(call.parts[i]!)
+    for (let i = 0; calls.some((call) => i < call.parts.length); i++)
+      for (const call of calls) if (i < call.parts.length) events.push(call.parts[i]!)
   } else {
     for (const call of calls) events.push(call.start, ...call.parts)
   }
   const tail = [delta({}, reply.finish ?? (calls.length ? 'tool_calls' : 'stop'))]
   if (body?.stream_options?.include_usage) {
     const usage = usageOf(reply, body)
-    tail.push(data({ ...base, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output, prompt_tokens_details: { cached_tokens: usage.cacheRead ?? 0 } } }))
+    tail.push(
+      data({
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: usage.input,
+          completion_tokens: usage.output,
+          total_tokens: usage.input + usage.output,
+          prompt_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
+        },
+      }),
+    )
   }
   tail.push('data: [DONE]\n\n')
   return { content: events, tail }
@@ -219,29 +274,63 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number): SseEvents 
   const usage = usageOf(reply, body)
   const model = (body as { model?: string })?.model ?? 'fake'
   const events = [
-    event('message_start', { message: { id: `msg_${n}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input - (usage.cacheRead ?? 0), cache_read_input_tokens: usage.cacheRead ?? 0, cache_creation_input_tokens: 0, output_tokens: 1 } } }),
+    event('message_start', {
+      message: {
+        id: `msg_${n}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: usage.input - (usage.cacheRead ?? 0),
+          cache_read_input_tokens: usage.cacheRead ?? 0,
+          cache_creation_input_tokens: 0,
+          output_tokens: 1,
+        },
+      },
+    }),
     event('ping', {}),
   ]
   let index = 0
   if (reply.reasoning) {
-    events.push(event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }))
-    for (const piece of pieces(reply.reasoning)) events.push(event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } }))
-    events.push(event('content_block_delta', { index, delta: { type: 'signature_delta', signature: reply.signature ?? `sig-${n}` } }))
+    events.push(
+      event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+    )
+    for (const piece of pieces(reply.reasoning))
+      events.push(event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } }))
+    events.push(
+      event('content_block_delta', {
+        index,
+        delta: { type: 'signature_delta', signature: reply.signature ?? `sig-${n}` },
+      }),
+    )
     events.push(event('content_block_stop', { index: index++ }))
   }
   if (reply.text) {
     events.push(event('content_block_start', { index, content_block: { type: 'text', text: '', citations: null } }))
-    for (const piece of pieces(reply.text)) events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }))
+    for (const piece of pieces(reply.text))
+      events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }))
     events.push(event('content_block_stop', { index: index++ }))
   }
   for (const [i, call] of (reply.toolCalls ?? []).entries()) {
-    events.push(event('content_block_start', { index, content_block: { type: 'tool_use', id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: {} } }))
-    for (const part of fragments(argumentsText(call), reply.chunkSize ?? 4)) events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } }))
+    events.push(
+      event('content_block_start', {
+        index,
+        content_block: { type: 'tool_use', id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: {} },
+      }),
+    )
+    for (const part of fragments(argumentsText(call), reply.chunkSize ?? 4))
+      events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } }))
     events.push(event('content_block_stop', { index: index++ }))
   }
   const stop = reply.finish ?? (reply.toolCalls?.length ? 'tool_use' : 'end_turn')
   const tail = [
-    event('message_delta', { delta: { stop_reason: stop, stop_sequence: null, stop_details: null, container: null }, usage: { output_tokens: usage.output } }),
+    event('message_delta', {
+      delta: { stop_reason: stop, stop_sequence: null, stop_details: null, container: null },
+      usage: { output_tokens: usage.output },
+    }),
     event('message_stop', {}),
   ]
   return { content: events, tail }

@@ -62,9 +62,14 @@ export async function makeKeel(options: KeelOptions = {}): Promise<Keel> {
   await ctx.start()
   await waitFor(() => ctx.get('agents') && ctx.get('tools') && ctx.get('sessions'), 'keel services')
   await ctx.lifecycle.flush()
-  const model = new ScriptedAdapter({ steps: options.steps ?? [] }, 'script', options.contextWindow, { record: options.recordRequests })
+  const model = new ScriptedAdapter({ steps: options.steps ?? [] }, 'script', options.contextWindow, {
+    record: options.recordRequests,
+  })
   return {
-    ctx, model, home, cwd,
+    ctx,
+    model,
+    home,
+    cwd,
     agent: (extra = {}) => ctx.agents.create({ cwd, model, ...extra }),
     async dispose() {
       await ctx.stop().catch(() => {})

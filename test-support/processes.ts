@@ -10,12 +10,20 @@ export function alive(pid: number): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
   }
-  try { process.kill(pid, 0); return true } catch { return false }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Pids a command printed, one per line (lines of digits only). */
 export function pidsIn(text: string): number[] {
-  return text.split('\n').filter((line) => /^\d+$/.test(line.trim())).map((line) => Number(line.trim()))
+  return text
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line.trim()))
+    .map((line) => Number(line.trim()))
 }
 
 export async function waitUntilGone(pids: readonly number[], timeoutMs = 10_000): Promise<void> {
@@ -24,5 +32,8 @@ export async function waitUntilGone(pids: readonly number[], timeoutMs = 10_000)
 
 /** Kills what a test started and may have left behind, so a failing test does not leak sleepers. */
 export function killQuietly(pids: readonly number[]): void {
-  for (const pid of pids) try { process.kill(pid, 'SIGKILL') } catch {}
+  for (const pid of pids)
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {}
 }

@@ -32,7 +32,9 @@ export const CHROMIUM: string | undefined = process.env.KEEL_CHROMIUM || findOnP
 /** Chromium's path, or an error that says how to provide it (for a test that runs although it is missing: CI). */
 export function requireChromium(): string {
   if (CHROMIUM) return CHROMIUM
-  throw new Error(`Chromium not found: none of ${CHROMIUM_NAMES.join(', ')} is on PATH and KEEL_CHROMIUM is not set (apt-get install chromium)`)
+  throw new Error(
+    `Chromium not found: none of ${CHROMIUM_NAMES.join(', ')} is on PATH and KEEL_CHROMIUM is not set (apt-get install chromium)`,
+  )
 }
 
 /** Whether `command` runs (`command --version`-style probe). */
@@ -50,6 +52,8 @@ export const HAS_BWRAP = runs('bwrap', ['--version'])
  */
 export function skipWithout(tool: string, available: boolean, what: string): boolean {
   if (available || IN_CI) return false
-  process.stderr.write(`skipping ${what}: ${tool} is not installed (.ci/run installs it; under CI=true these tests fail instead)\n`)
+  process.stderr.write(
+    `skipping ${what}: ${tool} is not installed (.ci/run installs it; under CI=true these tests fail instead)\n`,
+  )
   return true
 }

@@ -81,35 +81,57 @@ describe('validation', () => {
       `packages/demo/src/index.ts:7: cordis event 'demo/ping' has unknown @mode 'broadcast' — use exactly one of emit|parallel|serial|bail|waterfall`,
     ])
     const twice = eventTree(['/**', ' * Pings.', ' * @mode emit', ' * @mode serial', ' */'], "'demo/ping'(): void")
-    expect(scanCatalog(twice).problems).toEqual([`packages/demo/src/index.ts:8: cordis event 'demo/ping' has 2 @mode tags — keep exactly one`])
+    expect(scanCatalog(twice).problems).toEqual([
+      `packages/demo/src/index.ts:8: cordis event 'demo/ping' has 2 @mode tags — keep exactly one`,
+    ])
   })
 
   it('waterfall without a trailing next fails', () => {
-    const root = eventTree(['/**', ' * Rewrites the prompt.', ' * @mode waterfall', ' */'], "'demo/prompt'(text: string): string")
+    const root = eventTree(
+      ['/**', ' * Rewrites the prompt.', ' * @mode waterfall', ' */'],
+      "'demo/prompt'(text: string): string",
+    )
     expect(scanCatalog(root).problems).toEqual([
       `packages/demo/src/index.ts:7: cordis event 'demo/prompt' is @mode waterfall but its signature has no trailing 'next' parameter — add 'next: (…) => …' as the last parameter, or change the @mode`,
     ])
     // `next` somewhere other than last is still wrong.
-    const early = eventTree(['/**', ' * Rewrites.', ' * @mode waterfall', ' */'], "'demo/prompt'(next: () => string, text: string): string")
+    const early = eventTree(
+      ['/**', ' * Rewrites.', ' * @mode waterfall', ' */'],
+      "'demo/prompt'(next: () => string, text: string): string",
+    )
     expect(scanCatalog(early).problems).toHaveLength(1)
     expect(scanCatalog(early).problems[0]).toContain("has no trailing 'next' parameter")
   })
 
   it('next without waterfall fails', () => {
-    const root = eventTree(['/**', ' * Rewrites the prompt.', ' * @mode serial', ' */'], "'demo/prompt'(text: string, next: () => Promise<string>): Promise<string>")
+    const root = eventTree(
+      ['/**', ' * Rewrites the prompt.', ' * @mode serial', ' */'],
+      "'demo/prompt'(text: string, next: () => Promise<string>): Promise<string>",
+    )
     expect(scanCatalog(root).problems).toEqual([
       `packages/demo/src/index.ts:7: cordis event 'demo/prompt' takes a 'next' parameter but is @mode serial — only waterfall events take 'next': tag it "@mode waterfall" or drop the parameter`,
     ])
     // The missing-tag hint points at waterfall when the signature already ends in next.
-    const untagged = eventTree(['/** Rewrites the prompt. */'], "'demo/prompt'(text: string, next: () => string): string")
+    const untagged = eventTree(
+      ['/** Rewrites the prompt. */'],
+      "'demo/prompt'(text: string, next: () => string): string",
+    )
     expect(scanCatalog(untagged).problems[0]).toContain('add "@mode waterfall"')
   })
 
   it('waterfall with a trailing next passes, also as a function-typed property', () => {
-    const root = eventTree(['/**', ' * Rewrites the prompt.', ' * @mode waterfall', ' */'], "'demo/prompt': (text: string, next: (text: string) => string) => string")
+    const root = eventTree(
+      ['/**', ' * Rewrites the prompt.', ' * @mode waterfall', ' */'],
+      "'demo/prompt': (text: string, next: (text: string) => string) => string",
+    )
     const catalog = scanCatalog(root)
     expect(catalog.problems).toEqual([])
-    expect(catalog.events[0]).toMatchObject({ name: 'demo/prompt', mode: 'waterfall', signature: '(text: string, next: (text: string) => string): string', line: 7 })
+    expect(catalog.events[0]).toMatchObject({
+      name: 'demo/prompt',
+      mode: 'waterfall',
+      signature: '(text: string, next: (text: string) => string): string',
+      line: 7,
+    })
   })
 
   it('a literal dispatch with another method than the tag fails at the call site', () => {
@@ -140,8 +162,23 @@ describe('validation', () => {
 
   it('reports one line per problem across files', () => {
     const root = fixture({
-      'packages/a/src/index.ts': ["declare module 'cordis' {", '  interface Events {', "    'a/one'(): void", "    /** Two. */", "    'a/two'(): void", '  }', '}'],
-      'packages/b/src/deep/events.ts': ["declare module 'cordis' {", '  interface Events {', "    /** Three. @mode waterfall */", "    'b/three'(x: number): void", '  }', '}'],
+      'packages/a/src/index.ts': [
+        "declare module 'cordis' {",
+        '  interface Events {',
+        "    'a/one'(): void",
+        '    /** Two. */',
+        "    'a/two'(): void",
+        '  }',
+        '}',
+      ],
+      'packages/b/src/deep/events.ts': [
+        "declare module 'cordis' {",
+        '  interface Events {',
+        '    /** Three. @mode waterfall */',
+        "    'b/three'(x: number): void",
+        '  }',
+        '}',
+      ],
     })
     const problems = scanCatalog(root).problems
     expect(problems.map((p) => p.slice(0, p.indexOf(': ')))).toEqual([
@@ -312,7 +349,10 @@ describe('rendering', () => {
     expect(markdown.indexOf('## How this file is generated')).toBeLessThan(markdown.indexOf('## Events'))
     expect(markdown.slice(markdown.indexOf('## Events'))).toBe(EXPECTED_BODY)
 
-    expect(run(['--root', root])).toMatchObject({ code: 0, out: ['wrote docs/cordis-catalog.md (5 events, 3 services, 0 session log event types from 4 files).'] })
+    expect(run(['--root', root])).toMatchObject({
+      code: 0,
+      out: ['wrote docs/cordis-catalog.md (5 events, 3 services, 0 session log event types from 4 files).'],
+    })
     expect(readFileSync(join(root, CATALOG_PATH), 'utf8')).toBe(markdown)
     expect(run(['--root', root]).out[0]).toContain('already up to date')
   })
@@ -369,7 +409,10 @@ describe('rendering', () => {
     const markdown = renderCatalog(catalog)
     const section = (heading: string) => {
       const start = markdown.indexOf(`${heading}\n`)
-      return markdown.slice(start, markdown.indexOf('\n## ', start + 1)).split('\n').filter((l) => l.startsWith('| `'))
+      return markdown
+        .slice(start, markdown.indexOf('\n## ', start + 1))
+        .split('\n')
+        .filter((l) => l.startsWith('| `'))
     }
     expect(section('## Events')).toEqual([expect.stringMatching(/^\| `todo\/changed` \| emit \|/)])
     expect(section('## Session log event types')).toEqual([
@@ -387,7 +430,10 @@ describe('--check', () => {
       `docs/cordis-catalog.md is missing. Fix: run \`npm run catalog -- --root ${root}\` and commit docs/cordis-catalog.md.`,
     ])
     expect(run(['--root', root]).code).toBe(0)
-    expect(run(['--check', '--root', root])).toMatchObject({ code: 0, out: ['docs/cordis-catalog.md is up to date (5 events, 3 services, 0 session log event types from 4 files).'] })
+    expect(run(['--check', '--root', root])).toMatchObject({
+      code: 0,
+      out: ['docs/cordis-catalog.md is up to date (5 events, 3 services, 0 session log event types from 4 files).'],
+    })
 
     // Another engineer adds an event and changes a description without regenerating.
     const gamma = VALID_TREE['packages/gamma/src/index.ts']
@@ -446,17 +492,29 @@ describe('the real tree', () => {
     expect(catalog.events.map((e) => e.name)).not.toContain('todo/write')
     // Every session log event type is listed with the package that declares it; the surface is exactly three types.
     expect(catalog.logEvents.find((e) => e.name === 'todo/write')).toMatchObject({ pkg: '@keel/todo', surface: false })
-    expect(catalog.logEvents.filter((e) => e.surface).map((e) => e.name).sort()).toEqual(['assistant/message', 'tool/result', 'user/message'])
-    expect(catalog.services.map((s) => s.key)).toEqual(expect.arrayContaining(['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents']))
+    expect(
+      catalog.logEvents
+        .filter((e) => e.surface)
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['assistant/message', 'tool/result', 'user/message'])
+    expect(catalog.services.map((s) => s.key)).toEqual(
+      expect.arrayContaining(['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents']),
+    )
     const result = run(['--check'])
     expect(result.err).toEqual([])
     expect(result.code).toBe(0)
   })
 
   it('`--check` passes through the real CLI', () => {
-    const child = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/gen-cordis-catalog.ts', '--check'], { cwd: REPO_ROOT, encoding: 'utf8' })
+    const child = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/gen-cordis-catalog.ts', '--check'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    })
     expect(child.stderr).toBe('')
     expect(child.status).toBe(0)
-    expect(child.stdout).toMatch(/^docs\/cordis-catalog\.md is up to date \(\d+ events, \d+ services, \d+ session log event types from \d+ files\)\.\n$/)
+    expect(child.stdout).toMatch(
+      /^docs\/cordis-catalog\.md is up to date \(\d+ events, \d+ services, \d+ session log event types from \d+ files\)\.\n$/,
+    )
   })
 })

@@ -24,8 +24,15 @@ function report(statuses: Record<string, string[]>): Report {
 
 describe('the gate summary', () => {
   test('every end-to-end test ran: one plain line, ok', () => {
-    const r = report({ [E2E[0]!]: ['passed'], [E2E[1]!]: ['passed', 'failed'], 'packages/x/tests/a.test.ts': ['skipped'] })
-    expect(summarize(r, { typecheckFailed: false, e2eFiles: E2E })).toEqual({ lines: ['2 passed, 1 failed, 1 skipped'], ok: true })
+    const r = report({
+      [E2E[0]!]: ['passed'],
+      [E2E[1]!]: ['passed', 'failed'],
+      'packages/x/tests/a.test.ts': ['skipped'],
+    })
+    expect(summarize(r, { typecheckFailed: false, e2eFiles: E2E })).toEqual({
+      lines: ['2 passed, 1 failed, 1 skipped'],
+      ok: true,
+    })
   })
 
   test('a skipped end-to-end test fails the gate and is named; a skip elsewhere does not', () => {
@@ -47,7 +54,10 @@ describe('the gate summary', () => {
     const none = summarize(undefined, { typecheckFailed: false, e2eFiles: [] })
     expect(none.lines).toEqual(['0 passed, 1 failed, 0 skipped'])
     const typecheck = summarize(report({}), { typecheckFailed: true, e2eFiles: [] })
-    expect(typecheck).toEqual({ lines: ['ci: typecheck failed (counted as one failure)', '0 passed, 1 failed, 0 skipped'], ok: false })
+    expect(typecheck).toEqual({
+      lines: ['ci: typecheck failed (counted as one failure)', '0 passed, 1 failed, 0 skipped'],
+      ok: false,
+    })
   })
 
   test('the command line .ci/run calls exits 1 on a skipped end-to-end test', () => {
@@ -55,7 +65,11 @@ describe('the gate summary', () => {
     try {
       const path = join(dir, 'report.json')
       writeFileSync(path, JSON.stringify(report({ [E2E[0]!]: ['skipped'], [E2E[1]!]: ['passed'] })))
-      const run = (files: string) => spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '0', files], { cwd: REPO_ROOT, encoding: 'utf8' })
+      const run = (files: string) =>
+        spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '0', files], {
+          cwd: REPO_ROOT,
+          encoding: 'utf8',
+        })
       const skipped = run(E2E.join('\n'))
       expect(skipped.status).toBe(1)
       expect(skipped.stdout.trim().split('\n').at(-1)).toBe('1 passed, 1 failed, 1 skipped')

@@ -19,7 +19,22 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
   execFileSync(npm, ['pack', '--ignore-scripts', '--pack-destination', scratch], { cwd: root, stdio: 'pipe' })
   const tarball = join(scratch, readdirSync(scratch).find((name) => name.endsWith('.tgz'))!)
   const prefix = join(scratch, 'prefix')
-  execFileSync(npm, ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', '--cache', join(scratch, 'cache'), tarball], { cwd: scratch, stdio: 'pipe' })
+  execFileSync(
+    npm,
+    [
+      'install',
+      '-g',
+      '--prefix',
+      prefix,
+      '--offline',
+      '--no-audit',
+      '--no-fund',
+      '--cache',
+      join(scratch, 'cache'),
+      tarball,
+    ],
+    { cwd: scratch, stdio: 'pipe' },
+  )
   const installed = join(prefix, 'lib/node_modules/keel')
   expect(readdirSync(installed)).not.toContain('node_modules')
   const elsewhere = join(scratch, 'elsewhere')
@@ -30,7 +45,11 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
   const version = spawnSync(keel, ['--version'], { cwd: elsewhere, env, encoding: 'utf8' })
   expect(version.stdout, version.stderr).toBe(`keel ${pkg.version}\n`)
 
-  const print = spawnSync(keel, ['-p', 'hello', '--model', 'scripted/demo', '--output-format', 'json'], { cwd: elsewhere, env, encoding: 'utf8' })
+  const print = spawnSync(keel, ['-p', 'hello', '--model', 'scripted/demo', '--output-format', 'json'], {
+    cwd: elsewhere,
+    env,
+    encoding: 'utf8',
+  })
   expect(print.status, print.stderr).toBe(0)
   expect(JSON.parse(print.stdout)).toMatchObject({ reason: 'completed', model: 'scripted/demo' })
 
@@ -38,7 +57,9 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
   try {
     let out = ''
     let err = ''
-    serve.stderr.on('data', (chunk) => { err += chunk })
+    serve.stderr.on('data', (chunk) => {
+      err += chunk
+    })
     const url = await new Promise<string>((resolve, reject) => {
       serve.stdout.on('data', (chunk) => {
         out += chunk

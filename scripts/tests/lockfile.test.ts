@@ -21,7 +21,10 @@ test('package-lock.json records exactly what every package.json declares', () =>
     const locked = lock.packages[folder]
     expect(locked, `${folder || 'the root'} is missing from package-lock.json; run npm install`).toBeDefined()
     for (const field of FIELDS) {
-      expect(locked[field] ?? {}, `${folder || 'root'}/package.json ${field} differ from package-lock.json; run npm install and commit the lock`).toEqual(manifest[field] ?? {})
+      expect(
+        locked[field] ?? {},
+        `${folder || 'root'}/package.json ${field} differ from package-lock.json; run npm install and commit the lock`,
+      ).toEqual(manifest[field] ?? {})
     }
   }
 })

@@ -2,8 +2,16 @@ import { statSync } from 'node:fs'
 import { isAbsolute } from 'node:path'
 import type { Context } from 'cordis'
 import {
-  agent as agentApp, methods, PROTOCOL_VERSION, RequestError,
-  type AgentApp, type AgentContext, type ContentBlock, type InitializeResponse, type McpServer, type SessionUpdate,
+  agent as agentApp,
+  methods,
+  PROTOCOL_VERSION,
+  RequestError,
+  type AgentApp,
+  type AgentContext,
+  type ContentBlock,
+  type InitializeResponse,
+  type McpServer,
+  type SessionUpdate,
 } from '@agentclientprotocol/sdk'
 import type { McpService } from '@keel/mcp'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
@@ -41,12 +49,19 @@ class Bridged {
     private readonly log: (line: string) => void,
   ) {}
 
-  get id(): string { return this.agent.id }
+  get id(): string {
+    return this.agent.id
+  }
 
   /** Sends now, in order; `flushed()` resolves once everything sent so far is written. */
   send(update: SessionUpdate): void {
-    const sent = this.client.notify(methods.client.session.update, { sessionId: this.id, update })
-      .catch((error: unknown) => this.log(`session ${this.id}: could not send an update: ${error instanceof Error ? error.message : String(error)}`))
+    const sent = this.client
+      .notify(methods.client.session.update, { sessionId: this.id, update })
+      .catch((error: unknown) =>
+        this.log(
+          `session ${this.id}: could not send an update: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      )
     // `.then` drops the results, so a long session does not keep a nested array of every update's outcome.
     this.outbox = Promise.all([this.outbox, sent]).then(() => {})
   }
@@ -61,9 +76,12 @@ function message(error: unknown): string {
 }
 
 function requireAbsoluteDirectory(cwd: string): void {
-  if (!isAbsolute(cwd)) throw RequestError.invalidParams({ cwd }, `cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
+  if (!isAbsolute(cwd))
+    throw RequestError.invalidParams({ cwd }, `cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
   let directory = false
-  try { directory = statSync(cwd).isDirectory() } catch {}
+  try {
+    directory = statSync(cwd).isDirectory()
+  } catch {}
   if (!directory) throw RequestError.invalidParams({ cwd }, `cwd ${cwd} is not a directory`)
 }
 
@@ -78,7 +96,10 @@ export class AcpBridge {
   private modelPromise: Promise<LlmAdapter> | undefined
   private closed = false
 
-  constructor(private readonly ctx: Context, private readonly options: BridgeOptions) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly options: BridgeOptions,
+  ) {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
@@ -89,10 +110,18 @@ export class AcpBridge {
     if (permissions) this.disposers.push(permissions.setAsker((ask, signal) => this.askClient(ask, signal)))
     this.app = agentApp({ name: 'keel' })
       .onRequest(methods.agent.initialize, () => this.initialize())
-      .onRequest(methods.agent.session.new, ({ params, client }) => this.newSession(params.cwd, params.mcpServers, client))
-      .onRequest(methods.agent.session.load, ({ params, client }) => this.loadSession(params.sessionId, params.cwd, params.mcpServers, client))
-      .onRequest(methods.agent.session.prompt, ({ params, signal }) => this.prompt(params.sessionId, params.prompt, signal))
-      .onNotification(methods.agent.session.cancel, ({ params }) => { this.sessions.get(params.sessionId)?.agent.cancel() })
+      .onRequest(methods.agent.session.new, ({ params, client }) =>
+        this.newSession(params.cwd, params.mcpServers, client),
+      )
+      .onRequest(methods.agent.session.load, ({ params, client }) =>
+        this.loadSession(params.sessionId, params.cwd, params.mcpServers, client),
+      )
+      .onRequest(methods.agent.session.prompt, ({ params, signal }) =>
+        this.prompt(params.sessionId, params.prompt, signal),
+      )
+      .onNotification(methods.agent.session.cancel, ({ params }) => {
+        this.sessions.get(params.sessionId)?.agent.cancel()
+      })
   }
 
   private log(line: string): void {
@@ -124,7 +153,10 @@ export class AcpBridge {
   }
 
   private adopt(agent: Agent, client: AgentContext): Bridged {
-    const projector = new UpdateProjector({ cwd: agent.cwd, present: (name, args) => this.ctx.tools.present(name, args) })
+    const projector = new UpdateProjector({
+      cwd: agent.cwd,
+      present: (name, args) => this.ctx.tools.present(name, args),
+    })
     const bridged = new Bridged(agent, client, projector, (line) => this.log(line))
     this.sessions.set(agent.id, bridged)
     return bridged
@@ -170,11 +202,16 @@ export class AcpBridge {
       // Another load of the same id may have opened it while the model was starting.
       bridged = this.sessions.get(id) ?? this.resume(id, cwd, model, client)
     }
-    if (bridged.running) throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is running in this session; cancel it first')
+    if (bridged.running)
+      throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is running in this session; cancel it first')
     await this.connectServers(id, bridged.agent.cwd, mcpServers)
     // A fresh projector per replay, so a second load of the same session replays it whole.
-    const replay = new UpdateProjector({ cwd: bridged.agent.cwd, present: (name, args) => this.ctx.tools.present(name, args) })
-    for (const event of bridged.agent.session.events) for (const update of replay.event(event, true)) bridged.send(update)
+    const replay = new UpdateProjector({
+      cwd: bridged.agent.cwd,
+      present: (name, args) => this.ctx.tools.present(name, args),
+    })
+    for (const event of bridged.agent.session.events)
+      for (const update of replay.event(event, true)) bridged.send(update)
     if (this.options.plan) {
       const plan = this.standingPlan(bridged.agent.session)
       if (plan) bridged.send(planUpdate(plan))
@@ -185,7 +222,8 @@ export class AcpBridge {
   }
 
   private resume(id: string, cwd: string, model: LlmAdapter, client: AgentContext): Bridged {
-    if (this.ctx.agents.get(id)) throw RequestError.invalidRequest({ sessionId: id }, `session ${id} is already open in this process`)
+    if (this.ctx.agents.get(id))
+      throw RequestError.invalidRequest({ sessionId: id }, `session ${id} is already open in this process`)
     let opened
     try {
       opened = this.ctx.agents.resume(id, { model, cwd })
@@ -200,7 +238,11 @@ export class AcpBridge {
   private async prompt(id: string, blocks: readonly ContentBlock[], signal: AbortSignal) {
     const bridged = this.sessions.get(id)
     if (!bridged) throw RequestError.sessionNotFound(id)
-    if (bridged.running) throw RequestError.invalidRequest({ sessionId: id }, 'a prompt is already running in this session; wait for it or send session/cancel')
+    if (bridged.running)
+      throw RequestError.invalidRequest(
+        { sessionId: id },
+        'a prompt is already running in this session; wait for it or send session/cancel',
+      )
     const parsed = promptContent(blocks)
     if ('error' in parsed) throw RequestError.invalidParams({ sessionId: id }, parsed.error)
     bridged.running = true
@@ -246,14 +288,20 @@ export class AcpBridge {
   private async askClient(ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
     const bridged = this.bridgedFor(ask.sessionId)
     if (!bridged || this.closed) return DENY_ONCE
-    const call = bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : this.childCall(ask, bridged.agent.cwd)
+    const call =
+      bridged.id === ask.sessionId ? bridged.projector.openCall(ask.callId) : this.childCall(ask, bridged.agent.cwd)
     // Updates sent so far (the call's `tool_call` and its `pending`) go first, so the client knows the call.
     await bridged.flushed()
     try {
-      const response = await bridged.client.request(REQUEST_PERMISSION, permissionRequest(bridged.id, ask, bridged.agent.cwd, call), { cancellationSignal: signal, stopWaitingOnCancel: true })
+      const response = await bridged.client.request(
+        REQUEST_PERMISSION,
+        permissionRequest(bridged.id, ask, bridged.agent.cwd, call),
+        { cancellationSignal: signal, stopWaitingOnCancel: true },
+      )
       return answerOf(response)
     } catch (error) {
-      if (!signal.aborted) this.log(`session ${bridged.id}: permission request for ${ask.callId} failed: ${message(error)}`)
+      if (!signal.aborted)
+        this.log(`session ${bridged.id}: permission request for ${ask.callId} failed: ${message(error)}`)
       return DENY_ONCE
     }
   }

@@ -7,8 +7,11 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  plan: Schema.boolean().default(false)
-    .description('Send the standing todo plan as ACP plan updates (off: the bridge is automation-only and sends no plan).'),
+  plan: Schema.boolean()
+    .default(false)
+    .description(
+      'Send the standing todo plan as ACP plan updates (off: the bridge is automation-only and sends no plan).',
+    ),
 })
 
 // The composition's @keel/acp entry, per running app (root context). Deliberately not a ctx service: the bridge only

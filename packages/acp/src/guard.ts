@@ -13,15 +13,17 @@ type Write = NodeJS.WritableStream['write']
 export function guardStdout(stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): StdoutGuard {
   const original = stdout.write
   const writeBytes = original as (chunk: Uint8Array, done: (error?: Error | null) => void) => boolean
-  const toStderr = ((...args: Parameters<Write>) => (stderr.write as (...a: Parameters<Write>) => boolean)(...args)) as Write
+  const toStderr = ((...args: Parameters<Write>) =>
+    (stderr.write as (...a: Parameters<Write>) => boolean)(...args)) as Write
   stdout.write = toStderr
   // A client that goes away mid-write must not crash the process with EPIPE; the connection closes on its own.
   const ignore = () => {}
   stdout.on('error', ignore)
   const protocol = new WritableStream<Uint8Array>({
-    write: (chunk) => new Promise<void>((done, fail) => {
-      writeBytes.call(stdout, chunk, (error) => (error ? fail(error) : done()))
-    }),
+    write: (chunk) =>
+      new Promise<void>((done, fail) => {
+        writeBytes.call(stdout, chunk, (error) => (error ? fail(error) : done()))
+      }),
   })
   return {
     protocol,

@@ -18,7 +18,11 @@ export interface RefusedMessage {
 const NEWLINE = 0x0a
 
 /** Passes lines of at most `maxBytes` through unchanged; reports and drops longer ones. */
-export function limitLines(input: ReadableStream<Uint8Array>, maxBytes: number, onRefused: (message: RefusedMessage) => void): ReadableStream<Uint8Array> {
+export function limitLines(
+  input: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  onRefused: (message: RefusedMessage) => void,
+): ReadableStream<Uint8Array> {
   const reader = input.getReader()
   let pending: Uint8Array[] = []
   let pendingBytes = 0
@@ -35,7 +39,11 @@ export function limitLines(input: ReadableStream<Uint8Array>, maxBytes: number, 
     if (!refusing) return
     const { scanner, bytes } = refusing
     refusing = undefined
-    onRefused({ bytes, ...(scanner.hasId ? { id: scanner.id } : {}), ...(scanner.method !== undefined ? { method: scanner.method } : {}) })
+    onRefused({
+      bytes,
+      ...(scanner.hasId ? { id: scanner.id } : {}),
+      ...(scanner.method !== undefined ? { method: scanner.method } : {}),
+    })
   }
 
   return new ReadableStream<Uint8Array>({
@@ -112,7 +120,10 @@ export class TopLevelScanner {
       if (this.inString) {
         if (this.escaped) this.escaped = false
         else if (byte === BACKSLASH) this.escaped = true
-        else if (byte === QUOTE) { this.closeString(); continue }
+        else if (byte === QUOTE) {
+          this.closeString()
+          continue
+        }
         if (this.capturing) {
           if (this.captured.length < MAX_CAPTURE) this.captured.push(byte)
           else this.overflow = true
@@ -122,7 +133,9 @@ export class TopLevelScanner {
       const char = String.fromCharCode(byte)
       if (byte === QUOTE) {
         this.inString = true
-        this.capturing = this.depth === 1 && (this.expect === 'key' || (this.expect === 'value' && (this.key === 'id' || this.key === 'method')))
+        this.capturing =
+          this.depth === 1 &&
+          (this.expect === 'key' || (this.expect === 'value' && (this.key === 'id' || this.key === 'method')))
         this.captured = []
         this.overflow = false
       } else if (char === '{' || char === '[') {
@@ -155,13 +168,18 @@ export class TopLevelScanner {
       try {
         const parsed: unknown = JSON.parse(`"${new TextDecoder().decode(new Uint8Array(this.captured))}"`)
         if (typeof parsed === 'string') text = parsed
-      } catch { /* a broken string: not an id we can answer */ }
+      } catch {
+        /* a broken string: not an id we can answer */
+      }
     }
     if (this.expect === 'key') {
       this.key = text ?? ''
       this.expect = 'colon'
     } else if (this.expect === 'value') {
-      if (this.key === 'id' && text !== undefined) { this.hasId = true; this.id = text }
+      if (this.key === 'id' && text !== undefined) {
+        this.hasId = true
+        this.id = text
+      }
       if (this.key === 'method' && text !== undefined) this.method = text
       this.expect = 'comma'
     }
@@ -172,8 +190,13 @@ export class TopLevelScanner {
     if (this.key === 'id') {
       try {
         const parsed: unknown = JSON.parse(this.scalar)
-        if (parsed === null || typeof parsed === 'number') { this.hasId = true; this.id = parsed }
-      } catch { /* not a valid id */ }
+        if (parsed === null || typeof parsed === 'number') {
+          this.hasId = true
+          this.id = parsed
+        }
+      } catch {
+        /* not a valid id */
+      }
     }
     this.scalar = ''
     this.expect = 'comma'

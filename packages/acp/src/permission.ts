@@ -1,5 +1,11 @@
 import { resolve } from 'node:path'
-import { methods, type PermissionOption, type RequestPermissionRequest, type RequestPermissionResponse, type ToolCallContent } from '@agentclientprotocol/sdk'
+import {
+  methods,
+  type PermissionOption,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type ToolCallContent,
+} from '@agentclientprotocol/sdk'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
 import type { FileDiff } from './diff.ts'
@@ -20,11 +26,19 @@ function permissionOptions(ask: PermissionAsk): PermissionOption[] {
  * `tool_call`), when the asking session is the bridged one; a subagent's call was never shown, so the request
  * carries everything the client needs to show it: title, kind, raw input, and the detail (the command, the diff).
  */
-export function permissionRequest(sessionId: string, ask: PermissionAsk, cwd: string, call?: { view: ToolCallView; diff?: FileDiff }): RequestPermissionRequest {
+export function permissionRequest(
+  sessionId: string,
+  ask: PermissionAsk,
+  cwd: string,
+  call?: { view: ToolCallView; diff?: FileDiff },
+): RequestPermissionRequest {
   const content: ToolCallContent[] = []
   if (call?.diff) content.push({ type: 'diff', ...call.diff })
   else if (ask.detail) content.push({ type: 'content', content: { type: 'text', text: ask.detail } })
-  const locations = (call?.view.locations ?? []).map((location) => ({ path: resolve(cwd, location.path), ...(location.line !== undefined ? { line: location.line } : {}) }))
+  const locations = (call?.view.locations ?? []).map((location) => ({
+    path: resolve(cwd, location.path),
+    ...(location.line !== undefined ? { line: location.line } : {}),
+  }))
   return {
     sessionId,
     toolCall: {
@@ -45,9 +59,12 @@ export function answerOf(response: RequestPermissionResponse): PermissionAnswer 
   const outcome = response.outcome
   if (outcome.outcome !== 'selected') return DENY_ONCE
   switch (outcome.optionId) {
-    case 'allow_once': return { decision: 'allow', scope: 'once' }
-    case 'allow_always': return { decision: 'allow', scope: 'always' }
-    default: return DENY_ONCE
+    case 'allow_once':
+      return { decision: 'allow', scope: 'once' }
+    case 'allow_always':
+      return { decision: 'allow', scope: 'always' }
+    default:
+      return DENY_ONCE
   }
 }
 

@@ -12,17 +12,26 @@ import { callOfData, diffFromArgs, diffFromData, type FileDiff } from './diff.ts
  */
 export function stopReasonOf(reason: TurnEndReason): StopReason | undefined {
   switch (reason) {
-    case 'completed': return 'end_turn'
-    case 'aborted': return 'cancelled'
-    case 'step-limit': return 'max_turn_requests'
-    case 'max-tokens': return 'max_tokens'
-    default: return undefined
+    case 'completed':
+      return 'end_turn'
+    case 'aborted':
+      return 'cancelled'
+    case 'step-limit':
+      return 'max_turn_requests'
+    case 'max-tokens':
+      return 'max_tokens'
+    default:
+      return undefined
   }
 }
 
 /** The standing plan as an ACP `plan` update: the whole list every time, status 1:1, a constant priority. */
 export function planUpdate(todos: readonly TodoItem[] | null): SessionUpdate {
-  const entries: PlanEntry[] = (todos ?? []).map((todo) => ({ content: todo.content, status: todo.status, priority: 'medium' }))
+  const entries: PlanEntry[] = (todos ?? []).map((todo) => ({
+    content: todo.content,
+    status: todo.status,
+    priority: 'medium',
+  }))
   return { sessionUpdate: 'plan', entries }
 }
 
@@ -46,9 +55,12 @@ function messageId(turn: number, step: number | 'user'): string {
 }
 
 function toolContent(content: ToolContent): ToolCallContent[] {
-  return content.map((block): ToolCallContent => block.type === 'text'
-    ? { type: 'content', content: { type: 'text', text: block.text } }
-    : { type: 'content', content: { type: 'image', data: block.data, mimeType: block.mediaType } })
+  return content.map(
+    (block): ToolCallContent =>
+      block.type === 'text'
+        ? { type: 'content', content: { type: 'text', text: block.text } }
+        : { type: 'content', content: { type: 'image', data: block.data, mimeType: block.mediaType } },
+  )
 }
 
 /**
@@ -95,9 +107,11 @@ export class UpdateProjector {
         const message = event.data.message
         if (!replay || (message.source ?? 'user') !== 'user') return []
         const id = messageId(this.turn, 'user')
-        return message.content.flatMap((block): SessionUpdate[] => block.type === 'text' && block.text
-          ? [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text }, messageId: id }]
-          : [])
+        return message.content.flatMap((block): SessionUpdate[] =>
+          block.type === 'text' && block.text
+            ? [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text }, messageId: id }]
+            : [],
+        )
       }
       case 'assistant/message': {
         const id = messageId(event.data.turn, event.data.step)
@@ -105,9 +119,17 @@ export class UpdateProjector {
         for (const block of event.data.message.content) {
           // Live, what already streamed as deltas is not sent twice; an adapter that streamed nothing still shows.
           if (block.type === 'reasoning' && block.text && (replay || !this.streamedReasoning)) {
-            out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text }, messageId: id })
+            out.push({
+              sessionUpdate: 'agent_thought_chunk',
+              content: { type: 'text', text: block.text },
+              messageId: id,
+            })
           } else if (block.type === 'text' && block.text && (replay || !this.streamedText)) {
-            out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text }, messageId: id })
+            out.push({
+              sessionUpdate: 'agent_message_chunk',
+              content: { type: 'text', text: block.text },
+              messageId: id,
+            })
           }
         }
         return out
@@ -116,30 +138,35 @@ export class UpdateProjector {
         const view = this.options.present(event.data.name, event.data.arguments)
         this.open.set(event.data.callId, { view })
         const locations = this.locations(view)
-        return [{
-          sessionUpdate: 'tool_call',
-          toolCallId: event.data.callId,
-          title: view.title,
-          kind: view.kind,
-          status: 'in_progress',
-          rawInput: view.rawInput,
-          ...(locations.length ? { locations } : {}),
-        }]
+        return [
+          {
+            sessionUpdate: 'tool_call',
+            toolCallId: event.data.callId,
+            title: view.title,
+            kind: view.kind,
+            status: 'in_progress',
+            rawInput: view.rawInput,
+            ...(locations.length ? { locations } : {}),
+          },
+        ]
       }
       case 'tool/result': {
         const call = this.open.get(event.data.callId)
         this.open.delete(event.data.callId)
         const content = toolContent(event.data.content)
-        const diff = call && !event.data.isError && call.view.kind === 'edit'
-          ? call.logged ?? diffFromArgs(call.view.rawInput, this.options.cwd)
-          : undefined
+        const diff =
+          call && !event.data.isError && call.view.kind === 'edit'
+            ? (call.logged ?? diffFromArgs(call.view.rawInput, this.options.cwd))
+            : undefined
         if (diff) content.unshift({ type: 'diff', ...diff })
-        return [{
-          sessionUpdate: 'tool_call_update',
-          toolCallId: event.data.callId,
-          status: event.data.isError ? 'failed' : 'completed',
-          content,
-        }]
+        return [
+          {
+            sessionUpdate: 'tool_call_update',
+            toolCallId: event.data.callId,
+            status: event.data.isError ? 'failed' : 'completed',
+            content,
+          },
+        ]
       }
       case 'permission/request': {
         // Live only: a replay shows each call's final state.

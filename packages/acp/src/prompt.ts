@@ -32,7 +32,9 @@ export function promptContent(prompt: readonly ContentBlock[]): { content: TextB
     } else if (block.type === 'resource_link') {
       content.push({ type: 'text', text: linkText(block.uri, block.name, block.title) })
     } else {
-      return { error: `prompt[${i}]: ${block.type} content is not accepted; send text and resource_link blocks (see promptCapabilities)` }
+      return {
+        error: `prompt[${i}]: ${block.type} content is not accepted; send text and resource_link blocks (see promptCapabilities)`,
+      }
     }
   }
   if (!content.some((block) => block.text.trim())) return { error: 'the prompt is empty' }

@@ -25,13 +25,25 @@ export async function runStdio(door: DoorContext): Promise<number> {
   const writer = guard.protocol.getWriter()
   const output = new WritableStream<Uint8Array>({ write: (chunk) => writer.write(chunk) })
   const refuse = (message: RefusedMessage) => {
-    log(`refused a message of ${message.bytes} bytes${message.method ? ` (${message.method})` : ''}: the limit is ${MAX_MESSAGE_BYTES} bytes`)
+    log(
+      `refused a message of ${message.bytes} bytes${message.method ? ` (${message.method})` : ''}: the limit is ${MAX_MESSAGE_BYTES} bytes`,
+    )
     // A notification gets no answer; a message without a readable id is answered with id null, like a parse error.
     if (message.id === undefined && message.method !== undefined) return
-    const error = { code: -32600, message: `message too large: ${message.bytes} bytes (keel acp accepts at most ${MAX_MESSAGE_BYTES} bytes per message)`, data: { maxMessageBytes: MAX_MESSAGE_BYTES } }
-    writer.write(new TextEncoder().encode(`${JSON.stringify({ jsonrpc: '2.0', id: message.id ?? null, error })}\n`)).catch(() => {})
+    const error = {
+      code: -32600,
+      message: `message too large: ${message.bytes} bytes (keel acp accepts at most ${MAX_MESSAGE_BYTES} bytes per message)`,
+      data: { maxMessageBytes: MAX_MESSAGE_BYTES },
+    }
+    writer
+      .write(new TextEncoder().encode(`${JSON.stringify({ jsonrpc: '2.0', id: message.id ?? null, error })}\n`))
+      .catch(() => {})
   }
-  const input = limitLines(Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>, MAX_MESSAGE_BYTES, refuse)
+  const input = limitLines(
+    Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
+    MAX_MESSAGE_BYTES,
+    refuse,
+  )
   const connection = bridge.app.connect(ndJsonStream(output, input, { maxMessageBytes: MAX_MESSAGE_BYTES }))
   const stop = () => connection.close()
   for (const signal of SIGNALS) process.on(signal, stop)

@@ -3,8 +3,17 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { methods, RequestError, type SessionUpdate } from '@agentclientprotocol/sdk'
 import { makeKeel, waitFor, type Keel, type KeelOptions } from '../../../test-support/harness.ts'
 import {
-  chunkText, connectInProcess, DONE_PLAN, FIRST_PLAN, initialize, PLAN_PROMPT, planAndRunSteps, planEntries, processesWith,
-  sleepSteps, toolTrace,
+  chunkText,
+  connectInProcess,
+  DONE_PLAN,
+  FIRST_PLAN,
+  initialize,
+  PLAN_PROMPT,
+  planAndRunSteps,
+  planEntries,
+  processesWith,
+  sleepSteps,
+  toolTrace,
 } from './support.ts'
 
 let keel: Keel | undefined
@@ -25,7 +34,10 @@ async function start(steps: NonNullable<KeelOptions['steps']>, plan = false) {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<RequestError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e)
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   expect(error).toBeInstanceOf(Error)
   return error as RequestError
 }
@@ -49,7 +61,9 @@ describe('initialize and session/new', () => {
     const relative = await rejection(agent.request(methods.agent.session.new, { cwd: 'some/dir', mcpServers: [] }))
     expect(relative.code).toBe(-32602)
     expect(relative.message).toContain('absolute')
-    const missing = await rejection(agent.request(methods.agent.session.new, { cwd: join(keel.cwd, 'nope'), mcpServers: [] }))
+    const missing = await rejection(
+      agent.request(methods.agent.session.new, { cwd: join(keel.cwd, 'nope'), mcpServers: [] }),
+    )
     expect(missing.code).toBe(-32602)
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     expect(keel.ctx.agents.get(sessionId)?.cwd).toBe(keel.cwd)
@@ -84,7 +98,10 @@ describe('session/prompt', () => {
     expect(bashCall).toMatchObject({ title: 'echo hello-from-bash', rawInput: { command: 'echo hello-from-bash' } })
     const bashResult = updates.find((u) => u.sessionUpdate === 'tool_call_update' && u.toolCallId === 'call-bash-1')
     expect(JSON.stringify(bashResult)).toContain('hello-from-bash')
-    expect(updates.find((u) => u.sessionUpdate === 'tool_call' && u.toolCallId === 'call-plan-1')).toMatchObject({ title: 'Update plan', rawInput: { todos: FIRST_PLAN } })
+    expect(updates.find((u) => u.sessionUpdate === 'tool_call' && u.toolCallId === 'call-plan-1')).toMatchObject({
+      title: 'Update plan',
+      rawInput: { todos: FIRST_PLAN },
+    })
     expect(updates.filter((u) => u.sessionUpdate === 'plan')).toEqual([])
     expect(updates.filter((u) => u.sessionUpdate === 'user_message_chunk')).toEqual([])
 
@@ -101,11 +118,15 @@ describe('session/prompt', () => {
     await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: PLAN_PROMPT }] })
     const writes = keel.ctx.agents.get(sessionId)!.session.events.filter((e) => e.type === 'todo/write')
     expect(writes).toHaveLength(2)
-    const expected = writes.map((w) => (w.data.todos as { content: string; status: string }[]).map((t) => ({ ...t, priority: 'medium' })))
+    const expected = writes.map((w) =>
+      (w.data.todos as { content: string; status: string }[]).map((t) => ({ ...t, priority: 'medium' })),
+    )
     expect(planEntries(client.updates(sessionId))).toEqual(expected)
     expect(planEntries(client.updates(sessionId))[1]).toEqual(DONE_PLAN.map((t) => ({ ...t, priority: 'medium' })))
     // The plan update follows the todo_write call it came from.
-    const kinds = client.updates(sessionId).map((u) => u.sessionUpdate === 'tool_call' ? `call:${u.toolCallId}` : u.sessionUpdate)
+    const kinds = client
+      .updates(sessionId)
+      .map((u) => (u.sessionUpdate === 'tool_call' ? `call:${u.toolCallId}` : u.sessionUpdate))
     expect(kinds.indexOf('plan')).toBeGreaterThan(kinds.indexOf('call:call-plan-1'))
 
     client.clear()
@@ -117,12 +138,18 @@ describe('session/prompt', () => {
     const sleeper = sleepSteps()
     const { keel, client, agent } = await start(sleeper.steps)
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
-    const prompt = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'sleep please' }] })
+    const prompt = agent.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: 'text', text: 'sleep please' }],
+    })
     await waitFor(() => processesWith(sleeper.marker).length > 0, 'the command to start')
     await agent.notify(methods.agent.session.cancel, { sessionId })
     expect((await prompt).stopReason).toBe('cancelled')
     await waitFor(() => processesWith(sleeper.marker).length === 0, 'the command to be killed', 1000)
-    expect(toolTrace(client.updates(sessionId))).toEqual(['call call-sleep execute in_progress', 'update call-sleep failed'])
+    expect(toolTrace(client.updates(sessionId))).toEqual([
+      'call call-sleep execute in_progress',
+      'update call-sleep failed',
+    ])
   })
 
   it('refuses a second prompt while one is in flight, and the first still ends normally', async () => {
@@ -130,46 +157,84 @@ describe('session/prompt', () => {
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     const first = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] })
     await waitFor(() => keel.ctx.agents.get(sessionId)?.status === 'running', 'the first turn')
-    const second = await rejection(agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'two' }] }))
+    const second = await rejection(
+      agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'two' }] }),
+    )
     expect(second.code).toBe(-32600)
     expect(second.message).toContain('already running')
     await agent.notify(methods.agent.session.cancel, { sessionId })
     expect((await first).stopReason).toBe('cancelled')
-    expect((await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'three' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'three' }] }))
+        .stopReason,
+    ).toBe('end_turn')
   })
 
   it('cancels the turn when the client cancels the prompt request itself ($/cancel_request)', async () => {
     const { keel, agent } = await start([{ text: 'thinking…', hang: true }])
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     const controller = new AbortController()
-    const prompt = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] }, { cancellationSignal: controller.signal })
+    const prompt = agent.request(
+      methods.agent.session.prompt,
+      { sessionId, prompt: [{ type: 'text', text: 'one' }] },
+      { cancellationSignal: controller.signal },
+    )
     await waitFor(() => keel.ctx.agents.get(sessionId)?.status === 'running', 'the turn')
     controller.abort()
     expect((await prompt).stopReason).toBe('cancelled')
-    expect(keel.ctx.agents.get(sessionId)!.session.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
+    expect(keel.ctx.agents.get(sessionId)!.session.events.at(-1)).toMatchObject({
+      type: 'turn/end',
+      data: { reason: 'aborted' },
+    })
   })
 
   it('answers a turn that ended in error with a JSON-RPC error, and a step-limit turn with max_turn_requests', async () => {
-    const looping = Array.from({ length: 50 }, (_, i) => ({ when: 'loop', toolCalls: [{ id: `loop-${i}`, name: 'no_such_tool', arguments: {} }] }))
-    const { keel, agent } = await start([{ when: 'fail', error: { kind: 'bad-request', message: 'the model refused' } }, ...looping])
+    const looping = Array.from({ length: 50 }, (_, i) => ({
+      when: 'loop',
+      toolCalls: [{ id: `loop-${i}`, name: 'no_such_tool', arguments: {} }],
+    }))
+    const { keel, agent } = await start([
+      { when: 'fail', error: { kind: 'bad-request', message: 'the model refused' } },
+      ...looping,
+    ])
     const failing = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
-    const error = await rejection(agent.request(methods.agent.session.prompt, { sessionId: failing.sessionId, prompt: [{ type: 'text', text: 'fail' }] }))
+    const error = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId: failing.sessionId,
+        prompt: [{ type: 'text', text: 'fail' }],
+      }),
+    )
     expect(error.code).toBe(-32603)
     expect(error.message).toContain('the model refused')
     const looped = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
-    const response = await agent.request(methods.agent.session.prompt, { sessionId: looped.sessionId, prompt: [{ type: 'text', text: 'loop' }] })
+    const response = await agent.request(methods.agent.session.prompt, {
+      sessionId: looped.sessionId,
+      prompt: [{ type: 'text', text: 'loop' }],
+    })
     expect(response.stopReason).toBe('max_turn_requests')
   })
 
   it('refuses prompts it cannot represent and sessions it does not know', async () => {
     const { keel, agent } = await start([])
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
-    const image = await rejection(agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }))
+    const image = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }],
+      }),
+    )
     expect(image.code).toBe(-32602)
     expect(image.message).toContain('image')
-    const empty = await rejection(agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: '  ' }] }))
+    const empty = await rejection(
+      agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: '  ' }] }),
+    )
     expect(empty.code).toBe(-32602)
-    const unknown = await rejection(agent.request(methods.agent.session.prompt, { sessionId: 'no-such-session', prompt: [{ type: 'text', text: 'hi' }] }))
+    const unknown = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId: 'no-such-session',
+        prompt: [{ type: 'text', text: 'hi' }],
+      }),
+    )
     expect(unknown.code).toBe(-32002)
   })
 })
@@ -187,9 +252,17 @@ describe('session/load', () => {
     const reopened = connectInProcess(keel, true)
     open.push(reopened)
     await initialize(reopened)
-    const missing = await rejection(reopened.connection.agent.request(methods.agent.session.load, { sessionId: 'not-a-session', cwd: keel.cwd, mcpServers: [] }))
+    const missing = await rejection(
+      reopened.connection.agent.request(methods.agent.session.load, {
+        sessionId: 'not-a-session',
+        cwd: keel.cwd,
+        mcpServers: [],
+      }),
+    )
     expect(missing.code).toBe(-32002)
-    expect(await reopened.connection.agent.request(methods.agent.session.load, { sessionId, cwd: keel.cwd, mcpServers: [] })).toEqual({})
+    expect(
+      await reopened.connection.agent.request(methods.agent.session.load, { sessionId, cwd: keel.cwd, mcpServers: [] }),
+    ).toEqual({})
     const replayed = reopened.updates(sessionId)
     expect(chunkText(replayed, 'user_message_chunk')).toBe(PLAN_PROMPT)
     expect(chunkText(replayed, 'agent_thought_chunk')).toBe(chunkText(live, 'agent_thought_chunk'))
@@ -202,11 +275,17 @@ describe('session/load', () => {
     expect(replayed.at(-1)?.sessionUpdate).toBe('plan')
 
     reopened.clear()
-    const next = await reopened.connection.agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'more' }] })
+    const next = await reopened.connection.agent.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: 'text', text: 'more' }],
+    })
     expect(next.stopReason).toBe('end_turn')
     expect(chunkText(reopened.updates(sessionId), 'agent_message_chunk')).toBe('Continued.')
     expect(planEntries(reopened.updates(sessionId))).toEqual([[]])
-    const turns = keel.ctx.agents.get(sessionId)!.session.events.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)
+    const turns = keel.ctx.agents
+      .get(sessionId)!
+      .session.events.filter((e) => e.type === 'turn/start')
+      .map((e) => e.data.turn)
     expect(turns).toEqual([1, 2])
   })
 

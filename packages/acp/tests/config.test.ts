@@ -34,7 +34,10 @@ describe('the @keel/acp plugin entry (plan setting)', () => {
       rmSync(home, { recursive: true, force: true })
     })
     const composition = join(dir, 'keel.yml')
-    writeFileSync(composition, `${readFileSync(DEFAULT_COMPOSITION, 'utf8')}\n- id: acp\n  name: '@keel/acp'\n  config:\n    plan: true\n`)
+    writeFileSync(
+      composition,
+      `${readFileSync(DEFAULT_COMPOSITION, 'utf8')}\n- id: acp\n  name: '@keel/acp'\n  config:\n    plan: true\n`,
+    )
     const ctx = await boot({ composition })
     cleanup.push(() => shutdown(ctx))
     const loader = ctx.get('loader') as KeelLoader

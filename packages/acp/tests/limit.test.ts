@@ -23,7 +23,10 @@ async function through(chunks: string[], max: number): Promise<{ passed: string;
   })
   let passed = ''
   const decoder = new TextDecoder()
-  for await (const bytes of limitLines(source, max, (message) => refused.push(message)) as unknown as AsyncIterable<Uint8Array>) passed += decoder.decode(bytes, { stream: true })
+  for await (const bytes of limitLines(source, max, (message) =>
+    refused.push(message),
+  ) as unknown as AsyncIterable<Uint8Array>)
+    passed += decoder.decode(bytes, { stream: true })
   return { passed, refused }
 }
 
@@ -44,7 +47,10 @@ describe('limitLines', () => {
 
   it('drops a line over the limit, reports its id and method, and keeps the lines around it', async () => {
     const big = `{"jsonrpc":"2.0","method":"session/prompt","params":{"text":"${'x'.repeat(200)}"},"id":"req-7"}`
-    const { passed, refused } = await through(['{"id":1}\n', big.slice(0, 50), big.slice(50, 120), `${big.slice(120)}\n{"id":2}\n`], 100)
+    const { passed, refused } = await through(
+      ['{"id":1}\n', big.slice(0, 50), big.slice(50, 120), `${big.slice(120)}\n{"id":2}\n`],
+      100,
+    )
     expect(passed).toBe('{"id":1}\n{"id":2}\n')
     expect(refused).toEqual([{ bytes: big.length, id: 'req-7', method: 'session/prompt' }])
   })
@@ -77,32 +83,57 @@ describe('keel acp with an oversized message', { timeout: 120_000 }, () => {
     const home = mkdtempSync(join(tmpdir(), 'keel-acp-limit-'))
     try {
       const child = spawn(process.execPath, [join(REPO, 'bin/keel.js'), 'acp', '--model', 'scripted/plan'], {
-        cwd: home, env: { ...process.env, KEEL_HOME: home, KEEL_DEV: '1' }, stdio: ['pipe', 'pipe', 'pipe'],
+        cwd: home,
+        env: { ...process.env, KEEL_HOME: home, KEEL_DEV: '1' },
+        stdio: ['pipe', 'pipe', 'pipe'],
       })
       let stdout = ''
       let stderr = ''
-      child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString('utf8') })
-      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8')
+      })
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8')
+      })
       child.stdin.on('error', () => {})
       const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
-      const responses = () => stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { id?: unknown; result?: any; error?: any })
+      const responses = () =>
+        stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { id?: unknown; result?: any; error?: any })
       const answered = async (id: number) => {
         while (!responses().some((message) => message.id === id)) {
-          if (child.exitCode !== null) throw new Error(`keel acp exited ${child.exitCode} before answering ${id}\n${stderr}`)
+          if (child.exitCode !== null)
+            throw new Error(`keel acp exited ${child.exitCode} before answering ${id}\n${stderr}`)
           await new Promise((done) => setTimeout(done, 20))
         }
         return responses().find((message) => message.id === id)!
       }
       const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`)
 
-      send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} } })
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} },
+      })
       expect((await answered(1)).result).toBeDefined()
       // 33 MiB of prompt text, its id after the params (so it is read at the end of the stream), written in pieces.
       const text = 'a'.repeat(MAX_MESSAGE_BYTES + 1024 * 1024)
-      child.stdin.write(`{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"${text}"}]},"id":2}\n`)
+      child.stdin.write(
+        `{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"${text}"}]},"id":2}\n`,
+      )
       const refusal = await answered(2)
-      expect(refusal.error).toMatchObject({ code: -32600, message: expect.stringMatching(/^message too large: \d+ bytes \(keel acp accepts at most 33554432 bytes per message\)$/) })
-      expect(stderr).toMatch(/keel acp: refused a message of \d+ bytes \(session\/prompt\): the limit is 33554432 bytes/)
+      expect(refusal.error).toMatchObject({
+        code: -32600,
+        message: expect.stringMatching(
+          /^message too large: \d+ bytes \(keel acp accepts at most 33554432 bytes per message\)$/,
+        ),
+      })
+      expect(stderr).toMatch(
+        /keel acp: refused a message of \d+ bytes \(session\/prompt\): the limit is 33554432 bytes/,
+      )
 
       // Still serving: a new session works.
       send({ jsonrpc: '2.0', id: 3, method: 'session/new', params: { cwd: home, mcpServers: [] } })

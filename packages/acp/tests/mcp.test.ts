@@ -17,12 +17,21 @@ afterEach(async () => {
   keel = undefined
 })
 
-const mcpConfig = { servers: {}, projectFile: false, startTimeoutMs: 20_000, callTimeoutMs: 20_000, maxResultChars: 25_000 }
+const mcpConfig = {
+  servers: {},
+  projectFile: false,
+  startTimeoutMs: 20_000,
+  callTimeoutMs: 20_000,
+  maxResultChars: 25_000,
+}
 
 describe('MCP servers from the client', () => {
-  it('advertises http and sse, connects the session\'s servers, and the model\'s call reaches them', async () => {
+  it("advertises http and sse, connects the session's servers, and the model's call reaches them", async () => {
     keel = await makeKeel({
-      steps: [{ toolCalls: [{ id: 'call-echo', name: 'mcp__every_thing__echo', arguments: { message: 'via acp' } }] }, { text: 'done' }],
+      steps: [
+        { toolCalls: [{ id: 'call-echo', name: 'mcp__every_thing__echo', arguments: { message: 'via acp' } }] },
+        { text: 'done' },
+      ],
       plugins: [[mcpPlugin, mcpConfig]],
     })
     client = connectInProcess(keel)
@@ -31,12 +40,25 @@ describe('MCP servers from the client', () => {
     const agent = client.connection.agent
     const { sessionId } = await agent.request(methods.agent.session.new, {
       cwd: keel.cwd,
-      mcpServers: [{ name: 'every thing', command: EVERYTHING.command, args: EVERYTHING.args, env: [{ name: 'KEEL_TEST', value: '1' }] }],
+      mcpServers: [
+        {
+          name: 'every thing',
+          command: EVERYTHING.command,
+          args: EVERYTHING.args,
+          env: [{ name: 'KEEL_TEST', value: '1' }],
+        },
+      ],
     })
     expect(keel.ctx.mcp.status()).toMatchObject([{ name: 'every_thing', state: 'ready', source: 'acp session' }])
-    const response = await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'echo' }] })
+    const response = await agent.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: 'text', text: 'echo' }],
+    })
     expect(response.stopReason).toBe('end_turn')
-    expect(toolTrace(client.updates(sessionId))).toEqual(['call call-echo other in_progress', 'update call-echo completed'])
+    expect(toolTrace(client.updates(sessionId))).toEqual([
+      'call call-echo other in_progress',
+      'update call-echo completed',
+    ])
     expect(JSON.stringify(keel.model.requests[1]!.messages)).toContain('Echo: via acp')
 
     const pid = keel.ctx.mcp.status()[0]!.pid!

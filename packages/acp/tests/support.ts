@@ -2,14 +2,24 @@
 // streams (the same framing as stdio) or to a `keel acp` child process.
 import { readdirSync, readFileSync } from 'node:fs'
 import {
-  client, methods, ndJsonStream, PROTOCOL_VERSION,
-  type ClientConnection, type RequestPermissionRequest, type RequestPermissionResponse, type SessionNotification, type SessionUpdate,
+  client,
+  methods,
+  ndJsonStream,
+  PROTOCOL_VERSION,
+  type ClientConnection,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionNotification,
+  type SessionUpdate,
 } from '@agentclientprotocol/sdk'
 import type { Keel } from '../../../test-support/harness.ts'
 import { AcpBridge } from '../src/bridge.ts'
 
 /** How the test client answers `session/request_permission` (given the request and the request's abort signal). */
-export type PermissionResponder = (request: RequestPermissionRequest, signal: AbortSignal) => RequestPermissionResponse | Promise<RequestPermissionResponse>
+export type PermissionResponder = (
+  request: RequestPermissionRequest,
+  signal: AbortSignal,
+) => RequestPermissionResponse | Promise<RequestPermissionResponse>
 
 /** What an editor's "Allow" button sends. */
 export const allowOnce: PermissionResponder = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
@@ -32,7 +42,9 @@ export function testClient(stream: ReturnType<typeof ndJsonStream>): TestClient 
   const permissionRequests: RequestPermissionRequest[] = []
   let responder: PermissionResponder = allowOnce
   const app = client({ name: 'keel-acp-tests' })
-    .onNotification(methods.client.session.update, ({ params }) => { notifications.push(params) })
+    .onNotification(methods.client.session.update, ({ params }) => {
+      notifications.push(params)
+    })
     .onRequest(methods.client.session.requestPermission, ({ params, signal }) => {
       permissionRequests.push(params)
       return responder(params, signal)
@@ -42,10 +54,13 @@ export function testClient(stream: ReturnType<typeof ndJsonStream>): TestClient 
     connection,
     notifications,
     permissionRequests,
-    respond: (next) => { responder = next },
-    updates: (sessionId, kind) => notifications
-      .filter((n) => n.sessionId === sessionId && (!kind || n.update.sessionUpdate === kind))
-      .map((n) => n.update),
+    respond: (next) => {
+      responder = next
+    },
+    updates: (sessionId, kind) =>
+      notifications
+        .filter((n) => n.sessionId === sessionId && (!kind || n.update.sessionUpdate === kind))
+        .map((n) => n.update),
     clear: () => {
       notifications.length = 0
       permissionRequests.length = 0
@@ -54,7 +69,10 @@ export function testClient(stream: ReturnType<typeof ndJsonStream>): TestClient 
 }
 
 export async function initialize(test: TestClient) {
-  return test.connection.agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} })
+  return test.connection.agent.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: {},
+  })
 }
 
 /** A bridge over an in-process Keel and a client talking to it through in-memory NDJSON streams. */
@@ -76,7 +94,10 @@ export function connectInProcess(keel: Keel, plan = false) {
 }
 
 /** The text of every chunk of one kind, joined. */
-export function chunkText(updates: SessionUpdate[], kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk'): string {
+export function chunkText(
+  updates: SessionUpdate[],
+  kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk',
+): string {
   return updates.map((u) => (u.sessionUpdate === kind && u.content.type === 'text' ? u.content.text : '')).join('')
 }
 
@@ -88,13 +109,18 @@ export function chunkText(updates: SessionUpdate[], kind: 'agent_message_chunk' 
 export function toolTrace(updates: SessionUpdate[]): string[] {
   return updates.flatMap((u) => {
     if (u.sessionUpdate === 'tool_call') return [`call ${u.toolCallId} ${u.kind} ${u.status}`]
-    if (u.sessionUpdate === 'tool_call_update' && u.status !== 'pending' && u.status !== 'in_progress') return [`update ${u.toolCallId} ${u.status}`]
+    if (u.sessionUpdate === 'tool_call_update' && u.status !== 'pending' && u.status !== 'in_progress')
+      return [`update ${u.toolCallId} ${u.status}`]
     return []
   })
 }
 
 export function planEntries(updates: SessionUpdate[]): { content: string; status: string; priority: string }[][] {
-  return updates.flatMap((u) => (u.sessionUpdate === 'plan' ? [u.entries.map(({ content, status, priority }) => ({ content, status, priority }))] : []))
+  return updates.flatMap((u) =>
+    u.sessionUpdate === 'plan'
+      ? [u.entries.map(({ content, status, priority }) => ({ content, status, priority }))]
+      : [],
+  )
 }
 
 /**
@@ -128,7 +154,9 @@ export const DONE_PLAN = [
 export function planAndRunSteps(when?: string) {
   return [
     {
-      when, reasoning: 'Plan first, then run it.', text: 'Working on it. ',
+      when,
+      reasoning: 'Plan first, then run it.',
+      text: 'Working on it. ',
       toolCalls: [
         { id: 'call-plan-1', name: 'todo_write', arguments: { todos: FIRST_PLAN } },
         { id: 'call-bash-1', name: 'bash', arguments: { command: 'echo hello-from-bash' } },
@@ -144,7 +172,13 @@ let sleeps = 0
 /**
  * A command that sleeps for long, with a duration no other test uses (its marker, to find it among the processes).
  */
-export function sleepSteps(when?: string): { steps: { when?: string; toolCalls: { id: string; name: string; arguments: { command: string } }[] }[]; marker: string } {
+export function sleepSteps(when?: string): {
+  steps: { when?: string; toolCalls: { id: string; name: string; arguments: { command: string } }[] }[]
+  marker: string
+} {
   const marker = `30.${process.pid}${++sleeps}`
-  return { steps: [{ when, toolCalls: [{ id: 'call-sleep', name: 'bash', arguments: { command: `exec sleep ${marker}` } }] }], marker }
+  return {
+    steps: [{ when, toolCalls: [{ id: 'call-sleep', name: 'bash', arguments: { command: `exec sleep ${marker}` } }] }],
+    marker,
+  }
 }

@@ -1,5 +1,12 @@
 import type { Context } from 'cordis'
-import { LlmError, MessageAssembler, toolCallsOf, type ContentBlock, type LlmAdapter, type ToolCallBlock } from '@keel/llm'
+import {
+  LlmError,
+  MessageAssembler,
+  toolCallsOf,
+  type ContentBlock,
+  type LlmAdapter,
+  type ToolCallBlock,
+} from '@keel/llm'
 import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
 import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
@@ -42,7 +49,14 @@ export interface AgentOptions {
 
 /** `ctx.permissions` as the loop uses it; structural, so @keel/agent does not depend on @keel/permissions. */
 interface PermissionGate {
-  authorize(call: { session: Session; cwd: string; callId: string; tool: string; arguments: unknown; signal: AbortSignal }): Promise<{ allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }>
+  authorize(call: {
+    session: Session
+    cwd: string
+    callId: string
+    tool: string
+    arguments: unknown
+    signal: AbortSignal
+  }): Promise<{ allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }>
 }
 type Verdict = { allowed: true; sandbox?: SandboxLevel } | { allowed: false; message: string }
 
@@ -66,7 +80,10 @@ export class Agent implements ToolAgent {
   /** Built on the first request and kept: prompt caches need the same system text on every request. */
   private system: string | undefined
 
-  constructor(private readonly ctx: Context, readonly options: AgentOptions) {
+  constructor(
+    private readonly ctx: Context,
+    readonly options: AgentOptions,
+  ) {
     this.session = options.session
     this.cwd = options.cwd
     this.depth = options.depth ?? 0
@@ -78,7 +95,9 @@ export class Agent implements ToolAgent {
     }
   }
 
-  get id(): string { return this.session.id }
+  get id(): string {
+    return this.session.id
+  }
 
   /** The instruction files in this agent's system prompt. */
   get instructions(): Instructions {
@@ -87,7 +106,8 @@ export class Agent implements ToolAgent {
 
   /** The system prompt of every request this agent makes. */
   systemText(toolNames: readonly string[]): string {
-    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, toolNames, new Date(), this.instructions.text))
+    return (this.system ??=
+      this.options.system ?? systemPrompt(this.cwd, toolNames, new Date(), this.instructions.text))
   }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
@@ -139,20 +159,35 @@ export class Agent implements ToolAgent {
     this.lastTurn = turn
     try {
       for (let step = 1; ; step++) {
-        if (step > maxSteps) { result.reason = 'step-limit'; break }
+        if (step > maxSteps) {
+          result.reason = 'step-limit'
+          break
+        }
         result.steps = step
         session.append('step/start', { turn, step })
         let failed = false
         try {
-          if (step === 1) session.append('user/message', { message: { role: 'user', content, source: 'user' } }, { surfaceOp: { op: 'append' } })
+          if (step === 1)
+            session.append(
+              'user/message',
+              { message: { role: 'user', content, source: 'user' } },
+              { surfaceOp: { op: 'append' } },
+            )
           const outcome = await this.step(turn, step, signal, result)
-          if (outcome) { result.reason = outcome; break }
+          if (outcome) {
+            result.reason = outcome
+            break
+          }
         } catch (error) {
           failed = true
           throw error
         } finally {
           // A failed append (disk full) usually fails this one too: the first error is the one to report.
-          try { session.append('step/end', { turn, step }) } catch (error) { if (!failed) throw error }
+          try {
+            session.append('step/end', { turn, step })
+          } catch (error) {
+            if (!failed) throw error
+          }
         }
       }
     } catch (error) {
@@ -164,7 +199,11 @@ export class Agent implements ToolAgent {
       }
     } finally {
       try {
-        session.append('turn/end', { turn, reason: result.reason, ...(result.message ? { message: result.message } : {}) })
+        session.append('turn/end', {
+          turn,
+          reason: result.reason,
+          ...(result.message ? { message: result.message } : {}),
+        })
       } catch (error) {
         // The turn stays open on the log, as in memory; the next prompt (or a resume) closes it as interrupted.
         if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: oneLine(error) })
@@ -174,7 +213,12 @@ export class Agent implements ToolAgent {
   }
 
   /** One model request and its tool calls. Returns why the turn ends, or undefined to continue. */
-  private async step(turn: number, step: number, signal: AbortSignal, result: TurnResult): Promise<TurnEndReason | undefined> {
+  private async step(
+    turn: number,
+    step: number,
+    signal: AbortSignal,
+    result: TurnResult,
+  ): Promise<TurnEndReason | undefined> {
     await this.ctx.parallel('agent/prepare', this, signal)
     const exclude = this.options.excludeTools ?? []
     const tools = this.ctx.tools.schemas(exclude)
@@ -191,16 +235,20 @@ export class Agent implements ToolAgent {
       for await (const chunk of this.model.stream(request, signal)) {
         assembler.push(chunk)
         if (chunk.type === 'text-delta') this.ctx.emit('agent/delta', this, { kind: 'text', text: chunk.text })
-        else if (chunk.type === 'reasoning-delta') this.ctx.emit('agent/delta', this, { kind: 'reasoning', text: chunk.text })
-        else if (chunk.type === 'tool-call-start') this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, name: chunk.name, text: '' })
-        else if (chunk.type === 'tool-call-delta') this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, text: chunk.argumentsDelta })
+        else if (chunk.type === 'reasoning-delta')
+          this.ctx.emit('agent/delta', this, { kind: 'reasoning', text: chunk.text })
+        else if (chunk.type === 'tool-call-start')
+          this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, name: chunk.name, text: '' })
+        else if (chunk.type === 'tool-call-delta')
+          this.ctx.emit('agent/delta', this, { kind: 'tool-input', index: chunk.index, text: chunk.argumentsDelta })
       }
     } catch (error) {
       if (signal.aborted || (error instanceof LlmError && error.kind === 'aborted')) {
         // Keep what the user already saw; unfinished tool calls are dropped, never run.
         const partial = assembler.message()
         partial.content = partial.content.filter((block) => block.type !== 'tool-call')
-        if (partial.content.length) this.session.append('assistant/message', { turn, step, message: partial }, { surfaceOp: { op: 'append' } })
+        if (partial.content.length)
+          this.session.append('assistant/message', { turn, step, message: partial }, { surfaceOp: { op: 'append' } })
         return 'aborted'
       }
       throw error
@@ -210,7 +258,11 @@ export class Agent implements ToolAgent {
     // Rewritten in the message itself, before it is logged: the model then sees its calls and their results under the
     // same ids, and no two results ever share one (strict providers reject that, and the log would be ambiguous).
     for (const [i, call] of calls.entries()) call.id = this.uniqueCallId(call.id || `call_${turn}_${step}_${i}`)
-    this.session.append('assistant/message', { turn, step, message, ...(assembler.usage ? { usage: assembler.usage } : {}) }, { surfaceOp: { op: 'append' } })
+    this.session.append(
+      'assistant/message',
+      { turn, step, message, ...(assembler.usage ? { usage: assembler.usage } : {}) },
+      { surfaceOp: { op: 'append' } },
+    )
     const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
     if (text) result.text = text
     if (!calls.length) return assembler.finish === 'max-tokens' ? 'max-tokens' : 'completed'
@@ -233,22 +285,38 @@ export class Agent implements ToolAgent {
       }
       const batch = calls.slice(i, j)
       i = j
-      for (const call of batch) this.session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
+      for (const call of batch)
+        this.session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
       if (signal.aborted) {
-        for (const call of batch) this.appendResult(turn, step, call, { isError: true, content: [{ type: 'text', text: ABORTED_BEFORE_START }] })
+        for (const call of batch)
+          this.appendResult(turn, step, call, {
+            isError: true,
+            content: [{ type: 'text', text: ABORTED_BEFORE_START }],
+          })
         continue
       }
       const verdicts = await this.authorize(batch, signal)
-      const results = await Promise.all(batch.map((call, k) => {
-        const verdict = verdicts[k]!
-        if (exclude.includes(call.name)) return Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }] })
-        if (!verdict.allowed) return Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: verdict.message }] })
-        return this.ctx.tools.execute({
-          callId: call.id, name: call.name, arguments: call.arguments, agent: this, signal,
-          ...(verdict.sandbox ? { sandbox: verdict.sandbox } : {}),
-          onUpdate: (text) => this.ctx.emit('agent/delta', this, { kind: 'tool-output', callId: call.id, text }),
-        })
-      }))
+      const results = await Promise.all(
+        batch.map((call, k) => {
+          const verdict = verdicts[k]!
+          if (exclude.includes(call.name))
+            return Promise.resolve<ToolResult>({
+              isError: true,
+              content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }],
+            })
+          if (!verdict.allowed)
+            return Promise.resolve<ToolResult>({ isError: true, content: [{ type: 'text', text: verdict.message }] })
+          return this.ctx.tools.execute({
+            callId: call.id,
+            name: call.name,
+            arguments: call.arguments,
+            agent: this,
+            signal,
+            ...(verdict.sandbox ? { sandbox: verdict.sandbox } : {}),
+            onUpdate: (text) => this.ctx.emit('agent/delta', this, { kind: 'tool-output', callId: call.id, text }),
+          })
+        }),
+      )
       batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
     }
   }
@@ -270,14 +338,30 @@ export class Agent implements ToolAgent {
     const exclude = this.options.excludeTools ?? []
     const out: Verdict[] = []
     for (const call of batch) {
-      if (!permissions || exclude.includes(call.name)) { out.push({ allowed: true }); continue }
-      out.push(await permissions.authorize({ session: this.session, cwd: this.cwd, callId: call.id, tool: call.name, arguments: call.arguments, signal }))
+      if (!permissions || exclude.includes(call.name)) {
+        out.push({ allowed: true })
+        continue
+      }
+      out.push(
+        await permissions.authorize({
+          session: this.session,
+          cwd: this.cwd,
+          callId: call.id,
+          tool: call.name,
+          arguments: call.arguments,
+          signal,
+        }),
+      )
     }
     return out
   }
 
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {
-    this.session.append('tool/result', { turn, step, callId: call.id, content: result.content, isError: result.isError }, { surfaceOp: { op: 'append' } })
+    this.session.append(
+      'tool/result',
+      { turn, step, callId: call.id, content: result.content, isError: result.isError },
+      { surfaceOp: { op: 'append' } },
+    )
   }
 }
 

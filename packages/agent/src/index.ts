@@ -52,22 +52,39 @@ export interface CreateAgentOptions extends Omit<AgentOptions, 'session'> {
 export class AgentRegistry extends Service {
   private readonly live = new Map<string, Agent>()
 
-  constructor(ctx: Context, readonly config: Config = { maxSteps: 200 }) {
+  constructor(
+    ctx: Context,
+    readonly config: Config = { maxSteps: 200 },
+  ) {
     super(ctx, 'agents', true)
-    ctx.on('dispose', () => { for (const agent of this.live.values()) agent.dispose() })
+    ctx.on('dispose', () => {
+      for (const agent of this.live.values()) agent.dispose()
+    })
   }
 
   /** A new agent; its project instructions are read now (for `cwd`) unless given, as a subagent passes its parent's. */
   create(options: CreateAgentOptions): Agent {
-    const session = this.ctx.sessions.create({ cwd: options.cwd, id: options.sessionId, parent: options.parent, persist: options.persist, deferFile: !options.fileNow })
+    const session = this.ctx.sessions.create({
+      cwd: options.cwd,
+      id: options.sessionId,
+      parent: options.parent,
+      persist: options.persist,
+      deferFile: !options.fileNow,
+    })
     return this.adopt(session, { ...options, instructions: options.instructions ?? loadInstructions(options.cwd) })
   }
 
   /** Reopens a persisted session (repairing a crash) and continues its numbering and history. */
-  resume(id: string, options: Omit<CreateAgentOptions, 'cwd' | 'sessionId'> & { cwd?: string }): { agent: Agent; repairs: string[] } {
+  resume(
+    id: string,
+    options: Omit<CreateAgentOptions, 'cwd' | 'sessionId'> & { cwd?: string },
+  ): { agent: Agent; repairs: string[] } {
     const { session, repairs } = this.ctx.sessions.open(id)
     const cwd = options.cwd ?? session.header.cwd
-    return { agent: this.adopt(session, { ...options, cwd, instructions: options.instructions ?? loadInstructions(cwd) }), repairs }
+    return {
+      agent: this.adopt(session, { ...options, cwd, instructions: options.instructions ?? loadInstructions(cwd) }),
+      repairs,
+    }
   }
 
   get(id: string): Agent | undefined {
@@ -93,9 +110,14 @@ export type { LlmAdapter }
 
 export const name = 'keel-agent'
 export const inject = ['sessions', 'tools', 'llm']
-export interface Config { maxSteps: number }
+export interface Config {
+  maxSteps: number
+}
 export const Config: Schema<Config> = Schema.object({
-  maxSteps: Schema.natural().min(1).default(200).description('Steps (model requests) one turn may take before it ends with reason step-limit.'),
+  maxSteps: Schema.natural()
+    .min(1)
+    .default(200)
+    .description('Steps (model requests) one turn may take before it ends with reason step-limit.'),
 })
 
 export function apply(ctx: Context, config: Config): void {

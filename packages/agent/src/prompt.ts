@@ -6,7 +6,7 @@ import { platform, release } from 'node:os'
  */
 export function systemPrompt(cwd: string, toolNames: readonly string[], now = new Date(), instructions = ''): string {
   const base = [
-    'You are Keel, a coding agent working in a repository on the user\'s machine.',
+    "You are Keel, a coding agent working in a repository on the user's machine.",
     `Working directory: ${cwd}. Platform: ${platform()} ${release()}. Date: ${now.toISOString().slice(0, 10)}.`,
     `Tools: ${toolNames.join(', ') || 'none'}.`,
     'Inspect before you change things, keep changes small and correct, and check your work by running it.',

@@ -14,14 +14,17 @@ afterEach(async () => {
 })
 
 describe('cancelling a turn ends every process its bash call started', () => {
-  test('a grandchild in the shell\'s group and one that escaped it with setsid', async () => {
+  test("a grandchild in the shell's group and one that escaped it with setsid", async () => {
     // Both sleeps outlive a plain kill of the shell: one is only a child of the shell, the other left its group.
     const command = "sleep 300 & echo $! > pids; setsid sh -c 'echo $$ >> pids; exec sleep 300' & wait"
     keel = await makeKeel({ steps: [{ toolCalls: [{ name: 'bash', arguments: { command } }] }] })
     const agent = keel.agent()
     const turn = agent.prompt('start two sleepers')
     const file = join(keel.cwd, 'pids')
-    await waitFor(() => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2, 'both grandchildren to start')
+    await waitFor(
+      () => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2,
+      'both grandchildren to start',
+    )
     pids = pidsIn(readFileSync(file, 'utf8'))
     expect(pids.every(alive)).toBe(true)
     agent.cancel()

@@ -6,52 +6,96 @@ import { defineTool } from '@keel/tools'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch { return false }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 describe('the agent loop', () => {
   test('turn and step structure: tool/call before the tool runs, tool/result after, in model order', async () => {
-    keel = await makeKeel({ steps: [
-      { text: 'Looking.', toolCalls: [{ name: 'bash', arguments: { command: 'echo one' } }, { name: 'bash', arguments: { command: 'echo two' } }] },
-      { text: 'Both ran.' },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        {
+          text: 'Looking.',
+          toolCalls: [
+            { name: 'bash', arguments: { command: 'echo one' } },
+            { name: 'bash', arguments: { command: 'echo two' } },
+          ],
+        },
+        { text: 'Both ran.' },
+      ],
+    })
     const agent = keel.agent()
     const seen: string[] = []
-    keel.ctx.on('session/event', (_s, event) => { seen.push(event.type) })
+    keel.ctx.on('session/event', (_s, event) => {
+      seen.push(event.type)
+    })
     const result = await agent.prompt('run two commands')
     expect(result).toMatchObject({ reason: 'completed', text: 'Both ran.', turn: 1, steps: 2, toolCalls: 2 })
     expect(seen).toEqual([
-      'turn/start', 'step/start', 'user/message', 'assistant/message',
-      'tool/call', 'tool/result', 'tool/call', 'tool/result', 'step/end',
-      'step/start', 'assistant/message', 'step/end', 'turn/end',
+      'turn/start',
+      'step/start',
+      'user/message',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'tool/call',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'assistant/message',
+      'step/end',
+      'turn/end',
     ])
     const results = agent.session.events.filter((e) => e.type === 'tool/result')
-    expect(results.map((e) => textOfContent(e.data.content))).toEqual([expect.stringMatching(/^one\n\[exit code 0/), expect.stringMatching(/^two\n\[exit code 0/)])
+    expect(results.map((e) => textOfContent(e.data.content))).toEqual([
+      expect.stringMatching(/^one\n\[exit code 0/),
+      expect.stringMatching(/^two\n\[exit code 0/),
+    ])
   })
 
   test('a bad tool argument comes back as isError and the next request contains it', async () => {
-    keel = await makeKeel({ steps: [
-      { toolCalls: [{ name: 'bash', arguments: { cmd: 'ls' } }] },
-      { toolCalls: [{ name: 'no_such_tool', arguments: {} }] },
-      { text: 'ok' },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { cmd: 'ls' } }] },
+        { toolCalls: [{ name: 'no_such_tool', arguments: {} }] },
+        { text: 'ok' },
+      ],
+    })
     const agent = keel.agent()
     await agent.prompt('go')
     const second = keel.model.requests[1]!.messages.at(-1)!
     const block = second.content[0] as { isError: boolean; content: { type: string; text?: string }[] }
     expect(block.isError).toBe(true)
-    expect(textOfContent(block.content)).toBe('Error: invalid arguments:\ncommand: is required\ncmd: is not an allowed property')
+    expect(textOfContent(block.content)).toBe(
+      'Error: invalid arguments:\ncommand: is required\ncmd: is not an allowed property',
+    )
     const third = keel.model.requests[2]!.messages.at(-1)!
-    expect(textOfContent((third.content[0] as { content: { type: string; text?: string }[] }).content)).toMatch(/^Error: unknown tool "no_such_tool"; available: /)
+    expect(textOfContent((third.content[0] as { content: { type: string; text?: string }[] }).content)).toMatch(
+      /^Error: unknown tool "no_such_tool"; available: /,
+    )
   })
 
   test('cancel during a running bash kills it within 1 s and closes the turn as aborted', async () => {
-    keel = await makeKeel({ steps: [
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > pid; sleep 30' } }, { name: 'bash', arguments: { command: 'echo never' } }] },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        {
+          toolCalls: [
+            { name: 'bash', arguments: { command: 'echo $$ > pid; sleep 30' } },
+            { name: 'bash', arguments: { command: 'echo never' } },
+          ],
+        },
+      ],
+    })
     const agent = keel.agent()
     const turn = agent.prompt('sleep')
     const pidFile = join(keel.cwd, 'pid')
@@ -74,7 +118,9 @@ describe('the agent loop', () => {
     keel = await makeKeel({ steps: [{ text: 'Thinking about it', hang: true }] })
     const agent = keel.agent()
     let streamed = ''
-    keel.ctx.on('agent/delta', (_a, delta) => { if (delta.kind === 'text') streamed += delta.text })
+    keel.ctx.on('agent/delta', (_a, delta) => {
+      if (delta.kind === 'text') streamed += delta.text
+    })
     const turn = agent.prompt('go')
     await waitFor(() => streamed === 'Thinking about it', 'text to stream')
     agent.cancel()
@@ -88,7 +134,10 @@ describe('the agent loop', () => {
     const agent = keel.agent()
     const result = await agent.prompt('go')
     expect(result).toMatchObject({ reason: 'error', message: 'the key was refused (401)' })
-    expect(agent.session.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'error', message: 'the key was refused (401)' } })
+    expect(agent.session.events.at(-1)).toMatchObject({
+      type: 'turn/end',
+      data: { reason: 'error', message: 'the key was refused (401)' },
+    })
   })
 
   test('the step limit ends the turn cleanly', async () => {
@@ -101,27 +150,41 @@ describe('the agent loop', () => {
   })
 
   test('concurrency-safe calls overlap; other calls run alone', async () => {
-    keel = await makeKeel({ steps: [
-      { toolCalls: [{ name: 'slow', arguments: { id: 'a' } }, { name: 'slow', arguments: { id: 'b' } }, { name: 'bash', arguments: { command: 'true' } }] },
-      { text: 'done' },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        {
+          toolCalls: [
+            { name: 'slow', arguments: { id: 'a' } },
+            { name: 'slow', arguments: { id: 'b' } },
+            { name: 'bash', arguments: { command: 'true' } },
+          ],
+        },
+        { text: 'done' },
+      ],
+    })
     let running = 0
     let peak = 0
-    keel.ctx.tools.register(defineTool({
-      name: 'slow', description: 'waits', concurrencySafe: true,
-      parameters: Type.Object({ id: Type.String() }),
-      async execute(args) {
-        running++
-        peak = Math.max(peak, running)
-        await new Promise((done) => setTimeout(done, 50))
-        running--
-        return `slow ${args.id}`
-      },
-    }))
+    keel.ctx.tools.register(
+      defineTool({
+        name: 'slow',
+        description: 'waits',
+        concurrencySafe: true,
+        parameters: Type.Object({ id: Type.String() }),
+        async execute(args) {
+          running++
+          peak = Math.max(peak, running)
+          await new Promise((done) => setTimeout(done, 50))
+          running--
+          return `slow ${args.id}`
+        },
+      }),
+    )
     const agent = keel.agent()
     await agent.prompt('go')
     expect(peak).toBe(2)
-    const results = agent.session.events.filter((e) => e.type === 'tool/result').map((e) => textOfContent(e.data.content))
+    const results = agent.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => textOfContent(e.data.content))
     expect(results.slice(0, 2)).toEqual(['slow a', 'slow b'])
   })
 
@@ -163,21 +226,28 @@ describe('a failed append (disk full)', () => {
   test('a tool/result that cannot be written fails the turn cleanly; the next turns are well paired and the log reopens', async () => {
     const { sessionFileIo } = await import('@keel/session')
     const original = { ...sessionFileIo }
-    keel = await makeKeel({ steps: [
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo filled' } }] },
-      { text: 'after the disk filled' },
-      { text: 'on a freed disk' },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo filled' } }] },
+        { text: 'after the disk filled' },
+        { text: 'on a freed disk' },
+      ],
+    })
     const agent = keel.agent()
     const path = keel.ctx.sessions.pathOf(agent.id)!
     // The disk fills up while the tool runs: every write from the tool's result on fails with ENOSPC.
     keel.ctx.on('session/event', (_, event) => {
       if (event.type !== 'tool/call') return
-      sessionFileIo.write = () => { throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }) }
+      sessionFileIo.write = () => {
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })
+      }
     })
     try {
       const first = await agent.prompt('fill the disk')
-      expect(first).toMatchObject({ reason: 'error', message: `could not write tool/result to the session log ${path}: ENOSPC (no space left on device)` })
+      expect(first).toMatchObject({
+        reason: 'error',
+        message: `could not write tool/result to the session log ${path}: ENOSPC (no space left on device)`,
+      })
       expect(agent.status).toBe('idle')
       // step/end and turn/end could not be written either: memory and disk agree that turn 1 is still open.
       expect(agent.session.last?.type).toBe('tool/call')
@@ -194,7 +264,17 @@ describe('a failed append (disk full)', () => {
     expect(request.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user'])
     expect((request.messages[2]!.content[0] as { isError: boolean }).isError).toBe(true)
     const types = agent.session.events.map((e) => e.type)
-    expect(types.slice(0, 9)).toEqual(['turn/start', 'step/start', 'user/message', 'assistant/message', 'tool/call', 'tool/result', 'step/end', 'turn/end', 'turn/start'])
+    expect(types.slice(0, 9)).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'step/end',
+      'turn/end',
+      'turn/start',
+    ])
     keel.ctx.agents.close(agent)
     const { agent: again, repairs } = keel.ctx.agents.resume(agent.id, { model: keel.model })
     expect(repairs).toEqual([])

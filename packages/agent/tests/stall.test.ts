@@ -18,10 +18,16 @@ describe('a stalled stream in the loop', () => {
     fake = await startFakeProvider([{ text: 'Half an answer', stallAfter: 4 }])
     keel = await makeKeel()
     // An idle timeout far longer than the test may take: only an immediate cancel lets the turn end.
-    const model = await keel.ctx.llm.create('openai-compatible/m', { baseUrl: `${fake.url}/v1`, env: {}, idleTimeoutMs: 600_000 })
+    const model = await keel.ctx.llm.create('openai-compatible/m', {
+      baseUrl: `${fake.url}/v1`,
+      env: {},
+      idleTimeoutMs: 600_000,
+    })
     const agent = keel.agent({ model })
     let shown = ''
-    keel.ctx.on('agent/delta', (_agent, delta) => { if (delta.kind === 'text') shown += delta.text })
+    keel.ctx.on('agent/delta', (_agent, delta) => {
+      if (delta.kind === 'text') shown += delta.text
+    })
     const turn = agent.prompt('answer slowly')
     await waitFor(() => shown === 'Half an answer', 'the streamed text')
     agent.cancel()

@@ -11,9 +11,17 @@ export const inject = ['sessions']
 export interface Config extends CheckpointConfig {}
 
 export const Config: Schema<Config> = Schema.object({
-  enabled: Schema.boolean().default(true).description('Snapshot the working directory at each turn start and after changes, so files can be rewound.'),
-  maxFiles: Schema.natural().min(1).default(50_000).description('A directory with more files than this (after .gitignore) gets no checkpoints.'),
-  maxBytes: Schema.natural().min(1).default(500_000_000).description('A directory larger than this many bytes (after .gitignore) gets no checkpoints.'),
+  enabled: Schema.boolean()
+    .default(true)
+    .description('Snapshot the working directory at each turn start and after changes, so files can be rewound.'),
+  maxFiles: Schema.natural()
+    .min(1)
+    .default(50_000)
+    .description('A directory with more files than this (after .gitignore) gets no checkpoints.'),
+  maxBytes: Schema.natural()
+    .min(1)
+    .default(500_000_000)
+    .description('A directory larger than this many bytes (after .gitignore) gets no checkpoints.'),
 })
 
 /** `ctx.checkpoints`, and a snapshot before each model request that follows a turn start or a change. */

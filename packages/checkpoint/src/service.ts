@@ -9,7 +9,14 @@ declare module '@keel/session' {
     /** The working directory's state, as a tree in the shadow repository: at a turn's start, and after a change. */
     'checkpoint/snapshot': { turn: number; kind: 'turn-start' | 'change'; tree: string; commit: string }
     /** Files were rewound to the start of `toTurn` (`before` is what they were, for --undo); written between turns. */
-    'checkpoint/restore': { toTurn: number; tree: string; before: string; files: string[]; fork?: string; undo?: boolean }
+    'checkpoint/restore': {
+      toTurn: number
+      tree: string
+      before: string
+      files: string[]
+      fork?: string
+      undo?: boolean
+    }
   }
 }
 
@@ -61,7 +68,10 @@ interface Directory {
 export class CheckpointService extends Service {
   private readonly directories = new Map<string, Directory>()
 
-  constructor(ctx: Context, readonly config: CheckpointConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: CheckpointConfig,
+  ) {
     super(ctx, 'checkpoints', true)
     ctx.on('agent/prepare', (agent, signal) => this.beforeRequest(agent, signal))
     ctx.inject(['invariants'], (ctx) => ctx.invariants.allowBetweenTurns('checkpoint/restore'))
@@ -81,7 +91,8 @@ export class CheckpointService extends Service {
     try {
       await shadow.init()
       const size = await shadow.measure(this.config)
-      if (size.over) return `checkpoints are off for ${shadow.cwd}: it holds ${size.over}; files cannot be rewound there`
+      if (size.over)
+        return `checkpoints are off for ${shadow.cwd}: it holds ${size.over}; files cannot be rewound there`
       return undefined
     } catch (error) {
       return `checkpoints are off for ${shadow.cwd}: ${error instanceof Error ? error.message : String(error)}; files cannot be rewound there`
@@ -103,7 +114,10 @@ export class CheckpointService extends Service {
       return
     }
     const tree = await directory.shadow.tree().catch((error: unknown) => {
-      this.ctx.emit('checkpoint/warning', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
+      this.ctx.emit(
+        'checkpoint/warning',
+        `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`,
+      )
       return undefined
     })
     if (!tree) return
@@ -117,34 +131,54 @@ export class CheckpointService extends Service {
 
   /** What rewinding session `id`'s files to the start of turn `toTurn` would change, and what it would overwrite. */
   async plan(events: readonly SessionEvent[], cwd: string, toTurn: number, id: string): Promise<RewindPlan> {
-    const target = events.find((e): e is SessionEvent<'checkpoint/snapshot'> =>
-      e.type === 'checkpoint/snapshot' && e.data.turn === toTurn && e.data.kind === 'turn-start')
+    const target = events.find(
+      (e): e is SessionEvent<'checkpoint/snapshot'> =>
+        e.type === 'checkpoint/snapshot' && e.data.turn === toTurn && e.data.kind === 'turn-start',
+    )
     if (!target) {
       const any = events.some((e) => e.type === 'checkpoint/snapshot')
-      throw new RewindError(any
-        ? `session ${id} has no checkpoint at the start of turn ${toTurn}`
-        : `session ${id} has no file checkpoints (checkpoints were off for ${cwd}); its files cannot be rewound`)
+      throw new RewindError(
+        any
+          ? `session ${id} has no checkpoint at the start of turn ${toTurn}`
+          : `session ${id} has no file checkpoints (checkpoints were off for ${cwd}); its files cannot be rewound`,
+      )
     }
     return this.planTo(events, cwd, toTurn, target.data.tree, id)
   }
 
-  private async planTo(events: readonly SessionEvent[], cwd: string, toTurn: number, target: string, id: string): Promise<RewindPlan> {
+  private async planTo(
+    events: readonly SessionEvent[],
+    cwd: string,
+    toTurn: number,
+    target: string,
+    id: string,
+  ): Promise<RewindPlan> {
     const { shadow } = this.directory(cwd)
     await shadow.init()
-    if (!(await shadow.hasTree(target))) throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
+    if (!(await shadow.hasTree(target)))
+      throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
     const current = await shadow.tree()
     const changes = await shadow.diff(current, target)
     // What the agent last saw: its last snapshot, or the state a previous rewind left.
     const last = lastState(events)
     const touched = new Set(changes.map((change) => change.path))
-    const conflicts = last ? (await shadow.diff(last, current)).map((change) => change.path).filter((path) => touched.has(path)) : []
+    const conflicts = last
+      ? (await shadow.diff(last, current)).map((change) => change.path).filter((path) => touched.has(path))
+      : []
     return { session: id, toTurn, target, current, changes, conflicts }
   }
 
   /** Restores the files of a plan (refusing conflicts unless `force`) and records it on the session. */
-  async apply(plan: RewindPlan, cwd: string, session: Session, options: { force?: boolean; fork?: string; undo?: boolean } = {}): Promise<void> {
+  async apply(
+    plan: RewindPlan,
+    cwd: string,
+    session: Session,
+    options: { force?: boolean; fork?: string; undo?: boolean } = {},
+  ): Promise<void> {
     if (plan.conflicts.length && !options.force) {
-      throw new RewindError(`these files changed since the agent's last checkpoint and would be overwritten: ${plan.conflicts.join(', ')} (use --force to rewind anyway)`)
+      throw new RewindError(
+        `these files changed since the agent's last checkpoint and would be overwritten: ${plan.conflicts.join(', ')} (use --force to rewind anyway)`,
+      )
     }
     const { shadow } = this.directory(cwd)
     // A private index: it is filled from the work tree right now, so git knows every file is up to date.
@@ -157,14 +191,20 @@ export class CheckpointService extends Service {
     }
     await shadow.keep(current, session.id, `before rewind to turn ${plan.toTurn}`)
     session.append('checkpoint/restore', {
-      toTurn: plan.toTurn, tree: plan.target, before: current, files: plan.changes.map((change) => change.path),
-      ...(options.fork ? { fork: options.fork } : {}), ...(options.undo ? { undo: true } : {}),
+      toTurn: plan.toTurn,
+      tree: plan.target,
+      before: current,
+      files: plan.changes.map((change) => change.path),
+      ...(options.fork ? { fork: options.fork } : {}),
+      ...(options.undo ? { undo: true } : {}),
     })
   }
 
   /** The plan that undoes the session's latest rewind: back to the files it replaced. */
   async undoPlan(events: readonly SessionEvent[], cwd: string, id: string): Promise<RewindPlan> {
-    const restore = [...events].reverse().find((e): e is SessionEvent<'checkpoint/restore'> => e.type === 'checkpoint/restore')
+    const restore = [...events]
+      .reverse()
+      .find((e): e is SessionEvent<'checkpoint/restore'> => e.type === 'checkpoint/restore')
     if (!restore) throw new RewindError(`session ${id} has no rewind to undo`)
     return this.planTo(events, cwd, restore.data.toTurn, restore.data.before, id)
   }

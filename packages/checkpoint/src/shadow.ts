@@ -24,7 +24,10 @@ export interface Limits {
 export class Shadow {
   readonly gitDir: string
 
-  constructor(readonly cwd: string, home: string) {
+  constructor(
+    readonly cwd: string,
+    home: string,
+  ) {
     this.gitDir = join(home, 'checkpoints', `${cwdSlug(cwd)}.git`)
   }
 
@@ -46,14 +49,29 @@ export class Shadow {
 
   /** Files and bytes a snapshot would hold, stopping early once past a limit. */
   async measure(limits: Limits): Promise<{ files: number; bytes: number; over?: string }> {
-    const listing = await git(this.env('index.measure'), ['ls-files', '-z', '--cached', '--others', '--exclude-standard'])
+    const listing = await git(this.env('index.measure'), [
+      'ls-files',
+      '-z',
+      '--cached',
+      '--others',
+      '--exclude-standard',
+    ])
     const paths = listing.split('\0').filter(Boolean)
-    if (paths.length > limits.maxFiles) return { files: paths.length, bytes: 0, over: `${paths.length} files (the limit is ${limits.maxFiles})` }
+    if (paths.length > limits.maxFiles)
+      return { files: paths.length, bytes: 0, over: `${paths.length} files (the limit is ${limits.maxFiles})` }
     let bytes = 0
     for (let i = 0; i < paths.length; i += 256) {
-      const sizes = await Promise.all(paths.slice(i, i + 256).map((path) => lstat(join(this.cwd, path)).then((s) => s.size, () => 0)))
+      const sizes = await Promise.all(
+        paths.slice(i, i + 256).map((path) =>
+          lstat(join(this.cwd, path)).then(
+            (s) => s.size,
+            () => 0,
+          ),
+        ),
+      )
       for (const size of sizes) bytes += size
-      if (bytes > limits.maxBytes) return { files: paths.length, bytes, over: `more than ${Math.round(limits.maxBytes / 1e6)} MB (the limit)` }
+      if (bytes > limits.maxBytes)
+        return { files: paths.length, bytes, over: `more than ${Math.round(limits.maxBytes / 1e6)} MB (the limit)` }
     }
     return { files: paths.length, bytes }
   }
@@ -67,14 +85,22 @@ export class Shadow {
   /** Keeps a tree reachable (so git never prunes it) on the session's own ref; returns the commit. */
   async keep(tree: string, session: string, message: string): Promise<string> {
     const ref = `refs/keel/${session}`
-    const parent = await git(this.env(), ['rev-parse', '--verify', '-q', ref]).then((out) => out.trim(), () => '')
-    const commit = (await git(this.env(), ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', message])).trim()
+    const parent = await git(this.env(), ['rev-parse', '--verify', '-q', ref]).then(
+      (out) => out.trim(),
+      () => '',
+    )
+    const commit = (
+      await git(this.env(), ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', message])
+    ).trim()
     await git(this.env(), ['update-ref', ref, commit])
     return commit
   }
 
   async hasTree(tree: string): Promise<boolean> {
-    return git(this.env(), ['cat-file', '-e', `${tree}^{tree}`]).then(() => true, () => false)
+    return git(this.env(), ['cat-file', '-e', `${tree}^{tree}`]).then(
+      () => true,
+      () => false,
+    )
   }
 
   async diff(from: string, to: string): Promise<Change[]> {
@@ -82,7 +108,8 @@ export class Shadow {
     const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--name-status', from, to])
     const parts = out.split('\0').filter(Boolean)
     const changes: Change[] = []
-    for (let i = 0; i + 1 < parts.length; i += 2) changes.push({ status: parts[i]![0] as Change['status'], path: parts[i + 1]! })
+    for (let i = 0; i + 1 < parts.length; i += 2)
+      changes.push({ status: parts[i]![0] as Change['status'], path: parts[i + 1]! })
     return changes
   }
 

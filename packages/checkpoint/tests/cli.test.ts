@@ -12,7 +12,12 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 const home = join(scratch, 'home')
 
 function keel(args: string[], cwd: string) {
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8', input: '' })
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd,
+    env: { ...process.env, KEEL_HOME: home },
+    encoding: 'utf8',
+    input: '',
+  })
 }
 
 function script(name: string, steps: unknown[]): string {
@@ -37,12 +42,21 @@ function tree(dir: string): Record<string, string> {
 }
 
 function gitState(dir: string): string {
-  return execFileSync('bash', ['-c', 'find .git -type f -print0 | sort -z | xargs -0 sha1sum'], { cwd: dir, encoding: 'utf8' })
+  return execFileSync('bash', ['-c', 'find .git -type f -print0 | sort -z | xargs -0 sha1sum'], {
+    cwd: dir,
+    encoding: 'utf8',
+  })
 }
 
-const edit = (path: string, from: string, to: string) => ({ name: 'edit', arguments: { path, old_string: from, new_string: to } })
+const edit = (path: string, from: string, to: string) => ({
+  name: 'edit',
+  arguments: { path, old_string: from, new_string: to },
+})
 const bash = (command: string) => ({ name: 'bash', arguments: { command } })
-const plan = (status: string) => ({ name: 'todo_write', arguments: { todos: [{ content: 'Change the files', status }] } })
+const plan = (status: string) => ({
+  name: 'todo_write',
+  arguments: { todos: [{ content: 'Change the files', status }] },
+})
 
 describe('keel sessions rewind and fork', () => {
   test('two turns of changes, rewound to each turn, a conflict refused, an undo, and a fork that loads with its plan', () => {
@@ -51,26 +65,46 @@ describe('keel sessions rewind and fork', () => {
     writeFileSync(join(cwd, 'gone.txt'), 'delete me\n')
     writeFileSync(join(cwd, '.gitignore'), 'ignored.log\n')
     writeFileSync(join(cwd, 'ignored.log'), 'not tracked\n')
-    execFileSync('bash', ['-c', 'git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init'], { cwd })
+    execFileSync('bash', ['-c', 'git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init'], {
+      cwd,
+    })
     const gitBefore = gitState(cwd)
     const start = tree(cwd)
 
-    const first = keel(['-p', 'turn one', '--model', script('one', [
-      { toolCalls: [plan('in_progress'), edit('a.txt', 'one', 'two')] },
-      { toolCalls: [bash('echo new > made.txt && rm gone.txt')] },
-      { toolCalls: [plan('completed')] },
-      { text: 'Turn one done.' },
-    ])], cwd)
+    const first = keel(
+      [
+        '-p',
+        'turn one',
+        '--model',
+        script('one', [
+          { toolCalls: [plan('in_progress'), edit('a.txt', 'one', 'two')] },
+          { toolCalls: [bash('echo new > made.txt && rm gone.txt')] },
+          { toolCalls: [plan('completed')] },
+          { text: 'Turn one done.' },
+        ]),
+      ],
+      cwd,
+    )
     expect(first.status, first.stderr).toBe(0)
     const id = /keel: session (\S+)/.exec(first.stderr)![1]!
     const afterOne = tree(cwd)
     expect(afterOne).toMatchObject({ 'a.txt': 'two\n', 'made.txt': 'new\n' })
     expect(afterOne['gone.txt']).toBeUndefined()
 
-    const second = keel(['-p', 'turn two', '-r', id, '--model', script('two', [
-      { toolCalls: [edit('a.txt', 'two', 'three'), bash('echo later > later.txt')] },
-      { text: 'Turn two done.' },
-    ])], cwd)
+    const second = keel(
+      [
+        '-p',
+        'turn two',
+        '-r',
+        id,
+        '--model',
+        script('two', [
+          { toolCalls: [edit('a.txt', 'two', 'three'), bash('echo later > later.txt')] },
+          { text: 'Turn two done.' },
+        ]),
+      ],
+      cwd,
+    )
     expect(second.status, second.stderr).toBe(0)
     const afterTwo = tree(cwd)
     expect(afterTwo).toMatchObject({ 'a.txt': 'three\n', 'later.txt': 'later\n' })
@@ -79,7 +113,9 @@ describe('keel sessions rewind and fork', () => {
     writeFileSync(join(cwd, 'a.txt'), 'my own edit\n')
     const refused = keel(['sessions', 'rewind', id, '--to', '2'], cwd)
     expect(refused.status).toBe(1)
-    expect(refused.stderr).toContain('these files changed since the agent\'s last checkpoint and would be overwritten: a.txt (use --force')
+    expect(refused.stderr).toContain(
+      "these files changed since the agent's last checkpoint and would be overwritten: a.txt (use --force",
+    )
     expect(tree(cwd)['a.txt']).toBe('my own edit\n')
     writeFileSync(join(cwd, 'a.txt'), 'three\n')
 
@@ -118,7 +154,12 @@ describe('keel sessions rewind and fork', () => {
     const resumed = keel(['-p', 'again', '-r', fork, '--model', script('three', [{ text: 'From the fork.' }])], cwd)
     expect(resumed.status, resumed.stderr).toBe(0)
     const log = readFileSync(join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!, `${fork}.jsonl`), 'utf8')
-    const turns = log.trim().split('\n').map((line) => JSON.parse(line)).filter((e) => e.type === 'turn/start').map((e) => e.data.turn)
+    const turns = log
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.type === 'turn/start')
+      .map((e) => e.data.turn)
     expect(turns).toEqual([1, 2])
   })
 
@@ -126,14 +167,36 @@ describe('keel sessions rewind and fork', () => {
     const cwd = mkdtempSync(join(scratch, 'branch-'))
     const first = keel(['-p', 'hello', '--model', script('hello', [{ text: 'Hi.' }])], cwd)
     const id = /keel: session (\S+)/.exec(first.stderr)![1]!
-    const before = readFileSync(join(home, 'sessions', readdirSync(join(home, 'sessions')).find((d) => d.endsWith(relative('/', cwd).replace(/[^A-Za-z0-9._]+/g, '-')))!, `${id}.jsonl`), 'utf8')
+    const before = readFileSync(
+      join(
+        home,
+        'sessions',
+        readdirSync(join(home, 'sessions')).find((d) =>
+          d.endsWith(relative('/', cwd).replace(/[^A-Za-z0-9._]+/g, '-')),
+        )!,
+        `${id}.jsonl`,
+      ),
+      'utf8',
+    )
     const branched = keel(['-p', 'more', '-r', id, '--fork', '--model', script('more', [{ text: 'More.' }])], cwd)
     expect(branched.status, branched.stderr).toBe(0)
     const fork = /keel: session (\S+)/.exec(branched.stderr)![1]!
     expect(fork).not.toBe(id)
-    const after = readFileSync(join(home, 'sessions', readdirSync(join(home, 'sessions')).find((d) => d.endsWith(relative('/', cwd).replace(/[^A-Za-z0-9._]+/g, '-')))!, `${id}.jsonl`), 'utf8')
+    const after = readFileSync(
+      join(
+        home,
+        'sessions',
+        readdirSync(join(home, 'sessions')).find((d) =>
+          d.endsWith(relative('/', cwd).replace(/[^A-Za-z0-9._]+/g, '-')),
+        )!,
+        `${id}.jsonl`,
+      ),
+      'utf8',
+    )
     expect(after).toBe(before)
     expect(keel(['sessions', 'rewind', id], cwd).stderr).toContain('usage: keel sessions rewind')
-    expect(keel(['sessions', 'fork', id, '--at', '7'], cwd).stderr).toContain(`session ${id} has no turn 7 (it has 1 turn)`)
+    expect(keel(['sessions', 'fork', id, '--at', '7'], cwd).stderr).toContain(
+      `session ${id} has no turn 7 (it has 1 turn)`,
+    )
   })
 })

@@ -8,10 +8,14 @@ import * as checkpointPlugin from '../src/index.ts'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 const config = { enabled: true, maxFiles: 50_000, maxBytes: 500_000_000 }
-const snapshots = (events: readonly SessionEvent[]) => events.filter((e) => e.type === 'checkpoint/snapshot').map((e) => (e as SessionEvent<'checkpoint/snapshot'>).data)
+const snapshots = (events: readonly SessionEvent[]) =>
+  events.filter((e) => e.type === 'checkpoint/snapshot').map((e) => (e as SessionEvent<'checkpoint/snapshot'>).data)
 
 describe('checkpoint snapshots', () => {
   test('a turn start, then only steps whose tools may change files and did; read-only steps cost nothing', async () => {
@@ -30,27 +34,43 @@ describe('checkpoint snapshots', () => {
     await agent.prompt('go')
     const first = snapshots(agent.session.events)
     // Turn start; after `echo >`: changed; after `cat`: same tree, nothing recorded; after todo_write: not looked at.
-    expect(first.map((s) => [s.turn, s.kind])).toEqual([[1, 'turn-start'], [1, 'change']])
+    expect(first.map((s) => [s.turn, s.kind])).toEqual([
+      [1, 'turn-start'],
+      [1, 'change'],
+    ])
     expect(first[0]!.tree).not.toBe(first[1]!.tree)
     await agent.prompt('again')
     const all = snapshots(agent.session.events)
-    expect(all.map((s) => [s.turn, s.kind])).toEqual([[1, 'turn-start'], [1, 'change'], [2, 'turn-start']])
+    expect(all.map((s) => [s.turn, s.kind])).toEqual([
+      [1, 'turn-start'],
+      [1, 'change'],
+      [2, 'turn-start'],
+    ])
     expect(all[2]!.tree).toBe(all[1]!.tree)
     // Snapshots are off the model surface.
     expect(JSON.stringify(agent.session.deriveMessages())).not.toContain('checkpoint')
   })
 
   test('a directory over the file limit gets one warning and no snapshots; rewind then says why', async () => {
-    keel = await makeKeel({ steps: [{ text: 'a' }, { text: 'b' }], plugins: [[checkpointPlugin, { ...config, maxFiles: 2 }]] })
+    keel = await makeKeel({
+      steps: [{ text: 'a' }, { text: 'b' }],
+      plugins: [[checkpointPlugin, { ...config, maxFiles: 2 }]],
+    })
     for (const name of ['a', 'b', 'c']) writeFileSync(join(keel.cwd, name), name)
     const warnings: string[] = []
-    keel.ctx.on('checkpoint/warning', (line) => { warnings.push(line) })
+    keel.ctx.on('checkpoint/warning', (line) => {
+      warnings.push(line)
+    })
     const agent = keel.agent()
     await agent.prompt('one')
     await agent.prompt('two')
     expect(snapshots(agent.session.events)).toEqual([])
-    expect(warnings).toEqual([`checkpoints are off for ${keel.cwd}: it holds 3 files (the limit is 2); files cannot be rewound there`])
-    await expect(keel.ctx.checkpoints.plan(agent.session.events, keel.cwd, 1, agent.id)).rejects.toThrow(/has no file checkpoints \(checkpoints were off/)
+    expect(warnings).toEqual([
+      `checkpoints are off for ${keel.cwd}: it holds 3 files (the limit is 2); files cannot be rewound there`,
+    ])
+    await expect(keel.ctx.checkpoints.plan(agent.session.events, keel.cwd, 1, agent.id)).rejects.toThrow(
+      /has no file checkpoints \(checkpoints were off/,
+    )
   })
 
   test('a rewind is recorded between turns, which the dev invariants accept for checkpoint/restore only', async () => {
@@ -63,7 +83,12 @@ describe('checkpoint snapshots', () => {
     const plan = await keel.ctx.checkpoints.plan(agent.session.events, keel.cwd, 1, agent.id)
     expect(plan.changes).toEqual([{ status: 'D', path: 'f.txt' }])
     await keel.ctx.checkpoints.apply(plan, keel.cwd, agent.session)
-    expect(agent.session.events.at(-1)).toMatchObject({ type: 'checkpoint/restore', data: { toTurn: 1, files: ['f.txt'] } })
-    expect(() => agent.session.append('checkpoint/snapshot', { turn: 1, kind: 'change', tree: 'x', commit: 'y' })).toThrow(/a non-core event outside an open turn/)
+    expect(agent.session.events.at(-1)).toMatchObject({
+      type: 'checkpoint/restore',
+      data: { toTurn: 1, files: ['f.txt'] },
+    })
+    expect(() =>
+      agent.session.append('checkpoint/snapshot', { turn: 1, kind: 'change', tree: 'x', commit: 'y' }),
+    ).toThrow(/a non-core event outside an open turn/)
   })
 })

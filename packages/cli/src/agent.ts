@@ -18,7 +18,10 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
 }
 
 /** A new agent, or the one --continue / --resume names, with the model the flags ask for. */
-export async function openAgent(ctx: Context, flags: Flags): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
+export async function openAgent(
+  ctx: Context,
+  flags: Flags,
+): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
   void mcpOf(ctx)?.ready(cwd)

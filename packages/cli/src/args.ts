@@ -5,26 +5,42 @@ export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
 /** Every flag, with its one-line help. The table is the parser's spec and `--help`'s text. */
 export const FLAGS = {
   print: { type: 'boolean', short: 'p', help: 'Print mode: run one prompt to the end of its turn and exit' },
-  'output-format': { type: 'string', help: 'Print mode output: text (default), json, or stream-json (log events as JSON lines)' },
+  'output-format': {
+    type: 'string',
+    help: 'Print mode output: text (default), json, or stream-json (log events as JSON lines)',
+  },
   model: { type: 'string', short: 'm', help: `Model as <provider>/<model> (default ${DEFAULT_MODEL}, or $KEEL_MODEL)` },
-  'base-url': { type: 'string', help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override' },
+  'base-url': {
+    type: 'string',
+    help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override',
+  },
   cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
   resume: { type: 'string', short: 'r', help: 'Resume the session with this id (or a unique prefix of it)' },
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
-  mode: { type: 'string', help: 'Permission mode: read-only, ask, auto or yolo (default: ask; auto for -p; or $KEEL_MODE)' },
+  mode: {
+    type: 'string',
+    help: 'Permission mode: read-only, ask, auto or yolo (default: ask; auto for -p; or $KEEL_MODE)',
+  },
   yolo: { type: 'boolean', help: 'Same as --mode yolo: every tool runs without asking, commands unsandboxed' },
-  allow: { type: 'string', multiple: true, help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'" },
+  allow: {
+    type: 'string',
+    multiple: true,
+    help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'",
+  },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
-  all: { type: 'boolean', help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory' },
+  all: {
+    type: 'boolean',
+    help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory',
+  },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
   to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
   at: { type: 'string', help: 'sessions fork: fork before this turn (default: after the last)' },
   files: { type: 'boolean', help: 'sessions rewind: restore the files only' },
   conversation: { type: 'boolean', help: 'sessions rewind: fork the conversation only' },
-  force: { type: 'boolean', help: 'sessions rewind: overwrite files you changed since the agent\'s last checkpoint' },
+  force: { type: 'boolean', help: "sessions rewind: overwrite files you changed since the agent's last checkpoint" },
   undo: { type: 'boolean', help: 'sessions rewind: put back the files the last rewind replaced' },
   fork: { type: 'boolean', help: 'With -r/-c: continue in a new branch (a fork), leaving the original untouched' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
@@ -36,14 +52,19 @@ export const SUBCOMMANDS = {
   acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',
   'sessions show <id>': 'Show a session (id or unique prefix): its transcript summary and standing plan',
-  'sessions rewind <id>': 'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
+  'sessions rewind <id>':
+    'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
-  'mcp list': 'Start the configured MCP servers and list each one\'s status and tools (--json)',
+  'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 
 export type Flags = {
-  [K in keyof typeof FLAGS]?: (typeof FLAGS)[K] extends { multiple: true } ? string[] : (typeof FLAGS)[K]['type'] extends 'boolean' ? boolean : string
+  [K in keyof typeof FLAGS]?: (typeof FLAGS)[K] extends { multiple: true }
+    ? string[]
+    : (typeof FLAGS)[K]['type'] extends 'boolean'
+      ? boolean
+      : string
 }
 
 export type Command =
@@ -69,12 +90,15 @@ export class UsageError extends Error {
 
 /** Edit distance where swapping two neighbouring letters costs one (`--modle` is one step from `--model`). */
 function distance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  )
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1
       d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
     }
   }
   return d[a.length]![b.length]!
@@ -85,7 +109,10 @@ export function closest(word: string, candidates: readonly string[]): string | u
   let score = Infinity
   for (const candidate of candidates) {
     const d = distance(word, candidate)
-    if (d < score) { score = d; best = candidate }
+    if (d < score) {
+      score = d
+      best = candidate
+    }
   }
   return score <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined
 }
@@ -112,7 +139,8 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
     throw new UsageError(`--output-format must be text, json or stream-json, not ${JSON.stringify(format)}`)
   }
   if (flags.continue && flags.resume) throw new UsageError('use either --continue or --resume, not both')
-  if (flags.fork && !flags.continue && !flags.resume) throw new UsageError('--fork goes with -c/--continue or -r/--resume')
+  if (flags.fork && !flags.continue && !flags.resume)
+    throw new UsageError('--fork goes with -c/--continue or -r/--resume')
   if (flags.print) return { command: { kind: 'print', prompt: words.join(' ') || undefined }, flags }
   const [first, second, third] = words
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
@@ -120,10 +148,15 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   if (first === 'config' && words.length === 1) return { command: { kind: 'config' }, flags }
   if (first === 'sessions') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
-    if (second === 'show' && third && words.length === 3) return { command: { kind: 'sessions-show', id: third }, flags }
-    if (second === 'rewind' && third && words.length === 3) return { command: { kind: 'sessions-rewind', id: third }, flags }
-    if (second === 'fork' && third && words.length === 3) return { command: { kind: 'sessions-fork', id: third }, flags }
-    throw new UsageError('usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>]')
+    if (second === 'show' && third && words.length === 3)
+      return { command: { kind: 'sessions-show', id: third }, flags }
+    if (second === 'rewind' && third && words.length === 3)
+      return { command: { kind: 'sessions-rewind', id: third }, flags }
+    if (second === 'fork' && third && words.length === 3)
+      return { command: { kind: 'sessions-fork', id: third }, flags }
+    throw new UsageError(
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>]',
+    )
   }
   if (first === 'mcp') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'mcp-list' }, flags }
@@ -133,7 +166,13 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
 }
 
 export function helpText(version: string): string {
-  const lines = [`keel ${version} — a coding agent with a live task plan`, '', 'Usage:', '  keel [prompt]                 Interactive terminal UI', '  keel -p "prompt" [flags]      Print mode']
+  const lines = [
+    `keel ${version} — a coding agent with a live task plan`,
+    '',
+    'Usage:',
+    '  keel [prompt]                 Interactive terminal UI',
+    '  keel -p "prompt" [flags]      Print mode',
+  ]
   for (const [name, help] of Object.entries(SUBCOMMANDS)) lines.push(`  keel ${name.padEnd(24)} ${help}`)
   lines.push('', 'Flags:')
   for (const [name, spec] of Object.entries(FLAGS)) {
@@ -141,8 +180,13 @@ export function helpText(version: string): string {
     const value = spec.type === 'string' ? ' <value>' : ''
     lines.push(`  ${short}--${(name + value).padEnd(22)} ${spec.help}`)
   }
-  lines.push('', 'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,', '  KEEL_MODEL (default model), KEEL_MODE (permission mode), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)',
-    '', 'Settings: $KEEL_HOME/settings.json and .keel/settings.json from the project root down (see keel config);',
-    '  instructions: $KEEL_HOME/AGENTS.md, then AGENTS.md (or CLAUDE.md) from the project root down')
+  lines.push(
+    '',
+    'Environment: DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, KEEL_API_KEY,',
+    '  KEEL_MODEL (default model), KEEL_MODE (permission mode), KEEL_HOME (default ~/.keel), KEEL_DEV=1 (dev-mode invariants)',
+    '',
+    'Settings: $KEEL_HOME/settings.json and .keel/settings.json from the project root down (see keel config);',
+    '  instructions: $KEEL_HOME/AGENTS.md, then AGENTS.md (or CLAUDE.md) from the project root down',
+  )
   return lines.join('\n')
 }

@@ -57,7 +57,8 @@ export interface BootOptions {
  */
 export function quietCordisLogger(): void {
   Logger.targets.splice(0, Logger.targets.length)
-  if (process.env.KEEL_DEBUG) Logger.targets.push({ colors: 0, print: (text: string) => process.stderr.write(text + '\n') })
+  if (process.env.KEEL_DEBUG)
+    Logger.targets.push({ colors: 0, print: (text: string) => process.stderr.write(text + '\n') })
 }
 
 /** Boots a cordis Context from a composition file and waits until every entry is loaded; load errors are fatal. */
@@ -75,7 +76,8 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
     errors.push(error instanceof Error ? error.message : String(error))
   })
   ctx.on('internal/warning', (warning: unknown) => {
-    if (process.env.KEEL_DEBUG) process.stderr.write(`keel: ${warning instanceof Error ? warning.message : String(warning)}\n`)
+    if (process.env.KEEL_DEBUG)
+      process.stderr.write(`keel: ${warning instanceof Error ? warning.message : String(warning)}\n`)
   })
   ctx.plugin(KeelLoader, { name: 'keel', filename: composition, overrides: options.overrides ?? {} } as never)
   await ctx.start()

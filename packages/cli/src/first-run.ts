@@ -14,7 +14,12 @@ const PROVIDERS = [
  * Keel without any key. Undefined for any other error.
  */
 export function missingKeyHelp(error: unknown): string | undefined {
-  if (!(error instanceof LlmError) || error.kind !== 'config' || !/ is not set \(needed for --model /.test(error.message)) return undefined
+  if (
+    !(error instanceof LlmError) ||
+    error.kind !== 'config' ||
+    !/ is not set \(needed for --model /.test(error.message)
+  )
+    return undefined
   return [
     error.message,
     `Set it in the environment (API keys never go in settings files), or choose another provider with --model <provider>/<model>:`,

@@ -2,7 +2,13 @@ import { readFileSync, statSync } from 'node:fs'
 import type { Context } from 'cordis'
 import { loadInstructions, SettingsError } from '@keel/settings'
 import { LlmError } from '@keel/llm'
-import { escapeLine, SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError } from '@keel/session'
+import {
+  escapeLine,
+  SessionFileError,
+  SessionLockedError,
+  SessionNotFoundError,
+  SessionWriteError,
+} from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
 import { modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
@@ -20,7 +26,6 @@ import { missingKeyHelp } from './first-run.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
-
 export async function main(argv: string[]): Promise<number> {
   let parsed
   try {
@@ -30,13 +35,21 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { command } = parsed
   let { flags } = parsed
-  if (command.kind === 'help') { process.stdout.write(helpText(VERSION) + '\n'); return 0 }
-  if (command.kind === 'version') { process.stdout.write(`keel ${VERSION}\n`); return 0 }
+  if (command.kind === 'help') {
+    process.stdout.write(helpText(VERSION) + '\n')
+    return 0
+  }
+  if (command.kind === 'version') {
+    process.stdout.write(`keel ${VERSION}\n`)
+    return 0
+  }
   let ctx: Context | undefined
   try {
     checkCwd(flags.cwd)
     const composition = flags.config ?? DEFAULT_COMPOSITION
-    const settings = command.kind.startsWith('sessions-') ? undefined : await resolveSettings(flags, workingDirectory(flags), composition)
+    const settings = command.kind.startsWith('sessions-')
+      ? undefined
+      : await resolveSettings(flags, workingDirectory(flags), composition)
     if (command.kind === 'config') {
       process.stdout.write(describeSettings(settings!, !!flags.json) + '\n')
       return 0
@@ -47,7 +60,12 @@ export async function main(argv: string[]): Promise<number> {
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
-    if (command.kind === 'print' || command.kind === 'interactive' || command.kind === 'serve' || command.kind === 'acp') {
+    if (
+      command.kind === 'print' ||
+      command.kind === 'interactive' ||
+      command.kind === 'serve' ||
+      command.kind === 'acp'
+    ) {
       for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
     }
     switch (command.kind) {
@@ -60,10 +78,10 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
       case 'mcp-list':
-        process.stdout.write(await listMcp(ctx, flags) + '\n')
+        process.stdout.write((await listMcp(ctx, flags)) + '\n')
         return 0
       case 'sessions-rewind':
-        process.stdout.write(await rewindSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
+        process.stdout.write((await rewindSession(ctx, flags, resolveSessionId(ctx, command.id))) + '\n')
         return 0
       case 'sessions-fork':
         process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
@@ -74,7 +92,12 @@ export async function main(argv: string[]): Promise<number> {
         const door = await load()
         const booted = ctx
         return await door({
-          ctx, flags, command, version: VERSION, cwd: workingDirectory(flags), modelSpec: modelSpec(flags),
+          ctx,
+          flags,
+          command,
+          version: VERSION,
+          cwd: workingDirectory(flags),
+          modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
           openAgent: () => openAgent(booted, flags),
         })
@@ -117,9 +140,18 @@ function checkCwd(cwd: string | undefined): void {
 
 /** What went wrong on stderr, one line (a list of choices may follow), never a stack (KEEL_DEBUG=1 shows it). */
 function fail(error: unknown): number {
-  const known = error instanceof UsageError || error instanceof BootError || error instanceof LlmError || error instanceof SettingsError
+  const known =
+    error instanceof UsageError ||
+    error instanceof BootError ||
+    error instanceof LlmError ||
+    error instanceof SettingsError
   const message = missingKeyHelp(error) ?? (error instanceof Error ? error.message : String(error))
-  process.stderr.write(message.split('\n').map((line) => `keel: ${escapeLine(line)}\n`).join(''))
+  process.stderr.write(
+    message
+      .split('\n')
+      .map((line) => `keel: ${escapeLine(line)}\n`)
+      .join(''),
+  )
   if (process.env.KEEL_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`)
   if (dataErrors.some((type) => error instanceof type)) return 1
   return known || error instanceof Error ? 2 : 1

@@ -15,7 +15,12 @@ export async function listMcp(ctx: Context, flags: Flags): Promise<string> {
   if (!mcp) return flags.json ? '[]' : 'MCP is not part of this composition (@keel/mcp is not loaded).'
   await mcp.ready(workingDirectory(flags))
   const servers = mcp.status()
-  if (flags.json) return JSON.stringify(servers.map(({ pid: _pid, ...server }) => server), null, 2)
+  if (flags.json)
+    return JSON.stringify(
+      servers.map(({ pid: _pid, ...server }) => server),
+      null,
+      2,
+    )
   if (!servers.length) return 'No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.'
   return servers.map(describe).join('\n')
 }

@@ -81,8 +81,12 @@ export function guardedOutput(stream: NodeJS.WritableStream, onBroken: (error: N
     onBroken(error)
   })
   return {
-    write(text) { if (!broken) stream.write(text) },
-    get broken() { return broken },
+    write(text) {
+      if (!broken) stream.write(text)
+    },
+    get broken() {
+      return broken
+    },
   }
 }
 
@@ -126,10 +130,25 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
   // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
   // why the sandbox is off, a rule that could not be saved.
-  const warn = (line: string) => { err.write(`keel: ${escapeLine(line)}\n`) }
-  const disposeWarnings = [ctx.on('mcp/warning', warn), ctx.on('checkpoint/warning', warn), ctx.on('permission/notice', warn)]
+  const warn = (line: string) => {
+    err.write(`keel: ${escapeLine(line)}\n`)
+  }
+  const disposeWarnings = [
+    ctx.on('mcp/warning', warn),
+    ctx.on('checkpoint/warning', warn),
+    ctx.on('permission/notice', warn),
+  ]
   if (format === 'stream-json') {
-    out.write(JSON.stringify({ type: 'system/init', sessionId: agent.id, model, cwd: agent.cwd, tools: ctx.tools.names(), instructions }) + '\n')
+    out.write(
+      JSON.stringify({
+        type: 'system/init',
+        sessionId: agent.id,
+        model,
+        cwd: agent.cwd,
+        tools: ctx.tools.names(),
+        instructions,
+      }) + '\n',
+    )
   }
 
   const denied = new Set<string>()
@@ -177,18 +196,37 @@ export async function runPrint(ctx: Context, flags: Flags, promptArg: string | u
     if (format === 'json' || format === 'stream-json') {
       // One shape for both: the json output, and the closing `result` line of stream-json (see the README contract).
       const summary = {
-        sessionId: agent.id, reason: result.reason, ...(result.message ? { error: result.message } : {}),
-        text: result.text, turn: result.turn, steps: result.steps, toolCalls: result.toolCalls,
+        sessionId: agent.id,
+        reason: result.reason,
+        ...(result.message ? { error: result.message } : {}),
+        text: result.text,
+        turn: result.turn,
+        steps: result.steps,
+        toolCalls: result.toolCalls,
         todos: standingPlan(agent.session.events) ?? [],
-        usage: turnUsage(agent.session.events, result.turn), durationMs: Date.now() - started, model, instructions,
+        usage: turnUsage(agent.session.events, result.turn),
+        durationMs: Date.now() - started,
+        model,
+        instructions,
       }
-      out.write(format === 'json' ? JSON.stringify(summary, null, 2) + '\n' : JSON.stringify({ type: 'result', ...summary }) + '\n')
+      out.write(
+        format === 'json'
+          ? JSON.stringify(summary, null, 2) + '\n'
+          : JSON.stringify({ type: 'result', ...summary }) + '\n',
+      )
     }
-    if (result.reason === 'error') err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
+    if (result.reason === 'error')
+      err.write(`keel: the turn ended with an error: ${escapeLine(result.message ?? 'unknown error')}\n`)
     else if (result.reason === 'step-limit') err.write('keel: the turn hit the step limit and stopped\n')
-    else if (result.reason === 'aborted') err.write(stopped === 'EPIPE' ? 'keel: stdout was closed; the turn was cancelled\n' : 'keel: the turn was cancelled\n')
+    else if (result.reason === 'aborted')
+      err.write(
+        stopped === 'EPIPE' ? 'keel: stdout was closed; the turn was cancelled\n' : 'keel: the turn was cancelled\n',
+      )
     const open = openTasks(standingPlan(agent.session.events))
-    if (format === 'text' && open.length) err.write(`keel: the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.map((c) => JSON.stringify(escapeLine(c))).join(', ')}\n`)
+    if (format === 'text' && open.length)
+      err.write(
+        `keel: the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.map((c) => JSON.stringify(escapeLine(c))).join(', ')}\n`,
+      )
     if (format === 'text') err.write(`keel: session ${agent.id}\n`)
     if (stopped) return STOP_EXIT_CODES[stopped]
     if (out.broken) return STOP_EXIT_CODES.EPIPE
@@ -216,6 +254,10 @@ function showOnStderr(event: SessionEvent, err: Output, ctx: Context, denied: Re
     err.write(`  ${escapeLine(text).slice(0, denied.has(event.data.callId) ? 1000 : 300)}\n`)
   } else if (event.type === 'todo/write') {
     const todos = event.data.todos as TodoItem[]
-    err.write(`${planHeader(todos)}\n${planLines(todos).map((line) => `  ${line}`).join('\n')}\n`)
+    err.write(
+      `${planHeader(todos)}\n${planLines(todos)
+        .map((line) => `  ${line}`)
+        .join('\n')}\n`,
+    )
   }
 }

@@ -6,14 +6,16 @@ import { UsageError, type Flags } from './args.ts'
 /** `--to 3` / `--at 3`: a turn number, 1 or more. */
 export function turnFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${flag} takes a turn number (1, 2, …), not ${JSON.stringify(value)}`)
+  if (!/^[1-9][0-9]*$/.test(value))
+    throw new UsageError(`${flag} takes a turn number (1, 2, …), not ${JSON.stringify(value)}`)
   return Number(value)
 }
 
 function turnStart(events: readonly SessionEvent[], turn: number, id: string): SessionEvent<'turn/start'> {
   const start = events.find((e): e is SessionEvent<'turn/start'> => e.type === 'turn/start' && e.data.turn === turn)
   if (!start) {
-    const last = [...events].reverse().find((e): e is SessionEvent<'turn/start'> => e.type === 'turn/start')?.data.turn ?? 0
+    const last =
+      [...events].reverse().find((e): e is SessionEvent<'turn/start'> => e.type === 'turn/start')?.data.turn ?? 0
     throw new UsageError(`session ${id} has no turn ${turn} (it has ${last} turn${last === 1 ? '' : 's'})`)
   }
   return start
@@ -45,7 +47,10 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
   if (!checkpoints) throw new UsageError('rewind needs @keel/checkpoint, which this composition does not load')
   const to = turnFlag(flags.to, '--to')
   if (flags.undo && to !== undefined) throw new UsageError('use either --to <turn> or --undo, not both')
-  if (!flags.undo && to === undefined) throw new UsageError('usage: keel sessions rewind <id> --to <turn> [--files | --conversation] [--force] (or --undo)')
+  if (!flags.undo && to === undefined)
+    throw new UsageError(
+      'usage: keel sessions rewind <id> --to <turn> [--files | --conversation] [--force] (or --undo)',
+    )
   const both = flags.files === flags.conversation
   const files = flags.undo || both || flags.files === true
   const conversation = !flags.undo && (both || flags.conversation === true)
@@ -54,8 +59,13 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
   const lines: string[] = []
   let plan
   if (files) {
-    plan = flags.undo ? await checkpoints.undoPlan(events, header.cwd, id) : await checkpoints.plan(events, header.cwd, to!, id)
-    lines.push(plan.changes.length ? `Files that change (${plan.changes.length}):` : 'No files change.', ...plan.changes.map(describeChange))
+    plan = flags.undo
+      ? await checkpoints.undoPlan(events, header.cwd, id)
+      : await checkpoints.plan(events, header.cwd, to!, id)
+    lines.push(
+      plan.changes.length ? `Files that change (${plan.changes.length}):` : 'No files change.',
+      ...plan.changes.map(describeChange),
+    )
   }
   const fork = conversation ? ctx.sessions.branch(id, start!.seq) : undefined
   if (plan) {

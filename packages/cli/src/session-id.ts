@@ -13,8 +13,12 @@ export function resolveSessionId(ctx: Context, arg: string): string {
   const matches = ctx.sessions.list().filter((summary) => summary.id.startsWith(arg.toLowerCase()))
   if (matches.length === 1) return matches[0]!.id
   if (matches.length > 1) {
-    const lines = matches.slice(0, 10).map((summary) => `  ${summary.id}  ${escapeLine(summary.title || '(no prompt)').slice(0, 60)}`)
-    throw new UsageError(`${matches.length} sessions start with ${arg}; type more of the id:\n${lines.join('\n')}${matches.length > 10 ? `\n  … and ${matches.length - 10} more` : ''}`)
+    const lines = matches
+      .slice(0, 10)
+      .map((summary) => `  ${summary.id}  ${escapeLine(summary.title || '(no prompt)').slice(0, 60)}`)
+    throw new UsageError(
+      `${matches.length} sessions start with ${arg}; type more of the id:\n${lines.join('\n')}${matches.length > 10 ? `\n  … and ${matches.length - 10} more` : ''}`,
+    )
   }
   return arg
 }

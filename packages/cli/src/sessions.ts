@@ -19,7 +19,8 @@ function when(ms: number): string {
 export function listSessions(ctx: Context, flags: Flags): string {
   const all = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
   if (flags.json) return terminalJson(all, 2)
-  if (!all.length) return flags.all ? 'No sessions yet.' : `No sessions in ${safe(workingDirectory(flags))} (try --all).`
+  if (!all.length)
+    return flags.all ? 'No sessions yet.' : `No sessions in ${safe(workingDirectory(flags))} (try --all).`
   // Subagents under their parent, forks under the session they branched from.
   const children = new Map<string, SessionSummary[]>()
   const originOf = (summary: SessionSummary) => summary.parent?.sessionId ?? summary.forkedFrom?.sessionId
@@ -32,7 +33,8 @@ export function listSessions(ctx: Context, flags: Flags): string {
   }
   const lines: string[] = []
   const known = new Set(all.map((summary) => summary.id))
-  const line = (summary: SessionSummary, indent: string) => `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
+  const line = (summary: SessionSummary, indent: string) =>
+    `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
   const walk = (summary: SessionSummary, indent: string) => {
     lines.push(line(summary, indent))
     for (const child of children.get(summary.id) ?? []) walk(child, indent + (child.forkedFrom ? '  ⑂ ' : '  └ '))
@@ -54,7 +56,8 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
   if (flags.json) return terminalJson({ header, path, events: events.length, todos }, 2)
   const lines = [`Session ${safe(header.id)}`, `  cwd      ${safe(header.cwd)}`, `  created  ${when(header.createdAt)}`]
   if (header.parent) lines.push(`  parent   ${safe(header.parent.sessionId)} (call ${safe(header.parent.callId)})`)
-  if (header.forkedFrom) lines.push(`  forked   from ${safe(header.forkedFrom.sessionId)} at seq ${safe(header.forkedFrom.seq)}`)
+  if (header.forkedFrom)
+    lines.push(`  forked   from ${safe(header.forkedFrom.sessionId)} at seq ${safe(header.forkedFrom.seq)}`)
   lines.push(`  events   ${events.length}`, '')
   for (const event of events) {
     const line = describe(event)
@@ -69,22 +72,30 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
 function describe(event: SessionEvent): string | undefined {
   try {
     switch (event.type) {
-      case 'turn/start': return `── turn ${safe(event.data.turn)}`
-      case 'turn/end': return `── turn ${safe(event.data.turn)} ended: ${safe(event.data.reason)}${event.data.message ? ` (${safe(event.data.message)})` : ''}`
-      case 'user/message': return `> ${escapeLine(textOf(event.data.message.content)).slice(0, 300)}`
+      case 'turn/start':
+        return `── turn ${safe(event.data.turn)}`
+      case 'turn/end':
+        return `── turn ${safe(event.data.turn)} ended: ${safe(event.data.reason)}${event.data.message ? ` (${safe(event.data.message)})` : ''}`
+      case 'user/message':
+        return `> ${escapeLine(textOf(event.data.message.content)).slice(0, 300)}`
       case 'assistant/message': {
         const text = textOf(event.data.message.content)
         return text ? `${escapeLine(text).slice(0, 300)}` : undefined
       }
-      case 'tool/call': return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
-      case 'tool/result': return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
-      case 'permission/request': return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
-      case 'permission/decision': return `    ${escapeLine(describeDecision(event.data))}`
+      case 'tool/call':
+        return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
+      case 'tool/result':
+        return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+      case 'permission/request':
+        return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
+      case 'permission/decision':
+        return `    ${escapeLine(describeDecision(event.data))}`
       case 'checkpoint/restore': {
         const { undo, toTurn, files, fork } = event.data
         return `── files ${undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${safe(toTurn)}`}: ${files.length} file${files.length === 1 ? '' : 's'}${fork ? `; conversation forked as ${safe(fork)}` : ''}`
       }
-      default: return undefined
+      default:
+        return undefined
     }
   } catch {
     // A hand-edited or hostile file can put anything in `data`; the transcript goes on.

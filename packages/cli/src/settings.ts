@@ -2,7 +2,15 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { LoaderFile, type EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
-import { flatten, mergeLayers, readSettingsFiles, SettingsError, type Layer, type Merged, type SettingsFile } from '@keel/settings'
+import {
+  flatten,
+  mergeLayers,
+  readSettingsFiles,
+  SettingsError,
+  type Layer,
+  type Merged,
+  type SettingsFile,
+} from '@keel/settings'
 import { validateServers } from '@keel/mcp'
 import { closest, DEFAULT_MODEL, type Flags } from './args.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
@@ -10,11 +18,18 @@ import { BUILTIN_PLUGINS } from './plugins.ts'
 /** Settings keys that are not a plugin's own config, with the shape each must have. */
 const permissionRule = Schema.string()
 const CORE_KEYS = {
-  model: Schema.string().pattern(/^[^/\s]+\/\S+$/).description('<provider>/<model>'),
-  baseUrl: Schema.string().pattern(/^https?:\/\//i).description('an http(s) URL'),
+  model: Schema.string()
+    .pattern(/^[^/\s]+\/\S+$/)
+    .description('<provider>/<model>'),
+  baseUrl: Schema.string()
+    .pattern(/^https?:\/\//i)
+    .description('an http(s) URL'),
   mode: Schema.union(['read-only', 'ask', 'auto', 'yolo'] as const),
   permissions: Schema.object({ allow: Schema.array(permissionRule), deny: Schema.array(permissionRule) }),
-  sandbox: Schema.object({ level: Schema.union(['workspace', 'read-only', 'off'] as const), allowedDomains: Schema.array(String) }),
+  sandbox: Schema.object({
+    level: Schema.union(['workspace', 'read-only', 'off'] as const),
+    allowedDomains: Schema.array(String),
+  }),
   // Checked server by server with @keel/mcp's own rules below, so an error names the server and the key.
   mcpServers: Schema.dict(Schema.any()),
 } satisfies Record<string, Schema>
@@ -47,7 +62,13 @@ export async function readComposition(path: string): Promise<EntryOptions[]> {
 async function pluginConfig(name: string, composition: string): Promise<Schema | undefined> {
   try {
     const builtin = BUILTIN_PLUGINS[name]
-    const mod = (builtin ? await builtin() : await import(name.startsWith('.') || isAbsolute(name) ? pathToFileURL(resolve(dirname(composition), name)).href : name)) as { Config?: unknown }
+    const mod = (
+      builtin
+        ? await builtin()
+        : await import(
+            name.startsWith('.') || isAbsolute(name) ? pathToFileURL(resolve(dirname(composition), name)).href : name
+          )
+    ) as { Config?: unknown }
     const config = mod.Config as Schema | undefined
     return typeof config === 'function' && typeof config.type === 'string' ? config : undefined
   } catch {
@@ -72,12 +93,15 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     const core = CORE_KEYS[key as keyof typeof CORE_KEYS]
     if (core) {
       try {
-        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers') rejectUnknown(file, key, value, Object.keys(core.dict))
+        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers')
+          rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
-        const message = core.meta.description ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}` : expected(error, key)
+        const message = core.meta.description
+          ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}`
+          : expected(error, key)
         throw new SettingsError(`${file.path}: ${message}`)
       }
       continue
@@ -86,9 +110,14 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     if (!entry) {
       const known = [...new Set([...Object.keys(CORE_KEYS), ...plugins.keys()])]
       const guess = closest(key, known)
-      throw new SettingsError(`${file.path}: unknown setting ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; known: ${known.join(', ')}`)
+      throw new SettingsError(
+        `${file.path}: unknown setting ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; known: ${known.join(', ')}`,
+      )
     }
-    if (!isObject(value)) throw new SettingsError(`${file.path}: ${key} expected an object of ${entry.name} settings but got ${JSON.stringify(value)}`)
+    if (!isObject(value))
+      throw new SettingsError(
+        `${file.path}: ${key} expected an object of ${entry.name} settings but got ${JSON.stringify(value)}`,
+      )
     const schema = await pluginConfig(entry.name, composition)
     if (!schema) continue
     if (schema.dict) rejectUnknown(file, key, value, Object.keys(schema.dict))
@@ -104,7 +133,9 @@ function rejectUnknown(file: SettingsFile, key: string, value: Record<string, un
   for (const inner of Object.keys(value)) {
     if (known.includes(inner)) continue
     const guess = closest(inner, known) ?? known.find((name) => name.toLowerCase().startsWith(inner.toLowerCase()))
-    throw new SettingsError(`${file.path}: unknown setting ${key}.${inner}${guess ? ` (did you mean ${key}.${guess}?)` : ''}; ${key} takes ${known.join(', ')}`)
+    throw new SettingsError(
+      `${file.path}: unknown setting ${key}.${inner}${guess ? ` (did you mean ${key}.${guess}?)` : ''}; ${key} takes ${known.join(', ')}`,
+    )
   }
 }
 
@@ -117,7 +148,8 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   const files = readSettingsFiles(cwd)
   for (const file of files) await validate(file, entries, composition)
   const defaults: Record<string, unknown> = { model: DEFAULT_MODEL }
-  for (const entry of entries) if (entry.id !== PERMISSIONS_ENTRY && isObject(entry.config) && !entry.disabled) defaults[entry.id] = entry.config
+  for (const entry of entries)
+    if (entry.id !== PERMISSIONS_ENTRY && isObject(entry.config) && !entry.disabled) defaults[entry.id] = entry.config
   const layers: Layer[] = [
     { source: `default (${composition})`, values: defaults },
     ...files.map((file) => ({ source: file.path, values: file.data })),
@@ -130,7 +162,8 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   const overrides: Record<string, Record<string, unknown>> = {}
   const touched = new Set(files.flatMap((file) => Object.keys(file.data)))
   for (const entry of entries) {
-    if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id])) overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>
+    if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id]))
+      overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>
   }
   const permissions = entries.find((entry) => entry.id === PERMISSIONS_ENTRY)
   if (permissions && (touched.has('mode') || touched.has('permissions') || touched.has('sandbox'))) {
@@ -139,17 +172,26 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     if (merged.values.mode !== undefined) config.mode = merged.values.mode
     if (rules.allow) config.allow = rules.allow
     if (rules.deny) config.deny = rules.deny
-    if (merged.values.sandbox !== undefined) config.sandbox = { ...(isObject(config.sandbox) ? config.sandbox : {}), ...(merged.values.sandbox as object) }
+    if (merged.values.sandbox !== undefined)
+      config.sandbox = { ...(isObject(config.sandbox) ? config.sandbox : {}), ...(merged.values.sandbox as object) }
     const schema = await pluginConfig(permissions.name, composition)
     try {
       schema?.(config)
     } catch (error) {
-      throw new SettingsError(`${files.filter((file) => ['mode', 'permissions', 'sandbox'].some((key) => key in file.data)).map((file) => file.path).join(', ')}: ${expected(error, 'permissions')}`)
+      throw new SettingsError(
+        `${files
+          .filter((file) => ['mode', 'permissions', 'sandbox'].some((key) => key in file.data))
+          .map((file) => file.path)
+          .join(', ')}: ${expected(error, 'permissions')}`,
+      )
     }
     overrides[PERMISSIONS_ENTRY] = config
   }
   if (touched.has('mcpServers')) {
-    const where = files.filter((file) => 'mcpServers' in file.data).map((file) => file.path).join(', ')
+    const where = files
+      .filter((file) => 'mcpServers' in file.data)
+      .map((file) => file.path)
+      .join(', ')
     let servers
     try {
       servers = validateServers(merged.values.mcpServers ?? {}, 'mcpServers')
@@ -159,14 +201,27 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
   }
-  return { files, merged, model: merged.values.model as string, baseUrl: merged.values.baseUrl as string | undefined, overrides }
+  return {
+    files,
+    merged,
+    model: merged.values.model as string,
+    baseUrl: merged.values.baseUrl as string | undefined,
+    overrides,
+  }
 }
 
 /** `keel config`: the merged settings, one `key value source` line each, or the same as JSON. */
 export function describeSettings(resolved: ResolvedSettings, json: boolean): string {
   const { files, merged } = resolved
-  if (json) return JSON.stringify({ files: files.map(({ path, scope }) => ({ path, scope })), settings: merged.values, sources: merged.sources }, null, 2)
-  const rows = flatten(merged.values).map(([key, value]) => [key, JSON.stringify(value), merged.sources[key] ?? ''] as const)
+  if (json)
+    return JSON.stringify(
+      { files: files.map(({ path, scope }) => ({ path, scope })), settings: merged.values, sources: merged.sources },
+      null,
+      2,
+    )
+  const rows = flatten(merged.values).map(
+    ([key, value]) => [key, JSON.stringify(value), merged.sources[key] ?? ''] as const,
+  )
   const width = Math.max(...rows.map(([key]) => key.length))
   const valueWidth = Math.min(40, Math.max(...rows.map(([, value]) => value.length)))
   const lines = ['Settings files (lowest precedence first):']

@@ -11,12 +11,31 @@ const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-cli-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-function keel(args: string[], options: { home?: string; cwd?: string; env?: Record<string, string | undefined>; input?: string; wrap?: string[] } = {}) {
-  const env: Record<string, string | undefined> = { ...process.env, KEEL_HOME: options.home ?? join(scratch, 'home'), ...options.env }
+function keel(
+  args: string[],
+  options: {
+    home?: string
+    cwd?: string
+    env?: Record<string, string | undefined>
+    input?: string
+    wrap?: string[]
+  } = {},
+) {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    KEEL_HOME: options.home ?? join(scratch, 'home'),
+    ...options.env,
+  }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
   const command = [...(options.wrap ?? []), process.execPath, join(root, 'bin/keel.js'), ...args]
   // A generous cap so that a hang (a FIFO read) fails the test instead of stalling the run.
-  return spawnSync(command[0]!, command.slice(1), { cwd: options.cwd ?? scratch, env: env as NodeJS.ProcessEnv, encoding: 'utf8', input: options.input ?? '', timeout: 120_000 })
+  return spawnSync(command[0]!, command.slice(1), {
+    cwd: options.cwd ?? scratch,
+    env: env as NodeJS.ProcessEnv,
+    encoding: 'utf8',
+    input: options.input ?? '',
+    timeout: 120_000,
+  })
 }
 
 function script(name: string, steps: unknown[]): string {
@@ -38,7 +57,9 @@ describe('argument parsing', () => {
   })
 
   test('bad values are refused with a one-line reason', () => {
-    expect(() => parse(['-p', 'x', '--output-format', 'yaml'])).toThrow(/--output-format must be text, json or stream-json/)
+    expect(() => parse(['-p', 'x', '--output-format', 'yaml'])).toThrow(
+      /--output-format must be text, json or stream-json/,
+    )
     expect(() => parse(['-c', '-r', 'abc'])).toThrow(/either --continue or --resume/)
     expect(() => parse(['sessions', 'show'])).toThrow(/usage: keel sessions/)
   })
@@ -46,9 +67,34 @@ describe('argument parsing', () => {
 
 describe('keel -p (print mode)', () => {
   const plan = [
-    { text: 'Planning.', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Look \u001b[31maround', status: 'in_progress' }, { content: 'Report', status: 'pending' }] } }] },
+    {
+      text: 'Planning.',
+      toolCalls: [
+        {
+          name: 'todo_write',
+          arguments: {
+            todos: [
+              { content: 'Look \u001b[31maround', status: 'in_progress' },
+              { content: 'Report', status: 'pending' },
+            ],
+          },
+        },
+      ],
+    },
     { toolCalls: [{ name: 'bash', arguments: { command: 'echo hello-from-bash' } }] },
-    { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Look \u001b[31maround', status: 'completed' }, { content: 'Report', status: 'completed' }] } }] },
+    {
+      toolCalls: [
+        {
+          name: 'todo_write',
+          arguments: {
+            todos: [
+              { content: 'Look \u001b[31maround', status: 'completed' },
+              { content: 'Report', status: 'completed' },
+            ],
+          },
+        },
+      ],
+    },
     { text: 'All \u001b]0;pwned\u0007done.' },
   ]
 
@@ -64,7 +110,10 @@ describe('keel -p (print mode)', () => {
     const dir = join(home, 'sessions')
     const files = readdirSync(join(dir, readdirSync(dir)[0]!)).filter((f) => f.endsWith('.jsonl'))
     expect(files).toHaveLength(1)
-    const lines = readFileSync(join(dir, readdirSync(dir)[0]!, files[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+    const lines = readFileSync(join(dir, readdirSync(dir)[0]!, files[0]!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session', cwd: scratch })
     expect(lines.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
   })
@@ -72,7 +121,10 @@ describe('keel -p (print mode)', () => {
   test('stream-json: every log event as a JSON line, live deltas marked as such', () => {
     const result = keel(['-p', 'go', '--model', script('stream', plan), '--output-format', 'stream-json'])
     expect(result.status, result.stderr).toBe(0)
-    const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     const events = lines.filter((l) => typeof l.seq === 'number')
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
     expect(events.some((e) => e.type === 'todo/write')).toBe(true)
@@ -83,14 +135,37 @@ describe('keel -p (print mode)', () => {
   test('json: one object with the answer, the reason and the standing plan', () => {
     const result = keel(['-p', 'go', '--model', script('json', plan), '--output-format', 'json'])
     expect(result.status, result.stderr).toBe(0)
-    expect(JSON.parse(result.stdout)).toMatchObject({ reason: 'completed', steps: 4, toolCalls: 3, todos: [{ status: 'completed' }, { status: 'completed' }] })
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      reason: 'completed',
+      steps: 4,
+      toolCalls: 3,
+      todos: [{ status: 'completed' }, { status: 'completed' }],
+    })
   })
 
   test('a turn that ends with open tasks says so on stderr, once, escaped', () => {
-    const result = keel(['-p', 'go', '--model', script('open', [
-      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Done part', status: 'completed' }, { content: 'Ask \u001b[2Jthe user', status: 'in_progress' }, { content: 'Finish', status: 'pending' }] } }] },
-      { text: 'Which database should I use?' },
-    ])])
+    const result = keel([
+      '-p',
+      'go',
+      '--model',
+      script('open', [
+        {
+          toolCalls: [
+            {
+              name: 'todo_write',
+              arguments: {
+                todos: [
+                  { content: 'Done part', status: 'completed' },
+                  { content: 'Ask \u001b[2Jthe user', status: 'in_progress' },
+                  { content: 'Finish', status: 'pending' },
+                ],
+              },
+            },
+          ],
+        },
+        { text: 'Which database should I use?' },
+      ]),
+    ])
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('Which database should I use?\n')
     expect(result.stderr).toContain('keel: the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"\n')
@@ -104,7 +179,12 @@ describe('keel -p (print mode)', () => {
   })
 
   test('a turn that ends in error exits non-zero with one line', () => {
-    const result = keel(['-p', 'go', '--model', script('error', [{ error: { kind: 'server', message: 'upstream exploded' } }])])
+    const result = keel([
+      '-p',
+      'go',
+      '--model',
+      script('error', [{ error: { kind: 'server', message: 'upstream exploded' } }]),
+    ])
     expect(result.status).toBe(1)
     expect(result.stderr).toContain('keel: the turn ended with an error: upstream exploded\n')
   })
@@ -112,7 +192,9 @@ describe('keel -p (print mode)', () => {
   test('a missing API key names the variable first, then the choices (see first-hour.test.ts)', () => {
     const result = keel(['-p', 'hi', '--model', 'deepseek/deepseek-chat'], { env: { DEEPSEEK_API_KEY: undefined } })
     expect(result.status).toBe(2)
-    expect(result.stderr.split('\n')[0]).toBe('keel: DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)')
+    expect(result.stderr.split('\n')[0]).toBe(
+      'keel: DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)',
+    )
   })
 
   test('an unknown flag and a bad composition are one-line errors', () => {
@@ -131,10 +213,32 @@ describe('keel sessions', () => {
   test('list and show, with the standing plan as text, JSON and Markdown', () => {
     const home = join(scratch, 'sessions-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
-    const run = keel(['-p', 'make a plan', '--model', script('sessions', [
-      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Design', status: 'completed' }, { content: 'Build *it*', status: 'in_progress' }] } }] },
-      { text: 'Planned.' },
-    ]), '--output-format', 'json'], { home, cwd })
+    const run = keel(
+      [
+        '-p',
+        'make a plan',
+        '--model',
+        script('sessions', [
+          {
+            toolCalls: [
+              {
+                name: 'todo_write',
+                arguments: {
+                  todos: [
+                    { content: 'Design', status: 'completed' },
+                    { content: 'Build *it*', status: 'in_progress' },
+                  ],
+                },
+              },
+            ],
+          },
+          { text: 'Planned.' },
+        ]),
+        '--output-format',
+        'json',
+      ],
+      { home, cwd },
+    )
     const id = JSON.parse(run.stdout).sessionId
     const list = keel(['sessions', 'list'], { home, cwd })
     expect(list.stdout).toMatch(new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  make a plan\\n$`))
@@ -143,12 +247,19 @@ describe('keel sessions', () => {
     const show = keel(['sessions', 'show', id], { home, cwd })
     expect(show.stdout).toContain('> make a plan')
     expect(show.stdout).toContain('Plan 1/2 · 1 in progress\n  ✓ Design\n  ◐ Build *it*')
-    expect(JSON.parse(keel(['sessions', 'show', id, '--json'], { home, cwd }).stdout).todos).toEqual([{ content: 'Design', status: 'completed' }, { content: 'Build *it*', status: 'in_progress' }])
-    expect(keel(['sessions', 'show', id, '--markdown'], { home, cwd }).stdout).toBe('- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n')
+    expect(JSON.parse(keel(['sessions', 'show', id, '--json'], { home, cwd }).stdout).todos).toEqual([
+      { content: 'Design', status: 'completed' },
+      { content: 'Build *it*', status: 'in_progress' },
+    ])
+    expect(keel(['sessions', 'show', id, '--markdown'], { home, cwd }).stdout).toBe(
+      '- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n',
+    )
     const missing = keel(['sessions', 'show', 'no-such-session'], { home, cwd })
     expect(missing.status).toBe(1)
     expect(missing.stderr).toBe('keel: no session with id no-such-session\n')
-    expect(keel(['sessions', 'show', '../etc/passwd'], { home, cwd }).stderr).toBe('keel: not a session id: "../etc/passwd"\n')
+    expect(keel(['sessions', 'show', '../etc/passwd'], { home, cwd }).stderr).toBe(
+      'keel: not a session id: "../etc/passwd"\n',
+    )
   })
 
   test('every stored field is escaped in list, list --all and show; --json stays valid JSON with the same values', () => {
@@ -162,16 +273,53 @@ describe('keel sessions', () => {
     const events = [
       { type: 'turn/start', seq: 0, time: 0, data: { turn: 1, trigger: 'prompt' } },
       { type: 'step/start', seq: 1, time: 0, data: { turn: 1, step: 1 } },
-      { type: 'user/message', seq: 2, time: 0, data: { message: { role: 'user', content: [{ type: 'text', text: `hi\u202e${osc52}` }] } }, ...append },
-      { type: 'assistant/message', seq: 3, time: 0, data: { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: `x${osc52}`, arguments: '{}' }] } }, ...append },
-      { type: 'tool/call', seq: 4, time: 0, data: { turn: 1, step: 1, callId: 'c1', name: `x${osc52}\u2066`, arguments: `{}${osc52}` } },
-      { type: 'tool/result', seq: 5, time: 0, data: { turn: 1, step: 1, callId: 'c1', isError: true, content: [{ type: 'text', text: `no${osc52}` }] }, ...append },
+      {
+        type: 'user/message',
+        seq: 2,
+        time: 0,
+        data: { message: { role: 'user', content: [{ type: 'text', text: `hi\u202e${osc52}` }] } },
+        ...append,
+      },
+      {
+        type: 'assistant/message',
+        seq: 3,
+        time: 0,
+        data: {
+          turn: 1,
+          step: 1,
+          message: {
+            role: 'assistant',
+            content: [{ type: 'tool-call', id: 'c1', name: `x${osc52}`, arguments: '{}' }],
+          },
+        },
+        ...append,
+      },
+      {
+        type: 'tool/call',
+        seq: 4,
+        time: 0,
+        data: { turn: 1, step: 1, callId: 'c1', name: `x${osc52}\u2066`, arguments: `{}${osc52}` },
+      },
+      {
+        type: 'tool/result',
+        seq: 5,
+        time: 0,
+        data: { turn: 1, step: 1, callId: 'c1', isError: true, content: [{ type: 'text', text: `no${osc52}` }] },
+        ...append,
+      },
       { type: 'step/end', seq: 6, time: 0, data: { turn: 1, step: 1 } },
       { type: 'turn/end', seq: 7, time: 0, data: { turn: 1, reason: `error${osc52}`, message: `bad\u202e` } },
       { type: 'turn/start', seq: 8, time: 0, data: { turn: { evil: 1 }, trigger: 'prompt' } },
       { type: 'user/message', seq: 9, time: 0, data: { message: { role: 'user', content: 42 } }, ...append },
     ]
-    const write = (id: string, header: Record<string, unknown>) => writeFileSync(join(dir, `${id}.jsonl`), [JSON.stringify({ type: 'session', version: 1, id, createdAt: 0, ...header }), ...events.map((e) => JSON.stringify(e))].join('\n') + '\n')
+    const write = (id: string, header: Record<string, unknown>) =>
+      writeFileSync(
+        join(dir, `${id}.jsonl`),
+        [
+          JSON.stringify({ type: 'session', version: 1, id, createdAt: 0, ...header }),
+          ...events.map((e) => JSON.stringify(e)),
+        ].join('\n') + '\n',
+      )
     write('parent-1', { cwd: storedCwd })
     write('child-1', { cwd: storedCwd, parent: { sessionId: 'parent-1', callId: `call${osc52}\u202e` } })
     const raw = /[\u001b\u0007\u009b\u202a-\u202e\u2066-\u2069\u200b]/
@@ -188,7 +336,10 @@ describe('keel sessions', () => {
     expect(show.stdout).toContain('── turn 1 ended: error␛]52;c;cm0gLXJmIH4=␇ (bad<U+202E>)')
     expect(show.stdout).toContain('── turn [object Object]')
     expect(show.stdout).toContain('(event 9: user/message with data of the wrong shape)')
-    for (const args of [['sessions', 'list', '--all', '--json'], ['sessions', 'show', 'child-1', '--json']]) {
+    for (const args of [
+      ['sessions', 'list', '--all', '--json'],
+      ['sessions', 'show', 'child-1', '--json'],
+    ]) {
       const json = keel(args, { home, cwd })
       expect(json.status).toBe(0)
       expect(json.stdout).not.toMatch(raw)
@@ -200,7 +351,10 @@ describe('keel sessions', () => {
   test('FIFOs, symlinks and folders named like sessions are skipped with one warning each; list, -c and show never hang', () => {
     const home = join(scratch, 'hostile-files-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
-    const run = keel(['-p', 'first', '--model', script('hostile-first', [{ text: 'one' }]), '--output-format', 'json'], { home, cwd })
+    const run = keel(
+      ['-p', 'first', '--model', script('hostile-first', [{ text: 'one' }]), '--output-format', 'json'],
+      { home, cwd },
+    )
     const id = JSON.parse(run.stdout).sessionId
     const dir = join(home, 'sessions', cwdSlug(cwd))
     execFileSync('mkfifo', [join(dir, 'zzz-fifo.jsonl')])
@@ -216,7 +370,10 @@ describe('keel sessions', () => {
       `keel: warning: ${join(dir, 'zzz-fifo.jsonl')}: is a FIFO, not a session file; skipped`,
       `keel: warning: ${join(dir, 'zzz-zero.jsonl')}: is a symbolic link, not a session file; skipped`,
     ])
-    const resumed = keel(['-c', '-p', 'second', '--model', script('hostile-second', [{ text: 'two' }]), '--output-format', 'json'], { home, cwd })
+    const resumed = keel(
+      ['-c', '-p', 'second', '--model', script('hostile-second', [{ text: 'two' }]), '--output-format', 'json'],
+      { home, cwd },
+    )
     expect(resumed.status).toBe(0)
     expect(JSON.parse(resumed.stdout).sessionId).toBe(id)
     // Each refusal is one line and exit 1 (hostile.test.ts covers every kind through the store itself).
@@ -236,11 +393,21 @@ describe('keel sessions', () => {
     const cwd = mkdtempSync(join(scratch, 'proj-'))
     const dir = join(home, 'sessions', cwdSlug(cwd))
     mkdirSync(dir, { recursive: true })
-    writeFileSync(join(dir, 'nocwd.jsonl'), JSON.stringify({ type: 'session', version: 1, id: 'nocwd', createdAt: 0 }) + '\n')
-    writeFileSync(join(dir, 'other.jsonl'), JSON.stringify({ type: 'session', version: 1, id: 'someone', createdAt: 0, cwd }) + '\n')
+    writeFileSync(
+      join(dir, 'nocwd.jsonl'),
+      JSON.stringify({ type: 'session', version: 1, id: 'nocwd', createdAt: 0 }) + '\n',
+    )
+    writeFileSync(
+      join(dir, 'other.jsonl'),
+      JSON.stringify({ type: 'session', version: 1, id: 'someone', createdAt: 0, cwd }) + '\n',
+    )
     for (const [args, id, problem] of [
       [['sessions', 'show', 'nocwd'], 'nocwd', 'the header has no valid cwd (an absolute path)'],
-      [['-r', 'other', '-p', 'x', '--model', script('bad-header', [])], 'other', 'the header names session someone, not other as the file name says'],
+      [
+        ['-r', 'other', '-p', 'x', '--model', script('bad-header', [])],
+        'other',
+        'the header names session someone, not other as the file name says',
+      ],
     ] as const) {
       const result = keel([...args], { home, cwd })
       expect(result.status).toBe(1)
@@ -259,7 +426,9 @@ describe('keel sessions', () => {
     const result = keel(['-p', 'hi', '--model', script('ro', [{ text: 'never' }])], { home, wrap })
     // The session file is made with the first event, so the turn is what fails: exit 1, naming the real cause.
     expect(result.status).toBe(1)
-    expect(result.stderr).toContain(`${join(home, 'sessions')}: cannot create this folder: EROFS (read-only file system)\n`)
+    expect(result.stderr).toContain(
+      `${join(home, 'sessions')}: cannot create this folder: EROFS (read-only file system)\n`,
+    )
     expect(result.stderr).not.toContain('ENOENT')
   }, 120_000)
 
@@ -273,7 +442,10 @@ describe('keel -p against a provider that speaks the real wire format', () => {
   test('a multi-step tool loop through the OpenAI-compatible adapter and a fake server on 127.0.0.1', async () => {
     const { startFakeProvider } = await import('../../../test-support/fake-provider.ts')
     const fake = await startFakeProvider([
-      { text: 'Let me plan.', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'in_progress' }] } }] },
+      {
+        text: 'Let me plan.',
+        toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'in_progress' }] } }],
+      },
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo 42' } }] },
       { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'completed' }] } }] },
       { text: 'There are 42.' },
@@ -281,17 +453,38 @@ describe('keel -p against a provider that speaks the real wire format', () => {
     try {
       const home = join(scratch, 'fake-home')
       const { spawn } = await import('node:child_process')
-      const child = spawn(process.execPath, [join(root, 'bin/keel.js'), '-p', 'count the files', '--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`], { cwd: scratch, env: { ...process.env, KEEL_HOME: home } })
+      const child = spawn(
+        process.execPath,
+        [
+          join(root, 'bin/keel.js'),
+          '-p',
+          'count the files',
+          '--model',
+          'openai-compatible/test-model',
+          '--base-url',
+          `${fake.url}/v1`,
+        ],
+        { cwd: scratch, env: { ...process.env, KEEL_HOME: home } },
+      )
       let stdout = ''
       let stderr = ''
-      child.stdout.on('data', (d) => { stdout += d })
-      child.stderr.on('data', (d) => { stderr += d })
+      child.stdout.on('data', (d) => {
+        stdout += d
+      })
+      child.stderr.on('data', (d) => {
+        stderr += d
+      })
       const code = await new Promise((done) => child.on('close', done))
       expect(code, stderr).toBe(0)
       expect(stdout).toBe('Let me plan.\n\nThere are 42.\n')
       expect(stderr).toContain('Plan 1/1')
       expect(fake.requests).toHaveLength(4)
-      const last = fake.requests[3]!.body as { model: string; stream: boolean; messages: { role: string; content: unknown }[]; tools: { function: { name: string } }[] }
+      const last = fake.requests[3]!.body as {
+        model: string
+        stream: boolean
+        messages: { role: string; content: unknown }[]
+        tools: { function: { name: string } }[]
+      }
       expect(last.model).toBe('test-model')
       expect(last.stream).toBe(true)
       expect(last.tools.map((t) => t.function.name)).toEqual(expect.arrayContaining(['bash', 'todo_write']))

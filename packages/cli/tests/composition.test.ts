@@ -5,11 +5,14 @@ import { boot, DEFAULT_COMPOSITION, KeelLoader, shutdown } from '../src/boot.ts'
 import { BUILTIN_PLUGINS } from '../src/plugins.ts'
 
 let ctx: Context | undefined
-afterEach(async () => { if (ctx) await shutdown(ctx); ctx = undefined })
+afterEach(async () => {
+  if (ctx) await shutdown(ctx)
+  ctx = undefined
+})
 
 describe('the shipped composition', () => {
   test.each(Object.keys(BUILTIN_PLUGINS))('%s is a named-export plugin the Loader keeps as is', async (name) => {
-    const ns = await BUILTIN_PLUGINS[name]!() as Record<string, unknown>
+    const ns = (await BUILTIN_PLUGINS[name]!()) as Record<string, unknown>
     expect('default' in ns).toBe(false)
     expect(typeof ns.apply).toBe('function')
     expect(typeof ns.name).toBe('string')
@@ -25,7 +28,8 @@ describe('the shipped composition', () => {
     const names = before.match(/name: '([^']+)'/g)!.map((line) => line.slice(7, -1))
     expect(entries.map((entry) => entry.options.name)).toEqual([...names, '@keel/session/dev'])
     for (const entry of entries) expect(entry.fork, entry.options.name).toBeDefined()
-    for (const key of ['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents']) expect(ctx.get(key), key).toBeDefined()
+    for (const key of ['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents'])
+      expect(ctx.get(key), key).toBeDefined()
     expect(ctx.tools.names()).toEqual(expect.arrayContaining(['bash', 'todo_write']))
     expect(ctx.projections.has('todos')).toBe(true)
     await new Promise((done) => setTimeout(done, 20))

@@ -25,7 +25,13 @@ function project() {
   return { dir, repo, app, home: join(dir, 'home') }
 }
 
-type Options = { home: string; cwd: string; env?: Record<string, string | undefined>; input?: string; holdStdin?: boolean }
+type Options = {
+  home: string
+  cwd: string
+  env?: Record<string, string | undefined>
+  input?: string
+  holdStdin?: boolean
+}
 
 function clean(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const out: Record<string, string> = {}
@@ -35,7 +41,12 @@ function clean(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 
 function keel(args: string[], options: Options) {
   const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: options.home, ...options.env })
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: options.cwd, env, encoding: 'utf8', input: options.input ?? '' })
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd: options.cwd,
+    env,
+    encoding: 'utf8',
+    input: options.input ?? '',
+  })
 }
 
 /** Runs keel against a fake OpenAI-compatible provider (asynchronously: the provider lives in this process). */
@@ -43,25 +54,40 @@ async function keelWithProvider(replies: FakeReply[], args: string[], options: O
   const fake = await startFakeProvider(replies)
   try {
     const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: options.home, ...options.env })
-    const child = spawn(process.execPath, [join(root, 'bin/keel.js'), '--model', 'openai-compatible/test', '--base-url', `${fake.url}/v1`, ...args], { cwd: options.cwd, env })
+    const child = spawn(
+      process.execPath,
+      [join(root, 'bin/keel.js'), '--model', 'openai-compatible/test', '--base-url', `${fake.url}/v1`, ...args],
+      { cwd: options.cwd, env },
+    )
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
+    child.stdout.on('data', (d) => {
+      stdout += d
+    })
+    child.stderr.on('data', (d) => {
+      stderr += d
+    })
     // holdStdin: a parent that keeps the pipe open and never writes.
     if (!options.holdStdin) child.stdin.end(options.input ?? '')
     const status = await new Promise<number | null>((done) => child.on('close', done))
-    return { status, stdout, stderr, requests: fake.requests.map((r) => r.body as { messages: { role: string; content: string }[] }) }
+    return {
+      status,
+      stdout,
+      stderr,
+      requests: fake.requests.map((r) => r.body as { messages: { role: string; content: string }[] }),
+    }
   } finally {
     await fake.close()
   }
 }
 
-const systemOf = (body: { messages: { role: string; content: string }[] }) => body.messages.find((m) => m.role === 'system')!.content
-const userOf = (body: { messages: { role: string; content: unknown }[] }) => body.messages.find((m) => m.role === 'user')!.content
+const systemOf = (body: { messages: { role: string; content: string }[] }) =>
+  body.messages.find((m) => m.role === 'system')!.content
+const userOf = (body: { messages: { role: string; content: unknown }[] }) =>
+  body.messages.find((m) => m.role === 'user')!.content
 
 describe('project instructions', () => {
-  test('AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user\'s first, in every request byte for byte', async () => {
+  test("AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user's first, in every request byte for byte", async () => {
     const p = project()
     writeFileSync(join(p.home, 'AGENTS.md'), 'USER-RULE: answer in English.\n')
     writeFileSync(join(p.repo, 'AGENTS.md'), 'ROOT-RULE: run npm test.\n')
@@ -69,10 +95,11 @@ describe('project instructions', () => {
     writeFileSync(join(p.repo, 'pkg', 'CLAUDE.md'), 'PKG-RULE: from CLAUDE.md.\n')
     writeFileSync(join(p.app, 'AGENTS.md'), 'APP-RULE: closest.\n')
     writeFileSync(join(p.dir, 'AGENTS.md'), 'OUTSIDE: above the repository root.\n')
-    const run = await keelWithProvider([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] },
-      { text: 'done' },
-    ], ['-p', 'go', '--output-format', 'json'], { home: p.home, cwd: p.app })
+    const run = await keelWithProvider(
+      [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] }, { text: 'done' }],
+      ['-p', 'go', '--output-format', 'json'],
+      { home: p.home, cwd: p.app },
+    )
     expect(run.status, run.stderr).toBe(0)
     expect(run.requests).toHaveLength(2)
     const system = systemOf(run.requests[0]!)
@@ -86,10 +113,15 @@ describe('project instructions', () => {
     expect(system).toContain('## ../../AGENTS.md\n\nROOT-RULE')
     expect(system).toContain('## ../CLAUDE.md\n\nPKG-RULE')
     expect(system).toContain('## AGENTS.md\n\nAPP-RULE')
-    expect(JSON.parse(run.stdout).instructions).toEqual([join(p.home, 'AGENTS.md'), join(p.repo, 'AGENTS.md'), join(p.repo, 'pkg', 'CLAUDE.md'), join(p.app, 'AGENTS.md')])
+    expect(JSON.parse(run.stdout).instructions).toEqual([
+      join(p.home, 'AGENTS.md'),
+      join(p.repo, 'AGENTS.md'),
+      join(p.repo, 'pkg', 'CLAUDE.md'),
+      join(p.app, 'AGENTS.md'),
+    ])
   })
 
-  test('without a .git above, only the cwd\'s own file; the total is capped at 32 KiB with a note of what was cut', async () => {
+  test("without a .git above, only the cwd's own file; the total is capped at 32 KiB with a note of what was cut", async () => {
     const p = project()
     rmSync(join(p.repo, '.git'), { recursive: true })
     writeFileSync(join(p.repo, 'AGENTS.md'), 'PARENT: not a project root any more.\n')
@@ -103,14 +135,18 @@ describe('project instructions', () => {
     expect(system).toMatch(/\[Instructions were capped at 32 KiB: cut \d+ of \d+ bytes of AGENTS\.md\.\]/)
   })
 
-  test('a subagent\'s system prompt carries the same instructions as its parent\'s', async () => {
+  test("a subagent's system prompt carries the same instructions as its parent's", async () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'SHARED-RULE: both agents see this.\n')
-    const run = await keelWithProvider([
-      { toolCalls: [{ name: 'task', arguments: { description: 'look', prompt: 'Look around.' } }] },
-      { text: 'child done' },
-      { text: 'parent done' },
-    ], ['-p', 'delegate'], { home: p.home, cwd: p.repo })
+    const run = await keelWithProvider(
+      [
+        { toolCalls: [{ name: 'task', arguments: { description: 'look', prompt: 'Look around.' } }] },
+        { text: 'child done' },
+        { text: 'parent done' },
+      ],
+      ['-p', 'delegate'],
+      { home: p.home, cwd: p.repo },
+    )
     expect(run.status, run.stderr).toBe(0)
     expect(run.requests).toHaveLength(3)
     const child = run.requests[1]!
@@ -123,9 +159,15 @@ describe('project instructions', () => {
 describe('settings files', () => {
   test('project over user, environment over project, flags over environment; keel config says where each came from', () => {
     const p = project()
-    writeFileSync(join(p.home, 'settings.json'), JSON.stringify({ model: 'scripted/user', todo: { allowParallelInProgress: true }, compaction: { keepTurns: 5 } }))
+    writeFileSync(
+      join(p.home, 'settings.json'),
+      JSON.stringify({ model: 'scripted/user', todo: { allowParallelInProgress: true }, compaction: { keepTurns: 5 } }),
+    )
     mkdirSync(join(p.repo, '.keel'))
-    writeFileSync(join(p.repo, '.keel', 'settings.json'), JSON.stringify({ model: 'scripted/project', compaction: { keepTurns: 3 } }))
+    writeFileSync(
+      join(p.repo, '.keel', 'settings.json'),
+      JSON.stringify({ model: 'scripted/project', compaction: { keepTurns: 3 } }),
+    )
     mkdirSync(join(p.app, '.keel'))
     writeFileSync(join(p.app, '.keel', 'settings.json'), JSON.stringify({ compaction: { threshold: 0.5 } }))
     const json = (env: Record<string, string> = {}, args: string[] = []) => {
@@ -152,17 +194,36 @@ describe('settings files', () => {
     expect(json({ KEEL_MODEL: 'scripted/env' }).sources.model).toBe('env KEEL_MODEL')
     expect(json({ KEEL_MODEL: 'scripted/env' }, ['--model', 'scripted/flag']).settings.model).toBe('scripted/flag')
     const text = keel(['config'], { home: p.home, cwd: p.app })
-    expect(text.stdout).toMatch(new RegExp(`compaction\\.threshold +0\\.5 +${join(p.app, '.keel', 'settings.json').replace(/[.]/g, '\\.')}\\n`))
+    expect(text.stdout).toMatch(
+      new RegExp(`compaction\\.threshold +0\\.5 +${join(p.app, '.keel', 'settings.json').replace(/[.]/g, '\\.')}\\n`),
+    )
   })
 
   test('settings reach the plugins and the model: a project that allows parallel tasks and names its model', () => {
     const p = project()
     mkdirSync(join(p.repo, '.keel'))
     const script = join(p.dir, 'script.json')
-    writeFileSync(script, JSON.stringify({ steps: [
-      { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'A', status: 'in_progress' }, { content: 'B', status: 'in_progress' }] } }] },
-      { text: 'ok' },
-    ] }))
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [
+          {
+            toolCalls: [
+              {
+                name: 'todo_write',
+                arguments: {
+                  todos: [
+                    { content: 'A', status: 'in_progress' },
+                    { content: 'B', status: 'in_progress' },
+                  ],
+                },
+              },
+            ],
+          },
+          { text: 'ok' },
+        ],
+      }),
+    )
     const run = (settings: object) => {
       writeFileSync(join(p.repo, '.keel', 'settings.json'), JSON.stringify(settings))
       return keel(['-p', 'go', '--output-format', 'json'], { home: p.home, cwd: p.app })
@@ -171,7 +232,10 @@ describe('settings files', () => {
     expect(strict.status, strict.stderr).toBe(0)
     expect(JSON.parse(strict.stdout)).toMatchObject({ model: `scripted/${script}`, todos: [] })
     const parallel = run({ model: `scripted/${script}`, todo: { allowParallelInProgress: true } })
-    expect(JSON.parse(parallel.stdout).todos).toEqual([{ content: 'A', status: 'in_progress' }, { content: 'B', status: 'in_progress' }])
+    expect(JSON.parse(parallel.stdout).todos).toEqual([
+      { content: 'A', status: 'in_progress' },
+      { content: 'B', status: 'in_progress' },
+    ])
     expect(readFileSync(join(root, 'packages/cli/keel.yml'), 'utf8')).toContain('allowParallelInProgress: false')
   })
 
@@ -193,22 +257,46 @@ describe('settings files', () => {
         expect(run.stderr).toContain(`keel: ${file}: `)
       }
     }
-    check('{"todo":{"allowParallelInProgress":"maybe"}}', /todo\.allowParallelInProgress expected boolean but got maybe/)
+    check(
+      '{"todo":{"allowParallelInProgress":"maybe"}}',
+      /todo\.allowParallelInProgress expected boolean but got maybe/,
+    )
     check('{"compaction":{"threshold":"high"}}', /compaction\.threshold expected number/)
     check('{"mode":"sometimes"}', /mode expected .*"ask"/)
     check('{"permissions":{"allow":"bash"}}', /permissions\.allow expected array/)
-    check('{"baseURL":"http://localhost:11434/v1"}', /unknown setting "baseURL" \(did you mean baseUrl\?\); known: model, baseUrl, mode, permissions, /)
-    check('{"todo":{"allowParallel":true}}', /unknown setting todo\.allowParallel \(did you mean todo\.allowParallelInProgress\?\)/)
+    check(
+      '{"baseURL":"http://localhost:11434/v1"}',
+      /unknown setting "baseURL" \(did you mean baseUrl\?\); known: model, baseUrl, mode, permissions, /,
+    )
+    check(
+      '{"todo":{"allowParallel":true}}',
+      /unknown setting todo\.allowParallel \(did you mean todo\.allowParallelInProgress\?\)/,
+    )
     check('{"model":"deepseek"}', /model expected .*<provider>\/<model>/)
     check('{"model": ', /not valid JSON/)
     check('[1]', /expected a JSON object/)
     check('{"apiKey":"sk-123"}', /refusing apiKey: API keys and tokens stay in the environment/)
-    check('{"mcpServers":{"gh":{"command":"gh-mcp","env":{"GITHUB_TOKEN":"x"}}}}', /refusing mcpServers\.gh\.env\.GITHUB_TOKEN/)
+    check(
+      '{"mcpServers":{"gh":{"command":"gh-mcp","env":{"GITHUB_TOKEN":"x"}}}}',
+      /refusing mcpServers\.gh\.env\.GITHUB_TOKEN/,
+    )
     check('{"mcpServers":{"gh":{"args":["x"]}}}', /mcpServers/)
-    writeFileSync(file, JSON.stringify({ mode: 'ask', permissions: { allow: ['bash(npm test:*)'] }, sandbox: { allowedDomains: ['registry.npmjs.org'] }, mcpServers: { fs: { command: 'mcp-fs', args: ['.'] } } }))
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mode: 'ask',
+        permissions: { allow: ['bash(npm test:*)'] },
+        sandbox: { allowedDomains: ['registry.npmjs.org'] },
+        mcpServers: { fs: { command: 'mcp-fs', args: ['.'] } },
+      }),
+    )
     const ok = keel(['config', '--json'], { home: p.home, cwd: p.app })
     expect(ok.status, ok.stderr).toBe(0)
-    expect(JSON.parse(ok.stdout).settings).toMatchObject({ mode: 'ask', permissions: { allow: ['bash(npm test:*)'] }, mcpServers: { fs: { command: 'mcp-fs' } } })
+    expect(JSON.parse(ok.stdout).settings).toMatchObject({
+      mode: 'ask',
+      permissions: { allow: ['bash(npm test:*)'] },
+      mcpServers: { fs: { command: 'mcp-fs' } },
+    })
   })
 })
 
@@ -219,9 +307,14 @@ describe('first run', () => {
     expect(run.status).toBe(2)
     expect(run.stdout).toBe('')
     expect(run.stderr).toMatch(/^keel: DEEPSEEK_API_KEY is not set \(needed for --model deepseek\/deepseek-chat\)\n/)
-    for (const provider of ['deepseek', 'openai', 'anthropic', 'openrouter', 'openai-compatible']) expect(run.stderr).toContain(`keel:   ${provider} `)
+    for (const provider of ['deepseek', 'openai', 'anthropic', 'openrouter', 'openai-compatible'])
+      expect(run.stderr).toContain(`keel:   ${provider} `)
     expect(run.stderr).toContain('keel: To try Keel without a key: keel --model scripted/demo\n')
-    const anthropic = keel(['-p', 'hi', '--model', 'anthropic/claude-sonnet-4-5'], { home: p.home, cwd: p.app, env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined } })
+    const anthropic = keel(['-p', 'hi', '--model', 'anthropic/claude-sonnet-4-5'], {
+      home: p.home,
+      cwd: p.app,
+      env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined },
+    })
     expect(anthropic.status).toBe(2)
     expect(anthropic.stderr).toMatch(/^keel: ANTHROPIC_API_KEY is not set/)
   })
@@ -230,12 +323,24 @@ describe('first run', () => {
 describe('CLI paths that used to lose input or pick wrong', () => {
   test('piped text joins the prompt in a fenced block; piped text alone is the prompt', async () => {
     const p = project()
-    const both = await keelWithProvider([{ text: 'ok' }], ['-p', 'summarise this'], { home: p.home, cwd: p.app, input: 'line one\n```\ncode\n```\n' })
+    const both = await keelWithProvider([{ text: 'ok' }], ['-p', 'summarise this'], {
+      home: p.home,
+      cwd: p.app,
+      input: 'line one\n```\ncode\n```\n',
+    })
     expect(both.status, both.stderr).toBe(0)
     expect(userOf(both.requests[0]!)).toBe('summarise this\n\n````\nline one\n```\ncode\n```\n````')
-    const alone = await keelWithProvider([{ text: 'ok' }], ['-p'], { home: p.home, cwd: p.app, input: 'just the pipe\n' })
+    const alone = await keelWithProvider([{ text: 'ok' }], ['-p'], {
+      home: p.home,
+      cwd: p.app,
+      input: 'just the pipe\n',
+    })
     expect(userOf(alone.requests[0]!)).toBe('just the pipe')
-    const held = await keelWithProvider([{ text: 'ok' }], ['-p', 'no pipe text'], { home: p.home, cwd: p.app, holdStdin: true })
+    const held = await keelWithProvider([{ text: 'ok' }], ['-p', 'no pipe text'], {
+      home: p.home,
+      cwd: p.app,
+      holdStdin: true,
+    })
     expect(held.status, held.stderr).toBe(0)
     expect(userOf(held.requests[0]!)).toBe('no pipe text')
   })
@@ -244,8 +349,16 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     const p = project()
     const file = join(p.dir, 'a-file')
     writeFileSync(file, '')
-    for (const [cwd, reason] of [[join(p.dir, 'missing'), 'no such directory'], [file, 'not a directory']] as const) {
-      for (const args of cwd === file ? [['-p', 'hi', '--model', 'scripted/demo']] : [['-p', 'hi', '--model', 'scripted/demo'], ['sessions', 'list']]) {
+    for (const [cwd, reason] of [
+      [join(p.dir, 'missing'), 'no such directory'],
+      [file, 'not a directory'],
+    ] as const) {
+      for (const args of cwd === file
+        ? [['-p', 'hi', '--model', 'scripted/demo']]
+        : [
+            ['-p', 'hi', '--model', 'scripted/demo'],
+            ['sessions', 'list'],
+          ]) {
         const run = keel([...args, '--cwd', cwd], { home: p.home, cwd: p.app })
         expect(run.status).toBe(2)
         expect(run.stderr).toBe(`keel: --cwd ${cwd}: ${reason}\n`)
@@ -257,18 +370,36 @@ describe('CLI paths that used to lose input or pick wrong', () => {
   test('json output: usage, duration, model, instruction files, and todos [] when no plan stands (errors too)', () => {
     const p = project()
     const script = join(p.dir, 'usage.json')
-    writeFileSync(script, JSON.stringify({ steps: [
-      { toolCalls: [{ name: 'bash', arguments: { command: 'true' } }], usage: { input: 100, output: 7 } },
-      { text: 'done', usage: { input: 130, output: 5 } },
-    ] }))
-    const run = keel(['-p', 'go', '--model', `scripted/${script}`, '--output-format', 'json'], { home: p.home, cwd: p.app })
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [
+          { toolCalls: [{ name: 'bash', arguments: { command: 'true' } }], usage: { input: 100, output: 7 } },
+          { text: 'done', usage: { input: 130, output: 5 } },
+        ],
+      }),
+    )
+    const run = keel(['-p', 'go', '--model', `scripted/${script}`, '--output-format', 'json'], {
+      home: p.home,
+      cwd: p.app,
+    })
     expect(run.status, run.stderr).toBe(0)
     const out = JSON.parse(run.stdout)
-    expect(out).toMatchObject({ reason: 'completed', text: 'done', usage: { input: 230, output: 12 }, model: `scripted/${script}`, instructions: [], todos: [] })
+    expect(out).toMatchObject({
+      reason: 'completed',
+      text: 'done',
+      usage: { input: 230, output: 12 },
+      model: `scripted/${script}`,
+      instructions: [],
+      todos: [],
+    })
     expect(typeof out.durationMs).toBe('number')
     const failing = join(p.dir, 'fail.json')
     writeFileSync(failing, JSON.stringify({ steps: [{ error: { kind: 'server', message: 'boom' } }] }))
-    const error = JSON.parse(keel(['-p', 'go', '--model', `scripted/${failing}`, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout)
+    const error = JSON.parse(
+      keel(['-p', 'go', '--model', `scripted/${failing}`, '--output-format', 'json'], { home: p.home, cwd: p.app })
+        .stdout,
+    )
     expect(error).toMatchObject({ reason: 'error', error: 'boom', todos: [], usage: { input: 0, output: 0 } })
   })
 
@@ -276,18 +407,28 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const script = join(p.dir, 'stream.json')
-    writeFileSync(script, JSON.stringify({ steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] }, { text: 'done' }] }))
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] }, { text: 'done' }],
+      }),
+    )
     const model = `scripted/${script}`
     const run = keel(['-p', 'go', '--model', model, '--output-format', 'stream-json'], { home: p.home, cwd: p.app })
     expect(run.status, run.stderr).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     const init = lines[0]
     expect(init).toMatchObject({ type: 'system/init', model, cwd: p.app, instructions: [join(p.repo, 'AGENTS.md')] })
     expect(init.tools).toEqual(expect.arrayContaining(['bash', 'todo_write']))
     expect(lines.filter((l) => l.type === 'system/init')).toHaveLength(1)
     const result = lines.at(-1)
     expect(lines.filter((l) => l.type === 'result')).toHaveLength(1)
-    const json = JSON.parse(keel(['-p', 'go', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout)
+    const json = JSON.parse(
+      keel(['-p', 'go', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
+    )
     expect(Object.keys(result).sort()).toEqual(['type', ...Object.keys(json)].sort())
     expect(result).toMatchObject({ type: 'result', reason: 'completed', sessionId: init.sessionId })
     for (const line of lines) expect(line.sessionId, JSON.stringify(line)).toBe(init.sessionId)
@@ -298,16 +439,22 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     const script = join(p.dir, 'hello.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello' }, { text: 'again' }] }))
     const model = `scripted/${script}`
-    const first = JSON.parse(keel(['-p', 'first prompt', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout)
+    const first = JSON.parse(
+      keel(['-p', 'first prompt', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
+    )
     const dir = join(p.home, 'sessions', readdirSync(join(p.home, 'sessions'))[0]!)
     const original = readFileSync(join(dir, `${first.sessionId}.jsonl`), 'utf8')
     // Two sessions that share a prefix, and a newer one left without a prompt (as older versions wrote them).
-    const twin = (id: string, body: string) => writeFileSync(join(dir, `${id}.jsonl`), body.replaceAll(first.sessionId, id))
+    const twin = (id: string, body: string) =>
+      writeFileSync(join(dir, `${id}.jsonl`), body.replaceAll(first.sessionId, id))
     twin('abcdef00-0000-4000-8000-000000000001', original)
     twin('abcdef00-0000-4000-8000-000000000002', original)
     const header = original.split('\n')[0]!
     const empty = 'fedcba00-0000-4000-8000-000000000003'
-    writeFileSync(join(dir, `${empty}.jsonl`), header.replace(first.sessionId, empty).replace(/"createdAt":\d+/, `"createdAt":${Date.now() + 60_000}`) + '\n')
+    writeFileSync(
+      join(dir, `${empty}.jsonl`),
+      header.replace(first.sessionId, empty).replace(/"createdAt":\d+/, `"createdAt":${Date.now() + 60_000}`) + '\n',
+    )
 
     const prefix = first.sessionId.slice(0, 8)
     const show = keel(['sessions', 'show', prefix], { home: p.home, cwd: p.app })
@@ -320,9 +467,16 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     expect(ambiguous.stderr).toContain('abcdef00-0000-4000-8000-000000000002')
     expect(keel(['-p', 'more', '-r', 'abcdef00', '--model', model], { home: p.home, cwd: p.app }).status).toBe(2)
 
-    const resumed = JSON.parse(keel(['-p', 'second prompt', '-r', prefix, '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout)
+    const resumed = JSON.parse(
+      keel(['-p', 'second prompt', '-r', prefix, '--model', model, '--output-format', 'json'], {
+        home: p.home,
+        cwd: p.app,
+      }).stdout,
+    )
     expect(resumed).toMatchObject({ sessionId: first.sessionId, turn: 2 })
-    const continued = JSON.parse(keel(['-p', 'third', '-c', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout)
+    const continued = JSON.parse(
+      keel(['-p', 'third', '-c', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
+    )
     expect(continued.sessionId).not.toBe(empty)
   })
 
@@ -356,7 +510,11 @@ describe('keel serve', () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: p.home })
-    const child = spawn(process.execPath, [join(root, 'bin/keel.js'), 'serve', '--port', '0', '--model', 'scripted/demo'], { cwd: p.app, env })
+    const child = spawn(
+      process.execPath,
+      [join(root, 'bin/keel.js'), 'serve', '--port', '0', '--model', 'scripted/demo'],
+      { cwd: p.app, env },
+    )
     try {
       let stderr = ''
       const line = await new Promise<string>((resolve, reject) => {

@@ -15,14 +15,20 @@ const scratch = mkdtempSync(join(tmpdir(), 'keel-modules-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 const hooks = join(scratch, 'hooks.mjs')
-writeFileSync(hooks, `import { appendFileSync } from 'node:fs'
+writeFileSync(
+  hooks,
+  `import { appendFileSync } from 'node:fs'
 export async function load(url, context, next) {
   if (url.startsWith('file:')) appendFileSync(process.env.KEEL_MODULE_LIST, url + '\\n')
   return next(url, context)
 }
-`)
+`,
+)
 const register = join(scratch, 'register.mjs')
-writeFileSync(register, `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(hooks).href)})\n`)
+writeFileSync(
+  register,
+  `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(hooks).href)})\n`,
+)
 
 /**
  * The packages behind the modules a run of keel loaded: `hono`, `@keel/web`, ... A bundle chunk names what it holds
@@ -31,9 +37,15 @@ writeFileSync(register, `import { register } from 'node:module'\nregister(${JSON
 async function packagesLoaded(args: string[]): Promise<Set<string>> {
   const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
   writeFileSync(list, '')
-  const child = spawn(process.execPath, [`--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args], {
-    cwd: scratch, env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list }, stdio: 'ignore',
-  })
+  const child = spawn(
+    process.execPath,
+    [`--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
+    {
+      cwd: scratch,
+      env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list },
+      stdio: 'ignore',
+    },
+  )
   const code = await new Promise((done) => child.on('close', done))
   expect(code).toBe(0)
   const found = new Set<string>()
@@ -56,16 +68,41 @@ async function packagesLoaded(args: string[]): Promise<Set<string>> {
   return found
 }
 
-const FRONT_DOORS = ['react', 'react-dom', '@mariozechner/pi-tui', 'marked', 'hono', '@hono/node-server', '@agentclientprotocol/sdk', '@keel/tui', '@keel/web', '@keel/acp']
+const FRONT_DOORS = [
+  'react',
+  'react-dom',
+  '@mariozechner/pi-tui',
+  'marked',
+  'hono',
+  '@hono/node-server',
+  '@agentclientprotocol/sdk',
+  '@keel/tui',
+  '@keel/web',
+  '@keel/acp',
+]
 
 describe('modules loaded', () => {
   test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime or the Anthropic SDK', async () => {
     const fake = await startFakeProvider([{ text: 'ok' }])
     try {
-      const loaded = await packagesLoaded(['-p', 'hi', '--model', 'openai-compatible/m', '--base-url', `${fake.url}/v1`])
+      const loaded = await packagesLoaded([
+        '-p',
+        'hi',
+        '--model',
+        'openai-compatible/m',
+        '--base-url',
+        `${fake.url}/v1`,
+      ])
       expect(loaded).toContain('openai')
       expect(loaded).toContain('@keel/agent')
-      for (const heavy of [...FRONT_DOORS, '@modelcontextprotocol/sdk', 'ajv', 'zod', '@anthropic-ai/sandbox-runtime', '@anthropic-ai/sdk']) {
+      for (const heavy of [
+        ...FRONT_DOORS,
+        '@modelcontextprotocol/sdk',
+        'ajv',
+        'zod',
+        '@anthropic-ai/sandbox-runtime',
+        '@anthropic-ai/sdk',
+      ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
     } finally {
@@ -77,13 +114,19 @@ describe('modules loaded', () => {
     const script = join(scratch, 'one.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'ok' }] }))
     const loaded = await packagesLoaded(['-p', 'hi', '--model', `scripted/${script}`])
-    for (const heavy of [...FRONT_DOORS, 'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk']) expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
+    for (const heavy of [...FRONT_DOORS, 'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk'])
+      expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
   test('keel --version and --help load the argument table, not cordis or a plugin', async () => {
     for (const flag of ['--version', '--help']) {
       const loaded = await packagesLoaded([flag])
-      expect([...loaded].filter((name) => name !== '@keel/cli' && name !== 'tsx' && name !== 'get-tsconfig' && name !== 'esbuild'), flag).toEqual([])
+      expect(
+        [...loaded].filter(
+          (name) => name !== '@keel/cli' && name !== 'tsx' && name !== 'get-tsconfig' && name !== 'esbuild',
+        ),
+        flag,
+      ).toEqual([])
     }
   }, 120_000)
 })

@@ -14,7 +14,10 @@ const work = join(scratch, 'work')
 // The workspace sandbox lets commands write the system temp dir, so the "outside" target for bash is in the home
 // folder (the repository itself may sit under the temp dir, as a CI clone can).
 const outsideBash = join(homedir(), `.keel-perm-test-${process.pid}.txt`)
-afterAll(() => { rmSync(scratch, { recursive: true, force: true }); rmSync(outsideBash, { force: true }) })
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true })
+  rmSync(outsideBash, { force: true })
+})
 beforeEach(() => {
   rmSync(work, { recursive: true, force: true })
   mkdirSync(work, { recursive: true })
@@ -29,7 +32,12 @@ if (!needsSandbox) process.stderr.write('skipping print-mode sandbox tests: bubb
 function keel(args: string[], env: Record<string, string | undefined> = {}) {
   const merged: Record<string, string | undefined> = { ...process.env, KEEL_HOME: home, KEEL_MODE: undefined, ...env }
   for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key]
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: work, env: merged as NodeJS.ProcessEnv, encoding: 'utf8', input: '' })
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd: work,
+    env: merged as NodeJS.ProcessEnv,
+    encoding: 'utf8',
+    input: '',
+  })
 }
 
 function script(steps: unknown[]): string {
@@ -41,59 +49,82 @@ function script(steps: unknown[]): string {
 /** The events of the newest session log under KEEL_HOME. */
 function lastLog(): { type: string; data: Record<string, unknown> }[] {
   const dir = join(home, 'sessions')
-  const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile() && f.name.endsWith('.jsonl'))
-    .map((f) => join(f.parentPath, f.name)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
-  return readFileSync(files[0]!, 'utf8').trim().split('\n').slice(1).map((line) => JSON.parse(line))
+  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((f) => f.isFile() && f.name.endsWith('.jsonl'))
+    .map((f) => join(f.parentPath, f.name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
+  return readFileSync(files[0]!, 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => JSON.parse(line))
 }
-const decisions = (events: ReturnType<typeof lastLog>) => events.filter((e) => e.type === 'permission/decision').map((e) => e.data)
+const decisions = (events: ReturnType<typeof lastLog>) =>
+  events.filter((e) => e.type === 'permission/decision').map((e) => e.data)
 
-const write = (id: string, path: string, content = 'x\n') => ({ toolCalls: [{ id, name: 'write', arguments: { path, content } }] })
+const write = (id: string, path: string, content = 'x\n') => ({
+  toolCalls: [{ id, name: 'write', arguments: { path, content } }],
+})
 const bash = (id: string, command: string) => ({ toolCalls: [{ id, name: 'bash', arguments: { command } }] })
 
 describe('keel -p: the default is auto', () => {
-  test.runIf(needsSandbox)('a write inside the cwd runs, one outside is denied; bash runs in the workspace sandbox', () => {
-    const model = script([
-      write('w1', 'inside.txt', 'in\n'),
-      write('w2', join(scratch, 'outside.txt')),
-      bash('b1', `echo ok > made-by-bash.txt; echo x > ${outsideBash} || echo blocked`),
-      { text: 'done' },
-    ])
-    const result = keel(['-p', 'go', '--model', model])
-    expect(result.status).toBe(0)
-    expect(readFileSync(join(work, 'inside.txt'), 'utf8')).toBe('in\n')
-    expect(existsSync(join(scratch, 'outside.txt'))).toBe(false)
-    expect(readFileSync(join(work, 'made-by-bash.txt'), 'utf8')).toBe('ok\n')
-    expect(existsSync(outsideBash)).toBe(false)
-    expect(result.stderr).toContain(`declined: denied by auto mode: ${join(scratch, 'outside.txt')} is outside the working directory`)
-    const events = lastLog()
-    expect(decisions(events)).toEqual([
-      { callId: 'w1', decision: 'allow', scope: 'mode', mode: 'auto' },
-      { callId: 'w2', decision: 'deny', scope: 'mode', mode: 'auto' },
-      { callId: 'b1', decision: 'allow', scope: 'mode', mode: 'auto' },
-    ])
-    const bashResult = events.find((e) => e.type === 'tool/result' && e.data.callId === 'b1')!
-    expect(JSON.stringify(bashResult.data.content)).toContain('blocked')
+  test.runIf(needsSandbox)(
+    'a write inside the cwd runs, one outside is denied; bash runs in the workspace sandbox',
+    () => {
+      const model = script([
+        write('w1', 'inside.txt', 'in\n'),
+        write('w2', join(scratch, 'outside.txt')),
+        bash('b1', `echo ok > made-by-bash.txt; echo x > ${outsideBash} || echo blocked`),
+        { text: 'done' },
+      ])
+      const result = keel(['-p', 'go', '--model', model])
+      expect(result.status).toBe(0)
+      expect(readFileSync(join(work, 'inside.txt'), 'utf8')).toBe('in\n')
+      expect(existsSync(join(scratch, 'outside.txt'))).toBe(false)
+      expect(readFileSync(join(work, 'made-by-bash.txt'), 'utf8')).toBe('ok\n')
+      expect(existsSync(outsideBash)).toBe(false)
+      expect(result.stderr).toContain(
+        `declined: denied by auto mode: ${join(scratch, 'outside.txt')} is outside the working directory`,
+      )
+      const events = lastLog()
+      expect(decisions(events)).toEqual([
+        { callId: 'w1', decision: 'allow', scope: 'mode', mode: 'auto' },
+        { callId: 'w2', decision: 'deny', scope: 'mode', mode: 'auto' },
+        { callId: 'b1', decision: 'allow', scope: 'mode', mode: 'auto' },
+      ])
+      const bashResult = events.find((e) => e.type === 'tool/result' && e.data.callId === 'b1')!
+      expect(JSON.stringify(bashResult.data.content)).toContain('blocked')
 
-    // sessions show renders the decisions under their calls.
-    const sessionId = /keel: session (\S+)/.exec(result.stderr)![1]!
-    const shown = keel(['sessions', 'show', sessionId])
-    expect(shown.stdout).toContain('✓ allowed by auto mode')
-    expect(shown.stdout).toContain('✗ denied by auto mode')
-  })
+      // sessions show renders the decisions under their calls.
+      const sessionId = /keel: session (\S+)/.exec(result.stderr)![1]!
+      const shown = keel(['sessions', 'show', sessionId])
+      expect(shown.stdout).toContain('✓ allowed by auto mode')
+      expect(shown.stdout).toContain('✗ denied by auto mode')
+    },
+  )
 
-  test.runIf(needsSandbox)('--mode read-only denies writes and runs bash in a sandbox where nothing is writable', () => {
-    const model = script([write('w1', 'a.txt'), bash('b1', 'touch b.txt || echo read-only-fs; echo hi'), { text: 'done' }])
-    const result = keel(['-p', 'go', '--model', model, '--mode', 'read-only'])
-    expect(result.status).toBe(0)
-    expect(existsSync(join(work, 'a.txt'))).toBe(false)
-    expect(existsSync(join(work, 'b.txt'))).toBe(false)
-    expect(result.stderr).toContain('declined: denied by read-only mode')
-    expect(decisions(lastLog())).toEqual([
-      { callId: 'w1', decision: 'deny', scope: 'mode', mode: 'read-only' },
-      { callId: 'b1', decision: 'allow', scope: 'mode', mode: 'read-only' },
-    ])
-    expect(JSON.stringify(lastLog().find((e) => e.type === 'tool/result' && e.data.callId === 'b1')!.data.content)).toContain('read-only-fs')
-  })
+  test.runIf(needsSandbox)(
+    '--mode read-only denies writes and runs bash in a sandbox where nothing is writable',
+    () => {
+      const model = script([
+        write('w1', 'a.txt'),
+        bash('b1', 'touch b.txt || echo read-only-fs; echo hi'),
+        { text: 'done' },
+      ])
+      const result = keel(['-p', 'go', '--model', model, '--mode', 'read-only'])
+      expect(result.status).toBe(0)
+      expect(existsSync(join(work, 'a.txt'))).toBe(false)
+      expect(existsSync(join(work, 'b.txt'))).toBe(false)
+      expect(result.stderr).toContain('declined: denied by read-only mode')
+      expect(decisions(lastLog())).toEqual([
+        { callId: 'w1', decision: 'deny', scope: 'mode', mode: 'read-only' },
+        { callId: 'b1', decision: 'allow', scope: 'mode', mode: 'read-only' },
+      ])
+      expect(
+        JSON.stringify(lastLog().find((e) => e.type === 'tool/result' && e.data.callId === 'b1')!.data.content),
+      ).toContain('read-only-fs')
+    },
+  )
 })
 
 describe('keel -p: ask, --allow, --yolo', () => {
@@ -103,7 +134,9 @@ describe('keel -p: ask, --allow, --yolo', () => {
       const result = keel(['-p', 'go', '--model', model, '--mode', 'ask', '--output-format', format])
       expect(result.status).toBe(0)
       expect(existsSync(join(work, 'a.txt'))).toBe(false)
-      expect(result.stderr).toContain("declined: ask mode asks a person first (write changes files) and there is no one to ask here; --allow 'write(a.txt)' or --mode auto lets it run")
+      expect(result.stderr).toContain(
+        "declined: ask mode asks a person first (write changes files) and there is no one to ask here; --allow 'write(a.txt)' or --mode auto lets it run",
+      )
       const events = lastLog()
       expect(events.filter((e) => e.type.startsWith('permission/')).map((e) => [e.type, e.data])).toEqual([
         ['permission/request', { callId: 'w1', tool: 'write', summary: 'write a.txt' }],
@@ -114,7 +147,9 @@ describe('keel -p: ask, --allow, --yolo', () => {
 
   test('--allow adds a rule for the run; KEEL_MODE sets the mode; a deny shows in sessions show', () => {
     const model = script([write('w1', 'src/a.ts'), write('w2', 'b.txt'), { text: 'done' }])
-    const result = keel(['-p', 'go', '--model', model, '--allow', 'write(src/**)', '--allow', 'bash(npm test:*)'], { KEEL_MODE: 'ask' })
+    const result = keel(['-p', 'go', '--model', model, '--allow', 'write(src/**)', '--allow', 'bash(npm test:*)'], {
+      KEEL_MODE: 'ask',
+    })
     expect(result.status).toBe(0)
     expect(existsSync(join(work, 'src/a.ts'))).toBe(true)
     expect(existsSync(join(work, 'b.txt'))).toBe(false)
@@ -133,7 +168,9 @@ describe('keel -p: ask, --allow, --yolo', () => {
     const model = script([write('w1', join(scratch, 'outside.txt')), { text: 'done' }])
     const result = keel(['-p', 'go', '--model', model, '--yolo'])
     expect(result.status).toBe(0)
-    expect(result.stderr.split('\n').filter((line) => line.includes('yolo mode'))).toEqual(['keel: yolo mode: every tool runs without asking and commands run outside the sandbox'])
+    expect(result.stderr.split('\n').filter((line) => line.includes('yolo mode'))).toEqual([
+      'keel: yolo mode: every tool runs without asking and commands run outside the sandbox',
+    ])
     // (The fs tools' own confinement, allowOutsideCwd, still applies: that is @keel/fs's setting.)
     expect(decisions(lastLog())).toEqual([{ callId: 'w1', decision: 'allow', scope: 'mode', mode: 'yolo' }])
   })
@@ -144,7 +181,11 @@ describe('keel -p: ask, --allow, --yolo', () => {
       [['--mode', 'careful'], {}, 'keel: --mode must be one of read-only, ask, auto, yolo, not "careful"\n'],
       [['--yolo', '--mode', 'ask'], {}, 'keel: --yolo and --mode ask contradict each other; use one\n'],
       [[], { KEEL_MODE: 'nope' }, 'keel: KEEL_MODE must be one of read-only, ask, auto, yolo, not "nope"\n'],
-      [['--allow', 'rm -rf'], {}, 'keel: --allow: not a rule: "rm -rf" (expected tool, tool(specifier) or mcp__server__*)\n'],
+      [
+        ['--allow', 'rm -rf'],
+        {},
+        'keel: --allow: not a rule: "rm -rf" (expected tool, tool(specifier) or mcp__server__*)\n',
+      ],
     ]
     for (const [flags, env, stderr] of cases) {
       const result = keel(['-p', 'go', '--model', model, ...flags], env)
@@ -155,11 +196,15 @@ describe('keel -p: ask, --allow, --yolo', () => {
 
 describe('resolveMode', () => {
   test('flags, then KEEL_MODE, then settings, then the front door', () => {
-    expect(resolveMode({ mode: 'read-only' }, { KEEL_MODE: 'yolo' }, 'ask', 'print')).toEqual({ mode: 'read-only', source: 'flag' })
+    expect(resolveMode({ mode: 'read-only' }, { KEEL_MODE: 'yolo' }, 'ask', 'print')).toEqual({
+      mode: 'read-only',
+      source: 'flag',
+    })
     expect(resolveMode({ yolo: true }, {}, 'ask', 'interactive')).toEqual({ mode: 'yolo', source: 'flag' })
     expect(resolveMode({}, { KEEL_MODE: 'yolo' }, 'ask', 'print')).toEqual({ mode: 'yolo', source: 'env' })
     expect(resolveMode({}, {}, 'read-only', 'print')).toEqual({ mode: 'read-only', source: 'settings' })
     expect(resolveMode({}, {}, undefined, 'print')).toEqual({ mode: 'auto', source: 'default' })
-    for (const door of ['interactive', 'serve', 'acp'] as const) expect(resolveMode({}, { KEEL_MODE: '' }, undefined, door)).toEqual({ mode: 'ask', source: 'default' })
+    for (const door of ['interactive', 'serve', 'acp'] as const)
+      expect(resolveMode({}, { KEEL_MODE: '' }, undefined, door)).toEqual({ mode: 'ask', source: 'default' })
   })
 })

@@ -14,7 +14,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 function composition(idleTimeoutMs: number): string {
   const base = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-  const changed = base.replace(/retryBaseDelayMs: \d+\n/, 'retryBaseDelayMs: 10\n').replace(/idleTimeoutMs: \d+\n/, `idleTimeoutMs: ${idleTimeoutMs}\n`)
+  const changed = base
+    .replace(/retryBaseDelayMs: \d+\n/, 'retryBaseDelayMs: 10\n')
+    .replace(/idleTimeoutMs: \d+\n/, `idleTimeoutMs: ${idleTimeoutMs}\n`)
   expect(changed).not.toBe(base)
   const path = join(scratch, `idle-${idleTimeoutMs}.yml`)
   writeFileSync(path, changed)
@@ -22,11 +24,18 @@ function composition(idleTimeoutMs: number): string {
 }
 
 function keel(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: scratch, env: { ...process.env, KEEL_HOME: join(scratch, 'home') } })
+  const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd: scratch,
+    env: { ...process.env, KEEL_HOME: join(scratch, 'home') },
+  })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (d) => { stdout += d })
-  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.on('data', (d) => {
+    stdout += d
+  })
+  child.stderr.on('data', (d) => {
+    stderr += d
+  })
   child.stdin.end()
   return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })))
 }
@@ -40,13 +49,26 @@ describe('keel -p with a stalled provider', () => {
       { text: 'never requested' },
     ])
     try {
-      const run = await keel(['-p', 'answer me', '--model', 'openai-compatible/m', '--base-url', `${fake.url}/v1`, '--config', composition(400), '--output-format', 'json'])
+      const run = await keel([
+        '-p',
+        'answer me',
+        '--model',
+        'openai-compatible/m',
+        '--base-url',
+        `${fake.url}/v1`,
+        '--config',
+        composition(400),
+        '--output-format',
+        'json',
+      ])
       expect(run.code, run.stderr).toBe(1)
       const result = JSON.parse(run.stdout)
       expect(result.reason).toBe('error')
       expect(fake.requests).toHaveLength(3)
       const tail = run.stderr.trim().split('\n').at(-1)!
-      expect(run.stderr).toMatch(/openai-compatible: the stream stalled \(nothing received for 0\.40 s; idleTimeoutMs\)/)
+      expect(run.stderr).toMatch(
+        /openai-compatible: the stream stalled \(nothing received for 0\.40 s; idleTimeoutMs\)/,
+      )
       expect(tail).not.toMatch(/^\s+at /) // no stack trace
     } finally {
       await fake.close()

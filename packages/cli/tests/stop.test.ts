@@ -12,7 +12,10 @@ const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-stop-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 let leftovers: number[] = []
-afterEach(() => { killQuietly(leftovers); leftovers = [] })
+afterEach(() => {
+  killQuietly(leftovers)
+  leftovers = []
+})
 
 let counter = 0
 function setup(steps: unknown[]) {
@@ -26,10 +29,14 @@ function setup(steps: unknown[]) {
 function keel(args: string[], run: { home: string; cwd: string }): ChildProcess & { err(): string } {
   const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
     // Unsandboxed (yolo), so the pids the commands write are the host's: a sandbox has its own pid namespace.
-    cwd: run.cwd, env: { ...process.env, KEEL_HOME: run.home, KEEL_MODE: 'yolo' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: run.cwd,
+    env: { ...process.env, KEEL_HOME: run.home, KEEL_MODE: 'yolo' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let err = ''
-  child.stderr!.on('data', (chunk) => { err += chunk })
+  child.stderr!.on('data', (chunk) => {
+    err += chunk
+  })
   return Object.assign(child, { err: () => err })
 }
 
@@ -45,7 +52,11 @@ function sessionEvents(home: string): { type: string; data: Record<string, unkno
   const sessions = join(home, 'sessions')
   const dir = join(sessions, readdirSync(sessions)[0]!)
   const file = readdirSync(dir).find((name) => name.endsWith('.jsonl'))!
-  return readFileSync(join(dir, file), 'utf8').trim().split('\n').slice(1).map((line) => JSON.parse(line))
+  return readFileSync(join(dir, file), 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => JSON.parse(line))
 }
 
 function textOf(data: Record<string, unknown>): string {
@@ -57,16 +68,26 @@ const SLEEPERS = "sleep 300 & echo $! > pids; setsid sh -c 'echo $$ >> pids; exe
 
 async function sleepersOf(cwd: string): Promise<number[]> {
   const file = join(cwd, 'pids')
-  await waitFor(() => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2, 'the sleepers to start', 20_000)
+  await waitFor(
+    () => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2,
+    'the sleepers to start',
+    20_000,
+  )
   const pids = pidsIn(readFileSync(file, 'utf8'))
   leftovers.push(...pids)
   return pids
 }
 
 describe('keel -p stopped by a signal', () => {
-  for (const [signal, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
     test(`${signal}: the commands are killed, the turn is closed as aborted, exit ${code}`, async () => {
-      const run = setup([{ toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] }, { text: 'never reached' }])
+      const run = setup([
+        { toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] },
+        { text: 'never reached' },
+      ])
       const child = keel(['-p', 'sleep', '--model', run.model], run)
       const pids = await sleepersOf(run.cwd)
       expect(pids.every(alive)).toBe(true)
@@ -85,13 +106,21 @@ describe('keel -p stopped by a signal', () => {
 describe('keel -p with stdout closed early (keel -p … | head -1)', () => {
   test('ends quietly with exit 141: no stack trace, commands killed, the turn closed on the log', async () => {
     const run = setup([
-      { text: 'first line\n', toolCalls: [{ name: 'bash', arguments: { command: 'until [ -e go ]; do sleep 0.02; done' } }] },
+      {
+        text: 'first line\n',
+        toolCalls: [{ name: 'bash', arguments: { command: 'until [ -e go ]; do sleep 0.02; done' } }],
+      },
       { text: 'second line\n', toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] },
       { text: 'third line\n' },
     ])
     const child = keel(['-p', 'talk', '--model', run.model], run)
     let out = ''
-    await new Promise<void>((done) => child.stdout!.on('data', (chunk) => { out += chunk; if (out.includes('\n')) done() }))
+    await new Promise<void>((done) =>
+      child.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.includes('\n')) done()
+      }),
+    )
     expect(out).toBe('first line\n')
     // Close the reading end, as `head -1` does after its line, then let the script go on writing.
     child.stdout!.destroy()

@@ -38,7 +38,11 @@ export function messageChars(message: Message): number {
 }
 
 /** A tool result's size as the model is sent it: a trimmed one counts its kept text and the note. */
-export function resultChars(callId: string, content: readonly (TextBlock | ImageBlock)[], trims: ReadonlyMap<string, number>): number {
+export function resultChars(
+  callId: string,
+  content: readonly (TextBlock | ImageBlock)[],
+  trims: ReadonlyMap<string, number>,
+): number {
   let text = 0
   let other = 0
   for (const block of content) {
@@ -75,7 +79,11 @@ export interface ContextEstimate {
  * because the provider's count described a history that no longer exists. Trimmed tool results (`trims`, see
  * trim.ts) count as they are sent.
  */
-export function estimateContext(session: Session, overheadChars: number, trims: ReadonlyMap<string, number> = new Map()): ContextEstimate {
+export function estimateContext(
+  session: Session,
+  overheadChars: number,
+  trims: ReadonlyMap<string, number> = new Map(),
+): ContextEstimate {
   const events = session.events
   let since = 0
   for (let i = events.length - 1; i >= 0; i--) {

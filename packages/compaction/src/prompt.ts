@@ -6,7 +6,8 @@ export const TOOL_RESULT_CHARS = 2_000
 /** Tool-call arguments beyond this many characters are cut the same way. */
 export const TOOL_ARGUMENT_CHARS = 600
 
-export const SUMMARY_SYSTEM = 'You turn the transcript of a coding-agent session into a handoff note for the agent that continues it. You never continue the work yourself, call tools, or address the user.'
+export const SUMMARY_SYSTEM =
+  'You turn the transcript of a coding-agent session into a handoff note for the agent that continues it. You never continue the work yourself, call tools, or address the user.'
 
 /** Opens the request so it reads (and routes, for the scripted model) as a summary request. */
 export const SUMMARY_OPENING = 'Summarise this coding-agent conversation for a handoff.'
@@ -14,7 +15,7 @@ export const SUMMARY_OPENING = 'Summarise this coding-agent conversation for a h
 export function summaryInstruction(planCarried: boolean): string {
   return [
     'Write the handoff note now, in at most about 400 words of plain prose and short lists:',
-    '1. The user\'s goal and every explicit requirement or constraint, in their words where wording matters.',
+    "1. The user's goal and every explicit requirement or constraint, in their words where wording matters.",
     '2. What was done and learned: files read or changed (exact paths), commands run and their outcomes, errors and how they were resolved.',
     '3. Decisions taken and why.',
     '4. What is unfinished, and what was about to happen next.',
@@ -31,7 +32,9 @@ function clip(text: string, max: number): string {
 }
 
 function textBlocks(content: readonly { type: string; text?: string }[]): string {
-  return content.map((block) => (block.type === 'text' ? block.text ?? '' : block.type === 'image' ? '[image]' : '')).join('')
+  return content
+    .map((block) => (block.type === 'text' ? (block.text ?? '') : block.type === 'image' ? '[image]' : ''))
+    .join('')
 }
 
 /** A plain-text transcript: the summariser needs no tools, and providers reject tool blocks in a request without tools. */
@@ -40,7 +43,8 @@ export function renderTranscript(messages: readonly Message[]): string {
   const parts: string[] = []
   for (const message of messages) {
     if (message.role === 'user') {
-      const label = message.source === 'compaction' ? 'Earlier summary' : message.source === 'context' ? 'Context' : 'User'
+      const label =
+        message.source === 'compaction' ? 'Earlier summary' : message.source === 'context' ? 'Context' : 'User'
       parts.push(`[${label}]\n${textBlocks(message.content)}`)
     } else if (message.role === 'assistant') {
       const lines: string[] = []
@@ -55,16 +59,22 @@ export function renderTranscript(messages: readonly Message[]): string {
     } else {
       for (const block of message.content) {
         const name = names.get(block.toolCallId) ?? 'tool'
-        parts.push(`[${name} ${block.isError ? 'failed' : 'result'}]\n${clip(textBlocks(block.content), TOOL_RESULT_CHARS)}`)
+        parts.push(
+          `[${name} ${block.isError ? 'failed' : 'result'}]\n${clip(textBlocks(block.content), TOOL_RESULT_CHARS)}`,
+        )
       }
     }
   }
   return parts.join('\n\n')
 }
 
-export function summaryRequest(messages: readonly Message[], options: { planCarried: boolean; maxTokens: number; maxTranscriptChars?: number; sessionId: string }): LlmRequest {
+export function summaryRequest(
+  messages: readonly Message[],
+  options: { planCarried: boolean; maxTokens: number; maxTranscriptChars?: number; sessionId: string },
+): LlmRequest {
   let transcript = renderTranscript(messages)
-  if (options.maxTranscriptChars !== undefined) transcript = clip(transcript, Math.max(1_000, options.maxTranscriptChars))
+  if (options.maxTranscriptChars !== undefined)
+    transcript = clip(transcript, Math.max(1_000, options.maxTranscriptChars))
   const text = `${SUMMARY_OPENING}\n\n<transcript>\n${transcript}\n</transcript>\n\n${summaryInstruction(options.planCarried)}`
   return {
     system: SUMMARY_SYSTEM,
@@ -75,7 +85,8 @@ export function summaryRequest(messages: readonly Message[], options: { planCarr
   }
 }
 
-export const SUMMARY_HEADER = 'Earlier parts of this conversation were compacted to save context. What happened in them:'
+export const SUMMARY_HEADER =
+  'Earlier parts of this conversation were compacted to save context. What happened in them:'
 
 /**
  * The plan as a reference block: the list exactly as last written, statuses spelled out. It describes state and

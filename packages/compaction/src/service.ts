@@ -53,11 +53,16 @@ const BUDGET_CHARS_PER_TOKEN = 3
 export class Compaction extends Service {
   private readonly states = new WeakMap<Agent, AgentState>()
 
-  constructor(ctx: Context, readonly config: Config) {
+  constructor(
+    ctx: Context,
+    readonly config: Config,
+  ) {
     super(ctx, 'compaction', true)
     ctx.on('agent/prepare', (agent, signal) => this.beforeRequest(agent, signal))
     ctx.on('agent/request', (agent, request) => applyTrims(request.messages, trimsOf(agent.session)))
-    ctx.on('agent/status', (agent, status) => { if (status === 'disposed') this.forget(agent) })
+    ctx.on('agent/status', (agent, status) => {
+      if (status === 'disposed') this.forget(agent)
+    })
   }
 
   /** The window compaction works against, or undefined when neither config nor model knows it. */
@@ -82,16 +87,22 @@ export class Compaction extends Service {
     if (agent.status === 'running') {
       if (!state.queued) {
         let resolve!: (outcome: CompactionOutcome) => void
-        const promise = new Promise<CompactionOutcome>((done) => { resolve = done })
+        const promise = new Promise<CompactionOutcome>((done) => {
+          resolve = done
+        })
         state.queued = { promise, resolve, ...(options.signal ? { signal: options.signal } : {}) }
       }
       const queued = state.queued
-      options.signal?.addEventListener('abort', () => {
-        if (state.queued !== queued) return
-        state.queued = undefined
-        const before = this.estimate(agent).tokens
-        queued.resolve({ ok: false, reason: 'manual', before, after: before, summarised: 0, error: 'cancelled' })
-      }, { once: true })
+      options.signal?.addEventListener(
+        'abort',
+        () => {
+          if (state.queued !== queued) return
+          state.queued = undefined
+          const before = this.estimate(agent).tokens
+          queued.resolve({ ok: false, reason: 'manual', before, after: before, summarised: 0, error: 'cancelled' })
+        },
+        { once: true },
+      )
       return queued.promise
     }
     if (state.preparing) return state.preparing
@@ -132,13 +143,25 @@ export class Compaction extends Service {
     this.states.delete(agent)
     if (state.queued) {
       const before = this.estimate(agent).tokens
-      state.queued.resolve({ ok: false, reason: 'manual', before, after: before, summarised: 0, error: 'the agent was closed' })
+      state.queued.resolve({
+        ok: false,
+        reason: 'manual',
+        before,
+        after: before,
+        summarised: 0,
+        error: 'the agent was closed',
+      })
     }
   }
 
   private overheadChars(agent: Agent): number {
     const tools = this.ctx.tools.schemas(agent.options.excludeTools ?? [])
-    const system = agent.options.system ?? systemPrompt(agent.cwd, tools.map((tool) => tool.name))
+    const system =
+      agent.options.system ??
+      systemPrompt(
+        agent.cwd,
+        tools.map((tool) => tool.name),
+      )
     return system.length + JSON.stringify(tools).length
   }
 
@@ -180,7 +203,9 @@ export class Compaction extends Service {
       const size = `~${tokens} of ${window} tokens`
       if (attempt && !attempt.ok) throw new Error(`context is full (${size}) and compaction failed: ${attempt.error}`)
       const keep = this.config.keepTurns
-      throw new Error(`context is still ${size} after compaction: the last ${keep} turn${keep === 1 ? '' : 's'} alone do not fit`)
+      throw new Error(
+        `context is still ${size} after compaction: the last ${keep} turn${keep === 1 ? '' : 's'} alone do not fit`,
+      )
     }
   }
 
@@ -198,7 +223,8 @@ export class Compaction extends Service {
       if (event.type === 'assistant/message' || event.type === 'turn/start') break
       if (event.type === 'tool/result' && !trims.has(event.data.callId)) fresh.push(event)
     }
-    const textChars = (event: SessionEvent<'tool/result'>) => event.data.content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : 0), 0)
+    const textChars = (event: SessionEvent<'tool/result'>) =>
+      event.data.content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : 0), 0)
     const target = Math.floor(this.config.threshold * window)
     const turn = currentTurn(session)
     for (const result of fresh.sort((a, b) => textChars(b) - textChars(a))) {
@@ -216,7 +242,12 @@ export class Compaction extends Service {
    * A whole compaction inside the open turn: summary request, replace, log events. `signal` is the turn's; `caller`
    * (a manual request's own) aborts only the summary. Throws only when the turn is cancelled.
    */
-  private async run(agent: Agent, reason: CompactionReason, signal: AbortSignal, caller?: AbortSignal): Promise<CompactionOutcome> {
+  private async run(
+    agent: Agent,
+    reason: CompactionReason,
+    signal: AbortSignal,
+    caller?: AbortSignal,
+  ): Promise<CompactionOutcome> {
     const session = agent.session
     const before = this.estimate(agent).tokens
     const cut = chooseCut(session, this.config.keepTurns)
@@ -227,13 +258,32 @@ export class Compaction extends Service {
     const plan = planToCarry(session.events)
     let outcome: CompactionOutcome
     try {
-      const summary = await this.summarise(agent, cut, plan !== null, caller ? AbortSignal.any([signal, caller]) : signal)
+      const summary = await this.summarise(
+        agent,
+        cut,
+        plan !== null,
+        caller ? AbortSignal.any([signal, caller]) : signal,
+      )
       if (!intact(session, cut)) throw new Error('the history changed while it was being summarised')
       this.append(session, cut, summaryText(summary, plan?.todos ?? null), plan?.seq)
-      outcome = { ok: true, reason, before, after: this.estimate(agent).tokens, summarised: cut.messages.length, applied: 'now' }
+      outcome = {
+        ok: true,
+        reason,
+        before,
+        after: this.estimate(agent).tokens,
+        summarised: cut.messages.length,
+        applied: 'now',
+      }
       session.append('compaction/end', { turn, before, after: outcome.after, summarised: outcome.summarised })
     } catch (error) {
-      outcome = { ok: false, reason, before, after: before, summarised: 0, error: signal.aborted || caller?.aborted ? 'cancelled' : oneLine(error) }
+      outcome = {
+        ok: false,
+        reason,
+        before,
+        after: before,
+        summarised: 0,
+        error: signal.aborted || caller?.aborted ? 'cancelled' : oneLine(error),
+      }
       session.append('compaction/end', { turn, before, after: before, summarised: 0, error: outcome.error! })
       this.done(agent, outcome)
       if (signal.aborted) throw error
@@ -257,10 +307,24 @@ export class Compaction extends Service {
       let chars = this.overheadChars(agent) + text.length
       for (const message of session.deriveMessages()) chars += messageChars(message)
       for (const message of cut.messages) chars -= messageChars(message)
-      outcome = { ok: true, reason: 'manual', before, after: charsToTokens(chars), summarised: cut.messages.length, applied: 'next-request' }
+      outcome = {
+        ok: true,
+        reason: 'manual',
+        before,
+        after: charsToTokens(chars),
+        summarised: cut.messages.length,
+        applied: 'next-request',
+      }
       if (this.states.get(agent)) this.stateOf(agent).prepared = { cut, text, planSeq: plan?.seq, outcome }
     } catch (error) {
-      outcome = { ok: false, reason: 'manual', before, after: before, summarised: 0, error: signal?.aborted ? 'cancelled' : oneLine(error) }
+      outcome = {
+        ok: false,
+        reason: 'manual',
+        before,
+        after: before,
+        summarised: 0,
+        error: signal?.aborted ? 'cancelled' : oneLine(error),
+      }
     }
     this.done(agent, outcome)
     return outcome
@@ -280,16 +344,22 @@ export class Compaction extends Service {
   }
 
   private append(session: Session, cut: Cut, text: string, planSeq: number | undefined): void {
-    session.append('user/message', { message: { role: 'user', source: 'compaction', content: [{ type: 'text', text }] } }, {
-      surfaceOp: { op: 'replace', start: cut.start, end: cut.end },
-      ...(planSeq !== undefined ? { sourceEventSeqs: [planSeq] } : {}),
-    })
+    session.append(
+      'user/message',
+      { message: { role: 'user', source: 'compaction', content: [{ type: 'text', text }] } },
+      {
+        surfaceOp: { op: 'replace', start: cut.start, end: cut.end },
+        ...(planSeq !== undefined ? { sourceEventSeqs: [planSeq] } : {}),
+      },
+    )
   }
 
   private async summarise(agent: Agent, cut: Cut, planCarried: boolean, signal: AbortSignal): Promise<string> {
     const window = this.windowOf(agent)
     const maxTokens = this.config.maxSummaryTokens
-    const maxTranscriptChars = window ? (window - maxTokens - SUMMARY_OVERHEAD_TOKENS) * BUDGET_CHARS_PER_TOKEN : undefined
+    const maxTranscriptChars = window
+      ? (window - maxTokens - SUMMARY_OVERHEAD_TOKENS) * BUDGET_CHARS_PER_TOKEN
+      : undefined
     const request = summaryRequest(cut.messages, { planCarried, maxTokens, maxTranscriptChars, sessionId: agent.id })
     let text = ''
     for await (const chunk of agent.model.stream(request, signal)) {
@@ -301,7 +371,14 @@ export class Compaction extends Service {
 
   private nothingToDo(reason: CompactionReason, before: number): CompactionOutcome {
     const keep = this.config.keepTurns
-    return { ok: false, reason, before, after: before, summarised: 0, error: `nothing older than the last ${keep} turn${keep === 1 ? '' : 's'} to summarise` }
+    return {
+      ok: false,
+      reason,
+      before,
+      after: before,
+      summarised: 0,
+      error: `nothing older than the last ${keep} turn${keep === 1 ? '' : 's'} to summarise`,
+    }
   }
 }
 

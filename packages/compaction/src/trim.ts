@@ -26,7 +26,10 @@ export function trimContent(content: readonly (TextBlock | ImageBlock)[], kept: 
   return [{ type: 'text', text: cut }, ...content.filter((block) => block.type !== 'text')]
 }
 
-interface Trims { seen: number; kept: Map<string, number> }
+interface Trims {
+  seen: number
+  kept: Map<string, number>
+}
 const bySession = new WeakMap<Session, Trims>()
 
 /** callId → characters of text kept, from the session's `compaction/trim` events (read once each). */

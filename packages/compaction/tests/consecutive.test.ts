@@ -9,15 +9,21 @@ import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { requestTokens } from './support.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 const WINDOW = 6000
 const LINES = 440 // 440 × 20 characters of output per turn: two turns fit under the threshold, three do not fit at all
 
-
 function turnSteps(n: number, summary: boolean): ScriptStep[] {
   return [
-    { toolCalls: [{ name: 'bash', arguments: { command: `yes output-of-turn-${String(n).padStart(2, '0')} | head -n ${LINES}` } }] },
+    {
+      toolCalls: [
+        { name: 'bash', arguments: { command: `yes output-of-turn-${String(n).padStart(2, '0')} | head -n ${LINES}` } },
+      ],
+    },
     ...(summary ? [{ text: `SUMMARY ${n}: the earlier turns printed long runs of output lines.` }] : []),
     { text: `Turn ${n} done.` },
   ]
@@ -26,7 +32,13 @@ function turnSteps(n: number, summary: boolean): ScriptStep[] {
 describe('compaction on consecutive turns', () => {
   test('three turns in a row each compact, every request stays under the window, the log keeps everything', async () => {
     keel = await makeKeel({
-      steps: [...turnSteps(1, false), ...turnSteps(2, false), ...turnSteps(3, true), ...turnSteps(4, true), ...turnSteps(5, true)],
+      steps: [
+        ...turnSteps(1, false),
+        ...turnSteps(2, false),
+        ...turnSteps(3, true),
+        ...turnSteps(4, true),
+        ...turnSteps(5, true),
+      ],
       contextWindow: WINDOW,
       plugins: [[compaction, {}]],
     })
@@ -39,7 +51,11 @@ describe('compaction on consecutive turns', () => {
 
     // One compaction in each of turns 3, 4 and 5, each successful.
     const ends = events.filter((event): event is SessionEvent<'compaction/end'> => event.type === 'compaction/end')
-    expect(ends.map((end) => [end.data.turn, end.data.error])).toEqual([[3, undefined], [4, undefined], [5, undefined]])
+    expect(ends.map((end) => [end.data.turn, end.data.error])).toEqual([
+      [3, undefined],
+      [4, undefined],
+      [5, undefined],
+    ])
     for (const end of ends) expect(end.data.after).toBeLessThan(0.8 * WINDOW)
 
     // Nothing the model was sent is over the window; without a compaction the third turn's tool output is.
@@ -53,7 +69,12 @@ describe('compaction on consecutive turns', () => {
     const last = requests.at(-1)!.messages
     expect(last[0]).toMatchObject({ source: 'compaction' })
     expect(textOf(last[0]!.content)).toContain('SUMMARY 5')
-    expect(last.slice(1).filter((m) => m.role === 'user').map((m) => textOf(m.content))).toEqual(['turn 4: print the lines', 'turn 5: print the lines'])
+    expect(
+      last
+        .slice(1)
+        .filter((m) => m.role === 'user')
+        .map((m) => textOf(m.content)),
+    ).toEqual(['turn 4: print the lines', 'turn 5: print the lines'])
 
     // The log: every prompt, reply and tool result of all five turns, in full.
     const appended = events.filter((event) => 'surfaceOp' in event && event.surfaceOp.op === 'append')

@@ -23,7 +23,13 @@ afterEach(async () => {
   keel = undefined
 })
 
-const DEFAULTS: compaction.Config = { auto: true, threshold: 0.8, contextWindow: 0, keepTurns: 2, maxSummaryTokens: 2000 }
+const DEFAULTS: compaction.Config = {
+  auto: true,
+  threshold: 0.8,
+  contextWindow: 0,
+  keepTurns: 2,
+  maxSummaryTokens: 2000,
+}
 
 const CORE = `- id: session\n  name: '@keel/session'\n- id: llm\n  name: '@keel/llm'\n- id: tools\n  name: '@keel/tools'\n- id: agent\n  name: '@keel/agent'\n- id: shell\n  name: '@keel/shell'\n- id: todo\n  name: '@keel/todo'\n`
 
@@ -90,20 +96,32 @@ describe('@keel/compaction through the real cordis Loader', () => {
 })
 
 describe('a Loader-booted Keel', () => {
-  test('compacts with the composition\'s contextWindow and keepTurns (the scripted model reports no window)', async () => {
+  test("compacts with the composition's contextWindow and keepTurns (the scripted model reports no window)", async () => {
     process.env.KEEL_HOME = scratch
-    ctx = await boot({ composition: composition('    contextWindow: 6000\n    keepTurns: 1\n'), require: ['compaction'] })
-    const model = new ScriptedAdapter({ steps: [
-      { text: 'Looked around.', usage: { input: 5500, output: 5 } },
-      { text: 'Earlier: the user asked to look around.' },
-      { text: 'Carrying on.' },
-    ] })
+    ctx = await boot({
+      composition: composition('    contextWindow: 6000\n    keepTurns: 1\n'),
+      require: ['compaction'],
+    })
+    const model = new ScriptedAdapter({
+      steps: [
+        { text: 'Looked around.', usage: { input: 5500, output: 5 } },
+        { text: 'Earlier: the user asked to look around.' },
+        { text: 'Carrying on.' },
+      ],
+    })
     const agent = ctx.agents.create({ cwd: scratch, model })
     await agent.prompt('look around')
     expect((await agent.prompt('carry on')).reason).toBe('completed')
     const types = agent.session.events.map((event) => event.type)
     const at = types.indexOf('compaction/start')
-    expect(types.slice(at - 3, at + 3)).toEqual(['turn/start', 'step/start', 'user/message', 'compaction/start', 'user/message', 'compaction/end'])
+    expect(types.slice(at - 3, at + 3)).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+      'compaction/start',
+      'user/message',
+      'compaction/end',
+    ])
     expect(agent.session.events[at]!.data).toMatchObject({ turn: 2, reason: 'auto' })
     expect(model.requests[2]!.messages.map((message) => message.role)).toEqual(['user', 'user'])
     ctx.agents.close(agent)

@@ -21,8 +21,14 @@ async function start(steps: ScriptStep[], config: Partial<compaction.Config> = {
 
 type Todo = { content: string; status: 'pending' | 'in_progress' | 'completed' }
 const usage = (input: number) => ({ input, output: 10 })
-const write = (todos: Todo[], input: number): ScriptStep => ({ toolCalls: [{ name: 'todo_write', arguments: { todos } }], usage: usage(input) })
-const bash = (command: string, input: number): ScriptStep => ({ toolCalls: [{ name: 'bash', arguments: { command } }], usage: usage(input) })
+const write = (todos: Todo[], input: number): ScriptStep => ({
+  toolCalls: [{ name: 'todo_write', arguments: { todos } }],
+  usage: usage(input),
+})
+const bash = (command: string, input: number): ScriptStep => ({
+  toolCalls: [{ name: 'bash', arguments: { command } }],
+  usage: usage(input),
+})
 const say = (text: string, input: number): ScriptStep => ({ text, usage: usage(input) })
 
 const PLAN_OPEN: Todo[] = [
@@ -38,11 +44,23 @@ const SUMMARY = 'The user asked for a plan; the plan was written and the parser 
  */
 function threeTurns(turn3Plan: Todo[] | null, summary: ScriptStep): ScriptStep[] {
   return [
-    write([{ content: 'Read the parser', status: 'in_progress' }, { content: 'Fix the tokenizer', status: 'pending' }, { content: 'Add tests', status: 'pending' }], 300),
+    write(
+      [
+        { content: 'Read the parser', status: 'in_progress' },
+        { content: 'Fix the tokenizer', status: 'pending' },
+        { content: 'Add tests', status: 'pending' },
+      ],
+      300,
+    ),
     say('Planned.', 400),
     bash('echo alpha-source', 600),
     say('Read it.', 700),
-    turn3Plan ? { ...write(turn3Plan, 800), toolCalls: [...write(turn3Plan, 800).toolCalls!, { name: 'bash', arguments: { command: 'echo fix-0' } }] } : bash('echo fix-0', 800),
+    turn3Plan
+      ? {
+          ...write(turn3Plan, 800),
+          toolCalls: [...write(turn3Plan, 800).toolCalls!, { name: 'bash', arguments: { command: 'echo fix-0' } }],
+        }
+      : bash('echo fix-0', 800),
     bash('echo fix-1', 5000),
     summary,
     bash('echo fix-2', 900),
@@ -103,7 +121,9 @@ describe('automatic compaction in the agent loop', () => {
     expect(text.startsWith(SUMMARY_HEADER)).toBe(true)
     expect(text).toContain(SUMMARY)
     expect(text).toContain('<plan-state>\n')
-    expect(text).toContain('- [completed] Read the parser\n- [in_progress] Fix the tokenizer\n- [pending] Add tests\n</plan-state>')
+    expect(text).toContain(
+      '- [completed] Read the parser\n- [in_progress] Fix the tokenizer\n- [pending] Add tests\n</plan-state>',
+    )
     expect(text).not.toMatch(/redo|start over|again/i)
     expect(textOf(before[4]!.content)).toBe('inspect module alpha')
     expect(after.slice(1, 1 + before.length - 4)).toEqual(before.slice(4))
@@ -117,7 +137,13 @@ describe('automatic compaction in the agent loop', () => {
     expect(appended.filter((event) => event.type === 'assistant/message')).toHaveLength(8)
     expect(appended.filter((event) => event.type === 'tool/result')).toHaveLength(6)
     const at = events.findIndex((event) => event.type === 'compaction/start')
-    expect(events.slice(at - 1, at + 4).map((event) => event.type)).toEqual(['step/start', 'compaction/start', 'user/message', 'compaction/end', 'assistant/message'])
+    expect(events.slice(at - 1, at + 4).map((event) => event.type)).toEqual([
+      'step/start',
+      'compaction/start',
+      'user/message',
+      'compaction/end',
+      'assistant/message',
+    ])
     expect(events[at - 1]!.data).toEqual({ turn: 3, step: 3 })
     const begin = events[at] as SessionEvent<'compaction/start'>
     const end = events[at + 2] as SessionEvent<'compaction/end'>
@@ -159,7 +185,9 @@ describe('automatic compaction in the agent loop', () => {
     steps[7] = bash('echo fix-2', 4900)
     const keel = await start(steps)
     const done: CompactionOutcome[] = []
-    keel.ctx.on('compaction/done', (_agent, outcome) => { done.push(outcome) })
+    keel.ctx.on('compaction/done', (_agent, outcome) => {
+      done.push(outcome)
+    })
     const { agent, third } = await runThreeTurns(keel)
     expect(third.reason).toBe('completed')
     const requests = keel.model.requests
@@ -181,14 +209,22 @@ describe('automatic compaction in the agent loop', () => {
     const keel = await start(steps)
     const { agent, third } = await runThreeTurns(keel)
     expect(third.reason).toBe('error')
-    expect(third.message).toMatch(/^context is full \(~\d+ of 6000 tokens\) and compaction failed: summary backend exploded$/)
+    expect(third.message).toMatch(
+      /^context is full \(~\d+ of 6000 tokens\) and compaction failed: summary backend exploded$/,
+    )
     expect(keel.model.requests).toHaveLength(7)
     expect(agent.session.events.some(isReplace)).toBe(false)
     expect(agent.session.last).toMatchObject({ type: 'turn/end', data: { turn: 3, reason: 'error' } })
   })
 
   test.each([
-    ['a finished plan', [{ content: 'Read the parser', status: 'completed' }, { content: 'Fix the tokenizer', status: 'completed' }] as Todo[]],
+    [
+      'a finished plan',
+      [
+        { content: 'Read the parser', status: 'completed' },
+        { content: 'Fix the tokenizer', status: 'completed' },
+      ] as Todo[],
+    ],
     ['no plan at all', null],
   ])('%s is not re-injected', async (_label, plan) => {
     const steps = threeTurns(plan, { text: SUMMARY })
@@ -206,14 +242,17 @@ describe('automatic compaction in the agent loop', () => {
   })
 
   test('keepTurns 1 at the first request of a turn: only that turn stays, and the plan standing before it is carried', async () => {
-    const keel = await start([
-      say('Sure.', 100),
-      write(PLAN_OPEN, 300),
-      bash('echo half-done', 600),
-      say('Half done.', 5000),
-      { text: SUMMARY },
-      say('Continuing.', 200),
-    ], { keepTurns: 1 })
+    const keel = await start(
+      [
+        say('Sure.', 100),
+        write(PLAN_OPEN, 300),
+        bash('echo half-done', 600),
+        say('Half done.', 5000),
+        { text: SUMMARY },
+        say('Continuing.', 200),
+      ],
+      { keepTurns: 1 },
+    )
     const agent = keel.agent()
     await agent.prompt('plan the work')
     await agent.prompt('inspect module alpha')
@@ -228,7 +267,11 @@ describe('automatic compaction in the agent loop', () => {
     expect(textOf(messages[0]!.content)).toContain('- [in_progress] Fix the tokenizer')
     expect(messages[1]).toEqual({ role: 'user', source: 'user', content: [{ type: 'text', text: 'keep going' }] })
     const start3 = agent.session.events.findIndex((event) => event.type === 'compaction/start')
-    expect(agent.session.events.slice(start3 - 3, start3).map((event) => event.type)).toEqual(['turn/start', 'step/start', 'user/message'])
+    expect(agent.session.events.slice(start3 - 3, start3).map((event) => event.type)).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+    ])
   })
 
   test('a second compaction folds the first summary in, and the result survives resume', async () => {
@@ -243,14 +286,25 @@ describe('automatic compaction in the agent loop', () => {
       say('six', 300),
     ])
     const agent = keel.agent()
-    for (const prompt of ['p1', 'p2', 'p3', 'p4', 'p5', 'p6']) expect((await agent.prompt(prompt)).reason).toBe('completed')
+    for (const prompt of ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'])
+      expect((await agent.prompt(prompt)).reason).toBe('completed')
     const requests = keel.model.requests
     expect(requests).toHaveLength(8)
     // First compaction at p4's request: p1, p2 summarised; p3 and p4 kept.
-    expect(requests[4]!.messages.map((m) => textOf(m.content))).toEqual([expect.stringContaining('FIRST SUMMARY'), 'p3', 'three', 'p4'])
+    expect(requests[4]!.messages.map((m) => textOf(m.content))).toEqual([
+      expect.stringContaining('FIRST SUMMARY'),
+      'p3',
+      'three',
+      'p4',
+    ])
     // Second at p6's request: the first summary, p3 and p4 are folded into the new one.
     expect(textOf(requests[6]!.messages[0]!.content)).toContain('FIRST SUMMARY')
-    expect(requests[7]!.messages.map((m) => textOf(m.content))).toEqual([expect.stringContaining('SECOND SUMMARY'), 'p5', 'five', 'p6'])
+    expect(requests[7]!.messages.map((m) => textOf(m.content))).toEqual([
+      expect.stringContaining('SECOND SUMMARY'),
+      'p5',
+      'five',
+      'p6',
+    ])
     const derived = agent.session.deriveMessages()
     const id = agent.id
     keel.ctx.agents.close(agent)
@@ -267,18 +321,33 @@ describe('cancellation and listeners', () => {
     const keel = await start([say('one', 100), say('two', 100), say('three', 5000), { hang: true }])
     const agent = keel.agent()
     for (const prompt of ['p1', 'p2', 'p3']) await agent.prompt(prompt)
-    keel.ctx.on('compaction/running', (a) => { if (a === agent) setTimeout(() => agent.cancel(), 10) })
+    keel.ctx.on('compaction/running', (a) => {
+      if (a === agent) setTimeout(() => agent.cancel(), 10)
+    })
     const result = await agent.prompt('p4')
     expect(result.reason).toBe('aborted')
     expect(agent.session.events.some(isReplace)).toBe(false)
-    expect(agent.session.events.find((event) => event.type === 'compaction/end')!.data).toMatchObject({ error: 'cancelled', summarised: 0 })
+    expect(agent.session.events.find((event) => event.type === 'compaction/end')!.data).toMatchObject({
+      error: 'cancelled',
+      summarised: 0,
+    })
     expect(agent.session.last).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
   })
 
   test('a UI listener that throws does not break the compaction', async () => {
-    const keel = await start([say('one', 100), say('two', 100), say('three', 5000), { text: SUMMARY }, say('four', 100)])
-    keel.ctx.on('compaction/running', () => { throw new Error('broken widget') })
-    keel.ctx.on('compaction/done', () => { throw new Error('broken widget') })
+    const keel = await start([
+      say('one', 100),
+      say('two', 100),
+      say('three', 5000),
+      { text: SUMMARY },
+      say('four', 100),
+    ])
+    keel.ctx.on('compaction/running', () => {
+      throw new Error('broken widget')
+    })
+    keel.ctx.on('compaction/done', () => {
+      throw new Error('broken widget')
+    })
     const agent = keel.agent()
     for (const prompt of ['p1', 'p2', 'p3']) await agent.prompt(prompt)
     expect((await agent.prompt('p4')).reason).toBe('completed')
@@ -289,10 +358,20 @@ describe('cancellation and listeners', () => {
 describe('manual compaction', () => {
   test('idle: the summary is made at once and committed inside the next turn, before its first request', async () => {
     // Realistic usage: a provider's input count includes the system prompt and tool schemas.
-    const keel = await start([say('one', 1500), say('two', 1600), say('three', 1700), { text: SUMMARY }, say('four', 1000)])
+    const keel = await start([
+      say('one', 1500),
+      say('two', 1600),
+      say('three', 1700),
+      { text: SUMMARY },
+      say('four', 1000),
+    ])
     const live: string[] = []
-    keel.ctx.on('compaction/running', (_agent, info) => { live.push(`running ${info.reason}`) })
-    keel.ctx.on('compaction/done', (_agent, outcome) => { live.push(`done ${outcome.ok}`) })
+    keel.ctx.on('compaction/running', (_agent, info) => {
+      live.push(`running ${info.reason}`)
+    })
+    keel.ctx.on('compaction/done', (_agent, outcome) => {
+      live.push(`done ${outcome.ok}`)
+    })
     const agent = keel.agent()
     for (const prompt of ['p1', 'p2', 'p3']) await agent.prompt(prompt)
     const seq = agent.session.seq
@@ -308,10 +387,25 @@ describe('manual compaction', () => {
 
     await agent.prompt('p4')
     const request = keel.model.requests[4]!
-    expect(request.messages.map((m) => textOf(m.content))).toEqual([expect.stringContaining(SUMMARY), 'p2', 'two', 'p3', 'three', 'p4'])
+    expect(request.messages.map((m) => textOf(m.content))).toEqual([
+      expect.stringContaining(SUMMARY),
+      'p2',
+      'two',
+      'p3',
+      'three',
+      'p4',
+    ])
     const events = agent.session.events.slice(seq)
     expect(events.map((event) => event.type)).toEqual([
-      'turn/start', 'step/start', 'user/message', 'compaction/start', 'user/message', 'compaction/end', 'assistant/message', 'step/end', 'turn/end',
+      'turn/start',
+      'step/start',
+      'user/message',
+      'compaction/start',
+      'user/message',
+      'compaction/end',
+      'assistant/message',
+      'step/end',
+      'turn/end',
     ])
     expect(events[3]!.data).toMatchObject({ turn: 4, reason: 'manual' })
   })
@@ -322,13 +416,23 @@ describe('manual compaction', () => {
     await agent.prompt('p1')
     const seq = agent.session.seq
     const outcome = await keel.ctx.compaction.compact(agent)
-    expect(outcome).toMatchObject({ ok: false, summarised: 0, error: 'nothing older than the last 2 turns to summarise' })
+    expect(outcome).toMatchObject({
+      ok: false,
+      summarised: 0,
+      error: 'nothing older than the last 2 turns to summarise',
+    })
     expect(agent.session.seq).toBe(seq)
     expect(keel.model.requests).toHaveLength(1)
   })
 
   test('mid-turn: it runs at the next request boundary even below the threshold, and resolves then', async () => {
-    const keel = await start([say('one', 100), say('two', 100), bash('echo working', 100), { text: SUMMARY }, say('done', 100)])
+    const keel = await start([
+      say('one', 100),
+      say('two', 100),
+      bash('echo working', 100),
+      { text: SUMMARY },
+      say('done', 100),
+    ])
     const agent = keel.agent()
     await agent.prompt('p1')
     await agent.prompt('p2')
@@ -338,13 +442,26 @@ describe('manual compaction', () => {
     })
     await agent.prompt('p3')
     expect(await outcome).toMatchObject({ ok: true, reason: 'manual', applied: 'now', summarised: 2 })
-    expect(keel.model.requests[4]!.messages.map((m) => m.role)).toEqual(['user', 'user', 'assistant', 'user', 'assistant', 'tool'])
+    expect(keel.model.requests[4]!.messages.map((m) => m.role)).toEqual([
+      'user',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+    ])
     const start3 = agent.session.events.find((event) => event.type === 'compaction/start')!
     expect(start3.data).toMatchObject({ turn: 3, reason: 'manual' })
   })
 
   test('a failed idle summary leaves nothing pending', async () => {
-    const keel = await start([say('one', 100), say('two', 100), say('three', 100), { error: { kind: 'bad-request', message: 'no summaries today' } }, say('four', 100)])
+    const keel = await start([
+      say('one', 100),
+      say('two', 100),
+      say('three', 100),
+      { error: { kind: 'bad-request', message: 'no summaries today' } },
+      say('four', 100),
+    ])
     const agent = keel.agent()
     for (const prompt of ['p1', 'p2', 'p3']) await agent.prompt(prompt)
     expect(await keel.ctx.compaction.compact(agent)).toMatchObject({ ok: false, error: 'no summaries today' })

@@ -7,7 +7,8 @@ export function requestTokens(request: LlmRequest): number {
     for (const block of message.content) {
       if (block.type === 'text' || block.type === 'reasoning') chars += block.text.length
       else if (block.type === 'tool-call') chars += block.name.length + block.arguments.length
-      else if (block.type === 'tool-result') for (const inner of block.content) chars += inner.type === 'text' ? inner.text.length : 4000
+      else if (block.type === 'tool-result')
+        for (const inner of block.content) chars += inner.type === 'text' ? inner.text.length : 4000
     }
   }
   return Math.ceil(chars / 4)

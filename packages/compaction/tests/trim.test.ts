@@ -10,22 +10,30 @@ import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { requestTokens } from './support.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 const WINDOW = 6000
 const HUGE = `FIRST-LINE\n${'middle of a very long output\n'.repeat(4000)}LAST-LINE`
 
-
 function toolText(request: LlmRequest): string[] {
-  return request.messages.flatMap((m) => m.role === 'tool' ? m.content.map((block) => textOf(block.content)) : [])
+  return request.messages.flatMap((m) => (m.role === 'tool' ? m.content.map((block) => textOf(block.content)) : []))
 }
 
 async function start(steps: ScriptStep[]) {
   keel = await makeKeel({ steps, contextWindow: WINDOW, plugins: [[compaction, {}]] })
-  keel.ctx.tools.register(defineTool({
-    name: 'dump', description: 'prints a lot', parameters: Type.Object({}),
-    async execute() { return HUGE },
-  }))
+  keel.ctx.tools.register(
+    defineTool({
+      name: 'dump',
+      description: 'prints a lot',
+      parameters: Type.Object({}),
+      async execute() {
+        return HUGE
+      },
+    }),
+  )
   return keel
 }
 
@@ -47,13 +55,19 @@ describe('an oversized tool result', () => {
     expect(sent!.length).toBeLessThan(HUGE.length)
     expect(sent!.startsWith('FIRST-LINE\n')).toBe(true)
     expect(sent!.endsWith('LAST-LINE')).toBe(true)
-    expect(sent).toMatch(new RegExp(`\\[… \\d+ of ${HUGE.length} characters cut here: this tool result was larger than what was left of the context window\\.`))
+    expect(sent).toMatch(
+      new RegExp(
+        `\\[… \\d+ of ${HUGE.length} characters cut here: this tool result was larger than what was left of the context window\\.`,
+      ),
+    )
     // The next request sends the same cut, and the small result whole.
     expect(toolText(requests[2]!)).toEqual([sent, expect.stringMatching(/^small\n/)])
 
     // The log: the result whole, and the decision.
     const events = agent.session.events
-    const logged = events.find((event): event is SessionEvent<'tool/result'> => event.type === 'tool/result' && event.data.callId === 'big')!
+    const logged = events.find(
+      (event): event is SessionEvent<'tool/result'> => event.type === 'tool/result' && event.data.callId === 'big',
+    )!
     expect(textOf(logged.data.content)).toBe(HUGE)
     const trims = events.filter((event): event is SessionEvent<'compaction/trim'> => event.type === 'compaction/trim')
     expect(trims).toHaveLength(1)
@@ -72,7 +86,13 @@ describe('an oversized tool result', () => {
 
   test('several large results from one reply are each cut until the request fits, the small one kept whole', async () => {
     const keel = await start([
-      { toolCalls: [{ id: 'one', name: 'dump', arguments: {} }, { id: 'two', name: 'bash', arguments: { command: 'echo tiny' } }, { id: 'three', name: 'dump', arguments: {} }] },
+      {
+        toolCalls: [
+          { id: 'one', name: 'dump', arguments: {} },
+          { id: 'two', name: 'bash', arguments: { command: 'echo tiny' } },
+          { id: 'three', name: 'dump', arguments: {} },
+        ],
+      },
       { text: 'Read them.' },
     ])
     const agent = keel.agent()
@@ -87,7 +107,9 @@ describe('an oversized tool result', () => {
       expect(cut.endsWith('LAST-LINE')).toBe(true)
     }
     expect(two).toMatch(/^tiny\n/)
-    const trims = agent.session.events.filter((event) => event.type === 'compaction/trim').map((event) => event.data.callId)
+    const trims = agent.session.events
+      .filter((event) => event.type === 'compaction/trim')
+      .map((event) => event.data.callId)
     expect(trims.sort()).toEqual(['one', 'three'])
   })
 })

@@ -15,7 +15,11 @@ export function splitLines(text: string): string[] {
 /** Steps (diagonal probes plus snake moves) one diff may take before it settles for a block replacement. */
 const MAX_WORK = 5_000_000
 
-function myers(a: ArrayLike<number>, b: ArrayLike<number>, maxEdits: number): Array<'equal' | 'delete' | 'insert'> | undefined {
+function myers(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  maxEdits: number,
+): Array<'equal' | 'delete' | 'insert'> | undefined {
   const n = a.length
   const m = b.length
   const max = n + m
@@ -27,10 +31,14 @@ function myers(a: ArrayLike<number>, b: ArrayLike<number>, maxEdits: number): Ar
   for (let d = 0; d <= Math.min(max, maxEdits); d++) {
     trace.push(v.slice(offset - d - 1, offset + d + 2))
     for (let k = -d; k <= d; k += 2) {
-      let x = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
+      let x =
+        k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
       let y = x - k
       const start = x
-      while (x < n && y < m && a[x] === b[y]) { x++; y++ }
+      while (x < n && y < m && a[x] === b[y]) {
+        x++
+        y++
+      }
       work += 1 + x - start
       v[offset + k] = x
       if (x >= n && y >= m) return backtrack(n, m, trace, d)
@@ -74,15 +82,19 @@ export function diffLines(a: readonly string[], b: readonly string[], maxEdits =
   while (start < a.length && start < b.length && a[start] === b[start]) start++
   let endA = a.length
   let endB = b.length
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB-- }
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA--
+    endB--
+  }
   const midA = a.slice(start, endA)
   const midB = b.slice(start, endB)
   const ids = new Map<string, number>()
-  const idsOf = (lines: string[]) => Int32Array.from(lines, (line) => {
-    let id = ids.get(line)
-    if (id === undefined) ids.set(line, id = ids.size)
-    return id
-  })
+  const idsOf = (lines: string[]) =>
+    Int32Array.from(lines, (line) => {
+      let id = ids.get(line)
+      if (id === undefined) ids.set(line, (id = ids.size))
+      return id
+    })
   const script = myers(idsOf(midA), idsOf(midB), maxEdits)
   let middle: DiffOp[]
   if (script) {
@@ -90,7 +102,10 @@ export function diffLines(a: readonly string[], b: readonly string[], maxEdits =
     let i = 0
     let j = 0
     for (const op of script) {
-      if (op === 'equal') { middle.push({ op, line: midA[i++]! }); j++ } else if (op === 'delete') middle.push({ op, line: midA[i++]! })
+      if (op === 'equal') {
+        middle.push({ op, line: midA[i++]! })
+        j++
+      } else if (op === 'delete') middle.push({ op, line: midA[i++]! })
       else middle.push({ op, line: midB[j++]! })
     }
   } else {
@@ -122,7 +137,9 @@ export function unifiedDiff(oldText: string, newText: string, context = 3): Unif
   let added = 0
   let removed = 0
   const changes: number[] = []
-  ops.forEach((op, i) => { if (op.op !== 'equal') changes.push(i) })
+  ops.forEach((op, i) => {
+    if (op.op !== 'equal') changes.push(i)
+  })
   // Line numbers before each op, so hunk headers can be read off directly.
   const oldBefore: number[] = []
   const newBefore: number[] = []

@@ -9,12 +9,15 @@ import { readAll, replaceFile, withRegular } from './open.ts'
 import { resolvePath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 
-export const EditParameters = Type.Object({
-  path: Type.String({ description: 'File path, relative to the working directory or absolute.' }),
-  old_string: Type.String({ description: 'The exact text to replace, whitespace and indentation included.' }),
-  new_string: Type.String({ description: 'The text to put in its place.' }),
-  replace_all: Type.Optional(Type.Boolean({ description: 'Replace every occurrence instead of exactly one.' })),
-}, { additionalProperties: false })
+export const EditParameters = Type.Object(
+  {
+    path: Type.String({ description: 'File path, relative to the working directory or absolute.' }),
+    old_string: Type.String({ description: 'The exact text to replace, whitespace and indentation included.' }),
+    new_string: Type.String({ description: 'The text to put in its place.' }),
+    replace_all: Type.Optional(Type.Boolean({ description: 'Replace every occurrence instead of exactly one.' })),
+  },
+  { additionalProperties: false },
+)
 
 /** Non-overlapping occurrences, left to right. */
 export function occurrences(text: string, needle: string): number[] {
@@ -47,7 +50,11 @@ function listLines(lines: readonly number[]): string {
 }
 
 /** Most files are all-LF or all-CRLF; the model nearly always writes LF. Follow whichever the file mostly uses. */
-function lineEndingVariants(text: string, oldString: string, newString: string): { old: string; new: string; crlf: boolean }[] {
+function lineEndingVariants(
+  text: string,
+  oldString: string,
+  newString: string,
+): { old: string; new: string; crlf: boolean }[] {
   const crlf = text.split('\r\n').length - 1
   const lf = text.split('\n').length - 1 - crlf
   const useCrlf = crlf > lf
@@ -58,12 +65,19 @@ function lineEndingVariants(text: string, oldString: string, newString: string):
 }
 
 function notFoundHint(text: string, oldString: string): string {
-  if (/^ *\d+\t/.test(oldString)) return 'old_string seems to start with a line-number prefix from read output; leave the numbers and the tab out.'
-  const first = oldString.split('\n').map((line) => line.trim()).find((line) => line !== '')
+  if (/^ *\d+\t/.test(oldString))
+    return 'old_string seems to start with a line-number prefix from read output; leave the numbers and the tab out.'
+  const first = oldString
+    .split('\n')
+    .map((line) => line.trim())
+    .find((line) => line !== '')
   if (first) {
     const hits: number[] = []
-    text.split('\n').forEach((line, i) => { if (line.trim() === first) hits.push(i + 1) })
-    if (hits.length) return `Its first line appears, ignoring indentation, at line ${listLines(hits)}; what follows or the whitespace differs. Read the file again and copy the text exactly.`
+    text.split('\n').forEach((line, i) => {
+      if (line.trim() === first) hits.push(i + 1)
+    })
+    if (hits.length)
+      return `Its first line appears, ignoring indentation, at line ${listLines(hits)}; what follows or the whitespace differs. Read the file again and copy the text exactly.`
   }
   return 'Read the file again and copy the text exactly, whitespace included.'
 }
@@ -77,24 +91,40 @@ function cutDiffLine(line: string, max: number): string {
 export function editTool(config: Config) {
   return defineTool({
     name: 'edit',
-    description: 'Replace exact text in a file. old_string must match the file exactly (whitespace included, without read\'s line-number prefix) and occur once; include surrounding lines to make it unique, or set replace_all. Returns a diff. Use write to create files.',
+    description:
+      "Replace exact text in a file. old_string must match the file exactly (whitespace included, without read's line-number prefix) and occur once; include surrounding lines to make it unique, or set replace_all. Returns a diff. Use write to create files.",
     parameters: EditParameters,
     access: (args, cwd) => ({ kind: 'write', paths: [resolve(cwd, args.path)] }),
-    presentCall: (args) => ({ title: `Edit ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
+    presentCall: (args) => ({
+      title: `Edit ${args.path}`,
+      kind: 'edit',
+      rawInput: args,
+      locations: [{ path: args.path }],
+    }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
-      const tooLarge = (size: number) => new Error(`${target.display} is ${formatBytes(size)}, over the ${formatBytes(config.maxEditBytes)} edit limit`)
+      const tooLarge = (size: number) =>
+        new Error(`${target.display} is ${formatBytes(size)}, over the ${formatBytes(config.maxEditBytes)} edit limit`)
       const { bytes, mode } = await withRegular(target, 'edit', async ({ handle, stats }) => {
         if (stats.size > config.maxEditBytes) throw tooLarge(stats.size)
-        if (args.old_string === '') throw new Error('old_string is empty; to create or overwrite a whole file use write')
-        if (args.old_string === args.new_string) throw new Error('old_string and new_string are identical; there is nothing to change')
-        return { bytes: await readAll(handle, config.maxEditBytes, () => tooLarge(stats.size)), mode: stats.mode & 0o7777 }
+        if (args.old_string === '')
+          throw new Error('old_string is empty; to create or overwrite a whole file use write')
+        if (args.old_string === args.new_string)
+          throw new Error('old_string and new_string are identical; there is nothing to change')
+        return {
+          bytes: await readAll(handle, config.maxEditBytes, () => tooLarge(stats.size)),
+          mode: stats.mode & 0o7777,
+        }
       })
       const kind = sniff(bytes.subarray(0, SNIFF_BYTES))
-      if (kind.kind !== 'text') throw new Error(`${target.display} is not a text file${kind.kind === 'binary' ? ` (${kind.why})` : ''}; edit changes text files only`)
+      if (kind.kind !== 'text')
+        throw new Error(
+          `${target.display} is not a text file${kind.kind === 'binary' ? ` (${kind.why})` : ''}; edit changes text files only`,
+        )
       const text = bytes.toString('utf8')
       // A file that is not valid UTF-8 would come back with U+FFFD where its bytes were: refuse instead of corrupting it.
-      if (!Buffer.from(text, 'utf8').equals(bytes)) throw new Error(`${target.display} is not valid UTF-8; edit would corrupt it`)
+      if (!Buffer.from(text, 'utf8').equals(bytes))
+        throw new Error(`${target.display} is not valid UTF-8; edit would corrupt it`)
 
       const variants = lineEndingVariants(text, args.old_string, args.new_string)
       let chosen = variants[0]!
@@ -104,10 +134,13 @@ export function editTool(config: Config) {
         chosen = variant
         found = occurrences(text, variant.old)
       }
-      if (!found.length) throw new Error(`old_string was not found in ${target.display}. ${notFoundHint(text, args.old_string)}`)
+      if (!found.length)
+        throw new Error(`old_string was not found in ${target.display}. ${notFoundHint(text, args.old_string)}`)
       const lines = lineNumbersOf(text, found)
       if (found.length > 1 && !args.replace_all) {
-        throw new Error(`old_string matches ${found.length} times in ${target.display} (lines ${listLines(lines)}); add surrounding lines to make it unique, or set replace_all to change every one`)
+        throw new Error(
+          `old_string matches ${found.length} times in ${target.display} (lines ${listLines(lines)}); add surrounding lines to make it unique, or set replace_all to change every one`,
+        )
       }
       const updated = args.replace_all
         ? text.split(chosen.old).join(chosen.new)
@@ -118,10 +151,19 @@ export function editTool(config: Config) {
 
       const diff = unifiedDiff(text, updated)
       const shown = diff.lines.slice(0, config.maxDiffLines).map((line) => cutDiffLine(line, config.maxLineChars))
-      if (diff.lines.length > shown.length) shown.push(`… ${plural(diff.lines.length - shown.length, 'more diff line')} not shown`)
-      const where = found.length === 1 ? `1 replacement at line ${lines[0]}` : `${found.length} replacements at ${new Set(lines).size === 1 ? 'line' : 'lines'} ${listLines(lines)}`
+      if (diff.lines.length > shown.length)
+        shown.push(`… ${plural(diff.lines.length - shown.length, 'more diff line')} not shown`)
+      const where =
+        found.length === 1
+          ? `1 replacement at line ${lines[0]}`
+          : `${found.length} replacements at ${new Set(lines).size === 1 ? 'line' : 'lines'} ${listLines(lines)}`
       const endings = chosen.crlf ? '; CRLF line endings kept' : ''
-      return [`Edited ${target.display}: ${where} (+${diff.added} -${diff.removed} lines${endings}).`, `--- ${target.display}`, `+++ ${target.display}`, ...shown].join('\n')
+      return [
+        `Edited ${target.display}: ${where} (+${diff.added} -${diff.removed} lines${endings}).`,
+        `--- ${target.display}`,
+        `+++ ${target.display}`,
+        ...shown,
+      ].join('\n')
     },
   })
 }

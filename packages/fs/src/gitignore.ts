@@ -61,7 +61,9 @@ export class GitignoreRules {
     const cached = this.dirs.get(rel)
     if (cached !== undefined) return cached
     const slash = rel.lastIndexOf('/')
-    const ignored = (slash > 0 && this.dirIgnored(rel.slice(0, slash))) || this.verdict(`${this.root}${sep}${rel.split('/').join(sep)}`, true)
+    const ignored =
+      (slash > 0 && this.dirIgnored(rel.slice(0, slash))) ||
+      this.verdict(`${this.root}${sep}${rel.split('/').join(sep)}`, true)
     this.dirs.set(rel, ignored)
     return ignored
   }
@@ -74,7 +76,10 @@ export class GitignoreRules {
   pruneGlobs(): string[] {
     const globs: string[] = []
     for (const layer of this.layers) {
-      const patterns = layer.text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line && !line.startsWith('#'))
+      const patterns = layer.text
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line && !line.startsWith('#'))
       if (patterns.some((line) => line.startsWith('!'))) continue
       for (const pattern of patterns) {
         if (!/^\/?[\w.-]+(\/[\w.-]+)*\/?$/.test(pattern)) continue
@@ -83,7 +88,8 @@ export class GitignoreRules {
         const anchored = pattern.startsWith('/') || name.includes('/')
         if (anchored) {
           const target = `${layer.base}${sep}${name.split('/').join(sep)}`
-          if (target !== this.root && isInside(this.root, target)) globs.push(`${toPosix(relative(this.root, target))}/**`)
+          if (target !== this.root && isInside(this.root, target))
+            globs.push(`${toPosix(relative(this.root, target))}/**`)
         } else if (isInside(layer.base, this.root)) {
           globs.push(`**/${name}/**`)
         }

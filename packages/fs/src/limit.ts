@@ -8,7 +8,11 @@ export class CallLimit {
   private readonly onAbort = () => this.controller.abort(new Error(`${this.tool} aborted`))
   timedOut = false
 
-  constructor(private readonly tool: string, private readonly parent: AbortSignal, private readonly timeoutMs: number) {
+  constructor(
+    private readonly tool: string,
+    private readonly parent: AbortSignal,
+    private readonly timeoutMs: number,
+  ) {
     this.signal = this.controller.signal
     this.timer = setTimeout(() => {
       this.timedOut = true
@@ -20,9 +24,12 @@ export class CallLimit {
 
   private timeoutMessage(): string {
     const after = this.timeoutMs < 1000 ? `${this.timeoutMs} ms` : `${Math.round(this.timeoutMs / 100) / 10} s`
-    const why = this.tool === 'grep'
-      ? 'the pattern may backtrack catastrophically (nested quantifiers such as (a+)+), or the search is too wide; simplify the pattern or narrow path and glob'
-      : this.tool === 'read' ? 'read a smaller part of the file with offset and limit' : 'narrow the path or pattern'
+    const why =
+      this.tool === 'grep'
+        ? 'the pattern may backtrack catastrophically (nested quantifiers such as (a+)+), or the search is too wide; simplify the pattern or narrow path and glob'
+        : this.tool === 'read'
+          ? 'read a smaller part of the file with offset and limit'
+          : 'narrow the path or pattern'
     return `${this.tool} ran out of time: stopped after ${after} (config timeoutMs); ${why}`
   }
 
@@ -50,7 +57,12 @@ export class CallLimit {
 }
 
 /** Runs `work` under a fresh CallLimit and always releases it. */
-export async function limited<T>(tool: string, parent: AbortSignal, timeoutMs: number, work: (limit: CallLimit) => Promise<T>): Promise<T> {
+export async function limited<T>(
+  tool: string,
+  parent: AbortSignal,
+  timeoutMs: number,
+  work: (limit: CallLimit) => Promise<T>,
+): Promise<T> {
   const limit = new CallLimit(tool, parent, timeoutMs)
   try {
     return await limit.race(work(limit))

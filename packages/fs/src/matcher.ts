@@ -85,7 +85,7 @@ export class RegexMatcher {
       pending?.reject(this.failure)
     }
     this.worker.on('error', (error) => fail(new Error(`grep's search failed: ${error.message}`)))
-    this.worker.on('exit', () => fail(new Error('grep\'s search stopped')))
+    this.worker.on('exit', () => fail(new Error("grep's search stopped")))
     // The abort reason says why (cancelled, or out of time); terminate() ends even a regex that never returns.
     const stop = () => {
       fail(signal.reason instanceof Error ? signal.reason : new Error('grep aborted'))

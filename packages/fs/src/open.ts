@@ -29,7 +29,9 @@ export function kindOf(stats: Stats): string {
 
 function notRegular(display: string, stats: Stats, tool: string): Error {
   if (stats.isDirectory()) return new Error(`${display} is a directory${tool === 'read' ? '; use ls to list it' : ''}`)
-  return new Error(`${display} is ${kindOf(stats)}; ${tool} only ${tool === 'write' ? 'writes' : 'reads'} regular files`)
+  return new Error(
+    `${display} is ${kindOf(stats)}; ${tool} only ${tool === 'write' ? 'writes' : 'reads'} regular files`,
+  )
 }
 
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException).code
@@ -54,7 +56,8 @@ export interface OpenedFile {
 export async function openRegular(real: string, display: string, scope: Scope, tool: string): Promise<OpenedFile> {
   const before = await lstat(real).catch((error) => {
     const code = codeOf(error)
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
     throw error
   })
   // `real` has no symlinks left in it; one here means the path changed after it was checked.
@@ -96,7 +99,11 @@ export async function readAll(handle: FileHandle, max: number, tooLarge: () => E
 }
 
 /** Opens `target.real` for reading and hands the verified descriptor to `use`, closing it afterwards. */
-export async function withRegular<T>(target: ResolvedPath, tool: string, use: (file: OpenedFile) => Promise<T>): Promise<T> {
+export async function withRegular<T>(
+  target: ResolvedPath,
+  tool: string,
+  use: (file: OpenedFile) => Promise<T>,
+): Promise<T> {
   const file = await openRegular(target.real, target.display, target, tool)
   try {
     return await use(file)
@@ -115,13 +122,19 @@ async function openParent(target: ResolvedPath, create: boolean): Promise<{ dir:
     await verifyInside(dir, root, target.display, target)
     for (const part of parts) {
       const at = `${FD_DIR}/${dir.fd}/${part}`
-      if (create) await mkdir(at).catch((error) => { if (codeOf(error) !== 'EEXIST') throw error })
+      if (create)
+        await mkdir(at).catch((error) => {
+          if (codeOf(error) !== 'EEXIST') throw error
+        })
       let next: FileHandle
       try {
         next = await open(at, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
       } catch (error) {
         const code = codeOf(error)
-        if (code === 'ELOOP') throw new PathError(`${target.display}: a folder on its path was replaced by a symlink while writing; try again`)
+        if (code === 'ELOOP')
+          throw new PathError(
+            `${target.display}: a folder on its path was replaced by a symlink while writing; try again`,
+          )
         if (code === 'ENOTDIR') throw new Error(`${target.display}: ${part} is not a directory`)
         if (code === 'ENOENT') throw new Error(`${target.display}: the folder ${part} does not exist`)
         throw error
@@ -154,8 +167,14 @@ export interface Replaced {
  * Writes `content` to a temp file beside the target and renames it into place. The file's mode is kept (`mode`,
  * else the mode of the regular file found there). Refuses a directory or special file at the target.
  */
-export async function replaceFile(target: ResolvedPath, content: string | Buffer, options: { create: boolean; mode?: number; signal?: AbortSignal }): Promise<Replaced> {
-  const { dir, at } = byDescriptor ? await openParent(target, options.create) : await openParentByPath(target, options.create)
+export async function replaceFile(
+  target: ResolvedPath,
+  content: string | Buffer,
+  options: { create: boolean; mode?: number; signal?: AbortSignal },
+): Promise<Replaced> {
+  const { dir, at } = byDescriptor
+    ? await openParent(target, options.create)
+    : await openParentByPath(target, options.create)
   const name = basename(target.real)
   const temp = `.${name.slice(0, 100)}.${randomBytes(6).toString('hex')}.keel-tmp`
   try {
@@ -164,7 +183,8 @@ export async function replaceFile(target: ResolvedPath, content: string | Buffer
       throw error
     })
     // A symlink here was swapped in after the check: the rename below replaces the link itself.
-    if (existing && !existing.isFile() && !existing.isSymbolicLink()) throw notRegular(target.display, existing, 'write')
+    if (existing && !existing.isFile() && !existing.isSymbolicLink())
+      throw notRegular(target.display, existing, 'write')
     const mode = options.mode ?? (existing?.isFile() ? existing.mode & 0o7777 : undefined)
     const file = await open(join(at, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode ?? 0o666)
     try {

@@ -88,7 +88,11 @@ const outsideHint = 'the file tools only touch files inside it (config allowOuts
  * unless the policy allows it, so a `..` or a symlink planted in the repository cannot reach the rest of the disk.
  * This is the friendly first check; the tools check again what they actually opened (see open.ts).
  */
-export async function resolvePath(path: string, exec: Pick<ToolExecution, 'agent' | 'sandbox'>, policy: PathPolicy): Promise<ResolvedPath> {
+export async function resolvePath(
+  path: string,
+  exec: Pick<ToolExecution, 'agent' | 'sandbox'>,
+  policy: PathPolicy,
+): Promise<ResolvedPath> {
   const cwd = resolve(cwdOf(exec))
   const expanded = path === '~' ? homedir() : path.startsWith('~/') ? join(homedir(), path.slice(2)) : path
   const absolute = resolve(cwd, expanded)
@@ -101,12 +105,16 @@ export async function resolvePath(path: string, exec: Pick<ToolExecution, 'agent
   }
   const [realCwd, real] = await Promise.all([resolveLinks(cwd), resolveLinks(absolute)])
   if (confined && !isInside(realCwd, real)) {
-    throw new PathError(`${path} resolves through a symlink to ${real}, outside the working directory ${cwd}; ${outsideHint}`)
+    throw new PathError(
+      `${path} resolves through a symlink to ${real}, outside the working directory ${cwd}; ${outsideHint}`,
+    )
   }
   return { absolute, real, display, cwd, realCwd, confined }
 }
 
 /** The error for a file that turned out to be outside once opened (a link swapped in after the first check). */
 export function escapedError(display: string, where: string, scope: Scope): PathError {
-  return new PathError(`${display} now leads to ${where}, outside the working directory ${scope.realCwd} (it changed while being opened); ${outsideHint}`)
+  return new PathError(
+    `${display} now leads to ${where}, outside the working directory ${scope.realCwd} (it changed while being opened); ${outsideHint}`,
+  )
 }

@@ -19,11 +19,15 @@ const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0))
  * still recognised and a `.png` that is really text is read as text.
  */
 export function sniff(head: Uint8Array): Sniffed {
-  if (startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return { kind: 'image', mediaType: 'image/png' }
+  if (startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+    return { kind: 'image', mediaType: 'image/png' }
   if (startsWith(head, [0xff, 0xd8, 0xff])) return { kind: 'image', mediaType: 'image/jpeg' }
-  if (startsWith(head, ascii('GIF87a')) || startsWith(head, ascii('GIF89a'))) return { kind: 'image', mediaType: 'image/gif' }
-  if (startsWith(head, ascii('RIFF')) && startsWith(head, ascii('WEBP'), 8)) return { kind: 'image', mediaType: 'image/webp' }
-  if (startsWith(head, [0xff, 0xfe]) || startsWith(head, [0xfe, 0xff])) return { kind: 'binary', why: 'UTF-16 text, which these tools do not decode' }
+  if (startsWith(head, ascii('GIF87a')) || startsWith(head, ascii('GIF89a')))
+    return { kind: 'image', mediaType: 'image/gif' }
+  if (startsWith(head, ascii('RIFF')) && startsWith(head, ascii('WEBP'), 8))
+    return { kind: 'image', mediaType: 'image/webp' }
+  if (startsWith(head, [0xff, 0xfe]) || startsWith(head, [0xfe, 0xff]))
+    return { kind: 'binary', why: 'UTF-16 text, which these tools do not decode' }
   let control = 0
   for (const byte of head) {
     if (byte === 0) return { kind: 'binary', why: 'it contains NUL bytes' }

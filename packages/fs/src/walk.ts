@@ -38,7 +38,11 @@ export interface WalkResult {
   hidden: number
 }
 
-const exists = (path: string) => stat(path).then(() => true, () => false)
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  )
 /** Larger .gitignore files are not read. */
 const MAX_GITIGNORE_BYTES = 1024 * 1024
 
@@ -48,13 +52,15 @@ const MAX_GITIGNORE_BYTES = 1024 * 1024
  * cwd when the walk is (the ones above the cwd, up to the repository top, are read on purpose), and at most 1 MB.
  */
 function readText(path: string, scope: Scope): Promise<string | undefined> {
-  return openRegular(path, path, scope, 'read').then(async ({ handle }) => {
-    try {
-      return (await readAll(handle, MAX_GITIGNORE_BYTES, () => new Error('too large'))).toString('utf8')
-    } finally {
-      await handle.close()
-    }
-  }).catch(() => undefined)
+  return openRegular(path, path, scope, 'read')
+    .then(async ({ handle }) => {
+      try {
+        return (await readAll(handle, MAX_GITIGNORE_BYTES, () => new Error('too large'))).toString('utf8')
+      } finally {
+        await handle.close()
+      }
+    })
+    .catch(() => undefined)
 }
 
 /** The directories above `root` whose .gitignore applies: up to the repository top, or to the cwd outside a repo. */
@@ -116,7 +122,14 @@ class RealDirs {
   private dir(rel: string): Promise<boolean> {
     let verdict = this.known.get(rel)
     if (!verdict) {
-      verdict = this.under(rel).then((parentOk) => parentOk && lstat(join(this.root, rel.split('/').join(sep))).then((info) => info.isDirectory(), () => false))
+      verdict = this.under(rel).then(
+        (parentOk) =>
+          parentOk &&
+          lstat(join(this.root, rel.split('/').join(sep))).then(
+            (info) => info.isDirectory(),
+            () => false,
+          ),
+      )
       this.known.set(rel, verdict)
     }
     return verdict
@@ -143,17 +156,34 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
     ignore: options.deep === 1 ? [] : [...skipped, ...rules.pruneGlobs()],
   }
   type Found = { path: string; dirent: import('node:fs').Dirent }
-  const nested = options.deep === 1
-    ? Promise.resolve([] as string[])
-    : collect<string>(fg.stream(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity }) as Readable, signal)
+  const nested =
+    options.deep === 1
+      ? Promise.resolve([] as string[])
+      : collect<string>(
+          fg.stream(['**/.gitignore'], { ...base, onlyFiles: true, deep: options.deep ?? Infinity }) as Readable,
+          signal,
+        )
   const [found, gitignores] = await Promise.all([
-    collect<Found>(fg.stream(options.patterns, { ...base, objectMode: true, onlyFiles: options.onlyFiles, deep: options.deep ?? Infinity, baseNameMatch: options.baseNameMatch ?? false }) as Readable, signal),
+    collect<Found>(
+      fg.stream(options.patterns, {
+        ...base,
+        objectMode: true,
+        onlyFiles: options.onlyFiles,
+        deep: options.deep ?? Infinity,
+        baseNameMatch: options.baseNameMatch ?? false,
+      }) as Readable,
+      signal,
+    ),
     nested,
   ])
-  await Promise.all(gitignores.filter((path) => path !== '.gitignore').map(async (path) => {
-    const text = await readText(join(options.root, path), scope)
-    if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
-  }))
+  await Promise.all(
+    gitignores
+      .filter((path) => path !== '.gitignore')
+      .map(async (path) => {
+        const text = await readText(join(options.root, path), scope)
+        if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
+      }),
+  )
   const real = new RealDirs(options.root)
   const entries: WalkEntry[] = []
   let hidden = 0
@@ -164,10 +194,20 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
       if (signal.aborted) throw signal.reason
     }
     const entry = found[i]!
-    if (!await real.under(entry.path)) continue
-    const kind = entry.dirent.isDirectory() ? 'dir' : entry.dirent.isFile() ? 'file' : entry.dirent.isSymbolicLink() ? 'symlink' : 'other'
+    if (!(await real.under(entry.path))) continue
+    const kind = entry.dirent.isDirectory()
+      ? 'dir'
+      : entry.dirent.isFile()
+        ? 'file'
+        : entry.dirent.isSymbolicLink()
+          ? 'symlink'
+          : 'other'
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
-    if (entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) || rules.ignores(entry.path, kind === 'dir')) hidden++
+    if (
+      entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) ||
+      rules.ignores(entry.path, kind === 'dir')
+    )
+      hidden++
     else entries.push({ path: entry.path, kind })
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))

@@ -6,18 +6,27 @@ import { countLines, plural } from './format.ts'
 import { replaceFile } from './open.ts'
 import { resolvePath } from './paths.ts'
 
-export const WriteParameters = Type.Object({
-  path: Type.String({ description: 'File path, relative to the working directory or absolute.' }),
-  content: Type.String({ description: 'The complete new content of the file.' }),
-}, { additionalProperties: false })
+export const WriteParameters = Type.Object(
+  {
+    path: Type.String({ description: 'File path, relative to the working directory or absolute.' }),
+    content: Type.String({ description: 'The complete new content of the file.' }),
+  },
+  { additionalProperties: false },
+)
 
 export function writeTool(config: Config) {
   return defineTool({
     name: 'write',
-    description: 'Create or overwrite a file with the given content, creating parent directories. Prefer edit for changes to an existing file.',
+    description:
+      'Create or overwrite a file with the given content, creating parent directories. Prefer edit for changes to an existing file.',
     parameters: WriteParameters,
     access: (args, cwd) => ({ kind: 'write', paths: [resolve(cwd, args.path)] }),
-    presentCall: (args) => ({ title: `Write ${args.path}`, kind: 'edit', rawInput: args, locations: [{ path: args.path }] }),
+    presentCall: (args) => ({
+      title: `Write ${args.path}`,
+      kind: 'edit',
+      rawInput: args,
+      locations: [{ path: args.path }],
+    }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
       if (exec.signal.aborted) throw new Error('write aborted before writing')

@@ -16,7 +16,10 @@ function setup(name: string, timeoutMs: number) {
   const cwd = join(scratch, name)
   const home = join(scratch, `${name}-home`)
   const shipped = readFileSync(join(root, 'packages/cli/keel.yml'), 'utf8')
-  const config = shipped.replace('    allowOutsideCwd: false\n', `    allowOutsideCwd: false\n    timeoutMs: ${timeoutMs}\n`)
+  const config = shipped.replace(
+    '    allowOutsideCwd: false\n',
+    `    allowOutsideCwd: false\n    timeoutMs: ${timeoutMs}\n`,
+  )
   expect(config).not.toBe(shipped)
   const files = mkdtempSync(join(scratch, `${name}-`))
   writeFileSync(join(files, 'keel.yml'), config)
@@ -26,11 +29,18 @@ function setup(name: string, timeoutMs: number) {
 }
 
 function keel(args: string[], cwd: string, home: string) {
-  const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home } })
+  const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd,
+    env: { ...process.env, KEEL_HOME: home },
+  })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (d) => { stdout += d })
-  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.on('data', (d) => {
+    stdout += d
+  })
+  child.stderr.on('data', (d) => {
+    stderr += d
+  })
   const closed = new Promise<number | null>((done) => child.on('close', done))
   return { child, closed, out: () => stdout, err: () => stderr }
 }
@@ -39,11 +49,14 @@ function logOf(home: string): { type: string; data: Record<string, unknown> }[] 
   const dir = join(home, 'sessions')
   const project = join(dir, readdirSync(dir)[0]!)
   const file = readdirSync(project).find((f) => f.endsWith('.jsonl'))!
-  return readFileSync(join(project, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+  return readFileSync(join(project, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
 }
 
 describe('keel -p and a catastrophic grep', () => {
-  test('the turn gets grep\'s time-limit error and goes on', async () => {
+  test("the turn gets grep's time-limit error and goes on", async () => {
     const { cwd, home, config, model } = setup('timeout', 1500)
     writeFileSync(join(cwd, 'bomb.txt'), `${'a'.repeat(60)}!\n`)
     const run = keel(['-p', 'search', '--model', model, '--config', config], cwd, home)
@@ -60,7 +73,9 @@ describe('keel -p and a catastrophic grep', () => {
     const run = keel(['-p', 'search', '--model', model, '--config', config], cwd, home)
     // Wait until the grep has started (print mode names each tool call on stderr), then interrupt it.
     await new Promise<void>((started) => {
-      const check = () => { if (run.err().includes('→ Grep /(a+)+$/')) started() }
+      const check = () => {
+        if (run.err().includes('→ Grep /(a+)+$/')) started()
+      }
       run.child.stderr.on('data', check)
       check()
     })

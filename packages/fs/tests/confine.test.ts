@@ -1,6 +1,18 @@
 // Confinement for every path a tool opens, lists, writes or walks into: dangling links, chains, symlinked folders,
 // `..` inside link targets, /proc magic links, and walks whose glob names a path through a link.
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -62,12 +74,14 @@ describe('write never lands outside the cwd', () => {
 })
 
 describe('writes go through a temp file and a rename', () => {
-  it('keep the file\'s mode, keep a link that points inside, and leave no temp file behind', async () => {
+  it("keep the file's mode, keep a link that points inside, and leave no temp file behind", async () => {
     const script = t.put('tool.sh', 'echo one\n')
     chmodSync(script, 0o750)
     symlinkSync('tool.sh', join(t.cwd, 'tool-link'))
     expect((await t.run('edit', { path: 'tool-link', old_string: 'one', new_string: 'two' })).isError).toBe(false)
-    expect((await t.run('write', { path: 'tool.sh', content: 'echo three\n' })).text).toBe('Overwrote tool.sh: 11 bytes, 1 line.')
+    expect((await t.run('write', { path: 'tool.sh', content: 'echo three\n' })).text).toBe(
+      'Overwrote tool.sh: 11 bytes, 1 line.',
+    )
     expect(statSync(script).mode & 0o777).toBe(0o750)
     expect(lstatSync(join(t.cwd, 'tool-link')).isSymbolicLink()).toBe(true)
     expect(readFileSync(join(t.cwd, 'tool-link'), 'utf8')).toBe('echo three\n')
@@ -78,7 +92,7 @@ describe('writes go through a temp file and a rename', () => {
 describe('read, edit, ls, grep and glob refuse the same paths', () => {
   it.each([
     ['procroot', `procroot${outside}/secret.txt`],
-    ['proccwd (the process cwd, not the agent\'s)', 'proccwd/package.json'],
+    ["proccwd (the process cwd, not the agent's)", 'proccwd/package.json'],
     ['a chain', 'chain3'],
     ['.. in a link target', `sub/up/${out}/secret.txt`],
   ])('%s', async (_, path) => {
@@ -107,7 +121,13 @@ describe('read, edit, ls, grep and glob refuse the same paths', () => {
 
 describe('walks never read or list through a symlinked folder', () => {
   it('grep with a glob that names a path through a link reads nothing out there', async () => {
-    for (const glob of ['outlink/secret.txt', 'outlink/*', `rootlink${outside}/secret.txt`, `rootlink${outside}/*.txt`, `procroot${outside}/secret.txt`]) {
+    for (const glob of [
+      'outlink/secret.txt',
+      'outlink/*',
+      `rootlink${outside}/secret.txt`,
+      `rootlink${outside}/*.txt`,
+      `procroot${outside}/secret.txt`,
+    ]) {
       const result = await t.run('grep', { pattern: 'secret', glob })
       expect(result.isError, glob).toBe(false)
       expect(result.text, glob).toMatch(/^No matches for \/secret\/ in \. \(0 files searched\)\.$/)
@@ -115,7 +135,13 @@ describe('walks never read or list through a symlinked folder', () => {
   })
 
   it('glob lists no name out there', async () => {
-    for (const pattern of ['outlink/secret.txt', 'outlink/*', `rootlink${outside}/*`, 'rootlink/etc/passwd', 'procroot/etc/*']) {
+    for (const pattern of [
+      'outlink/secret.txt',
+      'outlink/*',
+      `rootlink${outside}/*`,
+      'rootlink/etc/passwd',
+      'procroot/etc/*',
+    ]) {
       const result = await t.run('glob', { pattern })
       expect(result.text, pattern).toBe(`No files match ${pattern} in ..`)
     }
@@ -136,7 +162,10 @@ describe('allowOutsideCwd', () => {
     try {
       symlinkSync(join(outside, 'allowed.txt'), join(open.cwd, 'dangling'))
       mkdirSync(join(open.cwd, 'd'))
-      expect(await open.run('write', { path: 'dangling', content: 'x\n' })).toEqual({ isError: false, text: 'Created dangling: 2 bytes, 1 line.' })
+      expect(await open.run('write', { path: 'dangling', content: 'x\n' })).toEqual({
+        isError: false,
+        text: 'Created dangling: 2 bytes, 1 line.',
+      })
       expect(readFileSync(join(outside, 'allowed.txt'), 'utf8')).toBe('x\n')
     } finally {
       await open.dispose()

@@ -15,7 +15,18 @@ describe('unifiedDiff', () => {
     const before = Array.from({ length: 20 }, (_, i) => `l${i + 1}`).join('\n') + '\n'
     const after = before.replace('l10\n', 'ten\nten and a half\n')
     const diff = unifiedDiff(before, after)
-    expect(diff.lines).toEqual(['@@ -7,7 +7,8 @@', ' l7', ' l8', ' l9', '-l10', '+ten', '+ten and a half', ' l11', ' l12', ' l13'])
+    expect(diff.lines).toEqual([
+      '@@ -7,7 +7,8 @@',
+      ' l7',
+      ' l8',
+      ' l9',
+      '-l10',
+      '+ten',
+      '+ten and a half',
+      ' l11',
+      ' l12',
+      ' l13',
+    ])
     expect(diff).toMatchObject({ added: 2, removed: 1 })
   })
 
@@ -27,7 +38,14 @@ describe('unifiedDiff', () => {
   })
 
   it('marks a missing final newline, and handles creation from empty and deletion to empty', () => {
-    expect(unifiedDiff('a\nb', 'a\nc').lines).toEqual(['@@ -1,2 +1,2 @@', ' a', '-b', '\\ No newline at end of file', '+c', '\\ No newline at end of file'])
+    expect(unifiedDiff('a\nb', 'a\nc').lines).toEqual([
+      '@@ -1,2 +1,2 @@',
+      ' a',
+      '-b',
+      '\\ No newline at end of file',
+      '+c',
+      '\\ No newline at end of file',
+    ])
     expect(unifiedDiff('', 'x\n').lines).toEqual(['@@ -0,0 +1,1 @@', '+x'])
     expect(unifiedDiff('x\n', '').lines).toEqual(['@@ -1,1 +0,0 @@', '-x'])
     expect(unifiedDiff('same\n', 'same\n').lines).toEqual([])
@@ -59,7 +77,9 @@ describe('unifiedDiff', () => {
   it('finds a minimal script for small changes', () => {
     const ops = diffLines(splitLines('a\nb\nc\nd\n'), splitLines('a\nx\nc\nd\ne\n'))
     expect(ops.filter((op) => op.op !== 'equal')).toEqual([
-      { op: 'delete', line: 'b\n' }, { op: 'insert', line: 'x\n' }, { op: 'insert', line: 'e\n' },
+      { op: 'delete', line: 'b\n' },
+      { op: 'insert', line: 'x\n' },
+      { op: 'insert', line: 'e\n' },
     ])
   })
 

@@ -13,7 +13,9 @@ const LINE = `${'a'.repeat(60)}!`
 /** Counts timer ticks while `work` runs: a blocked event loop would count none. */
 async function ticksDuring<T>(work: Promise<T>): Promise<{ value: T; ticks: number }> {
   let ticks = 0
-  const timer = setInterval(() => { ticks++ }, 20)
+  const timer = setInterval(() => {
+    ticks++
+  }, 20)
   try {
     return { value: await work, ticks }
   } finally {
@@ -33,7 +35,9 @@ describe('grep runs its regex where it can be stopped', () => {
   it('a catastrophic pattern ends at the time limit with an error saying so, and the loop keeps turning', async () => {
     const { value, ticks } = await ticksDuring(t.run('grep', { pattern: CATASTROPHIC }))
     expect(value.isError).toBe(true)
-    expect(value.text).toBe('Error: grep ran out of time: stopped after 1.5 s (config timeoutMs); the pattern may backtrack catastrophically (nested quantifiers such as (a+)+), or the search is too wide; simplify the pattern or narrow path and glob')
+    expect(value.text).toBe(
+      'Error: grep ran out of time: stopped after 1.5 s (config timeoutMs); the pattern may backtrack catastrophically (nested quantifiers such as (a+)+), or the search is too wide; simplify the pattern or narrow path and glob',
+    )
     expect(ticks).toBeGreaterThan(5)
   }, 30_000)
 
@@ -48,7 +52,9 @@ describe('grep runs its regex where it can be stopped', () => {
       const controller = new AbortController()
       let ticks = 0
       // Cancel from a timer: it can only fire while the grep runs if the loop is free.
-      const timer = setInterval(() => { if (++ticks === 10) controller.abort() }, 20)
+      const timer = setInterval(() => {
+        if (++ticks === 10) controller.abort()
+      }, 20)
       const result = await slow.call('grep', { pattern: CATASTROPHIC }, controller.signal)
       clearInterval(timer)
       expect(ticks).toBeGreaterThanOrEqual(10)
@@ -62,7 +68,9 @@ describe('grep runs its regex where it can be stopped', () => {
 
 describe('edit stays linear on huge lines', () => {
   let t: FsKeel
-  beforeAll(async () => { t = await fsKeel() })
+  beforeAll(async () => {
+    t = await fsKeel()
+  })
   afterAll(() => t.dispose())
 
   it('replace_all over one 3 MB line with 3 million matches', async () => {
@@ -72,9 +80,15 @@ describe('edit stays linear on huge lines', () => {
     const [summary, ...diff] = result.text.split('\n')
     expect(summary).toBe('Edited min.js: 3000000 replacements at line 1 (+1 -1 lines).')
     // The diff shows the start of each changed line, not megabytes of it.
-    expect(diff).toEqual(['--- min.js', '+++ min.js', '@@ -1,1 +1,1 @@',
-      `-${'a'.repeat(2000)} … [line cut at 2000 characters; 3000000 in full]`, '\\ No newline at end of file',
-      `+${'b'.repeat(2000)} … [line cut at 2000 characters; 3000000 in full]`, '\\ No newline at end of file'])
+    expect(diff).toEqual([
+      '--- min.js',
+      '+++ min.js',
+      '@@ -1,1 +1,1 @@',
+      `-${'a'.repeat(2000)} … [line cut at 2000 characters; 3000000 in full]`,
+      '\\ No newline at end of file',
+      `+${'b'.repeat(2000)} … [line cut at 2000 characters; 3000000 in full]`,
+      '\\ No newline at end of file',
+    ])
     expect(readFileSync(join(t.cwd, 'min.js'), 'utf8')).toBe('b'.repeat(3_000_000))
   }, 60_000)
 
@@ -114,9 +128,15 @@ describe('read, glob and ls are bounded in time', () => {
       ftruncateSync(fd, 200 * 1024 ** 3)
       closeSync(fd)
       const result = await t.run('read', { path: 'huge.log', limit: 2 })
-      expect(result).toEqual({ isError: false, text: '     1\tline\n     2\tline\n… more lines follow (the file is too large to count them in time); use offset=3 to read on.' })
+      expect(result).toEqual({
+        isError: false,
+        text: '     1\tline\n     2\tline\n… more lines follow (the file is too large to count them in time); use offset=3 to read on.',
+      })
       const far = await t.run('read', { path: 'huge.log', offset: 10_000_000 })
-      expect(far).toEqual({ isError: true, text: 'Error: read ran out of time: stopped after 2 s (config timeoutMs); read a smaller part of the file with offset and limit' })
+      expect(far).toEqual({
+        isError: true,
+        text: 'Error: read ran out of time: stopped after 2 s (config timeoutMs); read a smaller part of the file with offset and limit',
+      })
     } finally {
       await t.dispose()
     }
@@ -129,7 +149,10 @@ describe('read, glob and ls are bounded in time', () => {
         mkdirSync(join(t.cwd, `d${d}`))
         for (let f = 0; f < 10; f++) writeFileSync(join(t.cwd, `d${d}`, `f${f}.txt`), 'x\n')
       }
-      expect(await t.run('glob', { pattern: '**/*.txt' })).toEqual({ isError: true, text: 'Error: glob ran out of time: stopped after 1 ms (config timeoutMs); narrow the path or pattern' })
+      expect(await t.run('glob', { pattern: '**/*.txt' })).toEqual({
+        isError: true,
+        text: 'Error: glob ran out of time: stopped after 1 ms (config timeoutMs); narrow the path or pattern',
+      })
       expect((await t.run('grep', { pattern: 'x' })).text).toMatch(/^Error: grep ran out of time/)
     } finally {
       await t.dispose()

@@ -16,7 +16,10 @@ export function applyUnifiedDiff(oldText: string, diff: string[]): string {
       const noNewline = diff[i + 1] === '\\ No newline at end of file'
       const body = line.slice(1) + (noNewline ? '' : '\n')
       if (line[0] === ' ') {
-        if (old[next] !== body) throw new Error(`context mismatch at old line ${next + 1}: ${JSON.stringify(old[next])} vs ${JSON.stringify(body)}`)
+        if (old[next] !== body)
+          throw new Error(
+            `context mismatch at old line ${next + 1}: ${JSON.stringify(old[next])} vs ${JSON.stringify(body)}`,
+          )
         out.push(old[next++]!)
       } else if (line[0] === '-') {
         if (old[next] !== body) throw new Error(`removal mismatch at old line ${next + 1}`)

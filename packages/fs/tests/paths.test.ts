@@ -20,10 +20,11 @@ afterAll(async () => {
   rmSync(outside, { recursive: true, force: true })
 })
 
-const outsideMessage = (path: string, cwd: string) => `Error: ${path} is outside the working directory ${cwd}; the file tools only touch files inside it (config allowOutsideCwd)`
+const outsideMessage = (path: string, cwd: string) =>
+  `Error: ${path} is outside the working directory ${cwd}; the file tools only touch files inside it (config allowOutsideCwd)`
 
 describe('paths resolve against the agent cwd and stay inside it', () => {
-  it('resolves relative paths against the agent\'s cwd, not the process\'s', async () => {
+  it("resolves relative paths against the agent's cwd, not the process's", async () => {
     expect(process.cwd()).not.toBe(t.cwd)
     expect((await t.run('read', { path: 'inside.txt' })).text).toBe('     1\tfine')
     expect((await t.run('read', { path: join(t.cwd, 'inside.txt') })).text).toBe('     1\tfine')
@@ -51,7 +52,9 @@ describe('paths resolve against the agent cwd and stay inside it', () => {
   it('refuses a path that leaves the cwd through a symlink, even to a file that does not exist yet', async () => {
     const viaFile = await t.run('read', { path: 'link-to-secret' })
     expect(viaFile.isError).toBe(true)
-    expect(viaFile.text).toBe(`Error: link-to-secret resolves through a symlink to ${join(outside, 'secret.txt')}, outside the working directory ${t.cwd}; the file tools only touch files inside it (config allowOutsideCwd)`)
+    expect(viaFile.text).toBe(
+      `Error: link-to-secret resolves through a symlink to ${join(outside, 'secret.txt')}, outside the working directory ${t.cwd}; the file tools only touch files inside it (config allowOutsideCwd)`,
+    )
     const viaDir = await t.run('write', { path: 'link-dir/new/planted.txt', content: 'x' })
     expect(viaDir.isError).toBe(true)
     expect(viaDir.text).toContain(`resolves through a symlink to ${join(outside, 'new/planted.txt')}`)
@@ -78,7 +81,9 @@ describe('allowOutsideCwd', () => {
       expect((await open.run('read', { path: join(outside, 'secret.txt') })).text).toBe('     1\ttop secret')
       const written = await open.run('write', { path: join(outside, 'sub/out.txt'), content: 'x\n' })
       expect(written.text).toBe(`Created ${join(outside, 'sub/out.txt')}: 2 bytes, 1 line.`)
-      expect((await open.run('grep', { pattern: 'secret', path: outside })).text).toBe(`${join(outside, 'secret.txt')}:1: top secret`)
+      expect((await open.run('grep', { pattern: 'secret', path: outside })).text).toBe(
+        `${join(outside, 'secret.txt')}:1: top secret`,
+      )
     } finally {
       await open.dispose()
     }
@@ -93,7 +98,13 @@ describe('non-agent calls', () => {
       mkdirSync(join(dir, 'x'))
       writeFileSync(join(dir, 'x', 'f.txt'), 'hello\n')
       process.chdir(dir) // this file runs in its own forked process (pool: 'forks')
-      const read = (path: string) => t.keel.ctx.tools.execute({ callId: 'n1', name: 'read', arguments: { path }, signal: new AbortController().signal })
+      const read = (path: string) =>
+        t.keel.ctx.tools.execute({
+          callId: 'n1',
+          name: 'read',
+          arguments: { path },
+          signal: new AbortController().signal,
+        })
       expect(await read('x/f.txt')).toEqual({ isError: false, content: [{ type: 'text', text: '     1\thello' }] })
       expect((await read(join(t.cwd, 'inside.txt'))).isError).toBe(true)
     } finally {

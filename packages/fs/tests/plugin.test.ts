@@ -14,14 +14,19 @@ const FS_TOOLS = ['read', 'write', 'edit', 'grep', 'glob', 'ls']
 const config = (partial: Partial<fsPlugin.Config> = {}) => fsPlugin.Config(partial as fsPlugin.Config)
 
 describe('plugin shape', () => {
-  test('named exports only: the Loader\'s unwrapExports keeps the namespace', () => {
+  test("named exports only: the Loader's unwrapExports keeps the namespace", () => {
     expect('default' in fsPlugin).toBe(false)
     const loader = Object.create(KeelLoader.prototype) as KeelLoader
     expect(loader.unwrapExports(fsPlugin)).toBe(fsPlugin)
     expect(fsPlugin.name).toBe('keel-fs')
     expect(fsPlugin.inject).toEqual(['tools'])
     expect([...fsPlugin.FS_TOOLS]).toEqual(FS_TOOLS)
-    expect(fsPlugin.Config({} as fsPlugin.Config)).toMatchObject({ allowOutsideCwd: false, maxReadLines: 2000, maxLineChars: 2000, maxGrepMatches: 200 })
+    expect(fsPlugin.Config({} as fsPlugin.Config)).toMatchObject({
+      allowOutsideCwd: false,
+      maxReadLines: 2000,
+      maxLineChars: 2000,
+      maxGrepMatches: 200,
+    })
   })
 
   test('HMR-safe: disposing the plugin removes all six tools; reloading restores them', async () => {
@@ -52,13 +57,37 @@ describe('what UIs and the loop are told', () => {
 
   test('presentCall: kind, a short title and locations', async () => {
     const ctx = await ctxTools()
-    expect(ctx.tools.present('read', { path: 'src/a.ts' })).toEqual({ title: 'Read src/a.ts', kind: 'read', rawInput: { path: 'src/a.ts' }, locations: [{ path: 'src/a.ts' }] })
-    expect(ctx.tools.present('read', { path: 'src/a.ts', offset: 40, limit: 10 })).toMatchObject({ title: 'Read src/a.ts (from line 40, 10 lines)', locations: [{ path: 'src/a.ts', line: 40 }] })
-    expect(ctx.tools.present('write', { path: 'b.md', content: 'x' })).toMatchObject({ title: 'Write b.md', kind: 'edit', locations: [{ path: 'b.md' }] })
-    expect(ctx.tools.present('edit', { path: 'c.ts', old_string: 'a', new_string: 'b' })).toMatchObject({ title: 'Edit c.ts', kind: 'edit', locations: [{ path: 'c.ts' }] })
-    expect(ctx.tools.present('grep', { pattern: 'TODO\\s+fix', path: 'src', glob: '*.ts' })).toMatchObject({ title: 'Grep /TODO\\s+fix/ in src (*.ts)', kind: 'read', locations: [{ path: 'src' }] })
+    expect(ctx.tools.present('read', { path: 'src/a.ts' })).toEqual({
+      title: 'Read src/a.ts',
+      kind: 'read',
+      rawInput: { path: 'src/a.ts' },
+      locations: [{ path: 'src/a.ts' }],
+    })
+    expect(ctx.tools.present('read', { path: 'src/a.ts', offset: 40, limit: 10 })).toMatchObject({
+      title: 'Read src/a.ts (from line 40, 10 lines)',
+      locations: [{ path: 'src/a.ts', line: 40 }],
+    })
+    expect(ctx.tools.present('write', { path: 'b.md', content: 'x' })).toMatchObject({
+      title: 'Write b.md',
+      kind: 'edit',
+      locations: [{ path: 'b.md' }],
+    })
+    expect(ctx.tools.present('edit', { path: 'c.ts', old_string: 'a', new_string: 'b' })).toMatchObject({
+      title: 'Edit c.ts',
+      kind: 'edit',
+      locations: [{ path: 'c.ts' }],
+    })
+    expect(ctx.tools.present('grep', { pattern: 'TODO\\s+fix', path: 'src', glob: '*.ts' })).toMatchObject({
+      title: 'Grep /TODO\\s+fix/ in src (*.ts)',
+      kind: 'read',
+      locations: [{ path: 'src' }],
+    })
     expect(ctx.tools.present('ls', {})).toMatchObject({ title: 'List .', kind: 'read', locations: [{ path: '.' }] })
-    expect(ctx.tools.present('glob', { pattern: '**/*.ts' })).toMatchObject({ title: 'Glob **/*.ts', kind: 'read', locations: [] })
+    expect(ctx.tools.present('glob', { pattern: '**/*.ts' })).toMatchObject({
+      title: 'Glob **/*.ts',
+      kind: 'read',
+      locations: [],
+    })
     expect(ctx.tools.present('grep', { pattern: 'x'.repeat(200) }).title.length).toBeLessThan(70)
     await ctx.stop().catch(() => {})
   })

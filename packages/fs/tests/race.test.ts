@@ -102,7 +102,9 @@ describe('a symlink swapped in while a tool works never lets it out', () => {
         seen.push((await t.run('grep', { pattern: 'AAA', path: 'target' })).text)
       }
     })
-    expect(seen.filter((text) => text.includes('secret') && !text.includes('outside the working directory'))).toEqual([])
+    expect(seen.filter((text) => text.includes('secret') && !text.includes('outside the working directory'))).toEqual(
+      [],
+    )
     expect(existsSync(secret)).toBe(true)
   }, 120_000)
 })

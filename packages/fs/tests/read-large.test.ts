@@ -15,7 +15,10 @@ beforeAll(async () => {
   let piece = ''
   for (let n = 1; n <= LINES; n++) {
     piece += line(n)
-    if (piece.length >= 1 << 20) { writeSync(fd, piece); piece = '' }
+    if (piece.length >= 1 << 20) {
+      writeSync(fd, piece)
+      piece = ''
+    }
   }
   writeSync(fd, piece)
   closeSync(fd)
@@ -25,12 +28,18 @@ afterAll(() => t.dispose())
 /** Peak of JS heap plus Buffer memory while `work` runs, above where it started, sampled on every turn of the loop. */
 async function peakGrowth<T>(work: () => Promise<T>): Promise<{ result: T; heap: number; rss: number }> {
   globalThis.gc?.()
-  const used = () => { const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers }
+  const used = () => {
+    const m = process.memoryUsage()
+    return m.heapUsed + m.arrayBuffers
+  }
   const start = used()
   const rssBefore = process.resourceUsage().maxRSS
   let peak = start
   let running = true
-  const sample = () => { peak = Math.max(peak, used()); if (running) setImmediate(sample) }
+  const sample = () => {
+    peak = Math.max(peak, used())
+    if (running) setImmediate(sample)
+  }
   sample()
   const result = await work()
   running = false
@@ -41,12 +50,14 @@ async function peakGrowth<T>(work: () => Promise<T>): Promise<{ result: T; heap:
 it('reads a window of a 50 MB file without loading it whole', async () => {
   const { result, heap, rss } = await peakGrowth(() => t.run('read', { path: 'big.log', offset: 250_000, limit: 3 }))
   expect(result.isError).toBe(false)
-  expect(result.text).toBe([
-    `250000\t${line(250_000).trimEnd()}`,
-    `250001\t${line(250_001).trimEnd()}`,
-    `250002\t${line(250_002).trimEnd()}`,
-    `… ${(LINES - 250_002).toLocaleString('en-US')} more lines; use offset=250003 to read on.`,
-  ].join('\n'))
+  expect(result.text).toBe(
+    [
+      `250000\t${line(250_000).trimEnd()}`,
+      `250001\t${line(250_001).trimEnd()}`,
+      `250002\t${line(250_002).trimEnd()}`,
+      `… ${(LINES - 250_002).toLocaleString('en-US')} more lines; use offset=250003 to read on.`,
+    ].join('\n'),
+  )
   // The file is 51 MB; loading it (as a Buffer or a string) would show up in full in either figure.
   expect(heap).toBeLessThan(12 * 1024 * 1024)
   expect(rss).toBeLessThan(25 * 1024 * 1024)

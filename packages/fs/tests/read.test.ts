@@ -3,10 +3,15 @@ import { sniff } from '@keel/fs'
 import { fsKeel, type FsKeel } from './support.ts'
 
 // 1×1 PNG.
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+)
 
 let t: FsKeel
-beforeAll(async () => { t = await fsKeel({ maxReadLines: 5, maxLineChars: 50 }) })
+beforeAll(async () => {
+  t = await fsKeel({ maxReadLines: 5, maxLineChars: 50 })
+})
 afterAll(() => t.dispose())
 
 describe('read', () => {
@@ -69,7 +74,10 @@ describe('read', () => {
   it('recognises JPEG, GIF and WebP by magic number, and refuses an image over the limit', async () => {
     expect(sniff(Buffer.from([0xff, 0xd8, 0xff, 0xe0]))).toEqual({ kind: 'image', mediaType: 'image/jpeg' })
     expect(sniff(Buffer.from('GIF89a\x01\x00', 'latin1'))).toEqual({ kind: 'image', mediaType: 'image/gif' })
-    expect(sniff(Buffer.from('RIFF\x10\x00\x00\x00WEBPVP8 ', 'latin1'))).toEqual({ kind: 'image', mediaType: 'image/webp' })
+    expect(sniff(Buffer.from('RIFF\x10\x00\x00\x00WEBPVP8 ', 'latin1'))).toEqual({
+      kind: 'image',
+      mediaType: 'image/webp',
+    })
     expect(sniff(Buffer.from('plain text\twith tabs\n'))).toEqual({ kind: 'text' })
     const tiny = await fsKeel({ maxImageBytes: 10 })
     try {
@@ -86,13 +94,18 @@ describe('read', () => {
     t.put('blob.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0x00]))
     const { text, isError } = await t.run('read', { path: 'blob.bin' })
     expect(isError).toBe(true)
-    expect(text).toBe('Error: blob.bin is a binary file (9 B; it contains NUL bytes); read returns text and images only — use bash (file, xxd, strings) to inspect it')
+    expect(text).toBe(
+      'Error: blob.bin is a binary file (9 B; it contains NUL bytes); read returns text and images only — use bash (file, xxd, strings) to inspect it',
+    )
   })
 
   it('says so for a missing file, a directory and an empty file', async () => {
     expect(await t.run('read', { path: 'nope.txt' })).toEqual({ isError: true, text: 'Error: nope.txt does not exist' })
     t.put('dir/x.txt', 'x')
-    expect(await t.run('read', { path: 'dir' })).toEqual({ isError: true, text: 'Error: dir is a directory; use ls to list it' })
+    expect(await t.run('read', { path: 'dir' })).toEqual({
+      isError: true,
+      text: 'Error: dir is a directory; use ls to list it',
+    })
     t.put('empty.txt', '')
     expect(await t.run('read', { path: 'empty.txt' })).toEqual({ isError: false, text: 'empty.txt is empty.' })
   })
@@ -106,7 +119,9 @@ describe('read', () => {
 
 describe('read with a character budget', () => {
   let small: FsKeel
-  beforeAll(async () => { small = await fsKeel({ maxReadChars: 60 }) })
+  beforeAll(async () => {
+    small = await fsKeel({ maxReadChars: 60 })
+  })
   afterAll(() => small.dispose())
 
   it('stops early and says where to continue', async () => {

@@ -30,17 +30,23 @@ describe('grep', () => {
   it('prints file:line: text, respecting .gitignore (nested, negated, anchored) and skipping node_modules, .git and binaries', async () => {
     const { text, isError } = await t.run('grep', { pattern: 'TODO' })
     expect(isError).toBe(false)
-    expect(text).toBe([
-      'README.md:2: TODO readme',
-      'docs/secret.txt:1: TODO not the anchored one',
-      'src/keep/important.log:1: TODO keep me',
-      'src/main.ts:1: const a = 1 // TODO tidy',
-    ].join('\n'))
+    expect(text).toBe(
+      [
+        'README.md:2: TODO readme',
+        'docs/secret.txt:1: TODO not the anchored one',
+        'src/keep/important.log:1: TODO keep me',
+        'src/main.ts:1: const a = 1 // TODO tidy',
+      ].join('\n'),
+    )
   })
 
   it('filters by glob (a bare glob matches at any depth) and by path', async () => {
-    expect((await t.run('grep', { pattern: 'export', glob: '*.ts' })).text).toBe('src/main.ts:2: export const b = 2\nsrc/util.ts:1: export function util() {}')
-    expect((await t.run('grep', { pattern: 'TODO', path: 'src', glob: 'main.*' })).text).toBe('src/main.ts:1: const a = 1 // TODO tidy')
+    expect((await t.run('grep', { pattern: 'export', glob: '*.ts' })).text).toBe(
+      'src/main.ts:2: export const b = 2\nsrc/util.ts:1: export function util() {}',
+    )
+    expect((await t.run('grep', { pattern: 'TODO', path: 'src', glob: 'main.*' })).text).toBe(
+      'src/main.ts:1: const a = 1 // TODO tidy',
+    )
   })
 
   it('matches case-insensitively on request', async () => {
@@ -49,7 +55,9 @@ describe('grep', () => {
   })
 
   it('searches a file named explicitly even when it is gitignored', async () => {
-    expect((await t.run('grep', { pattern: 'TODO', path: 'src/notes.log' })).text).toBe('src/notes.log:1: TODO in a log')
+    expect((await t.run('grep', { pattern: 'TODO', path: 'src/notes.log' })).text).toBe(
+      'src/notes.log:1: TODO in a log',
+    )
   })
 
   it('is bounded and says how much was cut', async () => {
@@ -70,13 +78,24 @@ describe('grep', () => {
   })
 
   it('reports no matches plainly, and errors for a bad regex, a missing path, a binary file and an escaping glob', async () => {
-    expect(await t.run('grep', { pattern: 'zzz-nothing', path: 'src' })).toEqual({ isError: false, text: 'No matches for /zzz-nothing/ in src (4 files searched).' })
+    expect(await t.run('grep', { pattern: 'zzz-nothing', path: 'src' })).toEqual({
+      isError: false,
+      text: 'No matches for /zzz-nothing/ in src (4 files searched).',
+    })
     const bad = await t.run('grep', { pattern: 'a(b' })
     expect(bad.isError).toBe(true)
     expect(bad.text).toMatch(/^Error: invalid regular expression: .*Unterminated group/)
-    expect(await t.run('grep', { pattern: 'x', path: 'nowhere' })).toEqual({ isError: true, text: 'Error: nowhere does not exist' })
-    expect(await t.run('grep', { pattern: 'x', path: 'image.bin' })).toEqual({ isError: true, text: 'Error: image.bin is a binary file; grep searches text only' })
-    expect((await t.run('grep', { pattern: 'x', glob: '../*.ts' })).text).toBe('Error: glob must be relative and stay inside the searched directory; put the directory in path')
+    expect(await t.run('grep', { pattern: 'x', path: 'nowhere' })).toEqual({
+      isError: true,
+      text: 'Error: nowhere does not exist',
+    })
+    expect(await t.run('grep', { pattern: 'x', path: 'image.bin' })).toEqual({
+      isError: true,
+      text: 'Error: image.bin is a binary file; grep searches text only',
+    })
+    expect((await t.run('grep', { pattern: 'x', glob: '../*.ts' })).text).toBe(
+      'Error: glob must be relative and stay inside the searched directory; put the directory in path',
+    )
   })
 
   it('skips files over the size limit and says so', async () => {
@@ -84,7 +103,9 @@ describe('grep', () => {
     try {
       small.put('big.txt', 'needle in a big file\n')
       small.put('tiny.txt', 'needle\n')
-      expect((await small.run('grep', { pattern: 'needle' })).text).toBe('tiny.txt:1: needle\n(1 file over 10 B skipped)')
+      expect((await small.run('grep', { pattern: 'needle' })).text).toBe(
+        'tiny.txt:1: needle\n(1 file over 10 B skipped)',
+      )
     } finally {
       await small.dispose()
     }
@@ -110,7 +131,9 @@ describe('glob', () => {
   })
 
   it('refuses patterns that leave the directory', async () => {
-    expect((await t.run('glob', { pattern: '/etc/*' })).text).toBe('Error: pattern must be relative and stay inside the searched directory; put the directory in path')
+    expect((await t.run('glob', { pattern: '/etc/*' })).text).toBe(
+      'Error: pattern must be relative and stay inside the searched directory; put the directory in path',
+    )
   })
 })
 
@@ -122,7 +145,9 @@ describe('ls', () => {
     t.put('tree/noise.log', 'x')
     t.put('tree/node_modules/m/i.js', 'x')
     symlinkSync('a.txt', join(t.cwd, 'tree/link'))
-    expect((await t.run('ls', { path: 'tree' })).text).toBe('sub/\na.txt\nlink -> a.txt\nz.txt\n(2 entries hidden: gitignored, node_modules or .git)')
+    expect((await t.run('ls', { path: 'tree' })).text).toBe(
+      'sub/\na.txt\nlink -> a.txt\nz.txt\n(2 entries hidden: gitignored, node_modules or .git)',
+    )
   })
 
   it('lists the cwd by default, bounded', async () => {
@@ -136,13 +161,16 @@ describe('ls', () => {
   it('says so for an empty directory, a file and a missing path', async () => {
     mkdirSync(join(t.cwd, 'void'))
     expect(await t.run('ls', { path: 'void' })).toEqual({ isError: false, text: 'void is empty.' })
-    expect(await t.run('ls', { path: 'README.md' })).toEqual({ isError: true, text: 'Error: README.md is a file, not a directory; use read to see it' })
+    expect(await t.run('ls', { path: 'README.md' })).toEqual({
+      isError: true,
+      text: 'Error: README.md is a file, not a directory; use read to see it',
+    })
     expect(await t.run('ls', { path: 'gone' })).toEqual({ isError: true, text: 'Error: gone does not exist' })
   })
 })
 
 describe('.gitignore outside a git repository and above the searched directory', () => {
-  it('applies the cwd\'s .gitignore without a .git, and a parent\'s when searching a subdirectory', async () => {
+  it("applies the cwd's .gitignore without a .git, and a parent's when searching a subdirectory", async () => {
     const plain = await fsKeel()
     try {
       plain.put('.gitignore', 'generated/\n')
@@ -152,7 +180,9 @@ describe('.gitignore outside a git repository and above the searched directory',
       expect((await plain.run('grep', { pattern: 'hit', path: 'pkg' })).text).toBe('pkg/real.ts:1: hit')
       expect((await plain.run('glob', { pattern: '**/*.ts', path: 'pkg' })).text).toBe('pkg/real.ts')
       // Asked for by name, an ignored directory is searched; rules below it still apply.
-      expect((await plain.run('grep', { pattern: 'hit', path: 'pkg/generated' })).text).toBe('pkg/generated/x.ts:1: hit')
+      expect((await plain.run('grep', { pattern: 'hit', path: 'pkg/generated' })).text).toBe(
+        'pkg/generated/x.ts:1: hit',
+      )
     } finally {
       await plain.dispose()
     }

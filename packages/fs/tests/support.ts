@@ -20,9 +20,14 @@ export async function fsKeel(config: Partial<fsPlugin.Config> = {}): Promise<FsK
   const keel = await makeKeel({ plugins: [[fsPlugin, config]], shell: false, todo: false })
   const agent = keel.agent({ persist: false })
   let seq = 0
-  const call = (name: string, args: unknown, signal = new AbortController().signal) => keel.ctx.tools.execute({
-    callId: `call_${++seq}`, name, arguments: JSON.stringify(args), agent, signal,
-  })
+  const call = (name: string, args: unknown, signal = new AbortController().signal) =>
+    keel.ctx.tools.execute({
+      callId: `call_${++seq}`,
+      name,
+      arguments: JSON.stringify(args),
+      agent,
+      signal,
+    })
   return {
     keel,
     cwd: keel.cwd,

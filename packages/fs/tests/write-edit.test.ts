@@ -5,23 +5,37 @@ import { applyUnifiedDiff, diffOfResult } from './patch.ts'
 import { fsKeel, type FsKeel } from './support.ts'
 
 let t: FsKeel
-beforeAll(async () => { t = await fsKeel({ maxEditBytes: 1024 * 1024 }) })
+beforeAll(async () => {
+  t = await fsKeel({ maxEditBytes: 1024 * 1024 })
+})
 afterAll(() => t.dispose())
 const disk = (path: string) => readFileSync(join(t.cwd, path))
 
 describe('write', () => {
   it('creates parent directories and reports bytes and lines', async () => {
-    expect(await t.run('write', { path: 'a/b/c.txt', content: 'héllo\nwörld\n' })).toEqual({ isError: false, text: 'Created a/b/c.txt: 14 bytes, 2 lines.' })
+    expect(await t.run('write', { path: 'a/b/c.txt', content: 'héllo\nwörld\n' })).toEqual({
+      isError: false,
+      text: 'Created a/b/c.txt: 14 bytes, 2 lines.',
+    })
     expect(disk('a/b/c.txt').toString('utf8')).toBe('héllo\nwörld\n')
   })
 
   it('overwrites, and counts a last line without a newline', async () => {
-    expect(await t.run('write', { path: 'a/b/c.txt', content: 'x\ny' })).toEqual({ isError: false, text: 'Overwrote a/b/c.txt: 3 bytes, 2 lines.' })
-    expect(await t.run('write', { path: 'empty.txt', content: '' })).toEqual({ isError: false, text: 'Created empty.txt: 0 bytes, 0 lines.' })
+    expect(await t.run('write', { path: 'a/b/c.txt', content: 'x\ny' })).toEqual({
+      isError: false,
+      text: 'Overwrote a/b/c.txt: 3 bytes, 2 lines.',
+    })
+    expect(await t.run('write', { path: 'empty.txt', content: '' })).toEqual({
+      isError: false,
+      text: 'Created empty.txt: 0 bytes, 0 lines.',
+    })
   })
 
   it('refuses to write over a directory', async () => {
-    expect(await t.run('write', { path: 'a/b', content: 'x' })).toEqual({ isError: true, text: 'Error: a/b is a directory' })
+    expect(await t.run('write', { path: 'a/b', content: 'x' })).toEqual({
+      isError: true,
+      text: 'Error: a/b is a directory',
+    })
   })
 })
 
@@ -29,19 +43,25 @@ describe('edit', () => {
   it('replaces one exact match and shows a diff that matches the file on disk', async () => {
     const before = 'function add(a, b) {\n  return a + b\n}\n\nexport { add }\n'
     t.put('src/add.js', before)
-    const { text, isError } = await t.run('edit', { path: 'src/add.js', old_string: '  return a + b\n', new_string: '  // sum\n  return a + b\n' })
+    const { text, isError } = await t.run('edit', {
+      path: 'src/add.js',
+      old_string: '  return a + b\n',
+      new_string: '  // sum\n  return a + b\n',
+    })
     expect(isError).toBe(false)
-    expect(text).toBe([
-      'Edited src/add.js: 1 replacement at line 2 (+1 -0 lines).',
-      '--- src/add.js',
-      '+++ src/add.js',
-      '@@ -1,4 +1,5 @@',
-      ' function add(a, b) {',
-      '+  // sum',
-      '   return a + b',
-      ' }',
-      ' ',
-    ].join('\n'))
+    expect(text).toBe(
+      [
+        'Edited src/add.js: 1 replacement at line 2 (+1 -0 lines).',
+        '--- src/add.js',
+        '+++ src/add.js',
+        '@@ -1,4 +1,5 @@',
+        ' function add(a, b) {',
+        '+  // sum',
+        '   return a + b',
+        ' }',
+        ' ',
+      ].join('\n'),
+    )
     const after = disk('src/add.js').toString('utf8')
     expect(after).toBe('function add(a, b) {\n  // sum\n  return a + b\n}\n\nexport { add }\n')
     expect(applyUnifiedDiff(before, diffOfResult(text))).toBe(after)
@@ -52,7 +72,9 @@ describe('edit', () => {
     t.put('twice.ts', before)
     const { text, isError } = await t.run('edit', { path: 'twice.ts', old_string: '= 1', new_string: '= 9' })
     expect(isError).toBe(true)
-    expect(text).toBe('Error: old_string matches 2 times in twice.ts (lines 1, 3); add surrounding lines to make it unique, or set replace_all to change every one')
+    expect(text).toBe(
+      'Error: old_string matches 2 times in twice.ts (lines 1, 3); add surrounding lines to make it unique, or set replace_all to change every one',
+    )
     expect(disk('twice.ts').toString()).toBe(before)
   })
 
@@ -65,16 +87,29 @@ describe('edit', () => {
   it('says when nothing matches, with a hint when only the indentation differs', async () => {
     t.put('indent.py', 'def f():\n    return 1\n')
     const plain = await t.run('edit', { path: 'indent.py', old_string: 'return 2', new_string: 'return 3' })
-    expect(plain).toEqual({ isError: true, text: 'Error: old_string was not found in indent.py. Read the file again and copy the text exactly, whitespace included.' })
-    const indented = await t.run('edit', { path: 'indent.py', old_string: 'def f():\n  return 1', new_string: 'def f():\n  return 3' })
-    expect(indented.text).toBe('Error: old_string was not found in indent.py. Its first line appears, ignoring indentation, at line 1; what follows or the whitespace differs. Read the file again and copy the text exactly.')
+    expect(plain).toEqual({
+      isError: true,
+      text: 'Error: old_string was not found in indent.py. Read the file again and copy the text exactly, whitespace included.',
+    })
+    const indented = await t.run('edit', {
+      path: 'indent.py',
+      old_string: 'def f():\n  return 1',
+      new_string: 'def f():\n  return 3',
+    })
+    expect(indented.text).toBe(
+      'Error: old_string was not found in indent.py. Its first line appears, ignoring indentation, at line 1; what follows or the whitespace differs. Read the file again and copy the text exactly.',
+    )
     const numbered = await t.run('edit', { path: 'indent.py', old_string: '     2\t    return 1', new_string: 'x' })
     expect(numbered.text).toContain('line-number prefix from read output')
   })
 
   it('keeps CRLF line endings, both in matched and in new lines', async () => {
     t.put('win.txt', 'first\r\nsecond\r\nthird\r\n')
-    const { text, isError } = await t.run('edit', { path: 'win.txt', old_string: 'first\nsecond\n', new_string: 'first\nnew\nsecond\n' })
+    const { text, isError } = await t.run('edit', {
+      path: 'win.txt',
+      old_string: 'first\nsecond\n',
+      new_string: 'first\nnew\nsecond\n',
+    })
     expect(isError).toBe(false)
     expect(text.split('\n')[0]).toBe('Edited win.txt: 1 replacement at line 1 (+1 -0 lines; CRLF line endings kept).')
     expect(disk('win.txt').toString()).toBe('first\r\nnew\r\nsecond\r\nthird\r\n')
@@ -93,7 +128,9 @@ describe('edit', () => {
     t.put('utf8.txt', before)
     const { isError } = await t.run('edit', { path: 'utf8.txt', old_string: '日本語 🎉', new_string: 'にほんご 🎊' })
     expect(isError).toBe(false)
-    expect(disk('utf8.txt')).toEqual(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('naïve — にほんご 🎊\nzwei\n', 'utf8')]))
+    expect(disk('utf8.txt')).toEqual(
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('naïve — にほんご 🎊\nzwei\n', 'utf8')]),
+    )
   })
 
   it('refuses files that are not valid UTF-8 rather than corrupting them', async () => {
@@ -107,12 +144,22 @@ describe('edit', () => {
 
   it('refuses binary files, missing files, empty and no-op edits, and files over the limit', async () => {
     t.put('b.bin', Buffer.from([1, 2, 0, 3]))
-    expect((await t.run('edit', { path: 'b.bin', old_string: 'a', new_string: 'b' })).text).toBe('Error: b.bin is not a text file (it contains NUL bytes); edit changes text files only')
-    expect((await t.run('edit', { path: 'ghost.ts', old_string: 'a', new_string: 'b' })).text).toBe('Error: ghost.ts does not exist; use write to create it')
-    expect((await t.run('edit', { path: 'twice.ts', old_string: '', new_string: 'b' })).text).toBe('Error: old_string is empty; to create or overwrite a whole file use write')
-    expect((await t.run('edit', { path: 'twice.ts', old_string: 'let', new_string: 'let' })).text).toBe('Error: old_string and new_string are identical; there is nothing to change')
+    expect((await t.run('edit', { path: 'b.bin', old_string: 'a', new_string: 'b' })).text).toBe(
+      'Error: b.bin is not a text file (it contains NUL bytes); edit changes text files only',
+    )
+    expect((await t.run('edit', { path: 'ghost.ts', old_string: 'a', new_string: 'b' })).text).toBe(
+      'Error: ghost.ts does not exist; use write to create it',
+    )
+    expect((await t.run('edit', { path: 'twice.ts', old_string: '', new_string: 'b' })).text).toBe(
+      'Error: old_string is empty; to create or overwrite a whole file use write',
+    )
+    expect((await t.run('edit', { path: 'twice.ts', old_string: 'let', new_string: 'let' })).text).toBe(
+      'Error: old_string and new_string are identical; there is nothing to change',
+    )
     t.put('huge.txt', 'x'.repeat(1024 * 1024 + 1))
-    expect((await t.run('edit', { path: 'huge.txt', old_string: 'x', new_string: 'y' })).text).toBe('Error: huge.txt is 1.0 MB, over the 1.0 MB edit limit')
+    expect((await t.run('edit', { path: 'huge.txt', old_string: 'x', new_string: 'y' })).text).toBe(
+      'Error: huge.txt is 1.0 MB, over the 1.0 MB edit limit',
+    )
   })
 })
 
@@ -121,7 +168,12 @@ describe('edit with a small diff budget', () => {
     const small = await fsKeel({ maxDiffLines: 4 })
     try {
       small.put('many.txt', Array.from({ length: 30 }, (_, i) => `v${i % 2}`).join('\n') + '\n')
-      const { text } = await small.run('edit', { path: 'many.txt', old_string: 'v1', new_string: 'w1', replace_all: true })
+      const { text } = await small.run('edit', {
+        path: 'many.txt',
+        old_string: 'v1',
+        new_string: 'w1',
+        replace_all: true,
+      })
       const lines = text.split('\n')
       expect(lines).toHaveLength(3 + 4 + 1)
       expect(lines.at(-1)).toMatch(/^… \d+ more diff lines not shown$/)

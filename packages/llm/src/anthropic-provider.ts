@@ -5,7 +5,10 @@ import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
 export function createAnthropic(model: string, options: ProviderOptions): AnthropicAdapter {
   const base = value(options.baseUrl) ?? value(options.env.ANTHROPIC_BASE_URL) ?? 'https://api.anthropic.com'
   const authToken = value(options.env.ANTHROPIC_AUTH_TOKEN)
-  const apiKey = authToken && !value(options.env.ANTHROPIC_API_KEY) ? undefined : requireKey('anthropic', model, 'ANTHROPIC_API_KEY', options.env)
+  const apiKey =
+    authToken && !value(options.env.ANTHROPIC_API_KEY)
+      ? undefined
+      : requireKey('anthropic', model, 'ANTHROPIC_API_KEY', options.env)
   return new AnthropicAdapter({
     model,
     baseURL: checkedUrl(base, 'anthropic', model),

@@ -1,7 +1,16 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
+import {
+  LlmError,
+  type FinishReason,
+  type ImageBlock,
+  type LlmAdapter,
+  type LlmRequest,
+  type Message,
+  type StreamChunk,
+  type TokenUsage,
+} from './types.ts'
 
 type Param = Anthropic.MessageParam
 type Block = Anthropic.ContentBlockParam
@@ -57,7 +66,11 @@ export class AnthropicAdapter implements LlmAdapter {
     }
     if (request.system) body.system = request.system
     if (request.tools.length) {
-      body.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters as Anthropic.Tool.InputSchema }))
+      body.tools = request.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        input_schema: tool.parameters as Anthropic.Tool.InputSchema,
+      }))
     }
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'anthropic')
@@ -70,7 +83,10 @@ export class AnthropicAdapter implements LlmAdapter {
     }
 
     // Content blocks by their index in the message: tool_use blocks get a tool slot (0, 1, …).
-    const blocks = new Map<number, { kind: 'text' | 'thinking' | 'tool' | 'other'; slot: number; args: number; startInput?: string }>()
+    const blocks = new Map<
+      number,
+      { kind: 'text' | 'thinking' | 'tool' | 'other'; slot: number; args: number; startInput?: string }
+    >()
     let slots = 0
     let usage: TokenUsage | undefined
     let stop: string | null | undefined
@@ -84,12 +100,19 @@ export class AnthropicAdapter implements LlmAdapter {
         } catch (error) {
           throw this.failure(error, signal, true)
         }
-        if (next.done) { done = true; break }
+        if (next.done) {
+          done = true
+          break
+        }
         const event = next.value
         switch (event.type) {
           case 'message_start': {
             const raw = event.message.usage
-            usage = { input: (raw.input_tokens ?? 0) + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0), output: raw.output_tokens ?? 0 }
+            usage = {
+              input:
+                (raw.input_tokens ?? 0) + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0),
+              output: raw.output_tokens ?? 0,
+            }
             if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
             break
           }
@@ -100,9 +123,17 @@ export class AnthropicAdapter implements LlmAdapter {
               if (block.text) yield { type: 'text-delta', text: block.text }
             } else if (block.type === 'thinking') {
               blocks.set(event.index, { kind: 'thinking', slot: -1, args: 0 })
-              if (block.thinking) yield { type: 'reasoning-delta', text: block.thinking, ...(block.signature ? { signature: block.signature } : {}) }
+              if (block.thinking)
+                yield {
+                  type: 'reasoning-delta',
+                  text: block.thinking,
+                  ...(block.signature ? { signature: block.signature } : {}),
+                }
             } else if (block.type === 'tool_use') {
-              const input = block.input && typeof block.input === 'object' && Object.keys(block.input).length ? JSON.stringify(block.input) : undefined
+              const input =
+                block.input && typeof block.input === 'object' && Object.keys(block.input).length
+                  ? JSON.stringify(block.input)
+                  : undefined
               const entry = { kind: 'tool' as const, slot: slots++, args: 0, startInput: input }
               blocks.set(event.index, entry)
               yield { type: 'tool-call-start', index: entry.slot, id: block.id, name: block.name }
@@ -132,7 +163,8 @@ export class AnthropicAdapter implements LlmAdapter {
           case 'content_block_stop': {
             const block = blocks.get(event.index)
             // A tool with no streamed input still has an (empty) object of arguments.
-            if (block?.kind === 'tool' && block.args === 0) yield { type: 'tool-call-delta', index: block.slot, argumentsDelta: block.startInput ?? '{}' }
+            if (block?.kind === 'tool' && block.args === 0)
+              yield { type: 'tool-call-delta', index: block.slot, argumentsDelta: block.startInput ?? '{}' }
             break
           }
           case 'message_delta': {
@@ -140,7 +172,9 @@ export class AnthropicAdapter implements LlmAdapter {
             const raw = event.usage
             usage ??= { input: 0, output: 0 }
             if (typeof raw.output_tokens === 'number') usage.output = raw.output_tokens
-            if (typeof raw.input_tokens === 'number') usage.input = raw.input_tokens + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0)
+            if (typeof raw.input_tokens === 'number')
+              usage.input =
+                raw.input_tokens + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0)
             if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
             const thinking = raw.output_tokens_details?.thinking_tokens
             if (thinking) usage.reasoning = thinking
@@ -156,7 +190,8 @@ export class AnthropicAdapter implements LlmAdapter {
     }
     // The SDK ends the iteration quietly when the request is aborted mid-stream.
     if (signal.aborted) throw new LlmError('aborted', 'request aborted')
-    if (!stopped) throw new LlmError('network', 'anthropic: the stream ended before the reply was complete (no message_stop)')
+    if (!stopped)
+      throw new LlmError('network', 'anthropic: the stream ended before the reply was complete (no message_stop)')
     if (usage) yield { type: 'usage', usage }
     yield { type: 'finish', reason: finishReason(stop) }
   }
@@ -164,9 +199,14 @@ export class AnthropicAdapter implements LlmAdapter {
   private failure(error: unknown, signal: AbortSignal, midStream: boolean): LlmError {
     if (error instanceof LlmError) return error
     if (signal.aborted || error instanceof APIUserAbortError) return new LlmError('aborted', 'request aborted')
-    if (error instanceof APIConnectionError) return providerError(this.where, { connection: true, message: causeText(error) })
+    if (error instanceof APIConnectionError)
+      return providerError(this.where, { connection: true, message: causeText(error) })
     if (error instanceof APIError) {
-      return providerError(this.where, { status: error.status, type: error.type, message: error.apiMessage ?? error.message.replace(/^\d{3}\s+/, '') })
+      return providerError(this.where, {
+        status: error.status,
+        type: error.type,
+        message: error.apiMessage ?? error.message.replace(/^\d{3}\s+/, ''),
+      })
     }
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
     return providerError(this.where, { connection: true, midStream, message: causeText(error) })
@@ -203,28 +243,43 @@ export function toAnthropicMessages(messages: readonly Message[]): Param[] {
     } else if (message.role === 'assistant') {
       const content: Block[] = []
       for (const block of message.content) {
-        if (block.type === 'reasoning' && block.signature) content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
+        if (block.type === 'reasoning' && block.signature)
+          content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
         else if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
-        else if (block.type === 'tool-call') content.push({ type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.arguments) })
+        else if (block.type === 'tool-call')
+          content.push({ type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.arguments) })
       }
       add('assistant', content)
     } else {
-      add('user', message.content.map((result) => ({
-        type: 'tool_result' as const,
-        tool_use_id: result.toolCallId,
-        content: result.content.map((block) => (block.type === 'text' ? { type: 'text' as const, text: block.text } : imageBlock(block))).filter((block) => block.type !== 'text' || block.text),
-        ...(result.isError ? { is_error: true } : {}),
-      })))
+      add(
+        'user',
+        message.content.map((result) => ({
+          type: 'tool_result' as const,
+          tool_use_id: result.toolCallId,
+          content: result.content
+            .map((block) => (block.type === 'text' ? { type: 'text' as const, text: block.text } : imageBlock(block)))
+            .filter((block) => block.type !== 'text' || block.text),
+          ...(result.isError ? { is_error: true } : {}),
+        })),
+      )
     }
   }
   for (const turn of turns) {
-    if (turn.role === 'user') turn.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'))
+    if (turn.role === 'user')
+      turn.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'))
   }
   return turns
 }
 
 function imageBlock(block: ImageBlock): Anthropic.ImageBlockParam {
-  return { type: 'image', source: { type: 'base64', media_type: block.mediaType as Anthropic.Base64ImageSource['media_type'], data: block.data } }
+  return {
+    type: 'image',
+    source: {
+      type: 'base64',
+      media_type: block.mediaType as Anthropic.Base64ImageSource['media_type'],
+      data: block.data,
+    },
+  }
 }
 
 /** Tool input must be an object; arguments the model garbled (the tool already reported that) go back as {}. */

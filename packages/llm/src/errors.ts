@@ -2,7 +2,11 @@ import { LlmError } from './types.ts'
 
 // Error mapping shared by both SDK adapters (both SDKs raise the same shapes: a status, a body, a cause).
 
-export interface FailureContext { provider: string; keyVariable: string; baseURL: string }
+export interface FailureContext {
+  provider: string
+  keyVariable: string
+  baseURL: string
+}
 
 export interface Failure {
   status?: number
@@ -28,14 +32,18 @@ export function providerError(where: FailureContext, failure: Failure): LlmError
       ? new LlmError('network', `${provider}: connection lost mid-stream (${detail || 'socket closed'})`)
       : new LlmError('network', `${provider}: cannot reach ${where.baseURL} (${detail || 'connection failed'})`)
   }
-  if (failure.malformed) return new LlmError('server', `${provider}: malformed response from ${where.baseURL} (${detail})`, status)
+  if (failure.malformed)
+    return new LlmError('server', `${provider}: malformed response from ${where.baseURL} (${detail})`, status)
   if (status === 401 || status === 403 || type === 'authentication_error' || type === 'permission_error') {
     return new LlmError('auth', `${provider} rejected the API key (${tag}); check ${where.keyVariable}`, status)
   }
-  if (status === 429 || type === 'rate_limit_error') return new LlmError('rate-limit', `${provider}: rate limited (${tag})`, status)
-  if ((status !== undefined && status >= 500) || type === 'overloaded_error' || type === 'api_error') return new LlmError('server', `${provider}: server error (${tag})`, status)
+  if (status === 429 || type === 'rate_limit_error')
+    return new LlmError('rate-limit', `${provider}: rate limited (${tag})`, status)
+  if ((status !== undefined && status >= 500) || type === 'overloaded_error' || type === 'api_error')
+    return new LlmError('server', `${provider}: server error (${tag})`, status)
   // An error event inside a 200 stream has no status: the server failed while answering.
-  if (status === undefined) return new LlmError('server', `${provider}: server error (${tag || 'error event in stream'})`)
+  if (status === undefined)
+    return new LlmError('server', `${provider}: server error (${tag || 'error event in stream'})`)
   return new LlmError('bad-request', `${provider}: request rejected (${tag})`, status)
 }
 
@@ -45,7 +53,8 @@ export function causeText(error: unknown): string {
   let current: unknown = error
   for (let depth = 0; current && depth < 5; depth++) {
     const message = (current as { message?: unknown }).message
-    if (typeof message === 'string' && message && !/^(Connection error\.|fetch failed)$/.test(message)) parts.push(message)
+    if (typeof message === 'string' && message && !/^(Connection error\.|fetch failed)$/.test(message))
+      parts.push(message)
     current = (current as { cause?: unknown }).cause
   }
   return parts.length ? parts.join(': ') : String((error as { message?: unknown })?.message ?? error)

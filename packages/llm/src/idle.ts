@@ -14,7 +14,11 @@ export class IdleWatch {
   readonly signal: AbortSignal
   private readonly stalled = new AbortController()
 
-  constructor(private readonly caller: AbortSignal, private readonly idleMs: number, private readonly provider: string) {
+  constructor(
+    private readonly caller: AbortSignal,
+    private readonly idleMs: number,
+    private readonly provider: string,
+  ) {
     this.signal = AbortSignal.any([caller, this.stalled.signal])
   }
 
@@ -28,7 +32,12 @@ export class IdleWatch {
     const gate = new Promise<never>((_, fail) => {
       timer = setTimeout(() => {
         this.stalled.abort()
-        fail(new LlmError('network', `${this.provider}: ${started ? 'the stream stalled' : 'no response'} (nothing received for ${seconds(this.idleMs)}; idleTimeoutMs)`))
+        fail(
+          new LlmError(
+            'network',
+            `${this.provider}: ${started ? 'the stream stalled' : 'no response'} (nothing received for ${seconds(this.idleMs)}; idleTimeoutMs)`,
+          ),
+        )
       }, this.idleMs)
       onAbort = () => fail(new LlmError('aborted', 'request aborted'))
       this.caller.addEventListener('abort', onAbort, { once: true })

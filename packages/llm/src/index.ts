@@ -25,8 +25,13 @@ declare module 'cordis' {
   }
 }
 
-export interface RetryPolicy { attempts: number; baseDelayMs: number }
-export interface LlmServiceOptions extends RetryPolicy { idleTimeoutMs?: number }
+export interface RetryPolicy {
+  attempts: number
+  baseDelayMs: number
+}
+export interface LlmServiceOptions extends RetryPolicy {
+  idleTimeoutMs?: number
+}
 
 /**
  * `ctx.llm`: providers by name, and `create('provider/model')` → an adapter wrapped with bounded retries for
@@ -57,10 +62,15 @@ export class LlmService extends Service {
 
   async create(spec: string, options: Partial<ProviderOptions> = {}): Promise<LlmAdapter> {
     const slash = spec.indexOf('/')
-    if (slash <= 0 || slash === spec.length - 1) throw new LlmError('config', `--model must be <provider>/<model>, got ${JSON.stringify(spec)}`)
+    if (slash <= 0 || slash === spec.length - 1)
+      throw new LlmError('config', `--model must be <provider>/<model>, got ${JSON.stringify(spec)}`)
     const provider = spec.slice(0, slash)
     const factory = this.providers.get(provider)
-    if (!factory) throw new LlmError('config', `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`)
+    if (!factory)
+      throw new LlmError(
+        'config',
+        `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`,
+      )
     const adapter = await factory(spec.slice(slash + 1), {
       cwd: options.cwd ?? process.cwd(),
       env: options.env ?? process.env,
@@ -87,7 +97,10 @@ export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapte
           }
           return
         } catch (error) {
-          const failure = error instanceof LlmError ? error : new LlmError(signal.aborted ? 'aborted' : 'network', (error as Error)?.message ?? String(error))
+          const failure =
+            error instanceof LlmError
+              ? error
+              : new LlmError(signal.aborted ? 'aborted' : 'network', (error as Error)?.message ?? String(error))
           if (signal.aborted || started || !failure.retryable || attempt >= policy.attempts) {
             if (failure.retryable && attempt > 1) failure.message += ` (after ${attempt} attempts)`
             throw failure
@@ -103,16 +116,31 @@ export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapte
 export const PROVIDER_NAMES = ['deepseek', 'openai', 'openrouter', 'openai-compatible', 'anthropic'] as const
 
 export const name = 'keel-llm'
-export interface Config { retryAttempts: number; retryBaseDelayMs: number; idleTimeoutMs?: number }
+export interface Config {
+  retryAttempts: number
+  retryBaseDelayMs: number
+  idleTimeoutMs?: number
+}
 export const Config: Schema<Config> = Schema.object({
-  retryAttempts: Schema.natural().min(1).default(3).description('Attempts for a request that fails with 429, 5xx, a dropped connection or a stall.'),
+  retryAttempts: Schema.natural()
+    .min(1)
+    .default(3)
+    .description('Attempts for a request that fails with 429, 5xx, a dropped connection or a stall.'),
   retryBaseDelayMs: Schema.natural().default(500).description('First backoff delay; doubles each retry.'),
-  idleTimeoutMs: Schema.natural().min(1).default(DEFAULT_IDLE_TIMEOUT_MS)
-    .description('Longest silence of a streamed reply (no response headers, then no stream event) before it counts as a dropped connection.'),
+  idleTimeoutMs: Schema.natural()
+    .min(1)
+    .default(DEFAULT_IDLE_TIMEOUT_MS)
+    .description(
+      'Longest silence of a streamed reply (no response headers, then no stream event) before it counts as a dropped connection.',
+    ),
 })
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.plugin(LlmService, { attempts: config.retryAttempts, baseDelayMs: config.retryBaseDelayMs, idleTimeoutMs: config.idleTimeoutMs })
+  ctx.plugin(LlmService, {
+    attempts: config.retryAttempts,
+    baseDelayMs: config.retryBaseDelayMs,
+    idleTimeoutMs: config.idleTimeoutMs,
+  })
   // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
   // provider (or the scripted model) does not pay for parsing the others.
   ctx.inject(['llm'], (ctx) => registerProviders(ctx.llm))

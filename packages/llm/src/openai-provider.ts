@@ -20,22 +20,40 @@ const OPENAI_FLAVORS: Record<string, OpenAiFlavor> = {
     baseUrlVariable: 'OPENAI_BASE_URL',
     keyVariable: 'OPENAI_API_KEY',
     keyRequired: true,
-    extra: (env) => ({ maxTokensField: 'max_completion_tokens', organization: value(env.OPENAI_ORG_ID), project: value(env.OPENAI_PROJECT_ID) }),
+    extra: (env) => ({
+      maxTokensField: 'max_completion_tokens',
+      organization: value(env.OPENAI_ORG_ID),
+      project: value(env.OPENAI_PROJECT_ID),
+    }),
   },
-  openrouter: { baseURL: 'https://openrouter.ai/api/v1', keyVariable: 'OPENROUTER_API_KEY', keyRequired: true, extra: () => ({ headers: { 'X-Title': 'Keel' } }) },
+  openrouter: {
+    baseURL: 'https://openrouter.ai/api/v1',
+    keyVariable: 'OPENROUTER_API_KEY',
+    keyRequired: true,
+    extra: () => ({ headers: { 'X-Title': 'Keel' } }),
+  },
   'openai-compatible': { keyVariable: 'KEEL_API_KEY', keyRequired: false },
 }
 
 export function createOpenAiCompatible(provider: string, model: string, options: ProviderOptions): OpenAiAdapter {
   const flavor = OPENAI_FLAVORS[provider]
   if (!flavor) throw new LlmError('config', `unknown OpenAI-compatible provider ${JSON.stringify(provider)}`)
-  const base = value(options.baseUrl) ?? (flavor.baseUrlVariable ? value(options.env[flavor.baseUrlVariable]) : undefined) ?? flavor.baseURL
-  if (!base) throw new LlmError('config', `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`)
+  const base =
+    value(options.baseUrl) ??
+    (flavor.baseUrlVariable ? value(options.env[flavor.baseUrlVariable]) : undefined) ??
+    flavor.baseURL
+  if (!base)
+    throw new LlmError(
+      'config',
+      `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`,
+    )
   return new OpenAiAdapter({
     provider,
     model,
     baseURL: checkedUrl(base, provider, model),
-    apiKey: flavor.keyRequired ? requireKey(provider, model, flavor.keyVariable, options.env) : value(options.env[flavor.keyVariable]),
+    apiKey: flavor.keyRequired
+      ? requireKey(provider, model, flavor.keyVariable, options.env)
+      : value(options.env[flavor.keyVariable]),
     keyVariable: flavor.keyVariable,
     contextWindow: contextWindowFor(model),
     idleTimeoutMs: options.idleTimeoutMs,

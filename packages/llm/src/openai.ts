@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import { LlmError, type FinishReason, type ImageBlock, type LlmAdapter, type LlmRequest, type Message, type StreamChunk, type TokenUsage } from './types.ts'
+import {
+  LlmError,
+  type FinishReason,
+  type ImageBlock,
+  type LlmAdapter,
+  type LlmRequest,
+  type Message,
+  type StreamChunk,
+  type TokenUsage,
+} from './types.ts'
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
 type ChatChunk = OpenAI.Chat.ChatCompletionChunk
@@ -65,7 +74,14 @@ export class OpenAiAdapter implements LlmAdapter {
       stream_options: { include_usage: true },
     }
     if (request.tools.length) {
-      body.tools = request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> } }))
+      body.tools = request.tools.map((tool) => ({
+        type: 'function',
+        function: {
+          name: tool.name,
+          description: tool.description,
+          parameters: tool.parameters as Record<string, unknown>,
+        },
+      }))
     }
     if (request.maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = request.maxTokens
 
@@ -91,13 +107,19 @@ export class OpenAiAdapter implements LlmAdapter {
         } catch (error) {
           throw this.failure(error, signal, true)
         }
-        if (next.done) { done = true; break }
+        if (next.done) {
+          done = true
+          break
+        }
         const chunk = next.value
         started = true
         if (chunk.usage) usage = usageOf(chunk.usage)
         const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
         if (!choice) continue
-        const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null; reasoning?: string | null }
+        const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & {
+          reasoning_content?: string | null
+          reasoning?: string | null
+        }
         const reasoning = delta.reasoning_content ?? delta.reasoning
         if (typeof reasoning === 'string' && reasoning) yield { type: 'reasoning-delta', text: reasoning }
         if (typeof delta.content === 'string' && delta.content) yield { type: 'text-delta', text: delta.content }
@@ -110,7 +132,11 @@ export class OpenAiAdapter implements LlmAdapter {
     }
     // The SDK ends the iteration quietly when the request is aborted mid-stream.
     if (signal.aborted) throw new LlmError('aborted', 'request aborted')
-    if (!finish) throw new LlmError('network', `${this.provider}: the stream ended before the reply was complete (no finish reason)`)
+    if (!finish)
+      throw new LlmError(
+        'network',
+        `${this.provider}: the stream ended before the reply was complete (no finish reason)`,
+      )
     if (usage) yield { type: 'usage', usage }
     yield { type: 'finish', reason: finishReason(finish, calls.count > 0) }
   }
@@ -118,11 +144,16 @@ export class OpenAiAdapter implements LlmAdapter {
   private failure(error: unknown, signal: AbortSignal, midStream: boolean): LlmError {
     if (error instanceof LlmError) return error
     if (signal.aborted || error instanceof APIUserAbortError) return new LlmError('aborted', 'request aborted')
-    if (error instanceof APIConnectionError) return providerError(this.where, { connection: true, message: causeText(error) })
+    if (error instanceof APIConnectionError)
+      return providerError(this.where, { connection: true, message: causeText(error) })
     if (error instanceof APIError) {
       const body = error.error as { message?: unknown; type?: unknown } | undefined
       const message = typeof body?.message === 'string' ? body.message : error.message.replace(/^\d{3}\s+/, '')
-      return providerError(this.where, { status: error.status, type: typeof body?.type === 'string' ? body.type : error.type, message })
+      return providerError(this.where, {
+        status: error.status,
+        type: typeof body?.type === 'string' ? body.type : error.type,
+        message,
+      })
     }
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
     return providerError(this.where, { connection: true, midStream, message: causeText(error) })
@@ -131,7 +162,10 @@ export class OpenAiAdapter implements LlmAdapter {
 
 /** Accumulates streamed tool calls by their `index` and emits tool-call-start / tool-call-delta chunks. */
 class ToolCallTracker {
-  private readonly byIndex = new Map<number, { slot: number; id: string; name: string; started: boolean; pending: string }>()
+  private readonly byIndex = new Map<
+    number,
+    { slot: number; id: string; name: string; started: boolean; pending: string }
+  >()
   /** Tool calls started so far; also the next slot. */
   count = 0;
 
@@ -149,7 +183,12 @@ class ToolCallTracker {
     const args = delta.function?.arguments ?? ''
     if (!call.started && call.name) {
       call.started = true
-      yield { type: 'tool-call-start', index: call.slot, id: call.id || `call_${randomUUID().slice(0, 8)}_${call.slot}`, name: call.name }
+      yield {
+        type: 'tool-call-start',
+        index: call.slot,
+        id: call.id || `call_${randomUUID().slice(0, 8)}_${call.slot}`,
+        name: call.name,
+      }
       if (call.pending) yield { type: 'tool-call-delta', index: call.slot, argumentsDelta: call.pending }
       call.pending = ''
     }
@@ -186,7 +225,11 @@ export function toChatMessages(system: string, messages: readonly Message[]): Ch
   if (system) out.push({ role: 'system', content: system })
   let toolImages: UserPart[] = []
   const flushToolImages = () => {
-    if (toolImages.length) out.push({ role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...toolImages] })
+    if (toolImages.length)
+      out.push({
+        role: 'user',
+        content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...toolImages],
+      })
     toolImages = []
   }
   for (const message of messages) {
@@ -198,19 +241,35 @@ export function toChatMessages(system: string, messages: readonly Message[]): Ch
         else if (block.type === 'image') parts.push(imagePart(block))
       }
       if (!parts.length) continue
-      out.push({ role: 'user', content: parts.every((part) => part.type === 'text') ? parts.map((part) => (part as { text: string }).text).join('\n') : parts })
+      out.push({
+        role: 'user',
+        content: parts.every((part) => part.type === 'text')
+          ? parts.map((part) => (part as { text: string }).text).join('\n')
+          : parts,
+      })
     } else if (message.role === 'assistant') {
       let text = ''
       const toolCalls: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[] = []
       for (const block of message.content) {
         if (block.type === 'text') text += block.text
-        else if (block.type === 'tool-call') toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: block.arguments || '{}' } })
+        else if (block.type === 'tool-call')
+          toolCalls.push({
+            id: block.id,
+            type: 'function',
+            function: { name: block.name, arguments: block.arguments || '{}' },
+          })
       }
       if (!text && !toolCalls.length) continue
-      out.push(toolCalls.length ? { role: 'assistant', content: text || null, tool_calls: toolCalls } : { role: 'assistant', content: text })
+      out.push(
+        toolCalls.length
+          ? { role: 'assistant', content: text || null, tool_calls: toolCalls }
+          : { role: 'assistant', content: text },
+      )
     } else {
       for (const result of message.content) {
-        const text = result.content.map((block) => (block.type === 'text' ? block.text : `[image ${block.mediaType} attached below]`)).join('\n')
+        const text = result.content
+          .map((block) => (block.type === 'text' ? block.text : `[image ${block.mediaType} attached below]`))
+          .join('\n')
         out.push({ role: 'tool', tool_call_id: result.toolCallId, content: text || '(no output)' })
         for (const block of result.content) if (block.type === 'image') toolImages.push(imagePart(block))
       }

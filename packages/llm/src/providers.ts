@@ -32,7 +32,10 @@ export function checkedUrl(url: string, provider: string, model: string): string
     const parsed = new URL(url)
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http')
   } catch {
-    throw new LlmError('config', `--base-url ${JSON.stringify(url)} is not an http(s) URL (for --model ${provider}/${model})`)
+    throw new LlmError(
+      'config',
+      `--base-url ${JSON.stringify(url)} is not an http(s) URL (for --model ${provider}/${model})`,
+    )
   }
   return url.replace(/\/+$/, '')
 }
@@ -51,5 +54,6 @@ export async function createProvider(provider: string, model: string, options: P
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */
 export function registerProviders(llm: LlmService): void {
-  for (const provider of [...OPENAI_PROVIDERS, 'anthropic']) llm.register(provider, (model, options) => createProvider(provider, model, options))
+  for (const provider of [...OPENAI_PROVIDERS, 'anthropic'])
+    llm.register(provider, (model, options) => createProvider(provider, model, options))
 }

@@ -39,7 +39,11 @@ function shippedScripts(): string {
 
 /** `scripted/demo` names a shipped script; anything else is a path to a JSON script. */
 export function loadScript(name: string, cwd = process.cwd()): Script {
-  const path = /^[a-z0-9-]+$/.test(name) ? join(shippedScripts(), `${name}.json`) : isAbsolute(name) ? name : resolve(cwd, name)
+  const path = /^[a-z0-9-]+$/.test(name)
+    ? join(shippedScripts(), `${name}.json`)
+    : isAbsolute(name)
+      ? name
+      : resolve(cwd, name)
   let parsed: Script
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'))
@@ -59,8 +63,14 @@ function firstPrompt(request: LlmRequest): string {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((done, fail) => {
     if (signal.aborted) return fail(new LlmError('aborted', 'request aborted'))
-    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); done() }, ms)
-    const onAbort = () => { clearTimeout(timer); fail(new LlmError('aborted', 'request aborted')) }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      done()
+    }, ms)
+    const onAbort = () => {
+      clearTimeout(timer)
+      fail(new LlmError('aborted', 'request aborted'))
+    }
     signal.addEventListener('abort', onAbort, { once: true })
   })
 }
@@ -75,7 +85,12 @@ export class ScriptedAdapter implements LlmAdapter {
   private callSeq = 0
 
   /** `record: false` keeps no copies of requests (benchmarks run sessions long enough for that to matter). */
-  constructor(readonly script: Script, readonly model = 'script', readonly contextWindow?: number, readonly options: { record?: boolean } = {}) {}
+  constructor(
+    readonly script: Script,
+    readonly model = 'script',
+    readonly contextWindow?: number,
+    readonly options: { record?: boolean } = {},
+  ) {}
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
     if (this.options.record !== false) this.requests.push(structuredClone(request))
@@ -85,18 +100,31 @@ export class ScriptedAdapter implements LlmAdapter {
     let index = -1
     for (let i = this.firstUnused; i < this.script.steps.length; i++) {
       const step = this.script.steps[i]!
-      if (!this.used.has(i) && (step.when === undefined || prompt.includes(step.when))) { index = i; break }
+      if (!this.used.has(i) && (step.when === undefined || prompt.includes(step.when))) {
+        index = i
+        break
+      }
     }
-    if (index < 0) throw new LlmError('bad-request', `scripted model: no step left for a session whose prompt is ${JSON.stringify(prompt.slice(0, 60))}`)
+    if (index < 0)
+      throw new LlmError(
+        'bad-request',
+        `scripted model: no step left for a session whose prompt is ${JSON.stringify(prompt.slice(0, 60))}`,
+      )
     this.used.add(index)
     const step = this.script.steps[index]!
     const pause = () => (step.delayMs ? sleep(step.delayMs, signal) : Promise.resolve())
     if (step.error) throw new LlmError(step.error.kind, step.error.message)
     if (step.reasoning) {
-      for (const piece of pieces(step.reasoning)) { await pause(); yield { type: 'reasoning-delta', text: piece } }
+      for (const piece of pieces(step.reasoning)) {
+        await pause()
+        yield { type: 'reasoning-delta', text: piece }
+      }
     }
     if (step.text) {
-      for (const piece of pieces(step.text)) { await pause(); yield { type: 'text-delta', text: piece } }
+      for (const piece of pieces(step.text)) {
+        await pause()
+        yield { type: 'text-delta', text: piece }
+      }
     }
     if (step.hang) {
       await sleep(24 * 3600_000, signal)
@@ -112,7 +140,13 @@ export class ScriptedAdapter implements LlmAdapter {
       yield { type: 'tool-call-delta', index: i, argumentsDelta: args.slice(half) }
     }
     const input = step.usage?.input ?? Math.ceil(this.sizeOf(request.messages) / 4)
-    yield { type: 'usage', usage: { input, output: step.usage?.output ?? Math.ceil(((step.text ?? '').length + JSON.stringify(calls).length) / 4) } }
+    yield {
+      type: 'usage',
+      usage: {
+        input,
+        output: step.usage?.output ?? Math.ceil(((step.text ?? '').length + JSON.stringify(calls).length) / 4),
+      },
+    }
     yield { type: 'finish', reason: calls.length ? 'tool-calls' : 'stop' }
   }
 
@@ -124,12 +158,19 @@ export class ScriptedAdapter implements LlmAdapter {
     const previous = this.measured
     let start = 0
     let sum = 0
-    if (previous && previous.count <= messages.length && messages[0] === previous.first && messages[previous.count - 1] === previous.last) {
+    if (
+      previous &&
+      previous.count <= messages.length &&
+      messages[0] === previous.first &&
+      messages[previous.count - 1] === previous.last
+    ) {
       start = previous.count
       sum = previous.sum
     }
     for (let i = start; i < messages.length; i++) sum += JSON.stringify(messages[i]).length
-    this.measured = messages.length ? { count: messages.length, sum, first: messages[0]!, last: messages[messages.length - 1]! } : undefined
+    this.measured = messages.length
+      ? { count: messages.length, sum, first: messages[0]!, last: messages[messages.length - 1]! }
+      : undefined
     return sum + 2 + Math.max(0, messages.length - 1)
   }
 }

@@ -1,6 +1,20 @@
 import type { AssistantMessage, Message, TokenUsage } from '@keel/session'
 
-export type { AssistantMessage, ContentBlock, ContentBlockMap, ImageBlock, Message, MessageSource, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock, ToolMessage, ToolResultBlock, UserMessage } from '@keel/session'
+export type {
+  AssistantMessage,
+  ContentBlock,
+  ContentBlockMap,
+  ImageBlock,
+  Message,
+  MessageSource,
+  ReasoningBlock,
+  TextBlock,
+  TokenUsage,
+  ToolCallBlock,
+  ToolMessage,
+  ToolResultBlock,
+  UserMessage,
+} from '@keel/session'
 export { textOf, toolCallsOf } from '@keel/session'
 
 /** What a model is told about one tool: exactly these three fields. */
@@ -41,7 +55,11 @@ export interface LlmAdapter {
 export type LlmErrorKind = 'auth' | 'rate-limit' | 'server' | 'network' | 'bad-request' | 'aborted' | 'config'
 
 export class LlmError extends Error {
-  constructor(readonly kind: LlmErrorKind, message: string, readonly status?: number) {
+  constructor(
+    readonly kind: LlmErrorKind,
+    message: string,
+    readonly status?: number,
+  ) {
     super(message)
     this.name = 'LlmError'
   }
@@ -53,7 +71,11 @@ export class LlmError extends Error {
 
 /** Folds a chunk stream into one assistant message, in the order blocks began. */
 export class MessageAssembler {
-  private readonly blocks: ({ type: 'text'; text: string } | { type: 'reasoning'; text: string; signature?: string } | { type: 'tool-call'; index: number; id: string; name: string; arguments: string })[] = []
+  private readonly blocks: (
+    | { type: 'text'; text: string }
+    | { type: 'reasoning'; text: string; signature?: string }
+    | { type: 'tool-call'; index: number; id: string; name: string; arguments: string }
+  )[] = []
   usage: TokenUsage | undefined
   finish: FinishReason | undefined
 
@@ -68,7 +90,12 @@ export class MessageAssembler {
         if (last?.type === 'reasoning') {
           last.text += chunk.text
           if (chunk.signature) last.signature = chunk.signature
-        } else this.blocks.push({ type: 'reasoning', text: chunk.text, ...(chunk.signature ? { signature: chunk.signature } : {}) })
+        } else
+          this.blocks.push({
+            type: 'reasoning',
+            text: chunk.text,
+            ...(chunk.signature ? { signature: chunk.signature } : {}),
+          })
         break
       case 'tool-call-start':
         this.blocks.push({ type: 'tool-call', index: chunk.index, id: chunk.id, name: chunk.name, arguments: '' })
@@ -97,7 +124,11 @@ export class MessageAssembler {
       role: 'assistant',
       content: this.blocks
         .filter((block) => block.type !== 'text' || block.text.length > 0)
-        .map((block) => block.type === 'tool-call' ? { type: 'tool-call', id: block.id, name: block.name, arguments: block.arguments } : { ...block }),
+        .map((block) =>
+          block.type === 'tool-call'
+            ? { type: 'tool-call', id: block.id, name: block.name, arguments: block.arguments }
+            : { ...block },
+        ),
     }
   }
 }

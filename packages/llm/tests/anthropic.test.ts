@@ -2,14 +2,24 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../src/anthropic.ts'
 import { createAnthropic } from '../src/anthropic-provider.ts'
-import { LlmError, MessageAssembler, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import {
+  LlmError,
+  MessageAssembler,
+  type LlmAdapter,
+  type LlmRequest,
+  type Message,
+  type StreamChunk,
+} from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 // A model the SDK does not flag as deprecated (it warns on stdout for those).
 const MODEL = 'claude-sonnet-5'
 
 let fake: FakeProvider | undefined
-afterEach(async () => { await fake?.close(); fake = undefined })
+afterEach(async () => {
+  await fake?.close()
+  fake = undefined
+})
 
 async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
   fake = await startFakeProvider(replies)
@@ -26,12 +36,21 @@ describe('Anthropic adapter against the fake server', () => {
     const chunks = await collect(adapter().stream(hello, new AbortController().signal))
     expect(chunks.filter((chunk) => chunk.type === 'text-delta').length).toBeGreaterThan(3)
     const assembled = assemble(chunks)
-    expect(assembled.message()).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Hello there, how are you today?' }] })
+    expect(assembled.message()).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Hello there, how are you today?' }],
+    })
     expect(chunks.at(-1)).toEqual({ type: 'finish', reason: 'stop' })
 
     const [request] = fake!.requests
     expect(request!.path).toBe('/v1/messages')
-    expect(request!.body).toEqual({ model: MODEL, max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS, stream: true, system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] })
+    expect(request!.body).toEqual({
+      model: MODEL,
+      max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+      stream: true,
+      system: 'You are terse.',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    })
     expect(ANTHROPIC_DEFAULT_MAX_TOKENS).toBe(8192)
     const auth = `${request!.headers.authorization ?? ''} ${request!.headers['x-api-key'] ?? ''}`
     expect(auth).toContain('sk-ant-test')
@@ -70,7 +89,9 @@ describe('Anthropic adapter against the fake server', () => {
   it('gives a tool call without input an empty object of arguments', async () => {
     await serve({ toolCalls: [{ id: 'toolu_1', name: 'list', arguments: '' }] })
     const chunks = await collect(adapter().stream(hello, new AbortController().signal))
-    expect(assemble(chunks).message().content).toEqual([{ type: 'tool-call', id: 'toolu_1', name: 'list', arguments: '{}' }])
+    expect(assemble(chunks).message().content).toEqual([
+      { type: 'tool-call', id: 'toolu_1', name: 'list', arguments: '{}' },
+    ])
   })
 
   it('turns thinking blocks into reasoning deltas and keeps the signature', async () => {
@@ -86,7 +107,10 @@ describe('Anthropic adapter against the fake server', () => {
   it('reports usage from message_start and message_delta; input counts cached tokens', async () => {
     await serve({ text: 'ok', usage: { input: 5000, output: 42, cacheRead: 4096 } })
     const chunks = await collect(adapter().stream(hello, new AbortController().signal))
-    expect(chunks.find((chunk) => chunk.type === 'usage')).toEqual({ type: 'usage', usage: { input: 5000, output: 42, cacheRead: 4096 } })
+    expect(chunks.find((chunk) => chunk.type === 'usage')).toEqual({
+      type: 'usage',
+      usage: { input: 5000, output: 42, cacheRead: 4096 },
+    })
   })
 
   it('maps max_tokens to max-tokens', async () => {
@@ -98,7 +122,13 @@ describe('Anthropic adapter against the fake server', () => {
   it('maps history: signed thinking goes back, unsigned reasoning does not; consecutive tool results become one user turn', async () => {
     await serve({ text: 'done' })
     const messages: Message[] = [
-      { role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Look' },
+          { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        ],
+      },
       {
         role: 'assistant',
         content: [
@@ -108,16 +138,43 @@ describe('Anthropic adapter against the fake server', () => {
           { type: 'tool-call', id: 'toolu_2', name: 'bash', arguments: '{"command":"pwd"' },
         ],
       },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }], isError: false }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_2', content: [{ type: 'text', text: 'Error: invalid JSON arguments' }], isError: true }] },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }], isError: false },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'toolu_2',
+            content: [{ type: 'text', text: 'Error: invalid JSON arguments' }],
+            isError: true,
+          },
+        ],
+      },
       { role: 'user', content: [{ type: 'text', text: 'and then?' }] },
-      { role: 'assistant', content: [{ type: 'reasoning', text: 'UNSIGNED-FROM-ANOTHER-PROVIDER' }, { type: 'text', text: 'Then nothing.' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'UNSIGNED-FROM-ANOTHER-PROVIDER' },
+          { type: 'text', text: 'Then nothing.' },
+        ],
+      },
       { role: 'user', content: [{ type: 'text', text: 'ok' }] },
     ]
     const request: LlmRequest = {
       system: 'sys',
       messages,
-      tools: [{ name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }],
+      tools: [
+        {
+          name: 'bash',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      ],
       maxTokens: 2048,
     }
     await collect(adapter().stream(request, new AbortController().signal))
@@ -125,9 +182,21 @@ describe('Anthropic adapter against the fake server', () => {
     expect(JSON.stringify(body)).not.toContain('UNSIGNED')
     expect(body.max_tokens).toBe(2048)
     expect(body.system).toBe('sys')
-    expect(body.tools).toEqual([{ name: 'bash', description: 'Run a command', input_schema: { type: 'object', properties: { command: { type: 'string' } } } }])
+    expect(body.tools).toEqual([
+      {
+        name: 'bash',
+        description: 'Run a command',
+        input_schema: { type: 'object', properties: { command: { type: 'string' } } },
+      },
+    ])
     expect(body.messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Look' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+        ],
+      },
       {
         role: 'assistant',
         content: [
@@ -141,7 +210,12 @@ describe('Anthropic adapter against the fake server', () => {
         role: 'user',
         content: [
           { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'a.txt' }] },
-          { type: 'tool_result', tool_use_id: 'toolu_2', content: [{ type: 'text', text: 'Error: invalid JSON arguments' }], is_error: true },
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_2',
+            content: [{ type: 'text', text: 'Error: invalid JSON arguments' }],
+            is_error: true,
+          },
           { type: 'text', text: 'and then?' },
         ],
       },
@@ -159,7 +233,11 @@ describe('Anthropic adapter against the fake server', () => {
   })
 
   it('maps 429, 529 and 400 to rate-limit, server and bad-request without SDK retries', async () => {
-    await serve({ status: 429, error: 'slow down' }, { status: 529, error: 'Overloaded' }, { status: 400, error: 'messages.0.content: empty' })
+    await serve(
+      { status: 429, error: 'slow down' },
+      { status: 529, error: 'Overloaded' },
+      { status: 400, error: 'messages.0.content: empty' },
+    )
     const errors: LlmError[] = []
     for (let i = 0; i < 3; i++) errors.push(await failure(adapter().stream(hello, new AbortController().signal)))
     expect(errors.map((error) => error.kind)).toEqual(['rate-limit', 'server', 'bad-request'])
@@ -179,21 +257,29 @@ describe('Anthropic adapter against the fake server', () => {
     await serve({ text: 'streaming along', hang: true })
     const controller = new AbortController()
     const stream = adapter().stream(hello, controller.signal)
-    const error = await failure((async function* () {
-      for await (const chunk of stream) {
-        yield chunk
-        controller.abort()
-      }
-    })())
+    const error = await failure(
+      (async function* () {
+        for await (const chunk of stream) {
+          yield chunk
+          controller.abort()
+        }
+      })(),
+    )
     expect(error.kind).toBe('aborted')
   })
 
   it('fails with a one-line config error when ANTHROPIC_API_KEY is missing', () => {
     let error: unknown
-    try { createAnthropic('claude-sonnet-5', { env: {}, cwd: '.' }) } catch (caught) { error = caught }
+    try {
+      createAnthropic('claude-sonnet-5', { env: {}, cwd: '.' })
+    } catch (caught) {
+      error = caught
+    }
     expect(error).toBeInstanceOf(LlmError)
     expect((error as LlmError).kind).toBe('config')
-    expect((error as LlmError).message).toBe('ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-sonnet-5)')
+    expect((error as LlmError).message).toBe(
+      'ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-sonnet-5)',
+    )
   })
 
   it('has a 200k context window for claude models', () => {

@@ -2,11 +2,21 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible } from '../src/openai-provider.ts'
 import { contextWindowFor } from '../src/providers.ts'
-import { LlmError, MessageAssembler, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import {
+  LlmError,
+  MessageAssembler,
+  type LlmAdapter,
+  type LlmRequest,
+  type Message,
+  type StreamChunk,
+} from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined
-afterEach(async () => { await fake?.close(); fake = undefined })
+afterEach(async () => {
+  await fake?.close()
+  fake = undefined
+})
 
 async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
   fake = await startFakeProvider(replies)
@@ -20,11 +30,16 @@ function adapter(provider: string, model: string, env: Record<string, string> = 
 describe('OpenAI-compatible adapter against the fake server', () => {
   it('streams text in several deltas, then usage, then finish', async () => {
     await serve({ text: 'Hello there, how are you today?' })
-    const chunks = await collect(adapter('openai-compatible', 'local-model').stream(hello, new AbortController().signal))
+    const chunks = await collect(
+      adapter('openai-compatible', 'local-model').stream(hello, new AbortController().signal),
+    )
     const texts = chunks.filter((chunk) => chunk.type === 'text-delta')
     expect(texts.length).toBeGreaterThan(3)
     const message = assemble(chunks)
-    expect(message.message()).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Hello there, how are you today?' }] })
+    expect(message.message()).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Hello there, how are you today?' }],
+    })
     expect(message.finish).toBe('stop')
     expect(chunks.at(-2)?.type).toBe('usage')
     expect(chunks.at(-1)).toEqual({ type: 'finish', reason: 'stop' })
@@ -32,7 +47,10 @@ describe('OpenAI-compatible adapter against the fake server', () => {
     const [request] = fake!.requests
     expect(request!.path).toBe('/v1/chat/completions')
     expect(request!.body).toMatchObject({ model: 'local-model', stream: true, stream_options: { include_usage: true } })
-    expect(request!.body.messages).toEqual([{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'hi' }])
+    expect(request!.body.messages).toEqual([
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'hi' },
+    ])
     expect(request!.body.tools).toBeUndefined()
     // openai-compatible without KEEL_API_KEY sends no Authorization header at all.
     expect(request!.headers.authorization).toBeUndefined()
@@ -40,7 +58,9 @@ describe('OpenAI-compatible adapter against the fake server', () => {
 
   it('sends KEEL_API_KEY as a bearer token for openai-compatible when it is set', async () => {
     await serve({ text: 'ok' })
-    await collect(adapter('openai-compatible', 'x', { KEEL_API_KEY: 'local-secret' }).stream(hello, new AbortController().signal))
+    await collect(
+      adapter('openai-compatible', 'x', { KEEL_API_KEY: 'local-secret' }).stream(hello, new AbortController().signal),
+    )
     expect(fake!.requests[0]!.headers.authorization).toBe('Bearer local-secret')
   })
 
@@ -54,7 +74,9 @@ describe('OpenAI-compatible adapter against the fake server', () => {
     expect(deltas.length).toBeGreaterThan(8)
     expect(chunks.indexOf(starts[0]!)).toBeLessThan(chunks.indexOf(deltas[0]!))
     const assembled = assemble(chunks)
-    expect(assembled.message().content).toEqual([{ type: 'tool-call', id: 'call_a', name: 'bash', arguments: JSON.stringify(args) }])
+    expect(assembled.message().content).toEqual([
+      { type: 'tool-call', id: 'call_a', name: 'bash', arguments: JSON.stringify(args) },
+    ])
     expect(assembled.finish).toBe('tool-calls')
   })
 
@@ -75,14 +97,19 @@ describe('OpenAI-compatible adapter against the fake server', () => {
       { type: 'tool-call', id: 'call_1', name: 'read', arguments: '{"path":"a.txt"}' },
       { type: 'tool-call', id: 'call_2', name: 'bash', arguments: '{"command":"echo \\"two\\""}' },
     ])
-    expect(chunks.filter((chunk) => chunk.type === 'tool-call-start').map((chunk) => (chunk as { index: number }).index)).toEqual([0, 1])
+    expect(
+      chunks.filter((chunk) => chunk.type === 'tool-call-start').map((chunk) => (chunk as { index: number }).index),
+    ).toEqual([0, 1])
     expect(assembled.finish).toBe('tool-calls')
   })
 
   it('reports usage, including cached prompt tokens', async () => {
     await serve({ text: 'ok', usage: { input: 1200, output: 35, cacheRead: 1024 } })
     const chunks = await collect(adapter('openai-compatible', 'x').stream(hello, new AbortController().signal))
-    expect(chunks.find((chunk) => chunk.type === 'usage')).toEqual({ type: 'usage', usage: { input: 1200, output: 35, cacheRead: 1024 } })
+    expect(chunks.find((chunk) => chunk.type === 'usage')).toEqual({
+      type: 'usage',
+      usage: { input: 1200, output: 35, cacheRead: 1024 },
+    })
   })
 
   it('maps length to max-tokens', async () => {
@@ -93,7 +120,12 @@ describe('OpenAI-compatible adapter against the fake server', () => {
 
   it('turns DeepSeek reasoning_content into reasoning deltas, sent with the key from DEEPSEEK_API_KEY', async () => {
     await serve({ reasoning: 'The user greets me. I greet back.', text: 'Hello!' })
-    const chunks = await collect(adapter('deepseek', 'deepseek-reasoner', { DEEPSEEK_API_KEY: 'sk-test' }).stream(hello, new AbortController().signal))
+    const chunks = await collect(
+      adapter('deepseek', 'deepseek-reasoner', { DEEPSEEK_API_KEY: 'sk-test' }).stream(
+        hello,
+        new AbortController().signal,
+      ),
+    )
     expect(chunks.filter((chunk) => chunk.type === 'reasoning-delta').length).toBeGreaterThan(2)
     expect(assemble(chunks).message().content).toEqual([
       { type: 'reasoning', text: 'The user greets me. I greet back.' },
@@ -105,7 +137,13 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   it('maps provider-neutral history to chat messages: tool calls, tool results, images; reasoning is never sent back', async () => {
     await serve({ text: 'done' })
     const messages: Message[] = [
-      { role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?' },
+          { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        ],
+      },
       {
         role: 'assistant',
         content: [
@@ -115,26 +153,88 @@ describe('OpenAI-compatible adapter against the fake server', () => {
           { type: 'tool-call', id: 'call_2', name: 'screenshot', arguments: '{}' },
         ],
       },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', content: [{ type: 'text', text: 'a.txt\nb.txt' }], isError: false }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_2', content: [{ type: 'text', text: 'shot:' }, { type: 'image', mediaType: 'image/jpeg', data: '/9j/' }], isError: false }] },
-      { role: 'assistant', content: [{ type: 'reasoning', text: 'SECRET-2' }, { type: 'tool-call', id: 'call_3', name: 'bash', arguments: '{"command":"false"}' }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_3', content: [{ type: 'text', text: 'Error: exit code 1' }], isError: true }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call_1',
+            content: [{ type: 'text', text: 'a.txt\nb.txt' }],
+            isError: false,
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call_2',
+            content: [
+              { type: 'text', text: 'shot:' },
+              { type: 'image', mediaType: 'image/jpeg', data: '/9j/' },
+            ],
+            isError: false,
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'SECRET-2' },
+          { type: 'tool-call', id: 'call_3', name: 'bash', arguments: '{"command":"false"}' },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call_3',
+            content: [{ type: 'text', text: 'Error: exit code 1' }],
+            isError: true,
+          },
+        ],
+      },
       { role: 'user', content: [{ type: 'text', text: 'Thanks' }] },
     ]
     const request: LlmRequest = {
       system: 'sys',
       messages,
-      tools: [{ name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } }],
+      tools: [
+        {
+          name: 'bash',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+        },
+      ],
       maxTokens: 1000,
     }
-    await collect(adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'k' }).stream(request, new AbortController().signal))
+    await collect(
+      adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'k' }).stream(request, new AbortController().signal),
+    )
     const body = fake!.requests[0]!.body
     expect(JSON.stringify(body)).not.toContain('SECRET')
     expect(body.max_tokens).toBe(1000)
-    expect(body.tools).toEqual([{ type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }])
+    expect(body.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'bash',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+        },
+      },
+    ])
     expect(body.messages).toEqual([
       { role: 'system', content: 'sys' },
-      { role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+        ],
+      },
       {
         role: 'assistant',
         content: 'Let me check.',
@@ -145,8 +245,18 @@ describe('OpenAI-compatible adapter against the fake server', () => {
       },
       { role: 'tool', tool_call_id: 'call_1', content: 'a.txt\nb.txt' },
       { role: 'tool', tool_call_id: 'call_2', content: 'shot:\n[image image/jpeg attached below]' },
-      { role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,/9j/' } }] },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'bash', arguments: '{"command":"false"}' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Images returned by the tool calls above:' },
+          { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,/9j/' } },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'bash', arguments: '{"command":"false"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_3', content: 'Error: exit code 1' },
       { role: 'user', content: 'Thanks' },
     ])
@@ -154,14 +264,21 @@ describe('OpenAI-compatible adapter against the fake server', () => {
 
   it('sends max_completion_tokens to OpenAI itself', async () => {
     await serve({ text: 'ok' })
-    await collect(adapter('openai', 'gpt-4o', { OPENAI_API_KEY: 'k' }).stream({ ...hello, maxTokens: 50 }, new AbortController().signal))
+    await collect(
+      adapter('openai', 'gpt-4o', { OPENAI_API_KEY: 'k' }).stream(
+        { ...hello, maxTokens: 50 },
+        new AbortController().signal,
+      ),
+    )
     expect(fake!.requests[0]!.body.max_completion_tokens).toBe(50)
     expect(fake!.requests[0]!.body.max_tokens).toBeUndefined()
   })
 
   it('turns 401 into a one-line auth error naming the provider and the key variable', async () => {
     await serve({ status: 401, error: 'Authentication Fails, Your api key: ****abcd is invalid' })
-    const error = await failure(adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'bad' }).stream(hello, new AbortController().signal))
+    const error = await failure(
+      adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'bad' }).stream(hello, new AbortController().signal),
+    )
     expect(error.kind).toBe('auth')
     expect(error.status).toBe(401)
     expect(error.message).not.toContain('\n')
@@ -172,11 +289,18 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   })
 
   it('maps 403, 429, 5xx and other 4xx to auth, rate-limit, server and bad-request (the SDK never retries)', async () => {
-    await serve({ status: 403 }, { status: 429, error: 'slow down' }, { status: 503, error: 'overloaded' }, { status: 400, error: 'messages: field required' })
+    await serve(
+      { status: 403 },
+      { status: 429, error: 'slow down' },
+      { status: 503, error: 'overloaded' },
+      { status: 400, error: 'messages: field required' },
+    )
     const kinds: string[] = []
     const messages: string[] = []
     for (let i = 0; i < 4; i++) {
-      const error = await failure(adapter('openrouter', 'x/y', { OPENROUTER_API_KEY: 'k' }).stream(hello, new AbortController().signal))
+      const error = await failure(
+        adapter('openrouter', 'x/y', { OPENROUTER_API_KEY: 'k' }).stream(hello, new AbortController().signal),
+      )
       kinds.push(error.kind)
       messages.push(error.message)
     }
@@ -214,12 +338,15 @@ describe('OpenAI-compatible adapter against the fake server', () => {
     const controller = new AbortController()
     const seen: StreamChunk[] = []
     const stream = adapter('openai-compatible', 'x').stream(hello, controller.signal)
-    const pending = failure((async function* () {
-      for await (const chunk of stream) {
-        yield chunk
-        if (chunk.type === 'text-delta') controller.abort()
-      }
-    })(), seen)
+    const pending = failure(
+      (async function* () {
+        for await (const chunk of stream) {
+          yield chunk
+          if (chunk.type === 'text-delta') controller.abort()
+        }
+      })(),
+      seen,
+    )
     const error = await pending
     expect(error.kind).toBe('aborted')
     expect(seen.length).toBeGreaterThan(0)
@@ -234,9 +361,17 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   })
 
   it('fails with a one-line config error naming the variable when the key is missing', () => {
-    for (const [provider, variable] of [['deepseek', 'DEEPSEEK_API_KEY'], ['openai', 'OPENAI_API_KEY'], ['openrouter', 'OPENROUTER_API_KEY']] as const) {
+    for (const [provider, variable] of [
+      ['deepseek', 'DEEPSEEK_API_KEY'],
+      ['openai', 'OPENAI_API_KEY'],
+      ['openrouter', 'OPENROUTER_API_KEY'],
+    ] as const) {
       let error: unknown
-      try { createOpenAiCompatible(provider, 'm', { env: { [variable]: '  ' }, cwd: '.' }) } catch (caught) { error = caught }
+      try {
+        createOpenAiCompatible(provider, 'm', { env: { [variable]: '  ' }, cwd: '.' })
+      } catch (caught) {
+        error = caught
+      }
       expect(error).toBeInstanceOf(LlmError)
       expect((error as LlmError).kind).toBe('config')
       expect((error as LlmError).message).toBe(`${variable} is not set (needed for --model ${provider}/m)`)
@@ -244,12 +379,18 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   })
 
   it('requires --base-url for openai-compatible and rejects a non-URL', () => {
-    expect(() => createOpenAiCompatible('openai-compatible', 'llama3', { env: {}, cwd: '.' })).toThrow(/--base-url is required for --model openai-compatible\/llama3/)
-    expect(() => createOpenAiCompatible('openai-compatible', 'llama3', { baseUrl: 'localhost:11434', env: {}, cwd: '.' })).toThrow(/not an http\(s\) URL/)
+    expect(() => createOpenAiCompatible('openai-compatible', 'llama3', { env: {}, cwd: '.' })).toThrow(
+      /--base-url is required for --model openai-compatible\/llama3/,
+    )
+    expect(() =>
+      createOpenAiCompatible('openai-compatible', 'llama3', { baseUrl: 'localhost:11434', env: {}, cwd: '.' }),
+    ).toThrow(/not an http\(s\) URL/)
   })
 
   it('knows the context window of common models', () => {
-    expect(createOpenAiCompatible('deepseek', 'deepseek-chat', { env: { DEEPSEEK_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(128_000)
+    expect(
+      createOpenAiCompatible('deepseek', 'deepseek-chat', { env: { DEEPSEEK_API_KEY: 'k' }, cwd: '.' }).contextWindow,
+    ).toBe(128_000)
     expect(contextWindowFor('deepseek-reasoner')).toBe(128_000)
     expect(contextWindowFor('gpt-4o-mini')).toBe(128_000)
     expect(contextWindowFor('gpt-4.1')).toBe(1_047_576)

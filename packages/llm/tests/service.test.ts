@@ -2,11 +2,21 @@ import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import * as llm from '../src/index.ts'
-import { LlmError, LlmService, MessageAssembler, ScriptedAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
+import {
+  LlmError,
+  LlmService,
+  MessageAssembler,
+  ScriptedAdapter,
+  type LlmRequest,
+  type StreamChunk,
+} from '../src/index.ts'
 import { registerProviders } from '../src/providers.ts'
 
 let fake: FakeProvider | undefined
-afterEach(async () => { await fake?.close(); fake = undefined })
+afterEach(async () => {
+  await fake?.close()
+  fake = undefined
+})
 
 async function serve(...replies: FakeReply[]): Promise<FakeProvider> {
   fake = await startFakeProvider(replies)
@@ -20,7 +30,11 @@ function boot(config: Partial<llm.Config> = {}): Context {
   return ctx
 }
 
-const request = (prompt: string): LlmRequest => ({ system: '', messages: [{ role: 'user', content: [{ type: 'text', text: prompt }] }], tools: [] })
+const request = (prompt: string): LlmRequest => ({
+  system: '',
+  messages: [{ role: 'user', content: [{ type: 'text', text: prompt }] }],
+  tools: [],
+})
 
 async function run(stream: AsyncIterable<StreamChunk>): Promise<{ chunks: StreamChunk[]; error?: LlmError }> {
   const chunks: StreamChunk[] = []
@@ -42,7 +56,14 @@ function text(chunks: StreamChunk[]): string {
 describe('ctx.llm with the real providers', () => {
   it('registers all five providers next to scripted', () => {
     const ctx = boot()
-    expect(ctx.llm.providerNames().sort()).toEqual(['anthropic', 'deepseek', 'openai', 'openai-compatible', 'openrouter', 'scripted'])
+    expect(ctx.llm.providerNames().sort()).toEqual([
+      'anthropic',
+      'deepseek',
+      'openai',
+      'openai-compatible',
+      'openrouter',
+      'scripted',
+    ])
   })
 
   it('retries a 429 and then streams the answer (one request per attempt)', async () => {
@@ -56,7 +77,10 @@ describe('ctx.llm with the real providers', () => {
 
   it('retries a 5xx from Anthropic too', async () => {
     await serve({ status: 529, error: 'Overloaded' }, { text: 'fine now' })
-    const adapter = await boot().llm.create('anthropic/claude-sonnet-5', { baseUrl: fake!.url, env: { ANTHROPIC_API_KEY: 'k' } })
+    const adapter = await boot().llm.create('anthropic/claude-sonnet-5', {
+      baseUrl: fake!.url,
+      env: { ANTHROPIC_API_KEY: 'k' },
+    })
     const { chunks, error } = await run(adapter.stream(request('hi'), new AbortController().signal))
     expect(error).toBeUndefined()
     expect(text(chunks)).toBe('fine now')
@@ -65,7 +89,10 @@ describe('ctx.llm with the real providers', () => {
 
   it('gives up after retryAttempts and says how many attempts it made', async () => {
     await serve({ status: 500 }, { status: 502 }, { status: 503, error: 'still down' }, { text: 'never reached' })
-    const adapter = await boot().llm.create('deepseek/deepseek-chat', { baseUrl: `${fake!.url}/v1`, env: { DEEPSEEK_API_KEY: 'k' } })
+    const adapter = await boot().llm.create('deepseek/deepseek-chat', {
+      baseUrl: `${fake!.url}/v1`,
+      env: { DEEPSEEK_API_KEY: 'k' },
+    })
     const { error } = await run(adapter.stream(request('hi'), new AbortController().signal))
     expect(error?.kind).toBe('server')
     expect(error?.message).toContain('still down')
@@ -75,7 +102,10 @@ describe('ctx.llm with the real providers', () => {
 
   it('honours retryAttempts from the plugin config', async () => {
     await serve({ status: 429 }, { text: 'not reached' })
-    const adapter = await boot({ retryAttempts: 1 }).llm.create('openai-compatible/x', { baseUrl: `${fake!.url}/v1`, env: {} })
+    const adapter = await boot({ retryAttempts: 1 }).llm.create('openai-compatible/x', {
+      baseUrl: `${fake!.url}/v1`,
+      env: {},
+    })
     const { error } = await run(adapter.stream(request('hi'), new AbortController().signal))
     expect(error?.kind).toBe('rate-limit')
     expect(fake!.requests).toHaveLength(1)
@@ -83,7 +113,10 @@ describe('ctx.llm with the real providers', () => {
 
   it('does not retry an auth error', async () => {
     await serve({ status: 401, error: 'bad key' }, { text: 'not reached' })
-    const adapter = await boot().llm.create('openai/gpt-4o', { baseUrl: `${fake!.url}/v1`, env: { OPENAI_API_KEY: 'k' } })
+    const adapter = await boot().llm.create('openai/gpt-4o', {
+      baseUrl: `${fake!.url}/v1`,
+      env: { OPENAI_API_KEY: 'k' },
+    })
     const { error } = await run(adapter.stream(request('hi'), new AbortController().signal))
     expect(error?.kind).toBe('auth')
     expect(error?.message).toContain('OPENAI_API_KEY')
@@ -118,15 +151,27 @@ describe('ctx.llm with the real providers', () => {
 
   it('rejects create() with a one-line config error naming the missing variable', async () => {
     const ctx = boot()
-    await expect(ctx.llm.create('deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({ kind: 'config', message: 'DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)' })
-    await expect(ctx.llm.create('anthropic/claude-opus-5', { env: {} })).rejects.toMatchObject({ kind: 'config', message: 'ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-opus-5)' })
-    await expect(ctx.llm.create('openrouter/deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({ kind: 'config', message: 'OPENROUTER_API_KEY is not set (needed for --model openrouter/deepseek/deepseek-chat)' })
+    await expect(ctx.llm.create('deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({
+      kind: 'config',
+      message: 'DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)',
+    })
+    await expect(ctx.llm.create('anthropic/claude-opus-5', { env: {} })).rejects.toMatchObject({
+      kind: 'config',
+      message: 'ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-opus-5)',
+    })
+    await expect(ctx.llm.create('openrouter/deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({
+      kind: 'config',
+      message: 'OPENROUTER_API_KEY is not set (needed for --model openrouter/deepseek/deepseek-chat)',
+    })
     await expect(ctx.llm.create('nope/x', { env: {} })).rejects.toMatchObject({ kind: 'config' })
   })
 
   it('lets --base-url override any provider and keeps the model name after the first slash', async () => {
     await serve({ text: 'ok' })
-    const adapter = await boot().llm.create('openrouter/anthropic/claude-sonnet-5', { baseUrl: `${fake!.url}/v1`, env: { OPENROUTER_API_KEY: 'k' } })
+    const adapter = await boot().llm.create('openrouter/anthropic/claude-sonnet-5', {
+      baseUrl: `${fake!.url}/v1`,
+      env: { OPENROUTER_API_KEY: 'k' },
+    })
     expect(adapter.model).toBe('anthropic/claude-sonnet-5')
     expect(adapter.contextWindow).toBe(200_000)
     await run(adapter.stream(request('hi'), new AbortController().signal))
@@ -149,7 +194,11 @@ describe('ScriptedAdapter', () => {
       steps: [
         { when: 'child task', text: 'child answer' },
         { text: 'parent first' },
-        { when: 'parent', toolCalls: [{ name: 'bash', arguments: { command: 'ls' }, id: 'call_x' }], usage: { input: 7, output: 3 } },
+        {
+          when: 'parent',
+          toolCalls: [{ name: 'bash', arguments: { command: 'ls' }, id: 'call_x' }],
+          usage: { input: 7, output: 3 },
+        },
       ],
     })
     const child = await run(adapter.stream(request('please do the child task'), new AbortController().signal))
@@ -159,10 +208,16 @@ describe('ScriptedAdapter', () => {
     const parent2 = await run(adapter.stream(request('parent prompt'), new AbortController().signal))
     const assembler = new MessageAssembler()
     for (const chunk of parent2.chunks) assembler.push(chunk)
-    expect(assembler.message().content).toEqual([{ type: 'tool-call', id: 'call_x', name: 'bash', arguments: '{"command":"ls"}' }])
+    expect(assembler.message().content).toEqual([
+      { type: 'tool-call', id: 'call_x', name: 'bash', arguments: '{"command":"ls"}' },
+    ])
     expect(assembler.usage).toEqual({ input: 7, output: 3 })
     expect(assembler.finish).toBe('tool-calls')
-    expect(adapter.requests.map((r) => llm.textOf(r.messages[0]!.content))).toEqual(['please do the child task', 'parent prompt', 'parent prompt'])
+    expect(adapter.requests.map((r) => llm.textOf(r.messages[0]!.content))).toEqual([
+      'please do the child task',
+      'parent prompt',
+      'parent prompt',
+    ])
 
     const exhausted = await run(adapter.stream(request('parent prompt'), new AbortController().signal))
     expect(exhausted.error?.kind).toBe('bad-request')
@@ -170,14 +225,22 @@ describe('ScriptedAdapter', () => {
   })
 
   it('records a copy of the request, fails a step with its error, and streams reasoning before text', async () => {
-    const adapter = new ScriptedAdapter({ steps: [{ error: { kind: 'rate-limit', message: 'scripted 429' } }, { reasoning: 'hmm ok', text: 'yes' }] })
+    const adapter = new ScriptedAdapter({
+      steps: [{ error: { kind: 'rate-limit', message: 'scripted 429' } }, { reasoning: 'hmm ok', text: 'yes' }],
+    })
     const sent = request('q')
     const failed = await run(adapter.stream(sent, new AbortController().signal))
     expect(failed.error).toMatchObject({ kind: 'rate-limit', message: 'scripted 429' })
     ;(sent.messages[0]!.content[0] as { text: string }).text = 'mutated'
     expect(llm.textOf(adapter.requests[0]!.messages[0]!.content)).toBe('q')
     const ok = await run(adapter.stream(request('q'), new AbortController().signal))
-    expect(ok.chunks.map((chunk) => chunk.type)).toEqual(['reasoning-delta', 'reasoning-delta', 'text-delta', 'usage', 'finish'])
+    expect(ok.chunks.map((chunk) => chunk.type)).toEqual([
+      'reasoning-delta',
+      'reasoning-delta',
+      'text-delta',
+      'usage',
+      'finish',
+    ])
   })
 
   it('is not wrapped in retries by ctx.llm (errors surface at once)', async () => {

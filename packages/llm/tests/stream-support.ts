@@ -2,7 +2,11 @@
 import { expect } from 'vitest'
 import { LlmError, MessageAssembler, type LlmRequest, type StreamChunk } from '../src/index.ts'
 
-export const hello: LlmRequest = { system: 'You are terse.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] }
+export const hello: LlmRequest = {
+  system: 'You are terse.',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+  tools: [],
+}
 
 export async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
   const chunks: StreamChunk[] = []

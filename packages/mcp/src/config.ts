@@ -49,7 +49,8 @@ export const ServerConfigSchema: Schema<ServerConfig> = Schema.union([
 
 /** Server names become part of tool names (`mcp__<server>__<tool>`), so they are kept to what every provider accepts. */
 export function checkServerName(name: string): string | undefined {
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(name)) return `server name ${JSON.stringify(name)} must be 1-40 letters, digits, _ or -`
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(name))
+    return `server name ${JSON.stringify(name)} must be 1-40 letters, digits, _ or -`
   if (name.includes('__')) return `server name ${JSON.stringify(name)} must not contain "__"`
   return undefined
 }
@@ -61,17 +62,23 @@ export class McpConfigError extends Error {}
  * files use them. A variable that is unset (and has no default) is an error naming it, never an empty string.
  */
 export function expandEnv(config: ServerConfig, server: string, env: NodeJS.ProcessEnv = process.env): ServerConfig {
-  const expand = (text: string, where: string): string => text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => {
-    const value = env[name]
-    if (value !== undefined && value !== '') return value
-    if (fallback !== undefined) return fallback
-    throw new McpConfigError(`mcp server ${server}: ${where} uses \${${name}}, which is not set`)
-  })
-  const map = (record: Record<string, string> | undefined, where: string) => record
-    ? Object.fromEntries(Object.entries(record).map(([key, value]) => [key, expand(value, `${where}.${key}`)]))
-    : undefined
+  const expand = (text: string, where: string): string =>
+    text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => {
+      const value = env[name]
+      if (value !== undefined && value !== '') return value
+      if (fallback !== undefined) return fallback
+      throw new McpConfigError(`mcp server ${server}: ${where} uses \${${name}}, which is not set`)
+    })
+  const map = (record: Record<string, string> | undefined, where: string) =>
+    record
+      ? Object.fromEntries(Object.entries(record).map(([key, value]) => [key, expand(value, `${where}.${key}`)]))
+      : undefined
   if (isRemote(config)) {
-    return { ...config, url: expand(config.url, 'url'), ...(config.headers ? { headers: map(config.headers, 'headers') } : {}) }
+    return {
+      ...config,
+      url: expand(config.url, 'url'),
+      ...(config.headers ? { headers: map(config.headers, 'headers') } : {}),
+    }
   }
   return {
     ...config,
@@ -107,12 +114,14 @@ export function readProjectServers(cwd: string): { file?: string; servers: Recor
 
 /** Validates a `mcpServers` map; errors name the server and the key. */
 export function validateServers(servers: unknown, where: string): Record<string, ServerConfig> {
-  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) throw new McpConfigError(`${where} must be an object of servers`)
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers))
+    throw new McpConfigError(`${where} must be an object of servers`)
   const out: Record<string, ServerConfig> = {}
   for (const [name, raw] of Object.entries(servers)) {
     const badName = checkServerName(name)
     if (badName) throw new McpConfigError(`${where}: ${badName}`)
-    if (!raw || typeof raw !== 'object') throw new McpConfigError(`${where}.${name} must be an object with "command" or "url"`)
+    if (!raw || typeof raw !== 'object')
+      throw new McpConfigError(`${where}.${name} must be an object with "command" or "url"`)
     const hasUrl = typeof (raw as { url?: unknown }).url === 'string'
     const hasCommand = typeof (raw as { command?: unknown }).command === 'string'
     if (!hasUrl && !hasCommand) throw new McpConfigError(`${where}.${name} needs "command" (stdio) or "url" (http)`)

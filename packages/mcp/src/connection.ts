@@ -45,7 +45,11 @@ export class Connection {
   private closing = false
   private readonly stderr = new StderrTail()
 
-  constructor(readonly name: string, readonly config: ServerConfig, private readonly options: ConnectionOptions) {
+  constructor(
+    readonly name: string,
+    readonly config: ServerConfig,
+    private readonly options: ConnectionOptions,
+  ) {
     this.transportKind = isRemote(this.config) ? (this.config.type === 'sse' ? 'sse' : 'http') : 'stdio'
   }
 
@@ -98,18 +102,21 @@ export class Connection {
   }
 
   private async connect(transport: Transport): Promise<void> {
-    const client = new Client({ name: 'keel', version: this.options.clientVersion }, {
-      capabilities: {},
-      listChanged: {
-        tools: {
-          onChanged: (error, tools) => {
-            if (error || !tools || this.state !== 'ready') return
-            this.tools = tools
-            this.options.onTools(tools)
+    const client = new Client(
+      { name: 'keel', version: this.options.clientVersion },
+      {
+        capabilities: {},
+        listChanged: {
+          tools: {
+            onChanged: (error, tools) => {
+              if (error || !tools || this.state !== 'ready') return
+              this.tools = tools
+              this.options.onTools(tools)
+            },
           },
         },
       },
-    })
+    )
     client.onclose = () => {
       if (this.closing || this.client !== client) return
       const wasReady = this.state === 'ready'
@@ -119,7 +126,11 @@ export class Connection {
     }
     this.client = client
     try {
-      await withTimeout(client.connect(transport, { timeout: this.options.startTimeoutMs }), this.options.startTimeoutMs, 'start')
+      await withTimeout(
+        client.connect(transport, { timeout: this.options.startTimeoutMs }),
+        this.options.startTimeoutMs,
+        'start',
+      )
     } catch (error) {
       this.client = undefined
       await client.close().catch(() => {})
@@ -132,7 +143,9 @@ export class Connection {
     let cursor: string | undefined
     // Bounded: a server that pages forever cannot hang the start.
     for (let page = 0; page < 100; page++) {
-      const result = await this.client!.listTools(cursor ? { cursor } : undefined, { timeout: this.options.startTimeoutMs })
+      const result = await this.client!.listTools(cursor ? { cursor } : undefined, {
+        timeout: this.options.startTimeoutMs,
+      })
       tools.push(...result.tools)
       cursor = result.nextCursor
       if (!cursor) break
@@ -148,19 +161,24 @@ export class Connection {
   /** Calls a tool; rejects with a one-line message on timeout, on a closed connection or when cancelled. */
   async call(tool: string, args: unknown, signal: AbortSignal): Promise<McpCallResult> {
     const client = this.client
-    if (!client || this.state !== 'ready') throw new Error(`mcp server ${this.name} is not running${this.error ? `: ${this.error}` : ''}`)
+    if (!client || this.state !== 'ready')
+      throw new Error(`mcp server ${this.name} is not running${this.error ? `: ${this.error}` : ''}`)
     const timeout = this.config.timeout ?? this.options.callTimeoutMs
     try {
-      return await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
-        signal, timeout, maxTotalTimeout: timeout,
-      }) as McpCallResult
+      return (await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
+        signal,
+        timeout,
+        maxTotalTimeout: timeout,
+      })) as McpCallResult
     } catch (error) {
       if (signal.aborted) throw new Error(`the call to ${this.name}/${tool} was cancelled`)
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         throw new Error(`mcp server ${this.name}: ${tool} did not answer within ${duration(timeout)}`)
       }
       if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-        throw new Error(`mcp server ${this.name} closed the connection during the call${this.stderr.lastLine() ? ` (stderr: ${this.stderr.lastLine()})` : ''}`)
+        throw new Error(
+          `mcp server ${this.name} closed the connection during the call${this.stderr.lastLine() ? ` (stderr: ${this.stderr.lastLine()})` : ''}`,
+        )
       }
       throw new Error(`mcp server ${this.name}: ${firstLine(error)}`)
     }
@@ -183,9 +201,10 @@ export class Connection {
 
   private explain(error: unknown): string {
     const stderr = this.stderr.lastLine()
-    const base = error instanceof McpError && error.code === ErrorCode.ConnectionClosed
-      ? 'it exited before it answered'
-      : firstLine(error)
+    const base =
+      error instanceof McpError && error.code === ErrorCode.ConnectionClosed
+        ? 'it exited before it answered'
+        : firstLine(error)
     return stderr && !base.includes(stderr) ? `${base} (stderr: ${stderr})` : base
   }
 }

@@ -29,7 +29,10 @@ export function toToolContent(result: McpCallResult, maxChars: number): { conten
   let budget = maxChars
   let cut = 0
   const text = (value: string) => {
-    if (budget <= 0) { cut += value.length; return }
+    if (budget <= 0) {
+      cut += value.length
+      return
+    }
     if (value.length > budget) {
       cut += value.length - budget
       value = value.slice(0, budget)
@@ -44,22 +47,31 @@ export function toToolContent(result: McpCallResult, maxChars: number): { conten
         break
       case 'image': {
         const { data, mimeType } = block as { data: string; mimeType: string }
-        if (IMAGE_TYPES.has(mimeType) && typeof data === 'string') content.push({ type: 'image', mediaType: mimeType, data })
+        if (IMAGE_TYPES.has(mimeType) && typeof data === 'string')
+          content.push({ type: 'image', mediaType: mimeType, data })
         else text(`[image of type ${mimeType} omitted: not a format models read]`)
         break
       }
       case 'audio':
-        text(`[audio (${String((block as { mimeType?: unknown }).mimeType)}) omitted: Keel does not send audio to models]`)
+        text(
+          `[audio (${String((block as { mimeType?: unknown }).mimeType)}) omitted: Keel does not send audio to models]`,
+        )
         break
       case 'resource': {
-        const resource = (block as { resource: { uri: string; mimeType?: string; text?: string; blob?: string } }).resource
+        const resource = (block as { resource: { uri: string; mimeType?: string; text?: string; blob?: string } })
+          .resource
         if (typeof resource?.text === 'string') text(`[resource ${resource.uri}]\n${resource.text}`)
-        else text(`[resource ${resource?.uri} (${resource?.mimeType ?? 'binary'}, ${resource?.blob?.length ?? 0} base64 characters) not shown]`)
+        else
+          text(
+            `[resource ${resource?.uri} (${resource?.mimeType ?? 'binary'}, ${resource?.blob?.length ?? 0} base64 characters) not shown]`,
+          )
         break
       }
       case 'resource_link': {
         const link = block as { uri: string; name?: string; description?: string }
-        text(`[resource link ${link.uri}${link.name ? ` "${link.name}"` : ''}${link.description ? `: ${link.description}` : ''}]`)
+        text(
+          `[resource link ${link.uri}${link.name ? ` "${link.name}"` : ''}${link.description ? `: ${link.description}` : ''}]`,
+        )
         break
       }
       default:
@@ -68,8 +80,13 @@ export function toToolContent(result: McpCallResult, maxChars: number): { conten
   }
   const hasText = content.some((block) => block.type === 'text')
   if (result.structuredContent !== undefined && !hasText) text(JSON.stringify(result.structuredContent, null, 2))
-  if (!result.content && result.toolResult !== undefined) text(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult))
-  if (cut) content.push({ type: 'text', text: `\n[${cut} more characters of this result were cut: MCP results are limited to ${maxChars} characters]` })
+  if (!result.content && result.toolResult !== undefined)
+    text(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult))
+  if (cut)
+    content.push({
+      type: 'text',
+      text: `\n[${cut} more characters of this result were cut: MCP results are limited to ${maxChars} characters]`,
+    })
   if (!content.length) content.push({ type: 'text', text: '(the tool returned no content)' })
   return { content, isError: result.isError === true }
 }

@@ -73,7 +73,10 @@ export class McpService extends Service {
   private started: Promise<void> | undefined
   private disposed = false
 
-  constructor(ctx: Context, readonly config: McpConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: McpConfig,
+  ) {
     super(ctx, 'mcp', true)
     ctx.on('agent/prepare', (agent) => this.ready(agent.cwd))
     ctx.on('dispose', () => this.closeAll())
@@ -90,7 +93,11 @@ export class McpService extends Service {
   }
 
   private async startAll(cwd: string): Promise<void> {
-    const servers: [string, ServerConfig, string][] = Object.entries(this.config.servers).map(([name, config]) => [name, config, 'settings'])
+    const servers: [string, ServerConfig, string][] = Object.entries(this.config.servers).map(([name, config]) => [
+      name,
+      config,
+      'settings',
+    ])
     if (this.config.projectFile) {
       try {
         const project = readProjectServers(cwd)
@@ -118,7 +125,12 @@ export class McpService extends Service {
     }
     // Both callers load the module first, so this stays synchronous up to `entries.set` (attach relies on that).
     const Connection = connectionModule?.Connection ?? (await loadConnection()).Connection
-    const entry: Entry = { source, unregister: [], owners: new Set(owner ? [owner] : []), connection: undefined as never }
+    const entry: Entry = {
+      source,
+      unregister: [],
+      owners: new Set(owner ? [owner] : []),
+      connection: undefined as never,
+    }
     entry.connection = new Connection(name, config, {
       startTimeoutMs: this.config.startTimeoutMs,
       callTimeoutMs: this.config.callTimeoutMs,
@@ -150,7 +162,11 @@ export class McpService extends Service {
         continue
       }
       seen.add(exposed)
-      entry.unregister.push(this.ctx.tools.register(mcpTool(entry.connection, tool, exposed, { maxResultChars: this.config.maxResultChars })))
+      entry.unregister.push(
+        this.ctx.tools.register(
+          mcpTool(entry.connection, tool, exposed, { maxResultChars: this.config.maxResultChars }),
+        ),
+      )
     }
   }
 
@@ -166,14 +182,16 @@ export class McpService extends Service {
     const valid = validateServers(servers, 'mcpServers')
     // Loaded before the checks below, so checking for a running server and registering a new one stay in one tick.
     await loadConnection()
-    await Promise.all(Object.entries(valid).map(async ([name, config]) => {
-      const existing = this.entries.get(name)
-      if (existing) {
-        existing.owners.add(owner)
-        return
-      }
-      await this.connect(name, config, 'acp session', cwd, owner)
-    }))
+    await Promise.all(
+      Object.entries(valid).map(async ([name, config]) => {
+        const existing = this.entries.get(name)
+        if (existing) {
+          existing.owners.add(owner)
+          return
+        }
+        await this.connect(name, config, 'acp session', cwd, owner)
+      }),
+    )
   }
 
   /** Drops an ACP session's hold on its servers; a server no session holds any more is stopped. */

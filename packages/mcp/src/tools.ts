@@ -25,7 +25,11 @@ export function mcpTool(connection: Connection, tool: Tool, exposed: string, opt
     name: exposed,
     description: `[MCP server ${connection.name}] ${description}`,
     parameters: schema,
-    presentCall: (args) => ({ title: `${connection.name} › ${tool.name} ${briefArgs(args)}`.trim(), kind: 'other', rawInput: args }),
+    presentCall: (args) => ({
+      title: `${connection.name} › ${tool.name} ${briefArgs(args)}`.trim(),
+      kind: 'other',
+      rawInput: args,
+    }),
     async execute(args, exec) {
       const result = await connection.call(tool.name, args, exec.signal)
       return toToolContent(result, options.maxResultChars)

@@ -19,7 +19,12 @@ function project(servers: Record<string, unknown>): string {
 }
 
 function keel(args: string[], cwd: string, home = join(scratch, 'home')) {
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8', input: '' })
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd,
+    env: { ...process.env, KEEL_HOME: home },
+    encoding: 'utf8',
+    input: '',
+  })
 }
 
 const SERVERS = { everything: EVERYTHING, broken: { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } } }
@@ -33,7 +38,10 @@ describe('keel mcp list', () => {
     expect(text.stdout).toMatch(/broken {2}failed {2}stdio .*\n {2}.*missing database url/)
     const json = keel(['mcp', 'list', '--json'], cwd)
     const servers = JSON.parse(json.stdout) as { name: string; state: string; tools: string[] }[]
-    expect(servers.map((s) => [s.name, s.state])).toEqual([['everything', 'ready'], ['broken', 'failed']])
+    expect(servers.map((s) => [s.name, s.state])).toEqual([
+      ['everything', 'ready'],
+      ['broken', 'failed'],
+    ])
     expect(servers[0]!.tools).toContain('mcp__everything__get-sum')
   })
 
@@ -48,12 +56,16 @@ describe('keel mcp list', () => {
     writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { broken: { args: ['x'] } } }))
     const bad = keel(['mcp', 'list'], cwd)
     expect(bad.status).toBe(2)
-    expect(bad.stderr).toBe(`keel: ${join(cwd, '.keel', 'settings.json')}: mcpServers.broken needs "command" (stdio) or "url" (http)\n`)
+    expect(bad.stderr).toBe(
+      `keel: ${join(cwd, '.keel', 'settings.json')}: mcpServers.broken needs "command" (stdio) or "url" (http)\n`,
+    )
   })
 
   test('no servers configured says where to add them', () => {
     const cwd = mkdtempSync(join(scratch, 'empty-'))
-    expect(keel(['mcp', 'list'], cwd).stdout).toBe('No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.\n')
+    expect(keel(['mcp', 'list'], cwd).stdout).toBe(
+      'No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.\n',
+    )
   })
 })
 
@@ -61,10 +73,15 @@ describe('keel -p with MCP servers', () => {
   test('the model calls an MCP tool; a server that fails is one warning line and the turn completes', () => {
     const cwd = project(SERVERS)
     const script = join(cwd, 'script.json')
-    writeFileSync(script, JSON.stringify({ steps: [
-      { toolCalls: [{ name: 'mcp__everything__get-sum', arguments: { a: 20, b: 22 } }] },
-      { text: 'The sum is 42.' },
-    ] }))
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [
+          { toolCalls: [{ name: 'mcp__everything__get-sum', arguments: { a: 20, b: 22 } }] },
+          { text: 'The sum is 42.' },
+        ],
+      }),
+    )
     const home = join(scratch, 'print-home')
     const result = keel(['-p', 'add', '--model', `scripted/${script}`], cwd, home)
     expect(result.status, result.stderr).toBe(0)
@@ -72,7 +89,10 @@ describe('keel -p with MCP servers', () => {
     expect(result.stderr).toMatch(/^keel: mcp server broken failed to start: .*missing database url/m)
     expect(result.stderr).toContain('→ everything › get-sum {"a":20,"b":22}')
     const dir = join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!)
-    const events = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+    const events = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     const logged = events.find((e) => e.type === 'tool/result')
     expect(logged.data.isError).toBe(false)
     expect(JSON.stringify(logged.data.content)).toContain('42')

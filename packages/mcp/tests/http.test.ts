@@ -16,16 +16,20 @@ afterEach(async () => {
   await booted?.stop()
   booted = undefined
   server?.closeAllConnections()
-  await new Promise((done) => server ? server.close(done) : done(undefined))
+  await new Promise((done) => (server ? server.close(done) : done(undefined)))
   server = undefined
 })
 
 function mcpServer(seen: { auth?: string }): McpServer {
   const mcp = new McpServer({ name: 'notes', version: '1.0.0' })
-  mcp.registerTool('lookup', { description: 'Looks a word up.', inputSchema: { word: z.string() } }, async ({ word }, extra) => ({
-    content: [{ type: 'text', text: `${word}: a note (auth ${seen.auth ?? 'none'})` }],
-    ...(extra ? {} : {}),
-  }))
+  mcp.registerTool(
+    'lookup',
+    { description: 'Looks a word up.', inputSchema: { word: z.string() } },
+    async ({ word }, extra) => ({
+      content: [{ type: 'text', text: `${word}: a note (auth ${seen.auth ?? 'none'})` }],
+      ...(extra ? {} : {}),
+    }),
+  )
   return mcp
 }
 
@@ -41,7 +45,12 @@ async function listen(): Promise<{ url: string; seen: { auth?: string } }> {
       const id = req.headers['mcp-session-id'] as string | undefined
       let transport = id ? streams.get(id) : undefined
       if (!transport) {
-        transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => { streams.set(sid, transport!) } })
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sid) => {
+            streams.set(sid, transport!)
+          },
+        })
         await mcpServer(seen).connect(transport)
       }
       await transport.handleRequest(req, res)
@@ -64,13 +73,22 @@ describe('remote servers', () => {
     const { url } = await listen()
     process.env.KEEL_TEST_MCP_TOKEN = 'sekrit'
     try {
-      booted = await bootMcp({ servers: { notes: { url: `${url}/mcp`, headers: { Authorization: 'Bearer ${KEEL_TEST_MCP_TOKEN}' } } } })
+      booted = await bootMcp({
+        servers: { notes: { url: `${url}/mcp`, headers: { Authorization: 'Bearer ${KEEL_TEST_MCP_TOKEN}' } } },
+      })
       await booted.ctx.mcp.ready(process.cwd())
     } finally {
       delete process.env.KEEL_TEST_MCP_TOKEN
     }
-    expect(booted.ctx.mcp.status()).toMatchObject([{ name: 'notes', transport: 'http', state: 'ready', tools: ['mcp__notes__lookup'] }])
-    const result = await booted.ctx.tools.execute({ callId: 'c', name: 'mcp__notes__lookup', arguments: '{"word":"keel"}', signal: new AbortController().signal })
+    expect(booted.ctx.mcp.status()).toMatchObject([
+      { name: 'notes', transport: 'http', state: 'ready', tools: ['mcp__notes__lookup'] },
+    ])
+    const result = await booted.ctx.tools.execute({
+      callId: 'c',
+      name: 'mcp__notes__lookup',
+      arguments: '{"word":"keel"}',
+      signal: new AbortController().signal,
+    })
     expect(textOf(result)).toBe('keel: a note (auth Bearer sekrit)')
   })
 
@@ -79,15 +97,24 @@ describe('remote servers', () => {
     booted = await bootMcp({ servers: { notes: { type: 'sse', url: `${url}/sse` } } })
     await booted.ctx.mcp.ready(process.cwd())
     expect(booted.ctx.mcp.status()).toMatchObject([{ name: 'notes', transport: 'sse', state: 'ready' }])
-    const result = await booted.ctx.tools.execute({ callId: 'c', name: 'mcp__notes__lookup', arguments: '{"word":"sail"}', signal: new AbortController().signal })
+    const result = await booted.ctx.tools.execute({
+      callId: 'c',
+      name: 'mcp__notes__lookup',
+      arguments: '{"word":"sail"}',
+      signal: new AbortController().signal,
+    })
     expect(textOf(result)).toContain('sail: a note')
   })
 
   test('a header naming an unset variable is a warning naming it, and the server is not contacted', async () => {
     const { url, seen } = await listen()
-    booted = await bootMcp({ servers: { notes: { url: `${url}/mcp`, headers: { Authorization: 'Bearer ${KEEL_TEST_UNSET_VAR}' } } } })
+    booted = await bootMcp({
+      servers: { notes: { url: `${url}/mcp`, headers: { Authorization: 'Bearer ${KEEL_TEST_UNSET_VAR}' } } },
+    })
     await booted.ctx.mcp.ready(process.cwd())
-    expect(booted.warnings).toEqual(['mcp server notes: headers.Authorization uses ${KEEL_TEST_UNSET_VAR}, which is not set'])
+    expect(booted.warnings).toEqual([
+      'mcp server notes: headers.Authorization uses ${KEEL_TEST_UNSET_VAR}, which is not set',
+    ])
     expect(seen.auth).toBeUndefined()
     expect(booted.ctx.tools.names()).toEqual([])
   })

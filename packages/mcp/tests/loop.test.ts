@@ -9,14 +9,26 @@ import { makeKeel, textOfContent, type Keel } from '../../../test-support/harnes
 import { EVERYTHING } from './support.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
-const config = (servers: Record<string, unknown>, projectFile = false) => ({ servers, projectFile, startTimeoutMs: 20_000, callTimeoutMs: 20_000, maxResultChars: 25_000 })
+const config = (servers: Record<string, unknown>, projectFile = false) => ({
+  servers,
+  projectFile,
+  startTimeoutMs: 20_000,
+  callTimeoutMs: 20_000,
+  maxResultChars: 25_000,
+})
 
 describe('MCP tools in the agent loop', () => {
   test('the model calls mcp__everything__echo, sees the result, and both are on the log', async () => {
     keel = await makeKeel({
-      steps: [{ toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'ahoy' } }] }, { text: 'The server said ahoy.' }],
+      steps: [
+        { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'ahoy' } }] },
+        { text: 'The server said ahoy.' },
+      ],
       plugins: [[mcpPlugin, config({ everything: EVERYTHING })]],
     })
     const agent = keel.agent()
@@ -40,7 +52,9 @@ describe('MCP tools in the agent loop', () => {
     })
     writeFileSync(join(keel.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => { warnings.push(line) })
+    keel.ctx.on('mcp/warning', (line) => {
+      warnings.push(line)
+    })
     const agent = keel.agent()
     await agent.prompt('hi')
     expect(keel.model.requests[0]!.tools.map((tool) => tool.name)).toContain('mcp__everything__get-sum')
@@ -50,20 +64,30 @@ describe('MCP tools in the agent loop', () => {
 
   test('a .mcp.json that is not valid names the file and the key, and the session goes on without MCP', async () => {
     keel = await makeKeel({ steps: [{ text: 'hello' }], plugins: [[mcpPlugin, config({}, true)]] })
-    writeFileSync(join(keel.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { args: [] } } }))
+    writeFileSync(
+      join(keel.cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { args: [] } } }),
+    )
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => { warnings.push(line) })
+    keel.ctx.on('mcp/warning', (line) => {
+      warnings.push(line)
+    })
     const result = await keel.agent().prompt('hi')
     expect(result.reason).toBe('completed')
     expect(warnings).toHaveLength(1)
-    expect(warnings[0]).toContain(`${join(keel.cwd, '.mcp.json')}: mcpServers: server name "bad name!" must be 1-40 letters`)
+    expect(warnings[0]).toContain(
+      `${join(keel.cwd, '.mcp.json')}: mcpServers: server name "bad name!" must be 1-40 letters`,
+    )
   })
 
   test('permissions: in ask mode with no one to ask an MCP call is declined on the log; a rule lets it run', async () => {
     const call = { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'guarded' } }] }
     keel = await makeKeel({
       steps: [call, { text: 'declined' }, call, { text: 'ran' }],
-      plugins: [[mcpPlugin, config({ everything: EVERYTHING })], [permissionsPlugin, { mode: 'ask', allow: [], deny: [] }]],
+      plugins: [
+        [mcpPlugin, config({ everything: EVERYTHING })],
+        [permissionsPlugin, { mode: 'ask', allow: [], deny: [] }],
+      ],
     })
     const agent = keel.agent()
     await agent.prompt('try')

@@ -7,13 +7,16 @@ import { bootMcp, EVERYTHING, FAULTY, textOf, type Booted } from './support.ts'
 
 let booted: Booted | undefined
 
-afterEach(async () => { await booted?.stop(); booted = undefined })
+afterEach(async () => {
+  await booted?.stop()
+  booted = undefined
+})
 
 const call = (b: Booted, name: string, args: unknown, signal = new AbortController().signal) =>
   b.ctx.tools.execute({ callId: 'c1', name, arguments: JSON.stringify(args), signal })
 
 describe('server-everything over stdio', () => {
-  test('its tools are offered as mcp__everything__<tool> with the server\'s schema, and calls reach it', async () => {
+  test("its tools are offered as mcp__everything__<tool> with the server's schema, and calls reach it", async () => {
     booted = await bootMcp({ servers: { everything: EVERYTHING } })
     await booted.ctx.mcp.ready(process.cwd())
     const names = booted.ctx.tools.names()
@@ -46,7 +49,10 @@ describe('server-everything over stdio', () => {
     const block = image.content.find((b) => b.type === 'image')
     expect(block?.mediaType).toBe('image/png')
     expect(Buffer.from(block!.data, 'base64').subarray(1, 4).toString()).toBe('PNG')
-    const resource = await call(booted, 'mcp__everything__get-resource-reference', { resourceType: 'Text', resourceId: 1 })
+    const resource = await call(booted, 'mcp__everything__get-resource-reference', {
+      resourceType: 'Text',
+      resourceId: 1,
+    })
     expect(textOf(resource)).toMatch(/\[resource [a-z]+:\/\/\S+\]/)
   })
 
@@ -54,7 +60,12 @@ describe('server-everything over stdio', () => {
     booted = await bootMcp({ servers: { everything: EVERYTHING } })
     await booted.ctx.mcp.ready(process.cwd())
     const controller = new AbortController()
-    const pending = call(booted, 'mcp__everything__trigger-long-running-operation', { duration: 60, steps: 60 }, controller.signal)
+    const pending = call(
+      booted,
+      'mcp__everything__trigger-long-running-operation',
+      { duration: 60, steps: 60 },
+      controller.signal,
+    )
     setTimeout(() => controller.abort(new Error('cancelled')), 200)
     const result = await pending
     expect(result.isError).toBe(true)
@@ -67,7 +78,9 @@ describe('server-everything over stdio', () => {
     await booted.ctx.mcp.ready(process.cwd())
     const result = await call(booted, 'mcp__everything__trigger-long-running-operation', { duration: 30, steps: 3 })
     expect(result.isError).toBe(true)
-    expect(textOf(result)).toContain('mcp server everything: trigger-long-running-operation did not answer within 300 ms')
+    expect(textOf(result)).toContain(
+      'mcp server everything: trigger-long-running-operation did not answer within 300 ms',
+    )
   })
 
   test('disposing the plugin stops the server process and removes its tools', async () => {
@@ -86,11 +99,13 @@ describe('server-everything over stdio', () => {
 
 describe('servers that fail', () => {
   test('a server that cannot start is one warning; the others start; no tools of it are offered', async () => {
-    booted = await bootMcp({ servers: {
-      missing: { command: '/nonexistent/keel-mcp-server' },
-      broken: { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } },
-      faulty: FAULTY,
-    } })
+    booted = await bootMcp({
+      servers: {
+        missing: { command: '/nonexistent/keel-mcp-server' },
+        broken: { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } },
+        faulty: FAULTY,
+      },
+    })
     await booted.ctx.mcp.ready(process.cwd())
     const byName = Object.fromEntries(booted.ctx.mcp.status().map((s) => [s.name, s]))
     expect(byName.missing!.state).toBe('failed')
@@ -98,7 +113,11 @@ describe('servers that fail', () => {
     expect(byName.broken!.error).toContain('missing database url')
     expect(byName.faulty!.state).toBe('ready')
     expect(booted.warnings.filter((w) => w.includes('failed to start'))).toHaveLength(2)
-    expect(booted.ctx.tools.names().filter((name) => name.startsWith('mcp__'))).toEqual(['mcp__faulty__crash', 'mcp__faulty__hang', 'mcp__faulty__grow'])
+    expect(booted.ctx.tools.names().filter((name) => name.startsWith('mcp__'))).toEqual([
+      'mcp__faulty__crash',
+      'mcp__faulty__hang',
+      'mcp__faulty__grow',
+    ])
   })
 
   test('a server that dies mid-call gives a clear error result, a warning, and its tools disappear', async () => {

@@ -16,16 +16,29 @@ export const EVERYTHING = {
 
 export const FAULTY = { command: process.execPath, args: [join(import.meta.dirname, 'fixtures/faulty-server.mjs')] }
 
-export interface Booted { ctx: Context; warnings: string[]; stop(): Promise<void> }
+export interface Booted {
+  ctx: Context
+  warnings: string[]
+  stop(): Promise<void>
+}
 
 /** A context with just the tool registry and the MCP plugin. */
 export async function bootMcp(config: Partial<mcpPlugin.Config>): Promise<Booted> {
   quietCordisLogger()
   const ctx = new Context()
   const warnings: string[] = []
-  ctx.on('mcp/warning', (message) => { warnings.push(message) })
+  ctx.on('mcp/warning', (message) => {
+    warnings.push(message)
+  })
   ctx.plugin(toolsPlugin)
-  ctx.plugin(mcpPlugin, { projectFile: false, startTimeoutMs: 20_000, callTimeoutMs: 20_000, maxResultChars: 25_000, servers: {}, ...config })
+  ctx.plugin(mcpPlugin, {
+    projectFile: false,
+    startTimeoutMs: 20_000,
+    callTimeoutMs: 20_000,
+    maxResultChars: 25_000,
+    servers: {},
+    ...config,
+  })
   await ctx.start()
   await waitFor(() => ctx.get('mcp') && ctx.get('tools'), 'mcp service')
   return { ctx, warnings, stop: () => ctx.stop().catch(() => {}) }

@@ -62,7 +62,10 @@ export function analyzeCommand(command: string): CommandAnalysis {
   try {
     file = sh().NewParser().Parse(command, 'command')
   } catch (error) {
-    const text = typeof (error as ShNode)?.Error === 'function' ? String((error as ShNode).Error()) : String((error as Error)?.message ?? error)
+    const text =
+      typeof (error as ShNode)?.Error === 'function'
+        ? String((error as ShNode).Error())
+        : String((error as Error)?.message ?? error)
     return { ok: false, reason: `the command does not parse: ${text}` }
   }
   const commands: SimpleCommand[] = []
@@ -134,9 +137,18 @@ function statement(stmt: ShNode, out: SimpleCommand[]): void {
 
 function describe(type: string): string {
   const names: Record<string, string> = {
-    IfClause: 'if', WhileClause: 'a while/until loop', ForClause: 'a for loop', CaseClause: 'case', FuncDecl: 'a function',
-    DeclClause: 'declare/export/local', LetClause: 'let', TestClause: '[[ … ]]', ArithmCmd: '(( … ))', TimeClause: 'time',
-    CoprocClause: 'coproc', TestDecl: 'a test declaration',
+    IfClause: 'if',
+    WhileClause: 'a while/until loop',
+    ForClause: 'a for loop',
+    CaseClause: 'case',
+    FuncDecl: 'a function',
+    DeclClause: 'declare/export/local',
+    LetClause: 'let',
+    TestClause: '[[ … ]]',
+    ArithmCmd: '(( … ))',
+    TimeClause: 'time',
+    CoprocClause: 'coproc',
+    TestDecl: 'a test declaration',
   }
   return names[type] ?? type
 }
@@ -170,8 +182,7 @@ export function wordValue(word: ShNode): string | null {
       // An unquoted * ? or [ is a pattern the shell expands to file names: the word is not known until run time.
       if (/(^|[^\\])(\\\\)*[*?[]/.test(raw)) return null
       value += unescapePlain(raw)
-    }
-    else if (type === 'SglQuoted') {
+    } else if (type === 'SglQuoted') {
       if (part.Dollar) return null
       value += String(part.Value)
     } else if (type === 'DblQuoted') {

@@ -4,7 +4,27 @@ import { analyzeCommand } from './command.ts'
 import type { ToolAccess } from './types.ts'
 
 // Tools whose second word names what they do (`npm test`, `git push`): "always" allows that subcommand.
-const SUBCOMMAND_TOOLS = new Set(['npm', 'npx', 'pnpm', 'yarn', 'bun', 'deno', 'git', 'cargo', 'go', 'make', 'docker', 'kubectl', 'pip', 'uv', 'poetry', 'mvn', 'gradle', 'dotnet', 'just'])
+const SUBCOMMAND_TOOLS = new Set([
+  'npm',
+  'npx',
+  'pnpm',
+  'yarn',
+  'bun',
+  'deno',
+  'git',
+  'cargo',
+  'go',
+  'make',
+  'docker',
+  'kubectl',
+  'pip',
+  'uv',
+  'poetry',
+  'mvn',
+  'gradle',
+  'dotnet',
+  'just',
+])
 const RUN_WORDS = new Set(['run', 'exec', 'x'])
 
 function shown(path: string, cwd: string): string {
@@ -14,7 +34,8 @@ function shown(path: string, cwd: string): string {
 
 /** One line: "bash: rm -rf build", "edit src/a.ts". */
 export function summarize(tool: string, access: ToolAccess, cwd: string): string {
-  if (access.command !== undefined) return `${tool}: ${access.command.split('\n')[0]}${access.command.includes('\n') ? ' …' : ''}`
+  if (access.command !== undefined)
+    return `${tool}: ${access.command.split('\n')[0]}${access.command.includes('\n') ? ' …' : ''}`
   if (access.paths?.length) return `${tool} ${access.paths.map((p) => shown(p, cwd)).join(', ')}`
   return tool
 }

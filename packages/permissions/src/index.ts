@@ -39,12 +39,16 @@ export interface Config extends PermissionsConfig {}
 
 export const Config: Schema<Config> = Schema.object({
   mode: Schema.union(PERMISSION_MODES.map((m) => Schema.const(m))).description(
-    'read-only, ask, auto or yolo. Unset: --mode / --yolo, then $KEEL_MODE, then the front door\'s default (ask; auto for keel -p).',
+    "read-only, ask, auto or yolo. Unset: --mode / --yolo, then $KEEL_MODE, then the front door's default (ask; auto for keel -p).",
   ) as Schema<PermissionMode | undefined>,
-  allow: Schema.array(Schema.string()).default([]).description('Rules that let calls run without asking: bash(npm test:*), edit(src/**), mcp__server__*.'),
+  allow: Schema.array(Schema.string())
+    .default([])
+    .description('Rules that let calls run without asking: bash(npm test:*), edit(src/**), mcp__server__*.'),
   deny: Schema.array(Schema.string()).default([]).description('Rules that decline calls; deny beats allow.'),
   sandbox: Schema.object({
-    allowedDomains: Schema.array(Schema.string()).default([]).description('Hosts sandboxed commands may reach (none by default).'),
+    allowedDomains: Schema.array(Schema.string())
+      .default([])
+      .description('Hosts sandboxed commands may reach (none by default).'),
   }).default({ allowedDomains: [] }),
 })
 

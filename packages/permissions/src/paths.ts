@@ -14,7 +14,8 @@ export function realPath(path: string, hops = 0): string {
       // A dangling symlink: follow it by hand, since writing through it creates its target.
       if (hops < 40) {
         try {
-          if (lstatSync(dir).isSymbolicLink()) return realPath(join(resolve(dirname(dir), readlinkSync(dir)), ...missing.reverse()), hops + 1)
+          if (lstatSync(dir).isSymbolicLink())
+            return realPath(join(resolve(dirname(dir), readlinkSync(dir)), ...missing.reverse()), hops + 1)
         } catch {}
       }
       const parent = dirname(dir)

@@ -20,11 +20,17 @@ export interface PolicyInput {
   sandbox: { available: true } | { available: false; reason: string }
 }
 
-const SANDBOX_FOR: Record<PermissionMode, SandboxLevel> = { 'read-only': 'read-only', ask: 'workspace', auto: 'workspace', yolo: 'off' }
+const SANDBOX_FOR: Record<PermissionMode, SandboxLevel> = {
+  'read-only': 'read-only',
+  ask: 'workspace',
+  auto: 'workspace',
+  yolo: 'off',
+}
 
 export function decide(input: PolicyInput): Verdict {
   const { mode, access, tool } = input
-  const analysis: CommandAnalysis | undefined = access.command !== undefined ? analyzeCommand(access.command) : undefined
+  const analysis: CommandAnalysis | undefined =
+    access.command !== undefined ? analyzeCommand(access.command) : undefined
   const commands = analysis?.ok ? analysis.commands : undefined
 
   const both = input.real?.length ? { ...access, paths: [...(access.paths ?? []), ...input.real] } : access
@@ -36,19 +42,35 @@ export function decide(input: PolicyInput): Verdict {
   if (access.kind === 'execute') return decideCommand(input, analysis)
 
   const writes = access.kind === 'write'
-  if (writes && mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: 'denied by read-only mode: nothing may be written' }
+  if (writes && mode === 'read-only')
+    return { outcome: 'deny', scope: 'mode', reason: 'denied by read-only mode: nothing may be written' }
   if (writes && input.outside.length) {
     // No rule lets a mode short of yolo write outside the working directory.
     const where = `${input.outside[0]} is outside the working directory ${input.cwd}`
     // A person who allows this one call allows it outside: the level 'off' lifts the file tools' confinement for it.
-    if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'off', hint: 'only --mode yolo writes outside the working directory' }
-    return { outcome: 'deny', scope: 'mode', reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)` }
+    if (mode === 'ask')
+      return {
+        outcome: 'ask',
+        reason: where,
+        sandbox: 'off',
+        hint: 'only --mode yolo writes outside the working directory',
+      }
+    return {
+      outcome: 'deny',
+      scope: 'mode',
+      reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)`,
+    }
   }
   const allowed = allowRule(input)
   if (allowed) return { outcome: 'allow', scope: 'rule', rule: allowed.text, sandbox: SANDBOX_FOR[mode], log: true }
   if (mode === 'auto') return { outcome: 'allow', scope: 'mode', sandbox: 'workspace', log: true }
-  if (mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: ${tool} may change things` }
-  return { outcome: 'ask', reason: writes ? `${tool} changes files` : `${tool} is not known to be read-only`, sandbox: 'workspace' }
+  if (mode === 'read-only')
+    return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: ${tool} may change things` }
+  return {
+    outcome: 'ask',
+    reason: writes ? `${tool} changes files` : `${tool} is not known to be read-only`,
+    sandbox: 'workspace',
+  }
 }
 
 /** An allow rule covering the whole call: a bare tool rule, or a path rule matching every path. */
@@ -56,7 +78,13 @@ function allowRule(input: PolicyInput): Rule | undefined {
   const { tool, access, cwd } = input
   for (const rule of input.allow) {
     if (matchesWholeTool(rule, tool)) return rule
-    if (rule.kind === 'path' && rule.tool === tool && access.paths?.length && access.paths.every((p) => matchesPath(rule, p, cwd))) return rule
+    if (
+      rule.kind === 'path' &&
+      rule.tool === tool &&
+      access.paths?.length &&
+      access.paths.every((p) => matchesPath(rule, p, cwd))
+    )
+      return rule
   }
   return undefined
 }
@@ -65,7 +93,11 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
   const { mode, tool, access } = input
   const level = SANDBOX_FOR[mode]
   const command = access.command ?? ''
-  const whole = input.allow.find((rule) => matchesWholeTool(rule, tool) || (rule.kind === 'command-text' && rule.tool === tool && rule.command === command.trim()))
+  const whole = input.allow.find(
+    (rule) =>
+      matchesWholeTool(rule, tool) ||
+      (rule.kind === 'command-text' && rule.tool === tool && rule.command === command.trim()),
+  )
   const parts = analysis?.ok ? analysis.commands : undefined
   // Every part must be allowed by a rule, or (in ask mode, sandboxed) be on the read-only list.
   let ruled: Rule | undefined = whole
@@ -81,17 +113,31 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
 
   if (!input.sandbox.available) {
     const why = input.sandbox.reason
-    if (mode === 'read-only') return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: commands run only in the read-only sandbox, which is unavailable (${why})` }
+    if (mode === 'read-only')
+      return {
+        outcome: 'deny',
+        scope: 'mode',
+        reason: `denied by read-only mode: commands run only in the read-only sandbox, which is unavailable (${why})`,
+      }
     // An explicit allow rule is the person's consent to run it; without the sandbox it runs unconfined.
     if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: 'off', log: true }
     if (mode === 'auto') {
-      return { outcome: 'deny', scope: 'mode', reason: `denied by auto mode: the sandbox is unavailable (${why}); install bubblewrap, or run with --mode yolo` }
+      return {
+        outcome: 'deny',
+        scope: 'mode',
+        reason: `denied by auto mode: the sandbox is unavailable (${why}); install bubblewrap, or run with --mode yolo`,
+      }
     }
-    return { outcome: 'ask', reason: `the sandbox is unavailable (${why})`, sandbox: 'off', hint: 'an --allow rule for it, or --mode yolo, lets it run unsandboxed' }
+    return {
+      outcome: 'ask',
+      reason: `the sandbox is unavailable (${why})`,
+      sandbox: 'off',
+      hint: 'an --allow rule for it, or --mode yolo, lets it run unsandboxed',
+    }
   }
   if (mode === 'read-only') return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
   if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: level, log: true }
   if (mode === 'auto' || readOnly) return { outcome: 'allow', scope: 'mode', sandbox: level, log: true }
-  const why = !analysis?.ok ? analysis?.reason ?? 'no command' : 'the command may change things'
+  const why = !analysis?.ok ? (analysis?.reason ?? 'no command') : 'the command may change things'
   return { outcome: 'ask', reason: why, sandbox: level }
 }

@@ -6,7 +6,10 @@ type Check = (args: (string | null)[]) => boolean
 
 const plain: Check = () => true
 /** Every argument must be known text: a file-name pattern could expand to an option such as `-delete`. */
-const literal = (test: (args: string[]) => boolean): Check => (args) => args.every((a) => a !== null) && test(args as string[])
+const literal =
+  (test: (args: string[]) => boolean): Check =>
+  (args) =>
+    args.every((a) => a !== null) && test(args as string[])
 
 const FIND_ACTIONS = /^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/
 const GIT_READS = new Set(['status', 'log', 'diff', 'show', 'blame', 'rev-parse', 'ls-files', 'shortlog', 'describe'])
@@ -14,17 +17,53 @@ const GIT_READS = new Set(['status', 'log', 'diff', 'show', 'blame', 'rev-parse'
 const GIT_WRITES = /^(--output|--ext-diff|--textconv|-c$|--exec|--upload-pack|--config)/
 
 export const READ_ONLY_COMMANDS: Readonly<Record<string, Check>> = {
-  ls: plain, cat: plain, head: plain, tail: plain, wc: plain, pwd: plain, echo: plain, printf: literal((a) => !a.includes('-v')),
-  grep: plain, egrep: plain, fgrep: plain, cut: plain, tr: plain, nl: plain, diff: plain, cmp: plain,
-  basename: plain, dirname: plain, realpath: plain, which: plain, file: plain, stat: plain, du: plain, tree: plain,
-  true: plain, false: plain,
+  ls: plain,
+  cat: plain,
+  head: plain,
+  tail: plain,
+  wc: plain,
+  pwd: plain,
+  echo: plain,
+  printf: literal((a) => !a.includes('-v')),
+  grep: plain,
+  egrep: plain,
+  fgrep: plain,
+  cut: plain,
+  tr: plain,
+  nl: plain,
+  diff: plain,
+  cmp: plain,
+  basename: plain,
+  dirname: plain,
+  realpath: plain,
+  which: plain,
+  file: plain,
+  stat: plain,
+  du: plain,
+  tree: plain,
+  true: plain,
+  false: plain,
   rg: literal((a) => !a.some((x) => /^--pre(=|$)/.test(x))),
   sort: literal((a) => !a.some((x) => /^(-o|--output)/.test(x) || /^-[a-zA-Z]*o/.test(x))),
   find: literal((a) => !a.some((x) => FIND_ACTIONS.test(x))),
   git: literal((a) => GIT_READS.has(a[0] ?? '') && !a.some((x) => GIT_WRITES.test(x))),
 }
 
-const XARGS_VALUE_FLAGS = new Set(['-n', '-L', '-P', '-d', '-I', '-s', '-E', '-a', '--max-args', '--max-lines', '--max-procs', '--delimiter', '--arg-file'])
+const XARGS_VALUE_FLAGS = new Set([
+  '-n',
+  '-L',
+  '-P',
+  '-d',
+  '-I',
+  '-s',
+  '-E',
+  '-a',
+  '--max-args',
+  '--max-lines',
+  '--max-procs',
+  '--delimiter',
+  '--arg-file',
+])
 
 /** True when the simple command only reads: it is on the list, with no option that writes, no output redirection. */
 export function isReadOnly(command: SimpleCommand): boolean {

@@ -28,7 +28,8 @@ export function parseRule(text: string): Rule | string {
     if (spec !== undefined) return `${JSON.stringify(text)}: a name pattern takes no (specifier)`
     return { text: trimmed, tool: tool.slice(0, -1), kind: 'tool-prefix' }
   }
-  if (spec === undefined || spec.trim() === '' || spec.trim() === '*' || spec.trim() === ':*') return { text: trimmed, tool, kind: 'tool' }
+  if (spec === undefined || spec.trim() === '' || spec.trim() === '*' || spec.trim() === ':*')
+    return { text: trimmed, tool, kind: 'tool' }
   if (tool === 'bash') return commandRule(trimmed, tool, spec.trim())
   const glob = spec.trim().replace(/^~(?=\/)/, homedir())
   const absolute = isAbsolute(glob)
@@ -40,7 +41,13 @@ function commandRule(text: string, tool: string, spec: string): Rule | string {
   const body = prefix ? spec.slice(0, -2).trim() : spec
   const parsed = analyzeCommand(body)
   const single = parsed.ok && parsed.commands.length === 1 ? parsed.commands[0]! : undefined
-  if (single && !single.assigns && !single.writes.length && single.words.length && single.words.every((w) => w !== null)) {
+  if (
+    single &&
+    !single.assigns &&
+    !single.writes.length &&
+    single.words.length &&
+    single.words.every((w) => w !== null)
+  ) {
     return { text, tool, kind: 'command', words: single.words as string[], prefix }
   }
   if (prefix) return `${JSON.stringify(text)}: a prefix rule must be plain words, like bash(npm test:*)`
@@ -82,12 +89,18 @@ export function matchesPath(rule: Rule, path: string, cwd: string): boolean {
   if (rule.kind !== 'path') return false
   if (rule.absolute) return rule.match(path)
   const rel = relative(cwd, path)
-  if (!rel || (rel === '..' || rel.startsWith(`..${sep}`)) || isAbsolute(rel)) return false
+  if (!rel || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return false
   return rule.match(sep === '/' ? rel : rel.split(sep).join('/'))
 }
 
 /** The first rule that matches a call, for deny rules: any part of a command, any path, is enough. */
-export function findDeny(rules: readonly Rule[], tool: string, access: ToolAccess, cwd: string, commands?: SimpleCommand[]): Rule | undefined {
+export function findDeny(
+  rules: readonly Rule[],
+  tool: string,
+  access: ToolAccess,
+  cwd: string,
+  commands?: SimpleCommand[],
+): Rule | undefined {
   for (const rule of rules) {
     if (!nameMatches(rule, tool)) continue
     if (rule.kind === 'tool' || rule.kind === 'tool-prefix') return rule

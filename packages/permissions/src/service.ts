@@ -7,7 +7,15 @@ import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
 import { parseRules, type Rule } from './rules.ts'
 import { appendRule } from './settings.ts'
-import type { Asker, Authorization, CallToAuthorize, PermissionAnswer, PermissionAsk, PermissionMode, Verdict } from './types.ts'
+import type {
+  Asker,
+  Authorization,
+  CallToAuthorize,
+  PermissionAnswer,
+  PermissionAsk,
+  PermissionMode,
+  Verdict,
+} from './types.ts'
 
 export interface PermissionsConfig {
   /** The mode from settings; the CLI's flags, `KEEL_MODE` and the front door's default decide when it is unset. */
@@ -49,14 +57,19 @@ export class PermissionService extends Service {
   private readonly noticed = new Set<string>()
   private sandboxStatus: Promise<{ available: true } | { available: false; reason: string }> | undefined
 
-  constructor(ctx: Context, readonly config: PermissionsConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: PermissionsConfig,
+  ) {
     super(ctx, 'permissions', true)
     this.mode = config.mode ?? 'ask'
     this.addRules({ allow: config.allow, deny: config.deny })
     ctx.inject(['invariants'], (ctx) => {
       ctx.invariants.register('permissions', (event, trace) => {
         if (event.type !== 'permission/request' && event.type !== 'permission/decision') return undefined
-        return trace.pendingCalls.has(event.data.callId) ? undefined : `${event.type} names call ${event.data.callId}, which has no open tool/call in this step`
+        return trace.pendingCalls.has(event.data.callId)
+          ? undefined
+          : `${event.type} names call ${event.data.callId}, which has no open tool/call in this step`
       })
     })
     // Nothing may wait on a disposed service: pending asks end as denials.
@@ -115,7 +128,12 @@ export class PermissionService extends Service {
   sandbox(): Promise<{ available: true } | { available: false; reason: string }> {
     const probe = this.ctx.get('sandbox') as SandboxProbe | undefined
     if (!probe) return Promise.resolve({ available: false, reason: 'no sandbox plugin is loaded (@keel/sandbox)' })
-    this.sandboxStatus ??= probe.status().catch((error: unknown) => ({ available: false as const, reason: error instanceof Error ? error.message : String(error) }))
+    this.sandboxStatus ??= probe
+      .status()
+      .catch((error: unknown) => ({
+        available: false as const,
+        reason: error instanceof Error ? error.message : String(error),
+      }))
     return this.sandboxStatus
   }
 
@@ -125,9 +143,23 @@ export class PermissionService extends Service {
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
     if (access.command !== undefined) await loadShellParser()
-    const sandbox = access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
-    if (!sandbox.available) this.notice(`the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`)
-    return decide({ mode: this.mode, allow: this.allowRules, deny: this.denyRules, tool, access, cwd, outside, real, sandbox })
+    const sandbox =
+      access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
+    if (!sandbox.available)
+      this.notice(
+        `the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`,
+      )
+    return decide({
+      mode: this.mode,
+      allow: this.allowRules,
+      deny: this.denyRules,
+      tool,
+      access,
+      cwd,
+      outside,
+      real,
+      sandbox,
+    })
   }
 
   /**
@@ -141,15 +173,28 @@ export class PermissionService extends Service {
     if (!access) return { allowed: true, sandbox: 'off' }
     const verdict = await this.check(tool, access, cwd)
     if (verdict.outcome === 'allow') {
-      if (verdict.log) this.decision(session, { callId, decision: 'allow', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
+      if (verdict.log)
+        this.decision(session, {
+          callId,
+          decision: 'allow',
+          scope: verdict.scope,
+          ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }),
+        })
       return { allowed: true, sandbox: verdict.sandbox }
     }
     if (verdict.outcome === 'deny') {
-      this.decision(session, { callId, decision: 'deny', scope: verdict.scope, ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }) })
+      this.decision(session, {
+        callId,
+        decision: 'deny',
+        scope: verdict.scope,
+        ...(verdict.rule ? { rule: verdict.rule } : { mode: this.mode }),
+      })
       return { allowed: false, message: declined(tool, verdict.reason) }
     }
     const ask: PermissionAsk = {
-      sessionId: session.id, callId, tool,
+      sessionId: session.id,
+      callId,
+      tool,
       summary: summarize(tool, access, cwd),
       detail: detailOf(access, this.ctx.tools.parse(tool, call.arguments)),
       suggestedRule: suggestRule(tool, access, cwd),
@@ -161,22 +206,36 @@ export class PermissionService extends Service {
     if (!asker) {
       this.decision(session, { callId, decision: 'deny', scope: 'mode', mode: this.mode })
       const hint = verdict.hint ?? `--allow '${ask.suggestedRule}' or --mode auto lets it run`
-      return { allowed: false, message: declined(tool, `${this.mode} mode asks a person first (${verdict.reason}) and there is no one to ask here; ${hint}`) }
+      return {
+        allowed: false,
+        message: declined(
+          tool,
+          `${this.mode} mode asks a person first (${verdict.reason}) and there is no one to ask here; ${hint}`,
+        ),
+      }
     }
     let answer: PermissionAnswer
     try {
       answer = await this.ask(asker, ask, call.signal)
     } catch (error) {
-      if (call.signal.aborted) return { allowed: false, message: 'Error: the turn was cancelled while waiting for permission.' }
+      if (call.signal.aborted)
+        return { allowed: false, message: 'Error: the turn was cancelled while waiting for permission.' }
       this.decision(session, { callId, decision: 'deny', scope: 'once' })
-      return { allowed: false, message: declined(tool, `the question could not be answered (${(error as Error).message})`) }
+      return {
+        allowed: false,
+        message: declined(tool, `the question could not be answered (${(error as Error).message})`),
+      }
     }
     let file: string | undefined
     let saveProblem: string | undefined
     if (answer.scope === 'always') {
       try {
         file = appendRule(cwd, answer.decision, ask.suggestedRule)
-        this.addRules(answer.decision === 'allow' ? { allow: [ask.suggestedRule], deny: [] } : { allow: [], deny: [ask.suggestedRule] })
+        this.addRules(
+          answer.decision === 'allow'
+            ? { allow: [ask.suggestedRule], deny: [] }
+            : { allow: [], deny: [ask.suggestedRule] },
+        )
       } catch (error) {
         saveProblem = (error as Error).message
         this.notice(saveProblem)
@@ -208,7 +267,10 @@ export class PermissionService extends Service {
       this.ctx.emit('permission/ask', ask)
       Promise.resolve()
         .then(() => asker(ask, controller.signal))
-        .then((answer) => settle(isAnswer(answer) ? answer : new Error('the front door gave no answer')), (error: unknown) => settle(error instanceof Error ? error : new Error(String(error))))
+        .then(
+          (answer) => settle(isAnswer(answer) ? answer : new Error('the front door gave no answer')),
+          (error: unknown) => settle(error instanceof Error ? error : new Error(String(error))),
+        )
     })
   }
 
@@ -242,8 +304,13 @@ function detailOf(access: ToolAccess, parsed: { args: unknown } | { error: strin
   const args = parsed.args as Record<string, unknown>
   let text: string | undefined
   if (typeof args.old_string === 'string' && typeof args.new_string === 'string') {
-    text = [...args.old_string.split('\n').map((l) => `- ${l}`), ...args.new_string.split('\n').map((l) => `+ ${l}`)].join('\n')
+    text = [
+      ...args.old_string.split('\n').map((l) => `- ${l}`),
+      ...args.new_string.split('\n').map((l) => `+ ${l}`),
+    ].join('\n')
   } else if (typeof args.content === 'string') text = args.content
   else text = JSON.stringify(args, null, 2)
-  return text.length > DETAIL_LIMIT ? `${text.slice(0, DETAIL_LIMIT)}\n… ${text.length - DETAIL_LIMIT} more characters` : text
+  return text.length > DETAIL_LIMIT
+    ? `${text.slice(0, DETAIL_LIMIT)}\n… ${text.length - DETAIL_LIMIT} more characters`
+    : text
 }

@@ -22,7 +22,8 @@ export function appendRule(cwd: string, list: 'allow' | 'deny', rule: string): s
     } catch (error) {
       throw new Error(`${path} is not valid JSON (${(error as Error).message}); the rule was not saved`)
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`${path} does not hold a JSON object; the rule was not saved`)
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new Error(`${path} does not hold a JSON object; the rule was not saved`)
     settings = parsed as Record<string, unknown>
   }
   const permissions = settings.permissions
@@ -31,7 +32,8 @@ export function appendRule(cwd: string, list: 'allow' | 'deny', rule: string): s
   }
   const perms = (permissions ?? {}) as Record<string, unknown>
   const existing = perms[list]
-  if (existing !== undefined && !Array.isArray(existing)) throw new Error(`${path}: "permissions.${list}" is not a list; the rule was not saved`)
+  if (existing !== undefined && !Array.isArray(existing))
+    throw new Error(`${path}: "permissions.${list}" is not a list; the rule was not saved`)
   const rules = (existing ?? []) as unknown[]
   if (!rules.includes(rule)) {
     settings.permissions = { ...perms, [list]: [...rules, rule] }

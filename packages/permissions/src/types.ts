@@ -46,9 +46,7 @@ export type Verdict =
   | { outcome: 'ask'; reason: string; sandbox: SandboxLevel; hint?: string }
 
 /** What the agent loop gets back: run the call (at this sandbox level), or use `result` as its tool result. */
-export type Authorization =
-  | { allowed: true; sandbox: SandboxLevel }
-  | { allowed: false; message: string }
+export type Authorization = { allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }
 
 export interface CallToAuthorize {
   session: import('@keel/session').Session
@@ -66,7 +64,6 @@ export interface PermissionRules {
   deny: string[]
 }
 
-
 declare module '@keel/session' {
   interface SessionEventMap {
     /** Between a call's `tool/call` and its `tool/result`: the person was asked about the call. */
@@ -77,6 +74,14 @@ declare module '@keel/session' {
      * that decided, or the one "always" saved, `file` the settings file it was saved to, and `mode` the mode
      * when the mode decided. `interrupted`: written by crash repair for a request no one answered (a denial).
      */
-    'permission/decision': { callId: string; decision: 'allow' | 'deny'; scope: DecisionScope; rule?: string; file?: string; mode?: PermissionMode; interrupted?: boolean }
+    'permission/decision': {
+      callId: string
+      decision: 'allow' | 'deny'
+      scope: DecisionScope
+      rule?: string
+      file?: string
+      mode?: PermissionMode
+      interrupted?: boolean
+    }
   }
 }

@@ -16,10 +16,13 @@ describe('@keel/permissions as a plugin', () => {
 
   test('loads through the real Loader from a composition file, with mode and rules from its config', async () => {
     const composition = join(fixture.dir(), 'keel.yml')
-    writeFileSync(composition, [
-      "- id: tools\n  name: '@keel/tools'",
-      "- id: permissions\n  name: '@keel/permissions'\n  config:\n    mode: read-only\n    allow: ['bash(npm test:*)', 'not a rule(']\n    deny: ['bash(rm:*)']",
-    ].join('\n') + '\n')
+    writeFileSync(
+      composition,
+      [
+        "- id: tools\n  name: '@keel/tools'",
+        "- id: permissions\n  name: '@keel/permissions'\n  config:\n    mode: read-only\n    allow: ['bash(npm test:*)', 'not a rule(']\n    deny: ['bash(rm:*)']",
+      ].join('\n') + '\n',
+    )
     const ctx = await fixture.boot({ composition, require: ['tools', 'permissions'] })
     const service = ctx.get('permissions')!
     expect(service.mode).toBe('read-only')
@@ -29,7 +32,10 @@ describe('@keel/permissions as a plugin', () => {
 
   test('a mode that is not one of the four fails the start with a line naming it', async () => {
     const composition = join(fixture.dir(), 'bad.yml')
-    writeFileSync(composition, "- id: tools\n  name: '@keel/tools'\n- id: permissions\n  name: '@keel/permissions'\n  config:\n    mode: careless\n")
+    writeFileSync(
+      composition,
+      "- id: tools\n  name: '@keel/tools'\n- id: permissions\n  name: '@keel/permissions'\n  config:\n    mode: careless\n",
+    )
     await expect(fixture.boot({ composition, require: ['tools', 'permissions'] })).rejects.toThrow(/careless|mode/)
   })
 

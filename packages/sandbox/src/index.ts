@@ -31,7 +31,8 @@ export interface WrappedCommand {
 
 type Runtime = typeof import('@anthropic-ai/sandbox-runtime')['SandboxManager']
 
-const HOW_TO_FIX = 'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
+const HOW_TO_FIX =
+  'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
 
 /**
  * `ctx.sandbox`: runs a command under @anthropic-ai/sandbox-runtime (bubblewrap and socat on Linux, Seatbelt on
@@ -42,7 +43,10 @@ export class SandboxService extends Service {
   private probed: Promise<SandboxStatus> | undefined
   private runtime: Promise<Runtime> | undefined
 
-  constructor(ctx: Context, readonly config: Config) {
+  constructor(
+    ctx: Context,
+    readonly config: Config,
+  ) {
     super(ctx, 'sandbox', true)
     ctx.on('dispose', async () => {
       const runtime = this.runtime
@@ -62,7 +66,7 @@ export class SandboxService extends Service {
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
     const runtime = await this.started()
     const workspace = options.level === 'workspace'
-    const domains = workspace ? options.allowedDomains ?? this.config.allowedDomains : []
+    const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
     const custom: Partial<SandboxRuntimeConfig> = {
       filesystem: { denyRead: [], allowWrite: workspace ? [options.cwd, tmpdir()] : [], denyWrite: [] },
       network: { allowedDomains: [], deniedDomains: [] },
@@ -98,14 +102,18 @@ export class SandboxService extends Service {
       })
       return SandboxManager
     })()
-    this.runtime.catch(() => { this.runtime = undefined })
+    this.runtime.catch(() => {
+      this.runtime = undefined
+    })
     return this.runtime
   }
 }
 
 function which(bin: string): Promise<string | undefined> {
   if (process.platform !== 'linux') return Promise.resolve(undefined)
-  return new Promise((done) => execFile('which', [bin], (error, stdout) => done(error ? undefined : String(stdout).trim() || undefined)))
+  return new Promise((done) =>
+    execFile('which', [bin], (error, stdout) => done(error ? undefined : String(stdout).trim() || undefined)),
+  )
 }
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
@@ -117,11 +125,32 @@ async function probe(): Promise<SandboxStatus> {
     if (check.errors.length) return { available: false, reason: `${check.errors.join('; ')}: ${HOW_TO_FIX}` }
     if (process.platform === 'linux') {
       const failure = await new Promise<string | undefined>((done) => {
-        execFile('bwrap', ['--ro-bind', '/', '/', '--unshare-user', '--unshare-net', '--unshare-pid', '--dev', '/dev', '--proc', '/proc', 'true'], { timeout: 10_000 }, (error, _out, stderr) => {
-          done(error ? (String(stderr).trim().split('\n')[0] || error.message) : undefined)
-        })
+        execFile(
+          'bwrap',
+          [
+            '--ro-bind',
+            '/',
+            '/',
+            '--unshare-user',
+            '--unshare-net',
+            '--unshare-pid',
+            '--dev',
+            '/dev',
+            '--proc',
+            '/proc',
+            'true',
+          ],
+          { timeout: 10_000 },
+          (error, _out, stderr) => {
+            done(error ? String(stderr).trim().split('\n')[0] || error.message : undefined)
+          },
+        )
       })
-      if (failure) return { available: false, reason: `bubblewrap cannot create namespaces here (${failure}); allow unprivileged user namespaces or run with --mode yolo` }
+      if (failure)
+        return {
+          available: false,
+          reason: `bubblewrap cannot create namespaces here (${failure}); allow unprivileged user namespaces or run with --mode yolo`,
+        }
     }
     return { available: true }
   } catch (error) {
@@ -137,7 +166,11 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  allowedDomains: Schema.array(Schema.string()).default([]).description('Hosts a command in the workspace sandbox may reach (e.g. registry.npmjs.org, *.github.com); none by default.'),
+  allowedDomains: Schema.array(Schema.string())
+    .default([])
+    .description(
+      'Hosts a command in the workspace sandbox may reach (e.g. registry.npmjs.org, *.github.com); none by default.',
+    ),
 })
 
 export function apply(ctx: Context, config: Config): void {

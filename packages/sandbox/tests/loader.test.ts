@@ -17,7 +17,10 @@ describe('@keel/sandbox as a plugin', () => {
     const previous = process.env.KEEL_HOME
     process.env.KEEL_HOME = join(dir, 'home')
     const composition = join(dir, 'keel.yml')
-    writeFileSync(composition, "- id: sandbox\n  name: '@keel/sandbox'\n  config:\n    allowedDomains: [registry.npmjs.org]\n")
+    writeFileSync(
+      composition,
+      "- id: sandbox\n  name: '@keel/sandbox'\n  config:\n    allowedDomains: [registry.npmjs.org]\n",
+    )
     const ctx = await boot({ composition, require: ['sandbox'] })
     try {
       expect(ctx.get('sandbox')!.config.allowedDomains).toEqual(['registry.npmjs.org'])

@@ -32,7 +32,10 @@ beforeAll(async () => {
   service = ctx.get('sandbox')!
   status = await service.status()
   if (!status.available && !IN_CI) process.stderr.write(`skipping the real-sandbox tests: ${status.reason}\n`)
-  server = createServer((socket) => { connections++; socket.destroy() })
+  server = createServer((socket) => {
+    connections++
+    socket.destroy()
+  })
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   port = (server.address() as { port: number }).port
 })
@@ -50,7 +53,16 @@ async function sandboxed(command: string, level: 'workspace' | 'read-only') {
   const wrapped = await service.wrap(command, { cwd, level })
   let text = ''
   try {
-    const outcome = await runCommand({ file: wrapped.file, args: wrapped.args, cwd, timeoutMs: 60_000, signal: new AbortController().signal, onText: (t) => { text += t } })
+    const outcome = await runCommand({
+      file: wrapped.file,
+      args: wrapped.args,
+      cwd,
+      timeoutMs: 60_000,
+      signal: new AbortController().signal,
+      onText: (t) => {
+        text += t
+      },
+    })
     return { outcome, text }
   } finally {
     await wrapped.dispose()
@@ -97,7 +109,10 @@ describe('the sandbox service', () => {
 
   test('read-only: a write into the cwd fails, and so does one into the temp dir', async ({ skip }) => {
     skip(!runs(), unavailable())
-    const { text } = await sandboxed('echo a > ro.txt && echo wrote-cwd; echo b > /tmp/keel-ro-probe-$$ && echo wrote-tmp', 'read-only')
+    const { text } = await sandboxed(
+      'echo a > ro.txt && echo wrote-cwd; echo b > /tmp/keel-ro-probe-$$ && echo wrote-tmp',
+      'read-only',
+    )
     expect(text).not.toContain('wrote-cwd')
     expect(text).not.toContain('wrote-tmp')
     expect(existsSync(join(cwd, 'ro.txt'))).toBe(false)
@@ -113,13 +128,26 @@ describe('the sandbox service', () => {
 
 describe('bash through the sandbox', () => {
   let keel: Keel | undefined
-  afterAll(async () => { await keel?.dispose() })
+  afterAll(async () => {
+    await keel?.dispose()
+  })
 
-  async function bash(command: string, sandbox: 'workspace' | 'read-only' | 'off' | undefined, plugins: [unknown, unknown?][] = [[sandboxPlugin]]) {
+  async function bash(
+    command: string,
+    sandbox: 'workspace' | 'read-only' | 'off' | undefined,
+    plugins: [unknown, unknown?][] = [[sandboxPlugin]],
+  ) {
     keel ??= await makeKeel({ plugins })
     await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
     const agent = keel.agent({ persist: false })
-    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command }), agent, signal: new AbortController().signal, sandbox })
+    const result = await keel.ctx.tools.execute({
+      callId: 'c',
+      name: 'bash',
+      arguments: JSON.stringify({ command }),
+      agent,
+      signal: new AbortController().signal,
+      sandbox,
+    })
     return { ...result, text: textOfContent(result.content), cwd: keel.cwd }
   }
 
@@ -140,19 +168,32 @@ describe('bash through the sandbox', () => {
 
 describe('a sandbox that cannot start never means an unsandboxed run', () => {
   let keel: Keel | undefined
-  afterAll(async () => { await keel?.dispose() })
+  afterAll(async () => {
+    await keel?.dispose()
+  })
 
   class BrokenSandbox extends SandboxService {
-    override status(): Promise<SandboxStatus> { return Promise.resolve({ available: false, reason: 'bubblewrap (bwrap) not installed' }) }
+    override status(): Promise<SandboxStatus> {
+      return Promise.resolve({ available: false, reason: 'bubblewrap (bwrap) not installed' })
+    }
   }
 
   test('a failed wrap is an isError result and the command does not run', async () => {
     keel = await makeKeel({ plugins: [[BrokenSandbox, { allowedDomains: [] }]] })
     await waitFor(() => keel!.ctx.get('sandbox'), 'the sandbox service')
     const agent = keel.agent({ persist: false })
-    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command: 'touch ran' }), agent, signal: new AbortController().signal, sandbox: 'workspace' })
+    const result = await keel.ctx.tools.execute({
+      callId: 'c',
+      name: 'bash',
+      arguments: JSON.stringify({ command: 'touch ran' }),
+      agent,
+      signal: new AbortController().signal,
+      sandbox: 'workspace',
+    })
     expect(result.isError).toBe(true)
-    expect(textOfContent(result.content)).toBe('Error: could not start the workspace sandbox: the sandbox is unavailable: bubblewrap (bwrap) not installed; the command was not run')
+    expect(textOfContent(result.content)).toBe(
+      'Error: could not start the workspace sandbox: the sandbox is unavailable: bubblewrap (bwrap) not installed; the command was not run',
+    )
     expect(existsSync(join(keel.cwd, 'ran'))).toBe(false)
   })
 
@@ -160,9 +201,18 @@ describe('a sandbox that cannot start never means an unsandboxed run', () => {
     const bare = await makeKeel()
     try {
       const agent = bare.agent({ persist: false })
-      const result = await bare.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command: 'touch ran' }), agent, signal: new AbortController().signal, sandbox: 'read-only' })
+      const result = await bare.ctx.tools.execute({
+        callId: 'c',
+        name: 'bash',
+        arguments: JSON.stringify({ command: 'touch ran' }),
+        agent,
+        signal: new AbortController().signal,
+        sandbox: 'read-only',
+      })
       expect(result.isError).toBe(true)
-      expect(textOfContent(result.content)).toMatch(/must run in the read-only sandbox, but the sandbox plugin \(@keel\/sandbox\) is not loaded; the command was not run$/)
+      expect(textOfContent(result.content)).toMatch(
+        /must run in the read-only sandbox, but the sandbox plugin \(@keel\/sandbox\) is not loaded; the command was not run$/,
+      )
       expect(existsSync(join(bare.cwd, 'ran'))).toBe(false)
     } finally {
       await bare.dispose()
@@ -172,7 +222,9 @@ describe('a sandbox that cannot start never means an unsandboxed run', () => {
 
 describe('what a sandboxed command leaves behind', () => {
   let keel: Keel | undefined
-  afterAll(async () => { await keel?.dispose() })
+  afterAll(async () => {
+    await keel?.dispose()
+  })
 
   test('dies with the sandbox, even after setsid; the call returns when the shell exits', async ({ skip }) => {
     skip(!runs(), unavailable())
@@ -182,11 +234,25 @@ describe('what a sandboxed command leaves behind', () => {
     // A name no other test uses, so the check below can look for it across the whole machine.
     const marker = `keel-sandbox-leftover-${process.pid}`
     const command = `setsid bash -c 'exec -a ${marker} sleep 300' & sleep 300 & echo started`
-    const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify({ command }), agent, signal: new AbortController().signal, sandbox: 'workspace' })
-    expect(textOfContent(result.content)).toMatch(/^started\n\[exit code 0 · [\d.]+ s\]$/)
-    const still = () => readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).some((pid) => {
-      try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(marker) } catch { return false }
+    const result = await keel.ctx.tools.execute({
+      callId: 'c',
+      name: 'bash',
+      arguments: JSON.stringify({ command }),
+      agent,
+      signal: new AbortController().signal,
+      sandbox: 'workspace',
     })
+    expect(textOfContent(result.content)).toMatch(/^started\n\[exit code 0 · [\d.]+ s\]$/)
+    const still = () =>
+      readdirSync('/proc')
+        .filter((pid) => /^\d+$/.test(pid))
+        .some((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(marker)
+          } catch {
+            return false
+          }
+        })
     await waitFor(() => !still(), 'the sandboxed sleeper to be gone')
   })
 })

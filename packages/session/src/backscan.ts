@@ -64,7 +64,11 @@ export function backscan<T>(path: string, visit: (event: SessionEvent) => T | un
 
 function visitLine<T>(line: string, visit: (event: SessionEvent) => T | undefined): T | undefined {
   let parsed: SessionEvent
-  try { parsed = JSON.parse(line) } catch { return undefined }
+  try {
+    parsed = JSON.parse(line)
+  } catch {
+    return undefined
+  }
   if (parsed === null || typeof parsed !== 'object' || typeof parsed.type !== 'string') return undefined
   return visit(parsed)
 }

@@ -16,23 +16,39 @@ export interface LoadedSessionFile {
 
 /** Why a parsed first line is not a usable header, or undefined. Every field is checked, so a bad one never surfaces later as a TypeError. */
 export function headerProblem(value: unknown): string | undefined {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return 'the first line is not a session header (not a JSON object)'
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    return 'the first line is not a session header (not a JSON object)'
   const header = value as Record<string, unknown>
   if (header.type !== 'session') return 'the first line is not a Keel session header (type is not "session")'
-  if (typeof header.version !== 'number' || !Number.isInteger(header.version) || header.version < 1) return 'the header has no valid format version'
-  if (header.version > SESSION_FORMAT_VERSION) return `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`
+  if (typeof header.version !== 'number' || !Number.isInteger(header.version) || header.version < 1)
+    return 'the header has no valid format version'
+  if (header.version > SESSION_FORMAT_VERSION)
+    return `written in session format ${header.version}; this Keel reads up to format ${SESSION_FORMAT_VERSION}`
   if (!isSessionId(header.id)) return 'the header has no valid session id'
-  if (typeof header.createdAt !== 'number' || !Number.isFinite(header.createdAt)) return 'the header has no valid createdAt time'
+  if (typeof header.createdAt !== 'number' || !Number.isFinite(header.createdAt))
+    return 'the header has no valid createdAt time'
   if (typeof header.cwd !== 'string' || !isAbsolute(header.cwd)) return 'the header has no valid cwd (an absolute path)'
   if (header.parent !== undefined) {
     const parent = header.parent as Record<string, unknown> | null
-    if (!parent || typeof parent !== 'object' || !isSessionId(parent.sessionId) || typeof parent.callId !== 'string' || !parent.callId) {
+    if (
+      !parent ||
+      typeof parent !== 'object' ||
+      !isSessionId(parent.sessionId) ||
+      typeof parent.callId !== 'string' ||
+      !parent.callId
+    ) {
       return 'the header has an invalid parent (needs a sessionId and a callId)'
     }
   }
   if (header.forkedFrom !== undefined) {
     const origin = header.forkedFrom as Record<string, unknown> | null
-    if (!origin || typeof origin !== 'object' || !isSessionId(origin.sessionId) || !Number.isInteger(origin.seq) || (origin.seq as number) < 0) {
+    if (
+      !origin ||
+      typeof origin !== 'object' ||
+      !isSessionId(origin.sessionId) ||
+      !Number.isInteger(origin.seq) ||
+      (origin.seq as number) < 0
+    ) {
       return 'the header has an invalid forkedFrom (needs a sessionId and a seq)'
     }
   }
@@ -93,11 +109,16 @@ export function parseSessionFile(path: string, buffer: Buffer): LoadedSessionFil
     if (event === undefined || isJunk(lines[i]!)) {
       // A bad line followed only by junk is what a cut-short or failed write leaves: a torn tail. Anywhere else it is
       // damage inside the log.
-      if (lines.slice(i + 1, last).every(isJunk)) return { header, events, validBytes: lineStart(buffer, i), tornLine: i + 1 }
+      if (lines.slice(i + 1, last).every(isJunk))
+        return { header, events, validBytes: lineStart(buffer, i), tornLine: i + 1 }
       throw new SessionFileError(path, i + 1, 'line is not JSON (damage inside the log, not a torn tail)')
     }
     if (typeof event?.type !== 'string' || event.seq !== events.length) {
-      throw new SessionFileError(path, i + 1, `expected event seq ${events.length}, found ${JSON.stringify(event?.seq)}`)
+      throw new SessionFileError(
+        path,
+        i + 1,
+        `expected event seq ${events.length}, found ${JSON.stringify(event?.seq)}`,
+      )
     }
     events.push(event)
   }
@@ -128,7 +149,11 @@ export const sessionFileIo = {
 /** An append that did not reach the file. Nothing of it stays in the file (or, if even the cut-back failed, the writer refuses further writes and load drops the torn tail). */
 export class SessionWriteError extends Error {
   readonly code: string | undefined
-  constructor(readonly path: string, type: string, readonly cause: unknown) {
+  constructor(
+    readonly path: string,
+    type: string,
+    readonly cause: unknown,
+  ) {
     super(`could not write ${type} to the session log ${path}: ${errnoText(cause)}`)
     this.name = 'SessionWriteError'
     this.code = (cause as NodeJS.ErrnoException)?.code
@@ -146,7 +171,11 @@ export class SessionWriter {
   private size: number
   private broken: Error | undefined
 
-  private constructor(readonly path: string, fd: number, size: number) {
+  private constructor(
+    readonly path: string,
+    fd: number,
+    size: number,
+  ) {
     this.fd = fd
     this.size = size
   }
@@ -169,7 +198,9 @@ export class SessionWriter {
       return new SessionWriter(path, fd, bytes.length)
     } catch (error) {
       closeSync(fd)
-      try { unlinkSync(path) } catch {} // ours (O_EXCL): a file with a torn header would only be refused later
+      try {
+        unlinkSync(path)
+      } catch {} // ours (O_EXCL): a file with a torn header would only be refused later
       throw new SessionWriteError(path, 'the header', error)
     }
   }
@@ -192,7 +223,8 @@ export class SessionWriter {
 
   write(event: SessionEvent): void {
     if (this.fd === undefined) throw new Error(`session file ${this.path} is closed`)
-    if (this.broken) throw new Error(`session file ${this.path} is not writable after an earlier failure: ${this.broken.message}`)
+    if (this.broken)
+      throw new Error(`session file ${this.path} is not writable after an earlier failure: ${this.broken.message}`)
     const bytes = Buffer.from(JSON.stringify(event) + '\n')
     try {
       writeAll(this.fd, bytes, this.size)
@@ -215,7 +247,9 @@ export class SessionWriter {
 
   close(): void {
     if (this.fd === undefined) return
-    try { sessionFileIo.fsync(this.fd) } catch {}
+    try {
+      sessionFileIo.fsync(this.fd)
+    } catch {}
     closeSync(this.fd)
     this.fd = undefined
   }
@@ -224,7 +258,8 @@ export class SessionWriter {
 /** Writes all of `bytes` at `position`. */
 function writeAll(fd: number, bytes: Buffer, position: number): void {
   let offset = 0
-  while (offset < bytes.length) offset += sessionFileIo.write(fd, bytes, offset, bytes.length - offset, position + offset)
+  while (offset < bytes.length)
+    offset += sessionFileIo.write(fd, bytes, offset, bytes.length - offset, position + offset)
 }
 
 /** Makes a new file's directory entry durable too (a no-op where directories cannot be opened). */

@@ -33,7 +33,11 @@ function newTrace(): Trace {
  * The core rules. Returns a problem, or undefined; `advance` then moves the trace. `betweenTurns` names the package
  * events that may stand outside a turn (a rewind is recorded when no turn runs).
  */
-export function coreProblem(event: SessionEvent, t: Readonly<Trace>, betweenTurns: ReadonlySet<string> = NONE): string | undefined {
+export function coreProblem(
+  event: SessionEvent,
+  t: Readonly<Trace>,
+  betweenTurns: ReadonlySet<string> = NONE,
+): string | undefined {
   if (event.seq !== t.nextSeq) return `seq ${event.seq} is not contiguous (expected ${t.nextSeq})`
   const surface = SURFACE_EVENT_TYPES.has(event.type)
   if (!surface && ('surfaceOp' in event || 'sourceEventSeqs' in event)) return 'surface metadata on a non-surface event'
@@ -55,20 +59,28 @@ export function coreProblem(event: SessionEvent, t: Readonly<Trace>, betweenTurn
       return
     case 'step/end':
     case 'assistant/message':
-      if (t.openTurn !== named.turn || t.openStep !== named.step) return `names turn ${named.turn} step ${named.step}, which is not the open step`
+      if (t.openTurn !== named.turn || t.openStep !== named.step)
+        return `names turn ${named.turn} step ${named.step}, which is not the open step`
       return
     case 'tool/call':
-      if (t.openTurn !== event.data.turn || t.openStep !== event.data.step) return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
-      if (t.pendingCalls.has(event.data.callId)) return `call ${event.data.callId} is already waiting for its result in this step`
+      if (t.openTurn !== event.data.turn || t.openStep !== event.data.step)
+        return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
+      if (t.pendingCalls.has(event.data.callId))
+        return `call ${event.data.callId} is already waiting for its result in this step`
       return
     case 'tool/result':
-      if (t.openTurn !== event.data.turn || t.openStep !== event.data.step) return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
+      if (t.openTurn !== event.data.turn || t.openStep !== event.data.step)
+        return `names turn ${event.data.turn} step ${event.data.step}, which is not the open step`
       if (!t.pendingCalls.has(event.data.callId)) return `result for ${event.data.callId} has no tool/call in this step`
       return
     case 'user/message':
       return
     default:
-      if (!CORE_EVENT_TYPES.has((event as SessionEvent).type) && t.openTurn === undefined && !betweenTurns.has((event as SessionEvent).type)) {
+      if (
+        !CORE_EVENT_TYPES.has((event as SessionEvent).type) &&
+        t.openTurn === undefined &&
+        !betweenTurns.has((event as SessionEvent).type)
+      ) {
         return 'a non-core event outside an open turn'
       }
       return
@@ -78,12 +90,29 @@ export function coreProblem(event: SessionEvent, t: Readonly<Trace>, betweenTurn
 function advance(t: Trace, event: SessionEvent): void {
   t.nextSeq = event.seq + 1
   switch (event.type) {
-    case 'turn/start': t.openTurn = event.data.turn; t.lastTurn = event.data.turn; t.lastStep = 0; break
-    case 'turn/end': t.openTurn = undefined; t.pendingCalls.clear(); break
-    case 'step/start': t.openStep = event.data.step; t.lastStep = event.data.step; t.pendingCalls.clear(); break
-    case 'step/end': t.openStep = undefined; break
-    case 'tool/call': t.pendingCalls.add(event.data.callId); break
-    case 'tool/result': t.pendingCalls.delete(event.data.callId); break
+    case 'turn/start':
+      t.openTurn = event.data.turn
+      t.lastTurn = event.data.turn
+      t.lastStep = 0
+      break
+    case 'turn/end':
+      t.openTurn = undefined
+      t.pendingCalls.clear()
+      break
+    case 'step/start':
+      t.openStep = event.data.step
+      t.lastStep = event.data.step
+      t.pendingCalls.clear()
+      break
+    case 'step/end':
+      t.openStep = undefined
+      break
+    case 'tool/call':
+      t.pendingCalls.add(event.data.callId)
+      break
+    case 'tool/result':
+      t.pendingCalls.delete(event.data.callId)
+      break
   }
 }
 
@@ -154,7 +183,9 @@ export class Invariants extends Service {
   private replay(session: Session, checks: InvariantCheck[], core: boolean): void {
     const trace = newTrace()
     for (const event of session.events) {
-      const problem = (core ? coreProblem(event, trace, this.betweenTurns) : undefined) ?? checks.map((check) => check(event, trace)).find(Boolean)
+      const problem =
+        (core ? coreProblem(event, trace, this.betweenTurns) : undefined) ??
+        checks.map((check) => check(event, trace)).find(Boolean)
       if (problem) throw new InvariantError(session.id, event, problem)
       advance(trace, event)
     }

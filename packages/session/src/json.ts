@@ -50,7 +50,8 @@ function copy(value: unknown, path: string, seen: Set<object>): unknown {
     for (const key of Object.keys(object)) {
       const item = copy((object as Record<string, unknown>)[key], `${path}.${key}`, seen)
       // An own `__proto__` key (JSON.parse makes those) must stay data; plain assignment would set the prototype.
-      if (key === '__proto__') Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true })
+      if (key === '__proto__')
+        Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true })
       else result[key] = item
     }
     out = Object.freeze(result)

@@ -1,4 +1,15 @@
-import { closeSync, constants, fstatSync, linkSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  linkSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { ensureDirectory, errnoText, SessionFileError } from './regular.ts'
 
@@ -15,8 +26,13 @@ export interface LockHolder {
 
 export class SessionLockedError extends Error {
   readonly pid: number
-  constructor(readonly path: string, readonly holder: LockHolder) {
-    const since = holder.since ? `, since ${new Date(holder.since).toISOString().replace('T', ' ').slice(0, 19)} UTC` : ''
+  constructor(
+    readonly path: string,
+    readonly holder: LockHolder,
+  ) {
+    const since = holder.since
+      ? `, since ${new Date(holder.since).toISOString().replace('T', ' ').slice(0, 19)} UTC`
+      : ''
     super(`session is open in another process (pid ${holder.pid}${since}); lock file ${path}`)
     this.name = 'SessionLockedError'
     this.pid = holder.pid
@@ -53,7 +69,12 @@ function bootId(): string | undefined {
 function selfHolder(): LockHolder {
   const stat = procStat(process.pid)
   const boot = bootId()
-  return { pid: process.pid, ...(stat ? { startTime: stat.startTime } : {}), ...(boot ? { bootId: boot } : {}), since: Date.now() }
+  return {
+    pid: process.pid,
+    ...(stat ? { startTime: stat.startTime } : {}),
+    ...(boot ? { bootId: boot } : {}),
+    since: Date.now(),
+  }
 }
 
 /**
@@ -141,7 +162,10 @@ function sweepDrafts(path: string): void {
   for (const entry of names) {
     const match = DRAFT.exec(entry)
     if (!match || match[1] !== name || Number(match[2]) === process.pid) continue
-    if (!holderAlive({ pid: Number(match[2]) })) try { unlinkSync(join(dirname(path), entry)) } catch {}
+    if (!holderAlive({ pid: Number(match[2]) }))
+      try {
+        unlinkSync(join(dirname(path), entry))
+      } catch {}
   }
 }
 
@@ -154,7 +178,9 @@ function writeDraft(draft: string, content: string): void {
     while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset)
   } catch (error) {
     closeSync(fd)
-    try { unlinkSync(draft) } catch {}
+    try {
+      unlinkSync(draft)
+    } catch {}
     throw error
   }
   closeSync(fd)
@@ -193,13 +219,16 @@ export function acquireLock(path: string): () => void {
       try {
         placeLock(draft, path, content)
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new SessionFileError(path, 0, `cannot take the session lock: ${errnoText(error)}`)
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+          throw new SessionFileError(path, 0, `cannot take the session lock: ${errnoText(error)}`)
         const holder = readLock(path)
         if (holder && holderAlive(holder)) throw new SessionLockedError(path, holder)
         // Stale (its holder died) or unreadable. Remove it only if it still names the same dead holder, so a lock
         // another process has just taken over is left alone.
         if (sameHolder(readLock(path), holder)) {
-          try { unlinkSync(path) } catch {}
+          try {
+            unlinkSync(path)
+          } catch {}
         }
         continue
       }
@@ -208,11 +237,15 @@ export function acquireLock(path: string): () => void {
         if (released) return
         released = true
         if (!sameHolder(readLock(path), self)) return
-        try { unlinkSync(path) } catch {}
+        try {
+          unlinkSync(path)
+        } catch {}
       }
     }
   } finally {
-    try { unlinkSync(draft) } catch {}
+    try {
+      unlinkSync(draft)
+    } catch {}
   }
   throw new Error(`could not take the session lock ${path}`)
 }

@@ -1,12 +1,28 @@
 // Provider-neutral conversation types. They live here (not in @keel/llm) because the session log stores
 // whole messages and @keel/session imports nothing of ours; @keel/llm re-exports them.
 
-export interface TextBlock { type: 'text'; text: string }
+export interface TextBlock {
+  type: 'text'
+  text: string
+}
 /** Model reasoning ("thinking"). Kept on the log for UIs; adapters decide whether a provider gets it back. */
-export interface ReasoningBlock { type: 'reasoning'; text: string; signature?: string }
-export interface ImageBlock { type: 'image'; mediaType: string; data: string }
+export interface ReasoningBlock {
+  type: 'reasoning'
+  text: string
+  signature?: string
+}
+export interface ImageBlock {
+  type: 'image'
+  mediaType: string
+  data: string
+}
 /** `arguments` is the raw JSON text exactly as the model produced it. */
-export interface ToolCallBlock { type: 'tool-call'; id: string; name: string; arguments: string }
+export interface ToolCallBlock {
+  type: 'tool-call'
+  id: string
+  name: string
+  arguments: string
+}
 export interface ToolResultBlock {
   type: 'tool-result'
   toolCallId: string
@@ -27,12 +43,27 @@ export type ContentBlock = ContentBlockMap[keyof ContentBlockMap]
 /** Where a user-role message came from: the person, or the harness (compaction summaries, context blocks). */
 export type MessageSource = 'user' | 'compaction' | 'context'
 
-export interface UserMessage { role: 'user'; content: ContentBlock[]; source?: MessageSource }
-export interface AssistantMessage { role: 'assistant'; content: ContentBlock[] }
-export interface ToolMessage { role: 'tool'; content: ToolResultBlock[] }
+export interface UserMessage {
+  role: 'user'
+  content: ContentBlock[]
+  source?: MessageSource
+}
+export interface AssistantMessage {
+  role: 'assistant'
+  content: ContentBlock[]
+}
+export interface ToolMessage {
+  role: 'tool'
+  content: ToolResultBlock[]
+}
 export type Message = UserMessage | AssistantMessage | ToolMessage
 
-export interface TokenUsage { input: number; output: number; cacheRead?: number; reasoning?: number }
+export interface TokenUsage {
+  input: number
+  output: number
+  cacheRead?: number
+  reasoning?: number
+}
 
 export function textOf(blocks: readonly ContentBlock[]): string {
   let out = ''

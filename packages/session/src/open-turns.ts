@@ -3,7 +3,11 @@ import type { Session } from './session.ts'
 import type { SessionEvent } from './types.ts'
 
 export interface UnansweredCall {
-  callId: string; step: number; name: string; arguments: string; logged: boolean
+  callId: string
+  step: number
+  name: string
+  arguments: string
+  logged: boolean
   /** A `permission/request` (from @keel/permissions) was logged for it and never decided: the call never ran. */
   awaitingPermission?: boolean
 }
@@ -43,11 +47,24 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
         break
       case 'assistant/message':
         for (const block of event.data.message.content) {
-          if (block.type === 'tool-call') pending.set(block.id, { callId: block.id, step: event.data.step, name: block.name, arguments: block.arguments, logged: false })
+          if (block.type === 'tool-call')
+            pending.set(block.id, {
+              callId: block.id,
+              step: event.data.step,
+              name: block.name,
+              arguments: block.arguments,
+              logged: false,
+            })
         }
         break
       case 'tool/call':
-        pending.set(event.data.callId, { callId: event.data.callId, step: event.data.step, name: event.data.name, arguments: event.data.arguments, logged: true })
+        pending.set(event.data.callId, {
+          callId: event.data.callId,
+          step: event.data.step,
+          name: event.data.name,
+          arguments: event.data.arguments,
+          logged: true,
+        })
         break
       case 'tool/result':
         pending.delete(event.data.callId)
@@ -66,8 +83,10 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurnState | u
   return open
 }
 
-export const INTERRUPTED_RESULT = 'Error: the session was interrupted before this tool call finished; its outcome is unknown.'
-export const INTERRUPTED_ASK_RESULT = 'Error: permission to run this call was declined: the session was interrupted while it waited for an answer, so it did not run.'
+export const INTERRUPTED_RESULT =
+  'Error: the session was interrupted before this tool call finished; its outcome is unknown.'
+export const INTERRUPTED_ASK_RESULT =
+  'Error: permission to run this call was declined: the session was interrupted while it waited for an answer, so it did not run.'
 
 /**
  * Closes a turn left open by a crash: an error result for every call the model asked for and never got an answer
@@ -80,16 +99,24 @@ export function closeOpenTurn(session: Session): boolean {
   if (!open) return false
   const { turn } = open
   const answer = (step: number, call: UnansweredCall, log: boolean) => {
-    if (log) session.append('tool/call', { turn, step, callId: call.callId, name: call.name, arguments: call.arguments })
+    if (log)
+      session.append('tool/call', { turn, step, callId: call.callId, name: call.name, arguments: call.arguments })
     // A question no one answered before the crash is a denial: say so on the log, and to the model.
     if (call.awaitingPermission && !log) {
       const append = session.append.bind(session) as (type: string, data: unknown) => unknown
       append('permission/decision', { callId: call.callId, decision: 'deny', scope: 'mode', interrupted: true })
     }
-    session.append('tool/result', {
-      turn, step, callId: call.callId, isError: true,
-      content: [{ type: 'text', text: call.awaitingPermission ? INTERRUPTED_ASK_RESULT : INTERRUPTED_RESULT }],
-    }, { surfaceOp: { op: 'append' } })
+    session.append(
+      'tool/result',
+      {
+        turn,
+        step,
+        callId: call.callId,
+        isError: true,
+        content: [{ type: 'text', text: call.awaitingPermission ? INTERRUPTED_ASK_RESULT : INTERRUPTED_RESULT }],
+      },
+      { surfaceOp: { op: 'append' } },
+    )
   }
   const current = open.step
   const stranded: UnansweredCall[] = []
@@ -118,7 +145,8 @@ export function unpairedCalls(events: readonly SessionEvent[]): string[] {
   const unpaired: string[] = []
   for (const event of events) {
     if (event.type === 'assistant/message') {
-      for (const block of event.data.message.content) if (block.type === 'tool-call') pending.set(block.id, event.data.turn)
+      for (const block of event.data.message.content)
+        if (block.type === 'tool-call') pending.set(block.id, event.data.turn)
     } else if (event.type === 'tool/call') {
       pending.set(event.data.callId, event.data.turn)
     } else if (event.type === 'tool/result') {

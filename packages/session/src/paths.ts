@@ -12,7 +12,9 @@ export function sessionsRoot(home = keelHome()): string {
 
 /** A readable, filesystem-safe folder name for a working directory. */
 export function cwdSlug(cwd: string): string {
-  const slug = resolve(cwd).replace(/[^A-Za-z0-9._]+/g, '-').replace(/^-+|-+$/g, '')
+  const slug = resolve(cwd)
+    .replace(/[^A-Za-z0-9._]+/g, '-')
+    .replace(/^-+|-+$/g, '')
   return slug.slice(-120) || 'root'
 }
 

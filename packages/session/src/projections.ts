@@ -31,9 +31,16 @@ export interface ProjectionSnapshot {
 
 export type ProjectionListener = (session: Session, key: ProjectionKey, value: unknown, seq: number) => void
 
-interface Registered { definition: ProjectionDefinition; refs: number }
+interface Registered {
+  definition: ProjectionDefinition
+  refs: number
+}
 /** A unit's state for one session, valid for the registration it was folded by and up to `seq`. */
-interface Cell { unit: Registered; state: unknown; seq: number }
+interface Cell {
+  unit: Registered
+  state: unknown
+  seq: number
+}
 
 /**
  * `ctx.projections`: folds registered units over each session's log. Lazy: a unit's state for a session is folded
@@ -56,7 +63,9 @@ export class Projections extends Service {
       const existing = this.units.get(definition.key)
       if (existing) {
         if (existing.definition.version !== definition.version) {
-          throw new Error(`projection ${definition.key} registered with version ${definition.version}, but version ${existing.definition.version} is live`)
+          throw new Error(
+            `projection ${definition.key} registered with version ${definition.version}, but version ${existing.definition.version} is live`,
+          )
         }
         existing.refs++
       } else {
@@ -95,7 +104,8 @@ export class Projections extends Service {
    * counted; without `lastSeq` the snapshot is as of the file's last whole event.
    */
   snapshotFromFile(path: string, lastSeq?: number): ProjectionSnapshot {
-    const asOfSeq = lastSeq ?? backscan(path, (event) => (typeof event.seq === 'number' ? event.seq : undefined)).value ?? -1
+    const asOfSeq =
+      lastSeq ?? backscan(path, (event) => (typeof event.seq === 'number' ? event.seq : undefined)).value ?? -1
     const values: Record<string, unknown> = {}
     let events: SessionEvent[] | undefined
     for (const { definition } of this.units.values()) {
@@ -168,7 +178,11 @@ export class Projections extends Service {
       } catch (error) {
         // A failing unit must not starve the others; its cell is dropped and refolded (and fails again) on next use.
         this.cells.get(session)?.delete(definition.key)
-        this.ctx.emit(this.ctx, 'internal/warning', `projection ${definition.key} failed at seq ${event.seq}: ${(error as Error)?.stack ?? error}`)
+        this.ctx.emit(
+          this.ctx,
+          'internal/warning',
+          `projection ${definition.key} failed at seq ${event.seq}: ${(error as Error)?.stack ?? error}`,
+        )
       }
     }
   }
@@ -178,7 +192,11 @@ export class Projections extends Service {
       try {
         listener(session, key as ProjectionKey, value, seq)
       } catch (error) {
-        this.ctx.emit(this.ctx, 'internal/warning', `projection listener failed for ${key}: ${(error as Error)?.stack ?? error}`)
+        this.ctx.emit(
+          this.ctx,
+          'internal/warning',
+          `projection listener failed for ${key}: ${(error as Error)?.stack ?? error}`,
+        )
       }
     }
   }

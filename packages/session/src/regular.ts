@@ -6,7 +6,11 @@ import { dirname } from 'node:path'
 
 export class SessionFileError extends Error {
   /** `line` 0: the problem is the file itself, not one of its lines. */
-  constructor(readonly path: string, readonly line: number, readonly problem: string) {
+  constructor(
+    readonly path: string,
+    readonly line: number,
+    readonly problem: string,
+  ) {
     super(line ? `${path}:${line}: ${problem}` : `${path}: ${problem}`)
     this.name = 'SessionFileError'
   }
@@ -32,7 +36,8 @@ function kind(stats: Stats): string {
 export function notSessionFile(stats: Stats): string | undefined {
   if (!stats.isFile()) return `is ${kind(stats)}, not a session file; skipped`
   const uid = process.getuid?.()
-  if (uid !== undefined && stats.uid !== uid) return `belongs to another user (uid ${stats.uid}), not to you (uid ${uid}); skipped`
+  if (uid !== undefined && stats.uid !== uid)
+    return `belongs to another user (uid ${stats.uid}), not to you (uid ${uid}); skipped`
   return undefined
 }
 
@@ -54,7 +59,11 @@ export function errnoText(error: unknown): string {
  * the open cannot be raced apart). Throws a one-line SessionFileError naming the file and the problem. A file too
  * large to load whole is refused unless `anySize` (backscan reads only its end).
  */
-export function openSessionFile(path: string, mode: 'read' | 'write', options: { anySize?: boolean } = {}): { fd: number; stats: Stats } {
+export function openSessionFile(
+  path: string,
+  mode: 'read' | 'write',
+  options: { anySize?: boolean } = {},
+): { fd: number; stats: Stats } {
   const flags = (mode === 'read' ? constants.O_RDONLY : constants.O_RDWR) | constants.O_NOFOLLOW | constants.O_NONBLOCK
   let fd: number
   try {
@@ -63,14 +72,22 @@ export function openSessionFile(path: string, mode: 'read' | 'write', options: {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ELOOP') throw new SessionFileError(path, 0, 'is a symbolic link, not a session file')
     if (code === 'ENXIO') throw new SessionFileError(path, 0, 'is a socket or device, not a session file')
-    throw new SessionFileError(path, 0, `cannot open it for ${mode === 'read' ? 'reading' : 'writing'}: ${errnoText(error)}`)
+    throw new SessionFileError(
+      path,
+      0,
+      `cannot open it for ${mode === 'read' ? 'reading' : 'writing'}: ${errnoText(error)}`,
+    )
   }
   try {
     const stats = fstatSync(fd)
     const problem = notSessionFile(stats)
     if (problem) throw new SessionFileError(path, 0, problem.replace(/; skipped$/, ''))
     if (!options.anySize && stats.size > MAX_SESSION_BYTES) {
-      throw new SessionFileError(path, 0, `is ${stats.size} bytes, more than the ${MAX_SESSION_BYTES} a session log may hold to be loaded`)
+      throw new SessionFileError(
+        path,
+        0,
+        `is ${stats.size} bytes, more than the ${MAX_SESSION_BYTES} a session log may hold to be loaded`,
+      )
     }
     return { fd, stats }
   } catch (error) {
@@ -89,16 +106,19 @@ export function ensureDirectory(dir: string): void {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EEXIST') {
-      if (!statSync(dir).isDirectory()) throw new SessionFileError(dir, 0, 'is not a directory; cannot keep sessions in it')
+      if (!statSync(dir).isDirectory())
+        throw new SessionFileError(dir, 0, 'is not a directory; cannot keep sessions in it')
       return
     }
     const parent = dirname(dir)
-    if (code !== 'ENOENT' || parent === dir) throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(error)}`)
+    if (code !== 'ENOENT' || parent === dir)
+      throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(error)}`)
     ensureDirectory(parent)
     try {
       mkdirSync(dir)
     } catch (again) {
-      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(again)}`)
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(again)}`)
     }
   }
 }

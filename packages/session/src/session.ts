@@ -1,7 +1,14 @@
 import { deepFreezeParsed, frozenJsonCopy } from './json.ts'
 import type { Message } from './messages.ts'
 import { checkSurfaceMetadata, Surface, type Span } from './surface.ts'
-import type { AppendOptions, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, SurfaceIntent } from './types.ts'
+import type {
+  AppendOptions,
+  SessionEvent,
+  SessionEventMap,
+  SessionEventType,
+  SessionHeader,
+  SurfaceIntent,
+} from './types.ts'
 
 export interface SessionHooks {
   /** Runs before the event commits; a throw vetoes the append. */
@@ -41,11 +48,17 @@ export class Session {
    * over instead of copied: frozen in place, which is only right for objects fresh from `JSON.parse` that the caller
    * hands over (the store does this when it loads a file).
    */
-  constructor(readonly header: SessionHeader, seed: readonly SessionEvent[] = [], hooks: SessionHooks = {}, options: { adoptSeed?: boolean } = {}) {
+  constructor(
+    readonly header: SessionHeader,
+    seed: readonly SessionEvent[] = [],
+    hooks: SessionHooks = {},
+    options: { adoptSeed?: boolean } = {},
+  ) {
     this.hooks = {}
     for (const event of seed) {
       const seq = this.log.length
-      if (event.seq !== seq) throw new SeedError(`seed must be contiguous from 0: expected seq ${seq}, got ${event.seq}`, seq)
+      if (event.seq !== seq)
+        throw new SeedError(`seed must be contiguous from 0: expected seq ${seq}, got ${event.seq}`, seq)
       let frozen: SessionEvent
       try {
         checkSurfaceMetadata(event.type, seq, event as unknown as Partial<SurfaceIntent>, this.surface)
@@ -59,19 +72,27 @@ export class Session {
     this.hooks = hooks
   }
 
-  get id(): string { return this.header.id }
+  get id(): string {
+    return this.header.id
+  }
 
   /** The next seq to be assigned (the log length). */
-  get seq(): number { return this.log.length }
+  get seq(): number {
+    return this.log.length
+  }
 
   /** A frozen snapshot of the log, reused until the next append. */
   get events(): readonly SessionEvent[] {
     return (this.frozenView ??= Object.freeze(this.log.slice()))
   }
 
-  get last(): SessionEvent | undefined { return this.log[this.log.length - 1] }
+  get last(): SessionEvent | undefined {
+    return this.log[this.log.length - 1]
+  }
 
-  at(seq: number): SessionEvent | undefined { return this.log[seq] }
+  at(seq: number): SessionEvent | undefined {
+    return this.log[seq]
+  }
 
   append<K extends SessionEventType>(type: K, data: SessionEventMap[K], ...options: AppendOptions<K>): SessionEvent<K> {
     if (this.appending) throw new Error(`re-entrant append of ${type} while another event is being published`)
@@ -104,11 +125,17 @@ export class Session {
   }
 
   /** How many surface events have been folded in total; tests use it to prove caching. */
-  get surfaceFolds(): number { return this.surface.folds }
+  get surfaceFolds(): number {
+    return this.surface.folds
+  }
 
   /** Seqs of the model-visible surface nodes, in order. */
-  get surfaceNodes(): readonly number[] { return this.surface.nodes }
+  get surfaceNodes(): readonly number[] {
+    return this.surface.nodes
+  }
 
   /** What each surface node stands for, parallel to `surfaceNodes` (see `Span`): a replace covers a node by its span. */
-  get surfaceSpans(): readonly Span[] { return this.surface.spans }
+  get surfaceSpans(): readonly Span[] {
+    return this.surface.spans
+  }
 }

@@ -108,13 +108,18 @@ export class SessionStore extends Service {
     if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
     if (this.live.has(id)) throw new Error(`session ${id} is already open`)
     const header: SessionHeader = {
-      type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: Date.now(), cwd: resolve(options.cwd),
+      type: 'session',
+      version: SESSION_FORMAT_VERSION,
+      id,
+      createdAt: Date.now(),
+      cwd: resolve(options.cwd),
       ...(options.parent ? { parent: options.parent } : {}),
     }
     const entry: Live = { session: new Session(header) }
     if (options.persist !== false) {
       entry.pending = sessionPath(header.cwd, id)
-      if (lstatSync(entry.pending, { throwIfNoEntry: false })) throw new Error(`session ${id} already exists (${entry.pending})`)
+      if (lstatSync(entry.pending, { throwIfNoEntry: false }))
+        throw new Error(`session ${id} already exists (${entry.pending})`)
       if (!options.deferFile) writerOf(entry)
     }
     return this.attach(entry)
@@ -136,10 +141,14 @@ export class SessionStore extends Service {
       try {
         seeded = new Session(file.header, file.events, {}, { adoptSeed: true })
       } catch (error) {
-        if (error instanceof SeedError && error.seq !== undefined) throw new SessionFileError(path, error.seq + 2, error.message)
+        if (error instanceof SeedError && error.seq !== undefined)
+          throw new SessionFileError(path, error.seq + 2, error.message)
         throw error
       }
-      if (file.tornLine) repairs.push(`${path}: dropped a torn last line (line ${file.tornLine}); the file now ends at the last whole event`)
+      if (file.tornLine)
+        repairs.push(
+          `${path}: dropped a torn last line (line ${file.tornLine}); the file now ends at the last whole event`,
+        )
       const writer = SessionWriter.reopen(path, file.validBytes)
       session = this.attach({ session: seeded, writer, release })
     } catch (error) {
@@ -150,13 +159,17 @@ export class SessionStore extends Service {
       const open = findOpenTurn(session.events)
       if (open && closeOpenTurn(session)) {
         const calls = open.unanswered.length
-        repairs.push(`${path}: turn ${open.turn} was left open by a crash; closed it as interrupted${calls ? ` with an error result for ${calls} unanswered tool call${calls === 1 ? '' : 's'}` : ''}`)
+        repairs.push(
+          `${path}: turn ${open.turn} was left open by a crash; closed it as interrupted${calls ? ` with an error result for ${calls} unanswered tool call${calls === 1 ? '' : 's'}` : ''}`,
+        )
       }
       // A call in a closed turn with no result (its result failed to reach the disk) cannot be answered on the log
       // without breaking the turn structure; deriveMessages() answers it as interrupted instead. Said once here.
       const unpaired = unpairedCalls(session.events)
       if (unpaired.length) {
-        repairs.push(`${path}: ${unpaired.length} earlier tool call${unpaired.length === 1 ? ' has' : 's have'} no result on the log (${unpaired.slice(0, 3).map(escapeLine).join(', ')}${unpaired.length > 3 ? ', …' : ''}); the model sees ${unpaired.length === 1 ? 'it' : 'them'} answered as interrupted`)
+        repairs.push(
+          `${path}: ${unpaired.length} earlier tool call${unpaired.length === 1 ? ' has' : 's have'} no result on the log (${unpaired.slice(0, 3).map(escapeLine).join(', ')}${unpaired.length > 3 ? ', …' : ''}); the model sees ${unpaired.length === 1 ? 'it' : 'them'} answered as interrupted`,
+        )
       }
     } catch (error) {
       this.closeId(id)
@@ -190,7 +203,11 @@ export class SessionStore extends Service {
     const seq = Math.min(beforeSeq ?? events.length, events.length)
     const forkId = randomUUID()
     const forkHeader: SessionHeader = {
-      type: 'session', version: SESSION_FORMAT_VERSION, id: forkId, createdAt: Date.now(), cwd: header.cwd,
+      type: 'session',
+      version: SESSION_FORMAT_VERSION,
+      id: forkId,
+      createdAt: Date.now(),
+      cwd: header.cwd,
       forkedFrom: { sessionId: id, seq },
     }
     const writer = SessionWriter.create(sessionPath(header.cwd, forkId), forkHeader)
@@ -301,7 +318,8 @@ function writerOf(entry: Live): SessionWriter {
     entry.writer = SessionWriter.create(path, entry.session.header)
   } catch (error) {
     release()
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`session ${entry.session.id} already exists (${path})`)
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new Error(`session ${entry.session.id} already exists (${path})`)
     throw error
   }
   entry.release = release
@@ -355,7 +373,8 @@ function entries(dir: string): string[] {
 /** Loads a session file and checks that its header names the session its file name says. */
 function loadFile(path: string, id: string) {
   const file = readSessionFile(path)
-  if (file.header.id !== id) throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id} as the file name says`)
+  if (file.header.id !== id)
+    throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id} as the file name says`)
   return file
 }
 
@@ -396,7 +415,8 @@ function summarize(path: string, skip: (path: string, problem: string) => void):
     if (lines.length < 2) throw new SessionFileError(path, 1, 'the header line is torn or longer than 64 KB')
     header = parseHeader(path, lines[0]!)
     const id = basename(path, '.jsonl')
-    if (header.id !== id) throw new SessionFileError(path, 1, `the header names session ${header.id}, not ${id} as the file name says`)
+    if (header.id !== id)
+      throw new SessionFileError(path, 1, `the header names session ${header.id}, not ${id} as the file name says`)
   } catch (error) {
     skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
     return undefined
@@ -406,13 +426,18 @@ function summarize(path: string, skip: (path: string, problem: string) => void):
     try {
       const event = JSON.parse(line) as SessionEvent
       if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
-        for (const block of event.data.message.content) if (block.type === 'text' && typeof block.text === 'string') title += block.text
+        for (const block of event.data.message.content)
+          if (block.type === 'text' && typeof block.text === 'string') title += block.text
         break
       }
     } catch {}
   }
   return {
-    id: header.id, cwd: header.cwd, createdAt: header.createdAt, updatedAt: opened.stats.mtimeMs, path,
+    id: header.id,
+    cwd: header.cwd,
+    createdAt: header.createdAt,
+    updatedAt: opened.stats.mtimeMs,
+    path,
     ...(header.parent ? { parent: header.parent } : {}),
     ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
     title: title.replace(/\s+/g, ' ').trim().slice(0, 120),

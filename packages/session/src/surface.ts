@@ -22,7 +22,12 @@ export interface SurfaceView {
 }
 
 /** Throws unless surface metadata appears exactly on the surface types and is well formed. */
-export function checkSurfaceMetadata(type: string, seq: number, intent: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[] } | undefined, surface: SurfaceView): void {
+export function checkSurfaceMetadata(
+  type: string,
+  seq: number,
+  intent: { surfaceOp?: SurfaceOp; sourceEventSeqs?: readonly number[] } | undefined,
+  surface: SurfaceView,
+): void {
   const { nodes, spans } = surface
   const isSurface = SURFACE_EVENT_TYPES.has(type)
   if (!isSurface) {
@@ -41,20 +46,25 @@ export function checkSurfaceMetadata(type: string, seq: number, intent: { surfac
     if (count === 0) throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers no surface message`)
     for (let i = first + count; i < nodes.length; i++) {
       if (covers(surface, i, op.start, op.end)) {
-        throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] covers surface messages that are not adjacent`)
+        throw new SurfaceError(
+          `${type} replace range [${op.start}, ${op.end}] covers surface messages that are not adjacent`,
+        )
       }
     }
     for (let i = 0; i < nodes.length; i++) {
       const [lo, hi] = spans[i]!
       if ((i < first || i >= first + count) && lo <= op.end && hi >= op.start) {
-        throw new SurfaceError(`${type} replace range [${op.start}, ${op.end}] splits what the replacement at seq ${nodes[i]} stands for ([${lo}, ${hi}])`)
+        throw new SurfaceError(
+          `${type} replace range [${op.start}, ${op.end}] splits what the replacement at seq ${nodes[i]} stands for ([${lo}, ${hi}])`,
+        )
       }
     }
   } else if (op.op !== 'append') {
     throw new SurfaceError(`${type} has an unknown surfaceOp`)
   }
   for (const source of intent?.sourceEventSeqs ?? []) {
-    if (!Number.isInteger(source) || source < 0 || source >= seq) throw new SurfaceError(`${type} cites seq ${source}, which is not an earlier event`)
+    if (!Number.isInteger(source) || source < 0 || source >= seq)
+      throw new SurfaceError(`${type} cites seq ${source}, which is not an earlier event`)
   }
 }
 
@@ -92,7 +102,14 @@ export function messageOf(event: SessionEvent): Message | null {
       // Frozen like the event it comes from: the surface caches it and hands the same object out on every call.
       return Object.freeze({
         role: 'tool',
-        content: Object.freeze([Object.freeze({ type: 'tool-result', toolCallId: event.data.callId, content: event.data.content, isError: event.data.isError })]),
+        content: Object.freeze([
+          Object.freeze({
+            type: 'tool-result',
+            toolCallId: event.data.callId,
+            content: event.data.content,
+            isError: event.data.isError,
+          }),
+        ]),
       }) as Message
     default:
       return null
@@ -145,7 +162,8 @@ export class Surface implements SurfaceView {
   }
 }
 
-export const UNANSWERED_RESULT = 'Error: this tool call has no result on the log (the session was interrupted or its result could not be written); its outcome is unknown.'
+export const UNANSWERED_RESULT =
+  'Error: this tool call has no result on the log (the session was interrupted or its result could not be written); its outcome is unknown.'
 
 /**
  * Strict providers refuse a tool call without a result right after it, and a result whose call is not right before it.
@@ -162,10 +180,19 @@ export function pairToolCalls(messages: readonly Message[]): Message[] {
     for (const id of calls) {
       if (answered.has(id)) continue
       answered.add(id)
-      out.push(Object.freeze({
-        role: 'tool',
-        content: Object.freeze([Object.freeze({ type: 'tool-result', toolCallId: id, isError: true, content: Object.freeze([Object.freeze({ type: 'text', text: UNANSWERED_RESULT })]) })]),
-      }) as Message)
+      out.push(
+        Object.freeze({
+          role: 'tool',
+          content: Object.freeze([
+            Object.freeze({
+              type: 'tool-result',
+              toolCallId: id,
+              isError: true,
+              content: Object.freeze([Object.freeze({ type: 'text', text: UNANSWERED_RESULT })]),
+            }),
+          ]),
+        }) as Message,
+      )
     }
     calls = []
     answered.clear()

@@ -31,14 +31,28 @@ export type SessionEventType = keyof SessionEventMap & string
 
 /** The three types that produce model-visible messages. Everything else is log-only. */
 export type SurfaceEventType = 'user/message' | 'assistant/message' | 'tool/result'
-export const SURFACE_EVENT_TYPES: ReadonlySet<string> = new Set<SurfaceEventType>(['user/message', 'assistant/message', 'tool/result'])
+export const SURFACE_EVENT_TYPES: ReadonlySet<string> = new Set<SurfaceEventType>([
+  'user/message',
+  'assistant/message',
+  'tool/result',
+])
 export const CORE_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'turn/start', 'turn/end', 'step/start', 'step/end', 'user/message', 'assistant/message', 'tool/call', 'tool/result',
+  'turn/start',
+  'turn/end',
+  'step/start',
+  'step/end',
+  'user/message',
+  'assistant/message',
+  'tool/call',
+  'tool/result',
 ])
 
 /** `append` adds the event at the end of the surface; `replace` stands in for the surface nodes with seq in [start, end]. */
 export type SurfaceOp = { op: 'append' } | { op: 'replace'; start: number; end: number }
-export interface SurfaceIntent { surfaceOp: SurfaceOp; sourceEventSeqs?: number[] }
+export interface SurfaceIntent {
+  surfaceOp: SurfaceOp
+  sourceEventSeqs?: number[]
+}
 
 interface Envelope<K extends SessionEventType> {
   readonly type: K
@@ -48,7 +62,8 @@ interface Envelope<K extends SessionEventType> {
 }
 
 export type SessionEvent<K extends SessionEventType = SessionEventType> = {
-  [P in K]: Envelope<P> & (P extends SurfaceEventType ? { readonly surfaceOp: SurfaceOp; readonly sourceEventSeqs?: readonly number[] } : {})
+  [P in K]: Envelope<P> &
+    (P extends SurfaceEventType ? { readonly surfaceOp: SurfaceOp; readonly sourceEventSeqs?: readonly number[] } : {})
 }[K]
 
 /** Surface metadata is required for surface types and forbidden for every other type. */

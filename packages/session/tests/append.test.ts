@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { JsonValueError, SeedError, Session, SurfaceError, frozenJsonCopy, type Message, type SessionEvent } from '@keel/session'
+import {
+  JsonValueError,
+  SeedError,
+  Session,
+  SurfaceError,
+  frozenJsonCopy,
+  type Message,
+  type SessionEvent,
+} from '@keel/session'
 import { appendTurn, header } from './helpers.ts'
 
 const user = (text: string) => ({ message: { role: 'user' as const, content: [{ type: 'text' as const, text }] } })
@@ -28,7 +36,9 @@ describe('append: frozen JSON-clean copies', () => {
     expect(said.data.message.content).toEqual([{ type: 'text', text: 'hello' }])
     expect(said.data.message).not.toBe(message)
     expect(isDeepFrozen(said)).toBe(true)
-    expect(() => { (said.data.message.content as { text: string }[])[0]!.text = 'x' }).toThrow(TypeError)
+    expect(() => {
+      ;(said.data.message.content as { text: string }[])[0]!.text = 'x'
+    }).toThrow(TypeError)
     expect(JSON.parse(JSON.stringify(said))).toEqual(said)
   })
 
@@ -56,7 +66,18 @@ describe('append: frozen JSON-clean copies', () => {
     ['Infinity', { turn: 1, trigger: 'prompt', list: [1, Number.POSITIVE_INFINITY] }, 'data.list[1]', 'Infinity'],
     ['a Date', { turn: 1, trigger: 'prompt', when: new Date(0) }, 'data.when', 'an instance of Date'],
     ['a Map', { turn: 1, trigger: 'prompt', map: new Map() }, 'data.map', 'an instance of Map'],
-    ['a class instance', { turn: 1, trigger: 'prompt', x: new (class Point { x = 1 })() }, 'data.x', 'an instance of Point'],
+    [
+      'a class instance',
+      {
+        turn: 1,
+        trigger: 'prompt',
+        x: new (class Point {
+          x = 1
+        })(),
+      },
+      'data.x',
+      'an instance of Point',
+    ],
     ['a bigint', { turn: 1, trigger: 'prompt', big: 1n }, 'data.big', 'a bigint'],
     ['a symbol', { turn: 1, trigger: 'prompt', sym: Symbol('s') }, 'data.sym', 'a symbol'],
     // eslint-disable-next-line no-sparse-arrays
@@ -123,7 +144,17 @@ describe('append: frozen JSON-clean copies', () => {
     expect(session.seq).toBe(1)
     failPersist = false
     expect(session.append('step/start', { turn: 1, step: 1 }).seq).toBe(1)
-    expect(order).toEqual(['validate 0', 'persist 0', 'publish 0', 'validate 1', 'validate 1', 'persist 1', 'validate 1', 'persist 1', 'publish 1'])
+    expect(order).toEqual([
+      'validate 0',
+      'persist 0',
+      'publish 0',
+      'validate 1',
+      'validate 1',
+      'persist 1',
+      'validate 1',
+      'persist 1',
+      'publish 1',
+    ])
   })
 })
 
@@ -132,18 +163,29 @@ describe('surface rules', () => {
     const session = new Session(header())
     // @ts-expect-error user/message is a surface event: surfaceOp is required
     expect(() => session.append('user/message', user('hi'))).toThrow(SurfaceError)
+    const bareAssistant = { turn: 1, step: 1, message: { role: 'assistant' as const, content: [] } }
     // @ts-expect-error assistant/message is a surface event: surfaceOp is required
-    expect(() => session.append('assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [] } })).toThrow(/needs a surfaceOp/)
+    expect(() => session.append('assistant/message', bareAssistant)).toThrow(/needs a surfaceOp/)
     // @ts-expect-error tool/result is a surface event: surfaceOp is required
-    expect(() => session.append('tool/result', { turn: 1, step: 1, callId: 'c', content: [], isError: false })).toThrow(/needs a surfaceOp/)
+    expect(() => session.append('tool/result', { turn: 1, step: 1, callId: 'c', content: [], isError: false })).toThrow(
+      /needs a surfaceOp/,
+    )
     // @ts-expect-error turn/start is not a surface event: no surface metadata allowed
-    expect(() => session.append('turn/start', { turn: 1, trigger: 'prompt' }, append)).toThrow(/must not carry surfaceOp/)
+    expect(() => session.append('turn/start', { turn: 1, trigger: 'prompt' }, append)).toThrow(
+      /must not carry surfaceOp/,
+    )
+    const call = { turn: 1, step: 1, callId: 'c', name: 'n', arguments: '{}' }
+    const meta = { surfaceOp: { op: 'append' as const }, sourceEventSeqs: [] }
     // @ts-expect-error tool/call is not a surface event
-    expect(() => session.append('tool/call', { turn: 1, step: 1, callId: 'c', name: 'n', arguments: '{}' }, { surfaceOp: { op: 'append' }, sourceEventSeqs: [] })).toThrow(SurfaceError)
+    expect(() => session.append('tool/call', call, meta)).toThrow(SurfaceError)
     // @ts-expect-error extension events are never surface events
     expect(() => session.append('test/note', { text: 'x' }, append)).toThrow(SurfaceError)
-    expect(() => session.append('user/message', user('x'), { surfaceOp: { op: 'bogus' } } as never)).toThrow(/unknown surfaceOp/)
-    expect(() => session.append('user/message', user('x'), { surfaceOp: { op: 'append' }, sourceEventSeqs: [0] })).toThrow(/cites seq 0, which is not an earlier event/)
+    expect(() => session.append('user/message', user('x'), { surfaceOp: { op: 'bogus' } } as never)).toThrow(
+      /unknown surfaceOp/,
+    )
+    expect(() =>
+      session.append('user/message', user('x'), { surfaceOp: { op: 'append' }, sourceEventSeqs: [0] }),
+    ).toThrow(/cites seq 0, which is not an earlier event/)
     expect(session.seq).toBe(0)
     // And the well-formed calls type-check and run.
     session.append('user/message', user('hi'), append)
@@ -161,8 +203,16 @@ describe('surface rules', () => {
     const messages = session.deriveMessages()
     expect(messages).toEqual<Message[]>([
       { role: 'user', content: [{ type: 'text', text: 'prompt 1' }] },
-      { role: 'assistant', content: [{ type: 'tool-call', id: 'call-1', name: 'bash', arguments: '{"command":"ls"}' }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call-1', content: [{ type: 'text', text: 'a\nb' }], isError: false }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', id: 'call-1', name: 'bash', arguments: '{"command":"ls"}' }],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'call-1', content: [{ type: 'text', text: 'a\nb' }], isError: false },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'text', text: 'done 1' }] },
     ])
     expect(session.surfaceNodes).toEqual([2, 3, 5, 8, 14])
@@ -190,10 +240,15 @@ describe('surface rules', () => {
     const session = new Session(header())
     appendTurn(session, 1) // surface nodes 2, 3, 5, 8
     appendTurn(session, 2) // surface nodes 13, 14, 16, 19
-    const summary = (text: string) => ({ message: { role: 'user' as const, source: 'compaction' as const, content: [{ type: 'text' as const, text }] } })
+    const summary = (text: string) => ({
+      message: { role: 'user' as const, source: 'compaction' as const, content: [{ type: 'text' as const, text }] },
+    })
 
     // Compact turn 1 (seq 0..10) into one summary message.
-    const first = session.append('user/message', summary('turn 1 summary'), { surfaceOp: { op: 'replace', start: 0, end: 10 }, sourceEventSeqs: [2, 3, 5, 8] })
+    const first = session.append('user/message', summary('turn 1 summary'), {
+      surfaceOp: { op: 'replace', start: 0, end: 10 },
+      sourceEventSeqs: [2, 3, 5, 8],
+    })
     expect(first.seq).toBe(22)
     expect(session.surfaceNodes).toEqual([22, 13, 14, 16, 19])
     expect(session.deriveMessages().map((m) => m.content[0])).toEqual([
@@ -210,15 +265,25 @@ describe('surface rules', () => {
     expect(session.surfaceNodes).toEqual([22, 13, 14, 16, 19, 23])
 
     // Nodes in a range must stand together: [19, 23] takes in 19 and 23 but they are adjacent; [14, 22] is not.
-    expect(() => session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 14, end: 22 } })).toThrow(/not adjacent/)
-    expect(() => session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 9, end: 12 } })).toThrow(/covers no surface message/)
-    expect(() => session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 5, end: 24 } })).toThrow(/not a range of earlier events/)
-    expect(() => session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 3, end: 2 } })).toThrow(/not a range of earlier events/)
+    expect(() =>
+      session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 14, end: 22 } }),
+    ).toThrow(/not adjacent/)
+    expect(() =>
+      session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 9, end: 12 } }),
+    ).toThrow(/covers no surface message/)
+    expect(() =>
+      session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 5, end: 24 } }),
+    ).toThrow(/not a range of earlier events/)
+    expect(() =>
+      session.append('user/message', summary('x'), { surfaceOp: { op: 'replace', start: 3, end: 2 } }),
+    ).toThrow(/not a range of earlier events/)
 
     // Compact everything so far, the first summary included, into one.
     session.append('user/message', summary('all so far'), { surfaceOp: { op: 'replace', start: 11, end: 23 } })
     expect(session.surfaceNodes).toEqual([24])
-    expect(session.deriveMessages()).toEqual([{ role: 'user', source: 'compaction', content: [{ type: 'text', text: 'all so far' }] }])
+    expect(session.deriveMessages()).toEqual([
+      { role: 'user', source: 'compaction', content: [{ type: 'text', text: 'all so far' }] },
+    ])
     expect(session.surfaceFolds).toBe(folds + 2)
 
     // A session seeded from the same log derives the same messages.
@@ -243,9 +308,15 @@ describe('seeding', () => {
     expect(() => new Session(header(), gap)).toThrow(SeedError)
     expect(() => new Session(header(), gap)).toThrow('expected seq 4, got 5')
 
-    const stripped = events.map((event) => (event.seq === 3 ? { ...event, surfaceOp: undefined } : event)) as SessionEvent[]
+    const stripped = events.map((event) =>
+      event.seq === 3 ? { ...event, surfaceOp: undefined } : event,
+    ) as SessionEvent[]
     let error: SeedError | undefined
-    try { new Session(header(), stripped) } catch (caught) { error = caught as SeedError }
+    try {
+      new Session(header(), stripped)
+    } catch (caught) {
+      error = caught as SeedError
+    }
     expect(error).toBeInstanceOf(SeedError)
     expect(error!.seq).toBe(3)
     expect(error!.message).toMatch(/seed event 3 \(assistant\/message\).*needs a surfaceOp/)

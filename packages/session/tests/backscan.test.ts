@@ -18,7 +18,10 @@ let offsets = new Map<number, number>()
 function generate(path: string, count: number, special: (seq: number) => string | undefined): Map<number, number> {
   const offsets = new Map<number, number>()
   const fd = openSync(path, 'w')
-  let written = writeSync(fd, JSON.stringify({ type: 'session', version: 1, id: 'big', createdAt: 0, cwd: '/big' }) + '\n')
+  let written = writeSync(
+    fd,
+    JSON.stringify({ type: 'session', version: 1, id: 'big', createdAt: 0, cwd: '/big' }) + '\n',
+  )
   let chunk = ''
   for (let seq = 0; seq < count; seq++) {
     const line = special(seq)
@@ -34,14 +37,26 @@ function generate(path: string, count: number, special: (seq: number) => string 
   return offsets
 }
 
-const todo = (seq: number, label: string) => `{"type":"todo/write","seq":${seq},"time":0,"data":{"todos":[{"content":"${label}","status":"in_progress"}]}}\n`
-const latestTodo = (event: SessionEvent) => (event.type as string) === 'todo/write' ? (event.data as { todos: { content: string }[] }).todos[0]!.content : undefined
+const todo = (seq: number, label: string) =>
+  `{"type":"todo/write","seq":${seq},"time":0,"data":{"todos":[{"content":"${label}","status":"in_progress"}]}}\n`
+const latestTodo = (event: SessionEvent) =>
+  (event.type as string) === 'todo/write'
+    ? (event.data as { todos: { content: string }[] }).todos[0]!.content
+    : undefined
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'keel-backscan-'))
   big = join(dir, 'big.jsonl')
   // Plans at seq 10, 20,000 events before the end (~1.2 MB) and 1,000 before the end (~60 KB).
-  offsets = generate(big, EVENTS, (seq) => (seq === 10 ? todo(seq, 'first') : seq === EVENTS - 20_000 ? todo(seq, 'deeper') : seq === EVENTS - 1000 ? todo(seq, 'latest') : undefined))
+  offsets = generate(big, EVENTS, (seq) =>
+    seq === 10
+      ? todo(seq, 'first')
+      : seq === EVENTS - 20_000
+        ? todo(seq, 'deeper')
+        : seq === EVENTS - 1000
+          ? todo(seq, 'latest')
+          : undefined,
+  )
   bigSize = statSync(big).size
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -69,12 +84,20 @@ describe('backscan', () => {
     generate(path, 100, (seq) => (seq === 50 ? todo(seq, 'kept') : undefined))
     appendFileSync(path, todo(100, 'torn').slice(0, -1)) // a whole line but for its newline: torn
     const visited: number[] = []
-    const found = backscan(path, (event) => { visited.push(event.seq); return latestTodo(event) })
+    const found = backscan(path, (event) => {
+      visited.push(event.seq)
+      return latestTodo(event)
+    })
     expect(found.value).toBe('kept')
     expect(visited[0]).toBe(99)
     expect(readSessionFile(path).tornLine).toBe(102) // the same line a load drops
     const all: unknown[] = []
-    expect(backscan(path, (event) => { all.push(event); return undefined }).value).toBeUndefined()
+    expect(
+      backscan(path, (event) => {
+        all.push(event)
+        return undefined
+      }).value,
+    ).toBeUndefined()
     expect(all).toHaveLength(100)
     expect(all.some((event) => (event as { type: string }).type === 'session')).toBe(false)
   })
@@ -82,14 +105,20 @@ describe('backscan', () => {
   it('handles lines far longer than its block size, and a file of just a header', () => {
     const path = join(dir, 'long.jsonl')
     const text = 'y'.repeat(300_000)
-    writeFileSync(path, [
-      JSON.stringify({ type: 'session', version: 1, id: 'long', createdAt: 0, cwd: '/' }),
-      JSON.stringify({ type: 'test/note', seq: 0, time: 0, data: { text } }),
-      JSON.stringify({ type: 'test/note', seq: 1, time: 0, data: { text: 'short' } }),
-      '',
-    ].join('\n'))
+    writeFileSync(
+      path,
+      [
+        JSON.stringify({ type: 'session', version: 1, id: 'long', createdAt: 0, cwd: '/' }),
+        JSON.stringify({ type: 'test/note', seq: 0, time: 0, data: { text } }),
+        JSON.stringify({ type: 'test/note', seq: 1, time: 0, data: { text: 'short' } }),
+        '',
+      ].join('\n'),
+    )
     const seen: string[] = []
-    backscan(path, (event) => { seen.push((event.data as { text: string }).text); return undefined })
+    backscan(path, (event) => {
+      seen.push((event.data as { text: string }).text)
+      return undefined
+    })
     expect(seen).toEqual(['short', text])
     const empty = join(dir, 'empty.jsonl')
     writeFileSync(empty, JSON.stringify({ type: 'session', version: 1, id: 'e', createdAt: 0, cwd: '/' }) + '\n')
@@ -105,7 +134,9 @@ describe('sessions.backscan', () => {
       const session = ctx.sessions.create({ cwd: '/p', id: 'stored' })
       session.append('turn/start', { turn: 1, trigger: 'prompt' })
       for (let i = 0; i < 100; i++) session.append('test/note', { text: `t${i}` })
-      const found = ctx.sessions.backscan('stored', (event) => (event.type === 'test/note' ? event.data.text : undefined))
+      const found = ctx.sessions.backscan('stored', (event) =>
+        event.type === 'test/note' ? event.data.text : undefined,
+      )
       expect(found.value).toBe('t99')
       expect(() => ctx.sessions.backscan('nope', () => 1)).toThrow(/no session with id nope/)
     } finally {

@@ -38,7 +38,9 @@ export function startWriter(mode: 'crash' | 'hold', id: string, cwd: string): Wr
       }
     }
   })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_, signal) => resolve(signal)))
   return {
     child,
@@ -49,9 +51,20 @@ export function startWriter(mode: 'crash' | 'hold', id: string, cwd: string): Wr
       const seen = lines.find((line) => line.startsWith(prefix))
       if (seen) return Promise.resolve(seen)
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`writer printed no "${prefix}" line in ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs)
-        exited.then(() => setTimeout(() => reject(new Error(`writer exited before printing "${prefix}"; stderr: ${stderr}`)), 50))
-        waiters.push({ prefix, resolve: (line) => { clearTimeout(timer); resolve(line) } })
+        const timer = setTimeout(
+          () => reject(new Error(`writer printed no "${prefix}" line in ${timeoutMs} ms; stderr: ${stderr}`)),
+          timeoutMs,
+        )
+        exited.then(() =>
+          setTimeout(() => reject(new Error(`writer exited before printing "${prefix}"; stderr: ${stderr}`)), 50),
+        )
+        waiters.push({
+          prefix,
+          resolve: (line) => {
+            clearTimeout(timer)
+            resolve(line)
+          },
+        })
       })
     },
   }

@@ -10,7 +10,8 @@ const cwd = '/tmp/keel-crash-project'
 let ctx: Context | undefined
 const children: Writer[] = []
 afterEach(async () => {
-  for (const writer of children.splice(0)) if (writer.child.exitCode === null && writer.child.signalCode === null) writer.child.kill('SIGKILL')
+  for (const writer of children.splice(0))
+    if (writer.child.exitCode === null && writer.child.signalCode === null) writer.child.kill('SIGKILL')
   await ctx?.stop()
   ctx = undefined
 })
@@ -34,40 +35,46 @@ describe('kill -9', () => {
     let torn = 0
     let interrupted = 0
 
-    await Promise.all(lanes.map(async (id, lane) => {
-      let expectedAtLeast = -1
-      for (let round = 0; round < rounds; round++) {
-        const writer = startWriter('crash', id, cwd)
-        children.push(writer)
-        const ready = Number((await writer.waitFor('ready ')).split(' ')[1])
-        expect(ready).toBeGreaterThan(expectedAtLeast) // the child's own reopen kept everything too
-        // Kill at a random moment: right away, or after some acknowledged progress.
-        const delay = round === 0 && lane === 0 ? 0 : Math.floor(Math.random() * 100)
-        await sleep(delay)
-        writer.child.kill('SIGKILL')
-        expect(await writer.exited).toBe('SIGKILL')
-        const ack = lastAck(writer)
+    await Promise.all(
+      lanes.map(async (id, lane) => {
+        let expectedAtLeast = -1
+        for (let round = 0; round < rounds; round++) {
+          const writer = startWriter('crash', id, cwd)
+          children.push(writer)
+          const ready = Number((await writer.waitFor('ready ')).split(' ')[1])
+          expect(ready).toBeGreaterThan(expectedAtLeast) // the child's own reopen kept everything too
+          // Kill at a random moment: right away, or after some acknowledged progress.
+          const delay = round === 0 && lane === 0 ? 0 : Math.floor(Math.random() * 100)
+          await sleep(delay)
+          writer.child.kill('SIGKILL')
+          expect(await writer.exited).toBe('SIGKILL')
+          const ack = lastAck(writer)
 
-        let opened: ReturnType<NonNullable<typeof ctx>['sessions']['open']>
-        try {
-          opened = ctx!.sessions.open(id)
-        } catch (error) {
-          throw new Error(`lane ${lane} round ${round}: reopen failed after ${writer.lines.length} lines: ${(error as Error).message}`)
+          let opened: ReturnType<NonNullable<typeof ctx>['sessions']['open']>
+          try {
+            opened = ctx!.sessions.open(id)
+          } catch (error) {
+            throw new Error(
+              `lane ${lane} round ${round}: reopen failed after ${writer.lines.length} lines: ${(error as Error).message}`,
+            )
+          }
+          const { session, repairs } = opened
+          if (repairs.some((r) => r.includes('torn'))) torn++
+          if (repairs.some((r) => r.includes('interrupted'))) interrupted++
+          if (ack) {
+            expect(session.seq, `lane ${lane} round ${round}`).toBeGreaterThan(ack.seq)
+            expect(session.at(ack.seq)!.type).toBe(ack.type)
+            expectedAtLeast = ack.seq
+          }
+          expect(findOpenTurn(session.events)).toBeUndefined()
+          session.events.forEach((event, index) => expect(event.seq).toBe(index))
+          report.push(
+            `${id}#${round}: killed ${delay} ms after ready, last ack ${ack?.seq ?? '-'}, log ${session.seq} events${repairs.length ? `, repaired (${repairs.length})` : ''}`,
+          )
+          ctx!.sessions.close(session)
         }
-        const { session, repairs } = opened
-        if (repairs.some((r) => r.includes('torn'))) torn++
-        if (repairs.some((r) => r.includes('interrupted'))) interrupted++
-        if (ack) {
-          expect(session.seq, `lane ${lane} round ${round}`).toBeGreaterThan(ack.seq)
-          expect(session.at(ack.seq)!.type).toBe(ack.type)
-          expectedAtLeast = ack.seq
-        }
-        expect(findOpenTurn(session.events)).toBeUndefined()
-        session.events.forEach((event, index) => expect(event.seq).toBe(index))
-        report.push(`${id}#${round}: killed ${delay} ms after ready, last ack ${ack?.seq ?? '-'}, log ${session.seq} events${repairs.length ? `, repaired (${repairs.length})` : ''}`)
-        ctx!.sessions.close(session)
-      }
-    }))
+      }),
+    )
     // Not asserted (timing decides), but shown: how often a kill left a torn line or an open turn.
     console.info(`crash test: ${report.length} kills, ${torn} torn tails, ${interrupted} open turns closed`)
     expect(report).toHaveLength(20)
@@ -89,9 +96,15 @@ describe('two processes', () => {
     expect(readLock(path + '.lock')?.pid).toBe(pid)
 
     let error: Error | undefined
-    try { ctx.sessions.open('shared') } catch (caught) { error = caught as Error }
+    try {
+      ctx.sessions.open('shared')
+    } catch (caught) {
+      error = caught as Error
+    }
     expect(error).toBeInstanceOf(SessionLockedError)
-    expect(error!.message).toBe(`session is open in another process (pid ${pid}, since ${lockSince(path)}); lock file ${path}.lock`)
+    expect(error!.message).toBe(
+      `session is open in another process (pid ${pid}, since ${lockSince(path)}); lock file ${path}.lock`,
+    )
     expect(error!.message.split('\n')).toHaveLength(1)
     expect((error as SessionLockedError).pid).toBe(pid)
     expect(ctx.sessions.get('shared')).toBeUndefined()

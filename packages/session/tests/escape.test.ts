@@ -19,17 +19,22 @@ describe('escapeControls / escapeLine', () => {
   })
 
   it('shows zero-width and other invisible format characters, and line/paragraph separators', () => {
-    const hidden = [0x200b, 0x200c, 0x200e, 0x200f, 0x2060, 0x2061, 0xfeff, 0x00ad, 0x061c, 0x180e, 0xe0041, 0x2028, 0x2029]
+    const hidden = [
+      0x200b, 0x200c, 0x200e, 0x200f, 0x2060, 0x2061, 0xfeff, 0x00ad, 0x061c, 0x180e, 0xe0041, 0x2028, 0x2029,
+    ]
     for (const code of hidden) {
       const char = String.fromCodePoint(code)
-      expect(escapeControls(`a${char}b`), code.toString(16)).toBe(`a<U+${code.toString(16).toUpperCase().padStart(4, '0')}>b`)
+      expect(escapeControls(`a${char}b`), code.toString(16)).toBe(
+        `a<U+${code.toString(16).toUpperCase().padStart(4, '0')}>b`,
+      )
     }
     // Tag characters can smuggle a whole hidden sentence; every one of them shows.
     const smuggled = [...'hi'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('')
     expect(escapeLine(`ok${smuggled}`)).toBe('ok<U+E0068><U+E0069>')
     // A lone zero-width joiner is shown; one that joins an emoji sequence is kept, so emoji still render.
     expect(escapeControls('a\u200db')).toBe('a<U+200D>b')
-    for (const emoji of ['👨\u200d👩\u200d👧', '❤\ufe0f\u200d🔥', '👩🏽\u200d💻', '🏳\ufe0f\u200d🌈']) expect(escapeControls(emoji)).toBe(emoji)
+    for (const emoji of ['👨\u200d👩\u200d👧', '❤\ufe0f\u200d🔥', '👩🏽\u200d💻', '🏳\ufe0f\u200d🌈'])
+      expect(escapeControls(emoji)).toBe(emoji)
     expect(escapeControls('👨\u200d')).toBe('👨<U+200D>')
   })
 

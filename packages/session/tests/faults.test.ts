@@ -5,7 +5,13 @@ import { dirname } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import {
-  pairToolCalls, SessionWriteError, sessionFileIo, sessionPath, UNANSWERED_RESULT, type Message, type Session,
+  pairToolCalls,
+  SessionWriteError,
+  sessionFileIo,
+  sessionPath,
+  UNANSWERED_RESULT,
+  type Message,
+  type Session,
 } from '@keel/session'
 import { appendTurn, boot, useTempHome } from './helpers.ts'
 
@@ -21,7 +27,11 @@ afterEach(async () => {
 })
 
 function enospc(): NodeJS.ErrnoException {
-  return Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
+  return Object.assign(new Error('ENOSPC: no space left on device, write'), {
+    code: 'ENOSPC',
+    errno: -28,
+    syscall: 'write',
+  })
 }
 
 /** The disk fills up after `room` more bytes: a write gets what fits, then ENOSPC. */
@@ -33,14 +43,29 @@ function diskFull(room: number, options: { truncateFails?: boolean } = {}): void
     left -= n
     return n
   }
-  if (options.truncateFails) sessionFileIo.truncate = () => { throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' }) }
+  if (options.truncateFails)
+    sessionFileIo.truncate = () => {
+      throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' })
+    }
 }
 
 function startCall(session: Session, turn: number, callId: string): void {
   session.append('turn/start', { turn, trigger: 'prompt' })
   session.append('step/start', { turn, step: 1 })
-  session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: `prompt ${turn}` }] } }, append)
-  session.append('assistant/message', { turn, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{}' }] } }, append)
+  session.append(
+    'user/message',
+    { message: { role: 'user', content: [{ type: 'text', text: `prompt ${turn}` }] } },
+    append,
+  )
+  session.append(
+    'assistant/message',
+    {
+      turn,
+      step: 1,
+      message: { role: 'assistant', content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{}' }] },
+    },
+    append,
+  )
   session.append('tool/call', { turn, step: 1, callId, name: 'bash', arguments: '{}' })
 }
 
@@ -57,9 +82,15 @@ describe('a failed append', () => {
     const size = statSync(path).size
     diskFull(100) // the 5 KB result line gets 100 bytes in
     let error: Error | undefined
-    try { session.append('tool/result', result(1, 'c1'), append) } catch (caught) { error = caught as Error }
+    try {
+      session.append('tool/result', result(1, 'c1'), append)
+    } catch (caught) {
+      error = caught as Error
+    }
     expect(error).toBeInstanceOf(SessionWriteError)
-    expect(error!.message).toBe(`could not write tool/result to the session log ${path}: ENOSPC (no space left on device)`)
+    expect(error!.message).toBe(
+      `could not write tool/result to the session log ${path}: ENOSPC (no space left on device)`,
+    )
     expect((error as SessionWriteError).code).toBe('ENOSPC')
     expect(statSync(path).size).toBe(size)
     expect(session.seq).toBe(5)
@@ -69,14 +100,18 @@ describe('a failed append', () => {
     ctx.sessions.close(session)
     const { session: reopened, repairs } = ctx.sessions.open('full')
     expect(reopened.seq).toBe(7)
-    expect(repairs).toEqual([`${path}: 1 earlier tool call has no result on the log (c1); the model sees it answered as interrupted`])
+    expect(repairs).toEqual([
+      `${path}: 1 earlier tool call has no result on the log (c1); the model sees it answered as interrupted`,
+    ])
     // The model's history pairs the call with an error result, right after it (before the next prompt).
     reopened.append('turn/start', { turn: 2, trigger: 'prompt' })
     reopened.append('step/start', { turn: 2, step: 1 })
     reopened.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'again' }] } }, append)
     const messages = reopened.deriveMessages()
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user'])
-    expect(messages[2]!.content).toEqual([{ type: 'tool-result', toolCallId: 'c1', isError: true, content: [{ type: 'text', text: UNANSWERED_RESULT }] }])
+    expect(messages[2]!.content).toEqual([
+      { type: 'tool-result', toolCallId: 'c1', isError: true, content: [{ type: 'text', text: UNANSWERED_RESULT }] },
+    ])
     expect(readdirSync(dirname(path)).filter((name) => name.endsWith('.tmp'))).toEqual([])
   })
 
@@ -89,13 +124,17 @@ describe('a failed append', () => {
     diskFull(100, { truncateFails: true })
     expect(() => session.append('tool/result', result(1, 'c1'), append)).toThrow(SessionWriteError)
     Object.assign(sessionFileIo, original)
-    expect(() => session.append('tool/result', result(1, 'c1'), append)).toThrow(/not writable after an earlier failure/)
+    expect(() => session.append('tool/result', result(1, 'c1'), append)).toThrow(
+      /not writable after an earlier failure/,
+    )
     expect(statSync(path).size).toBe(size + 100)
     appendFileSync(path, Buffer.alloc(4096)) // the zeros some filesystems leave after a failed write
     ctx.sessions.close(session)
     const { session: reopened, repairs } = ctx.sessions.open('torn')
     expect(repairs[0]).toBe(`${path}: dropped a torn last line (line 7); the file now ends at the last whole event`)
-    expect(repairs[1]).toContain('turn 1 was left open by a crash; closed it as interrupted with an error result for 1 unanswered tool call')
+    expect(repairs[1]).toContain(
+      'turn 1 was left open by a crash; closed it as interrupted with an error result for 1 unanswered tool call',
+    )
     expect(reopened.last?.type).toBe('turn/end')
     expect(reopened.deriveMessages().map((m) => m.role)).toEqual(['user', 'assistant', 'tool'])
   })
@@ -103,7 +142,9 @@ describe('a failed append', () => {
   it('a failed header write leaves no file and no lock behind', async () => {
     ctx = await boot()
     diskFull(10)
-    expect(() => ctx!.sessions.create({ cwd, id: 'nohead' })).toThrow(/could not write the header to the session log .*nohead\.jsonl: ENOSPC/)
+    expect(() => ctx!.sessions.create({ cwd, id: 'nohead' })).toThrow(
+      /could not write the header to the session log .*nohead\.jsonl: ENOSPC/,
+    )
     Object.assign(sessionFileIo, original)
     expect(readdirSync(dirname(sessionPath(cwd, 'nohead')))).toEqual([])
     ctx.sessions.close(ctx.sessions.create({ cwd, id: 'nohead' })) // the id is free again
@@ -111,7 +152,9 @@ describe('a failed append', () => {
 })
 
 describe('torn tails', () => {
-  async function withTail(tail: string | Buffer): Promise<{ repairs: string[]; valid: number; size: number; path: string }> {
+  async function withTail(
+    tail: string | Buffer,
+  ): Promise<{ repairs: string[]; valid: number; size: number; path: string }> {
     ctx ??= await boot()
     const id = `tail-${Math.random().toString(36).slice(2)}`
     const session = ctx.sessions.create({ cwd, id })
@@ -132,7 +175,9 @@ describe('torn tails', () => {
     ['a torn line then NUL lines', '{"type":"step/st\n\0\0\0\n\0\n\0\0'],
   ])('%s at the end: repaired like a torn line', async (_, tail) => {
     const { repairs, valid, size, path } = await withTail(tail)
-    expect(repairs[0]).toMatch(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: dropped a torn last line \\(line 13\\)`))
+    expect(repairs[0]).toMatch(
+      new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: dropped a torn last line \\(line 13\\)`),
+    )
     expect(size).toBe(valid)
   })
 
@@ -145,15 +190,28 @@ describe('torn tails', () => {
     const lines = readFileSync(path, 'utf8').split('\n')
     lines.splice(3, 0, '\0\0\0\0')
     writeFileSync(path, lines.join('\n'))
-    expect(() => ctx!.sessions.open('middle')).toThrow(`${path}:4: line is not JSON (damage inside the log, not a torn tail)`)
+    expect(() => ctx!.sessions.open('middle')).toThrow(
+      `${path}:4: line is not JSON (damage inside the log, not a torn tail)`,
+    )
   })
 })
 
 describe('pairToolCalls (what deriveMessages yields)', () => {
   const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] })
-  const ask = (...ids: string[]): Message => ({ role: 'assistant', content: ids.map((id) => ({ type: 'tool-call' as const, id, name: 'bash', arguments: '{}' })) })
-  const answer = (id: string): Message => ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, isError: false, content: [] }] })
-  const ids = (messages: Message[]) => messages.map((m) => m.role === 'tool' ? `tool:${m.content.map((b) => b.toolCallId).join(',')}${m.content.some((b) => b.isError) ? '!' : ''}` : m.role)
+  const ask = (...ids: string[]): Message => ({
+    role: 'assistant',
+    content: ids.map((id) => ({ type: 'tool-call' as const, id, name: 'bash', arguments: '{}' })),
+  })
+  const answer = (id: string): Message => ({
+    role: 'tool',
+    content: [{ type: 'tool-result', toolCallId: id, isError: false, content: [] }],
+  })
+  const ids = (messages: Message[]) =>
+    messages.map((m) =>
+      m.role === 'tool'
+        ? `tool:${m.content.map((b) => b.toolCallId).join(',')}${m.content.some((b) => b.isError) ? '!' : ''}`
+        : m.role,
+    )
 
   it('returns a well-paired history unchanged, message for message', () => {
     const history = [user('a'), ask('1', '2'), answer('1'), answer('2'), ask(), user('b')]
@@ -163,22 +221,24 @@ describe('pairToolCalls (what deriveMessages yields)', () => {
   })
 
   it('answers a call with no result anywhere in the history, right after its group', () => {
-    expect(ids(pairToolCalls([user('a'), ask('1', '2'), answer('2'), user('b'), ask('3'), answer('3'), ask('4')]))).toEqual([
-      'user', 'assistant', 'tool:2', 'tool:1!', 'user', 'assistant', 'tool:3', 'assistant', 'tool:4!',
-    ])
+    expect(
+      ids(pairToolCalls([user('a'), ask('1', '2'), answer('2'), user('b'), ask('3'), answer('3'), ask('4')])),
+    ).toEqual(['user', 'assistant', 'tool:2', 'tool:1!', 'user', 'assistant', 'tool:3', 'assistant', 'tool:4!'])
   })
 
   it('leaves out a result that answers no call before it, or answers one twice', () => {
-    expect(ids(pairToolCalls([user('a'), answer('9'), ask('1'), answer('1'), answer('1'), user('b'), answer('1')]))).toEqual([
-      'user', 'assistant', 'tool:1', 'user',
-    ])
+    expect(
+      ids(pairToolCalls([user('a'), answer('9'), ask('1'), answer('1'), answer('1'), user('b'), answer('1')])),
+    ).toEqual(['user', 'assistant', 'tool:1', 'user'])
   })
 
   it('a session whose tool/result was vetoed still derives a paired history', async () => {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'veto', persist: false })
     startCall(session, 1, 'c1')
-    const dispose = ctx.on('session/validate', (_, event) => { if (event.type === 'tool/result') throw new Error('no') })
+    const dispose = ctx.on('session/validate', (_, event) => {
+      if (event.type === 'tool/result') throw new Error('no')
+    })
     expect(() => session.append('tool/result', result(1, 'c1'), append)).toThrow('no')
     dispose()
     session.append('step/end', { turn: 1, step: 1 })
@@ -186,7 +246,10 @@ describe('pairToolCalls (what deriveMessages yields)', () => {
     for (const message of session.deriveMessages()) {
       if (message.role !== 'assistant') continue
       for (const block of message.content) {
-        if (block.type === 'tool-call') expect(session.deriveMessages().some((m) => m.role === 'tool' && m.content.some((r) => r.toolCallId === block.id))).toBe(true)
+        if (block.type === 'tool-call')
+          expect(
+            session.deriveMessages().some((m) => m.role === 'tool' && m.content.some((r) => r.toolCallId === block.id)),
+          ).toBe(true)
       }
     }
   })

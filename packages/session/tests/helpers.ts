@@ -44,16 +44,36 @@ export function appendTurn(session: Session, turn: number, options: { prompt?: s
   const callId = options.callId ?? `call-${turn}`
   session.append('turn/start', { turn, trigger: 'prompt' })
   session.append('step/start', { turn, step: 1 })
-  session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: options.prompt ?? `prompt ${turn}` }] } }, { surfaceOp: { op: 'append' } })
-  session.append('assistant/message', {
-    turn, step: 1,
-    message: { role: 'assistant', content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{"command":"ls"}' }] },
-  }, { surfaceOp: { op: 'append' } })
+  session.append(
+    'user/message',
+    { message: { role: 'user', content: [{ type: 'text', text: options.prompt ?? `prompt ${turn}` }] } },
+    { surfaceOp: { op: 'append' } },
+  )
+  session.append(
+    'assistant/message',
+    {
+      turn,
+      step: 1,
+      message: {
+        role: 'assistant',
+        content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{"command":"ls"}' }],
+      },
+    },
+    { surfaceOp: { op: 'append' } },
+  )
   session.append('tool/call', { turn, step: 1, callId, name: 'bash', arguments: '{"command":"ls"}' })
-  session.append('tool/result', { turn, step: 1, callId, content: [{ type: 'text', text: 'a\nb' }], isError: false }, { surfaceOp: { op: 'append' } })
+  session.append(
+    'tool/result',
+    { turn, step: 1, callId, content: [{ type: 'text', text: 'a\nb' }], isError: false },
+    { surfaceOp: { op: 'append' } },
+  )
   session.append('step/end', { turn, step: 1 })
   session.append('step/start', { turn, step: 2 })
-  session.append('assistant/message', { turn, step: 2, message: { role: 'assistant', content: [{ type: 'text', text: `done ${turn}` }] } }, { surfaceOp: { op: 'append' } })
+  session.append(
+    'assistant/message',
+    { turn, step: 2, message: { role: 'assistant', content: [{ type: 'text', text: `done ${turn}` }] } },
+    { surfaceOp: { op: 'append' } },
+  )
   session.append('step/end', { turn, step: 2 })
   session.append('turn/end', { turn, reason: 'completed' })
 }

@@ -20,15 +20,18 @@ afterEach(async () => {
 })
 
 describe('plugin modules', () => {
-  it.each(['@keel/session', '@keel/session/dev'])('%s has named exports only, so unwrapExports returns the namespace itself', async (specifier) => {
-    const ns = await import(specifier)
-    expect('default' in ns).toBe(false)
-    expect(typeof ns.apply).toBe('function')
-    expect(typeof ns.name).toBe('string')
-    expect(ns.Config).toBeDefined()
-    const { Loader } = await import('cordis/loader')
-    expect(Loader.prototype.unwrapExports.call(null, ns)).toBe(ns)
-  })
+  it.each(['@keel/session', '@keel/session/dev'])(
+    '%s has named exports only, so unwrapExports returns the namespace itself',
+    async (specifier) => {
+      const ns = await import(specifier)
+      expect('default' in ns).toBe(false)
+      expect(typeof ns.apply).toBe('function')
+      expect(typeof ns.name).toBe('string')
+      expect(ns.Config).toBeDefined()
+      const { Loader } = await import('cordis/loader')
+      expect(Loader.prototype.unwrapExports.call(null, ns)).toBe(ns)
+    },
+  )
 })
 
 describe('real cordis Loader', () => {

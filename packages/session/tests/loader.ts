@@ -25,10 +25,16 @@ export class TestLoader extends Loader {
 }
 
 /** Boots a root context on a composition file through TestLoader and waits until the given services are up. */
-export async function loadComposition(filename: string, services: string[], timeoutMs = 10_000): Promise<{ ctx: Context; loader: TestLoader }> {
+export async function loadComposition(
+  filename: string,
+  services: string[],
+  timeoutMs = 10_000,
+): Promise<{ ctx: Context; loader: TestLoader }> {
   const ctx = new Context()
   const errors: unknown[] = []
-  ctx.on('internal/error', (error: unknown) => { errors.push(error) })
+  ctx.on('internal/error', (error: unknown) => {
+    errors.push(error)
+  })
   ctx.on('internal/warning', () => {})
   ctx.plugin(TestLoader, { name: 'keel', filename })
   await ctx.start()

@@ -15,7 +15,10 @@ const root = fileURLToPath(new URL('../../..', import.meta.url))
 let ctx: Context | undefined
 const groups: ChildProcess[] = []
 afterEach(async () => {
-  for (const group of groups.splice(0)) try { process.kill(-group.pid!, 'SIGKILL') } catch {}
+  for (const group of groups.splice(0))
+    try {
+      process.kill(-group.pid!, 'SIGKILL')
+    } catch {}
   await ctx?.stop()
   ctx = undefined
 })
@@ -42,12 +45,21 @@ async function until(condition: () => boolean, what: string): Promise<void> {
  * which never calls wait(). Killed, the writer stays a zombie, as under a container init that reaps late.
  */
 function holderWithoutReaper(id: string): Promise<{ pid: number; group: ChildProcess }> {
-  const group = spawn('bash', ['-c', `"${process.execPath}" --import tsx "${writer}" hold ${id} ${cwd} & exec sleep 600`], {
-    cwd: root, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
-  })
+  const group = spawn(
+    'bash',
+    ['-c', `"${process.execPath}" --import tsx "${writer}" hold ${id} ${cwd} & exec sleep 600`],
+    {
+      cwd: root,
+      env: { ...process.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  )
   groups.push(group)
   let stderr = ''
-  group.stderr!.on('data', (chunk) => { stderr += chunk })
+  group.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   return new Promise((resolve, reject) => {
     let out = ''
     group.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -68,9 +80,15 @@ describe('dead holders', () => {
     expect(readLock(path + '.lock')).toMatchObject({ pid })
     // While it runs, it holds the session: one line naming the pid and since when.
     let error: Error | undefined
-    try { ctx.sessions.open('zombie') } catch (caught) { error = caught as Error }
+    try {
+      ctx.sessions.open('zombie')
+    } catch (caught) {
+      error = caught as Error
+    }
     expect(error).toBeInstanceOf(SessionLockedError)
-    expect(error!.message).toBe(`session is open in another process (pid ${pid}, since ${lockSince(path)}); lock file ${path}.lock`)
+    expect(error!.message).toBe(
+      `session is open in another process (pid ${pid}, since ${lockSince(path)}); lock file ${path}.lock`,
+    )
 
     process.kill(pid, 'SIGKILL')
     await until(() => procState(pid) === 'Z', 'the holder to become a zombie')
@@ -99,9 +117,14 @@ describe('dead holders', () => {
     const live = { pid: parent, startTime, bootId: mine.bootId, since: 1_700_000_000_000 }
     expect(holderAlive(live)).toBe(true)
     writeFileSync(path + '.lock', JSON.stringify(live))
-    expect(() => ctx!.sessions.open('reused')).toThrow(`session is open in another process (pid ${parent}, since 2023-11-14 22:13:20 UTC); lock file ${path}.lock`)
+    expect(() => ctx!.sessions.open('reused')).toThrow(
+      `session is open in another process (pid ${parent}, since 2023-11-14 22:13:20 UTC); lock file ${path}.lock`,
+    )
 
-    for (const stale of [{ ...live, startTime: String(Number(startTime) + 1) }, { ...live, bootId: '00000000-0000-0000-0000-000000000000' }]) {
+    for (const stale of [
+      { ...live, startTime: String(Number(startTime) + 1) },
+      { ...live, bootId: '00000000-0000-0000-0000-000000000000' },
+    ]) {
       expect(holderAlive(stale)).toBe(false)
       writeFileSync(path + '.lock', JSON.stringify(stale))
       const { session: taken } = ctx.sessions.open('reused')

@@ -42,7 +42,13 @@ const turns: ProjectionDefinition<'turns'> = {
 }
 
 function plugin(definition: ProjectionDefinition<never>) {
-  return { name: `projection-${definition.key}`, inject: ['projections'], apply: (c: Context) => { c.projections.register(definition) } }
+  return {
+    name: `projection-${definition.key}`,
+    inject: ['projections'],
+    apply: (c: Context) => {
+      c.projections.register(definition)
+    },
+  }
 }
 
 function turn(session: Session, n: number, ...texts: string[]): void {
@@ -81,8 +87,11 @@ describe('projections', () => {
   it('works with the awaited fork, through a nested plugin, and refcounts two registrations of one key', async () => {
     ctx = await boot()
     const outer = await ctx.plugin({
-      name: 'outer', inject: ['projections'],
-      apply: (c: Context) => { c.plugin(plugin(notes as never)) },
+      name: 'outer',
+      inject: ['projections'],
+      apply: (c: Context) => {
+        c.plugin(plugin(notes as never))
+      },
     })
     expect(ctx.projections.has('notes')).toBe(true)
     const second = ctx.plugin(plugin({ ...notes } as never))
@@ -91,7 +100,9 @@ describe('projections', () => {
     second.dispose()
     expect(ctx.projections.has('notes')).toBe(false)
     const disposer = ctx.projections.register(turns)
-    expect(() => ctx!.projections.register({ ...turns, version: 2 })).toThrow('projection turns registered with version 2, but version 1 is live')
+    expect(() => ctx!.projections.register({ ...turns, version: 2 })).toThrow(
+      'projection turns registered with version 2, but version 1 is live',
+    )
     disposer()
     expect(ctx.projections.has('turns')).toBe(false)
   })
@@ -133,15 +144,23 @@ describe('projections', () => {
     turn(session, 1, 'before anyone listened')
     const changes: [string, unknown, number][] = []
     const listener = ctx.plugin({
-      name: 'ui', inject: ['projections'],
-      apply: (c: Context) => { c.projections.onChanged((s, key, value, seq) => { if (s === session) changes.push([key, value, seq]) }) },
+      name: 'ui',
+      inject: ['projections'],
+      apply: (c: Context) => {
+        c.projections.onChanged((s, key, value, seq) => {
+          if (s === session) changes.push([key, value, seq])
+        })
+      },
     })
     session.append('turn/start', { turn: 2, trigger: 'prompt' }) // first touch: clears the old notes → a change
     session.append('step/start', { turn: 2, step: 1 }) // no change
     session.append('test/note', { text: 'x' })
     session.append('step/end', { turn: 2, step: 1 })
     session.append('turn/end', { turn: 2, reason: 'completed' }) // keeps the notes
-    expect(changes).toEqual([['notes', [], 3], ['notes', ['x'], 5]])
+    expect(changes).toEqual([
+      ['notes', [], 3],
+      ['notes', ['x'], 5],
+    ])
     listener.dispose()
     session.append('turn/start', { turn: 3, trigger: 'prompt' })
     expect(changes).toHaveLength(2)
@@ -150,10 +169,22 @@ describe('projections', () => {
   it('a failing unit or listener does not break the append or the other units', async () => {
     ctx = await boot()
     const warnings: string[] = []
-    ctx.on('internal/warning', (message: unknown) => { warnings.push(String(message)) })
+    ctx.on('internal/warning', (message: unknown) => {
+      warnings.push(String(message))
+    })
     ctx.projections.register(turns)
-    ctx.projections.register({ key: 'notes', version: 1, init: () => [], apply: (state, event) => { if (event.type === 'test/note') throw new Error('unit bug'); return state } })
-    ctx.projections.onChanged(() => { throw new Error('listener bug') })
+    ctx.projections.register({
+      key: 'notes',
+      version: 1,
+      init: () => [],
+      apply: (state, event) => {
+        if (event.type === 'test/note') throw new Error('unit bug')
+        return state
+      },
+    })
+    ctx.projections.onChanged(() => {
+      throw new Error('listener bug')
+    })
     const session = ctx.sessions.create({ cwd: '/p', persist: false })
     turn(session, 1, 'boom')
     expect(session.seq).toBe(3)
@@ -166,9 +197,13 @@ describe('projections', () => {
     ctx = await boot()
     const settled: number[] = []
     // The todo plan's shape: the latest note, cleared by the next turn/start; settled by either, read backwards.
-    const apply = (state: string | null, event: SessionEvent) => (event.type === 'test/note' ? event.data.text : event.type === 'turn/start' ? null : state)
+    const apply = (state: string | null, event: SessionEvent) =>
+      event.type === 'test/note' ? event.data.text : event.type === 'turn/start' ? null : state
     ctx.projections.register({
-      key: 'latest', version: 1, init: () => null, apply,
+      key: 'latest',
+      version: 1,
+      init: () => null,
+      apply,
       settle(event) {
         settled.push(event.seq)
         if (event.type === 'test/note') return { value: event.data.text }

@@ -1,10 +1,28 @@
-import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import {
-  INTERRUPTED_RESULT, SessionFileError, SessionLockedError, SessionNotFoundError, cwdSlug, findOpenTurn,
-  readLock, readSessionFile, type Session, type SessionEvent, type SessionHeader,
+  INTERRUPTED_RESULT,
+  SessionFileError,
+  SessionLockedError,
+  SessionNotFoundError,
+  cwdSlug,
+  findOpenTurn,
+  readLock,
+  readSessionFile,
+  type Session,
+  type SessionEvent,
+  type SessionHeader,
 } from '@keel/session'
 import { appendTurn, boot, lockSince, useTempHome } from './helpers.ts'
 
@@ -28,8 +46,12 @@ describe('cordis events', () => {
     ctx = await boot()
     const seen: string[] = []
     const warnings: string[] = []
-    ctx.on('internal/warning', (message: unknown) => { warnings.push(String(message)) })
-    ctx.on('session/event', () => { throw new Error('listener bug') })
+    ctx.on('internal/warning', (message: unknown) => {
+      warnings.push(String(message))
+    })
+    ctx.on('session/event', () => {
+      throw new Error('listener bug')
+    })
     ctx.on('session/event', (session, event) => {
       // Post-commit: the event is already in the log and on disk when listeners run.
       expect(session.at(event.seq)).toBe(event)
@@ -48,7 +70,9 @@ describe('cordis events', () => {
   it('session/validate vetoes an append: nothing is logged, written or published', async () => {
     ctx = await boot({ dev: false })
     const published: number[] = []
-    ctx.on('session/event', (_, event) => { published.push(event.seq) })
+    ctx.on('session/event', (_, event) => {
+      published.push(event.seq)
+    })
     ctx.on('session/validate', (_, event) => {
       if (event.type === 'test/note' && event.data.text === 'forbidden') throw new Error('no forbidden notes')
     })
@@ -58,14 +82,20 @@ describe('cordis events', () => {
     session.append('test/note', { text: 'fine again' })
     expect(session.events.map((e) => e.seq)).toEqual([0, 1])
     expect(published).toEqual([0, 1])
-    expect(readSessionFile(ctx.sessions.pathOf(session.id)!).events.map((e) => (e.data as { text: string }).text)).toEqual(['fine', 'fine again'])
+    expect(
+      readSessionFile(ctx.sessions.pathOf(session.id)!).events.map((e) => (e.data as { text: string }).text),
+    ).toEqual(['fine', 'fine again'])
   })
 
   it('emits session/created and session/closed; a closed session refuses appends', async () => {
     ctx = await boot()
     const log: string[] = []
-    ctx.on('session/created', (s) => { log.push(`created ${s.id}`) })
-    ctx.on('session/closed', (s) => { log.push(`closed ${s.id}`) })
+    ctx.on('session/created', (s) => {
+      log.push(`created ${s.id}`)
+    })
+    ctx.on('session/closed', (s) => {
+      log.push(`closed ${s.id}`)
+    })
     const session = ctx.sessions.create({ cwd, id: 'abc' })
     expect(ctx.sessions.get('abc')).toBe(session)
     expect(ctx.sessions.liveSessions()).toEqual([session])
@@ -101,7 +131,14 @@ describe('persistence', () => {
     expect(ctx.sessions.pathOf('child-1')).toBe(path)
     const [head, ...rest] = lines(path)
     const parsedHeader = JSON.parse(head!) as SessionHeader
-    expect(parsedHeader).toEqual({ type: 'session', version: 1, id: 'child-1', createdAt: expect.any(Number), cwd, parent: { sessionId: 'parent-1', callId: 'call-9' } })
+    expect(parsedHeader).toEqual({
+      type: 'session',
+      version: 1,
+      id: 'child-1',
+      createdAt: expect.any(Number),
+      cwd,
+      parent: { sessionId: 'parent-1', callId: 'call-9' },
+    })
     expect(rest.map((line) => JSON.parse(line))).toEqual(JSON.parse(JSON.stringify(session.events)))
     expect(session.header).toEqual(parsedHeader)
   })
@@ -182,7 +219,11 @@ describe('persistence', () => {
   it('cuts at the right byte with multi-byte text, and drops a junk last line (a power cut can leave one)', async () => {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'utf8' })
-    session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'naïve café — 日本語 🚀' }] } }, append)
+    session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text: 'naïve café — 日本語 🚀' }] } },
+      append,
+    )
     const path = ctx.sessions.pathOf('utf8')!
     ctx.sessions.close(session)
     const valid = statSync(path).size
@@ -239,7 +280,9 @@ describe('persistence', () => {
     delete event.surfaceOp
     text[3] = JSON.stringify(event)
     writeFileSync(path, text.join('\n') + '\n')
-    expect(() => ctx!.sessions.open('meta')).toThrow(`${path}:4: seed event 2 (user/message): user/message is a surface event and needs a surfaceOp`)
+    expect(() => ctx!.sessions.open('meta')).toThrow(
+      `${path}:4: seed event 2 (user/message): user/message is a surface event and needs a surfaceOp`,
+    )
   })
 
   it('refuses a damaged header, a header for another id, and a newer format', async () => {
@@ -260,7 +303,9 @@ describe('persistence', () => {
 })
 
 describe('open-turn repair', () => {
-  async function crashed(build: (session: Session) => void): Promise<{ events: SessionEvent[]; repairs: string[]; path: string; before: number }> {
+  async function crashed(
+    build: (session: Session) => void,
+  ): Promise<{ events: SessionEvent[]; repairs: string[]; path: string; before: number }> {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'crashed' })
     build(session)
@@ -276,10 +321,17 @@ describe('open-turn repair', () => {
     return { events, repairs, path, before }
   }
 
-  const tail = (events: SessionEvent[], from: number) => events.slice(from).map((e) => {
-    const data = e.data as { callId?: string; reason?: string; step?: number; content?: { text: string }[]; isError?: boolean }
-    return [e.type, data.step, data.callId, data.reason, data.isError].filter((x) => x !== undefined).join(' ')
-  })
+  const tail = (events: SessionEvent[], from: number) =>
+    events.slice(from).map((e) => {
+      const data = e.data as {
+        callId?: string
+        reason?: string
+        step?: number
+        content?: { text: string }[]
+        isError?: boolean
+      }
+      return [e.type, data.step, data.callId, data.reason, data.isError].filter((x) => x !== undefined).join(' ')
+    })
 
   it('answers a logged call and a call only in the assistant message, then closes the step and the turn', async () => {
     const { events, repairs, path, before } = await crashed((session) => {
@@ -287,16 +339,28 @@ describe('open-turn repair', () => {
       session.append('turn/start', { turn: 2, trigger: 'prompt' })
       session.append('step/start', { turn: 2, step: 1 })
       session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'go' }] } }, append)
-      session.append('assistant/message', {
-        turn: 2, step: 1,
-        message: { role: 'assistant', content: [
-          { type: 'tool-call', id: 'a', name: 'bash', arguments: '{}' },
-          { type: 'tool-call', id: 'b', name: 'bash', arguments: '{"x":1}' },
-          { type: 'tool-call', id: 'c', name: 'read', arguments: '{}' },
-        ] },
-      }, append)
+      session.append(
+        'assistant/message',
+        {
+          turn: 2,
+          step: 1,
+          message: {
+            role: 'assistant',
+            content: [
+              { type: 'tool-call', id: 'a', name: 'bash', arguments: '{}' },
+              { type: 'tool-call', id: 'b', name: 'bash', arguments: '{"x":1}' },
+              { type: 'tool-call', id: 'c', name: 'read', arguments: '{}' },
+            ],
+          },
+        },
+        append,
+      )
       session.append('tool/call', { turn: 2, step: 1, callId: 'a', name: 'bash', arguments: '{}' })
-      session.append('tool/result', { turn: 2, step: 1, callId: 'a', content: [{ type: 'text', text: 'ok' }], isError: false }, append)
+      session.append(
+        'tool/result',
+        { turn: 2, step: 1, callId: 'a', content: [{ type: 'text', text: 'ok' }], isError: false },
+        append,
+      )
       session.append('tool/call', { turn: 2, step: 1, callId: 'b', name: 'bash', arguments: '{"x":1}' })
       session.append('test/note', { text: 'tool b was running' })
       // crash: b logged and unanswered, c never logged
@@ -310,7 +374,9 @@ describe('open-turn repair', () => {
     ])
     expect(events.at(-3)!.data).toMatchObject({ content: [{ type: 'text', text: INTERRUPTED_RESULT }] })
     expect(events.at(-4)!.data).toEqual({ turn: 2, step: 1, callId: 'c', name: 'read', arguments: '{}' })
-    expect(repairs).toEqual([`${path}: turn 2 was left open by a crash; closed it as interrupted with an error result for 2 unanswered tool calls`])
+    expect(repairs).toEqual([
+      `${path}: turn 2 was left open by a crash; closed it as interrupted with an error result for 2 unanswered tool calls`,
+    ])
   })
 
   it('closes a turn with no open step and no calls with just turn/end', async () => {
@@ -329,14 +395,28 @@ describe('open-turn repair', () => {
     const session = ctx.sessions.create({ cwd, id: 'stranded' })
     session.append('turn/start', { turn: 1, trigger: 'prompt' })
     session.append('step/start', { turn: 1, step: 1 })
-    session.append('assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 'x', name: 'bash', arguments: '{}' }] } }, append)
+    session.append(
+      'assistant/message',
+      {
+        turn: 1,
+        step: 1,
+        message: { role: 'assistant', content: [{ type: 'tool-call', id: 'x', name: 'bash', arguments: '{}' }] },
+      },
+      append,
+    )
     session.append('tool/call', { turn: 1, step: 1, callId: 'x', name: 'bash', arguments: '{}' })
     session.append('step/end', { turn: 1, step: 1 })
     ctx.sessions.close(session)
     await ctx.stop()
     ctx = await boot() // reopen with the invariants on: every repair event must pass them
     const { session: reopened } = ctx.sessions.open('stranded')
-    expect(tail([...reopened.events], 5)).toEqual(['step/start 2', 'tool/call 2 x', 'tool/result 2 x true', 'step/end 2', 'turn/end interrupted'])
+    expect(tail([...reopened.events], 5)).toEqual([
+      'step/start 2',
+      'tool/call 2 x',
+      'tool/result 2 x true',
+      'step/end 2',
+      'turn/end interrupted',
+    ])
   })
 
   it('leaves a cleanly closed log alone', async () => {
@@ -353,7 +433,11 @@ describe('list and read', () => {
     const make = (id: string, dir: string, prompt: string | undefined, mtime: number) => {
       const session = ctx!.sessions.create({ cwd: dir, id })
       if (prompt !== undefined) {
-        session.append('user/message', { message: { role: 'user', source: 'context', content: [{ type: 'text', text: 'AGENTS.md says…' }] } }, append)
+        session.append(
+          'user/message',
+          { message: { role: 'user', source: 'context', content: [{ type: 'text', text: 'AGENTS.md says…' }] } },
+          append,
+        )
         session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: prompt }] } }, append)
       }
       ctx!.sessions.close(session)
@@ -366,7 +450,11 @@ describe('list and read', () => {
     make('away', other, 'elsewhere', 4_000_000)
 
     const listed = ctx.sessions.list(cwd)
-    expect(listed.map((s) => [s.id, s.title])).toEqual([['new', 'second task'], ['mid', ''], ['old', 'first task with lines']])
+    expect(listed.map((s) => [s.id, s.title])).toEqual([
+      ['new', 'second task'],
+      ['mid', ''],
+      ['old', 'first task with lines'],
+    ])
     expect(listed[0]).toMatchObject({ cwd, updatedAt: 3_000_000_000, path: ctx.sessions.pathOf('new') })
     expect(ctx.sessions.list().map((s) => s.id)).toEqual(['away', 'new', 'mid', 'old'])
     expect(ctx.sessions.list('/nowhere')).toEqual([])
@@ -397,9 +485,15 @@ describe('single writer (in process)', () => {
     const second = await boot()
     try {
       let error: Error | undefined
-      try { second.sessions.open('locked') } catch (caught) { error = caught as Error }
+      try {
+        second.sessions.open('locked')
+      } catch (caught) {
+        error = caught as Error
+      }
       expect(error).toBeInstanceOf(SessionLockedError)
-      expect(error!.message).toBe(`session is open in another process (pid ${process.pid}, since ${lockSince(path)}); lock file ${path}.lock`)
+      expect(error!.message).toBe(
+        `session is open in another process (pid ${process.pid}, since ${lockSince(path)}); lock file ${path}.lock`,
+      )
       expect(error!.message).not.toContain('\n')
       ctx.sessions.close(session)
       // A lock left by a dead process is stale.

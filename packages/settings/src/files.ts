@@ -31,7 +31,8 @@ export function settingsPaths(cwd: string): { path: string; scope: SettingsFile[
 }
 
 /** Credentials belong in the environment, never in a file that may be committed or shared. */
-const CREDENTIAL = /^(api[-_]?key|token|auth[-_]?token|access[-_]?token|secret|client[-_]?secret|password|.*_(API_KEY|TOKEN|SECRET))$/i
+const CREDENTIAL =
+  /^(api[-_]?key|token|auth[-_]?token|access[-_]?token|secret|client[-_]?secret|password|.*_(API_KEY|TOKEN|SECRET))$/i
 
 function findCredential(value: unknown, path: string): string | undefined {
   if (!value || typeof value !== 'object') return undefined
@@ -61,10 +62,13 @@ export function readSettingsFile(path: string, scope: SettingsFile['scope']): Se
   } catch (error) {
     throw new SettingsError(`${path}: not valid JSON: ${(error as Error).message.split('\n')[0]}`)
   }
-  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new SettingsError(`${path}: expected a JSON object of settings`)
+  if (!data || typeof data !== 'object' || Array.isArray(data))
+    throw new SettingsError(`${path}: expected a JSON object of settings`)
   const credential = findCredential(data, '')
   if (credential) {
-    throw new SettingsError(`${path}: refusing ${credential}: API keys and tokens stay in the environment (for example DEEPSEEK_API_KEY), never in a settings file`)
+    throw new SettingsError(
+      `${path}: refusing ${credential}: API keys and tokens stay in the environment (for example DEEPSEEK_API_KEY), never in a settings file`,
+    )
   }
   return { path, scope, data: data as Settings }
 }

@@ -1,4 +1,11 @@
 export { projectRoot, projectDirs } from './root.ts'
 export { loadInstructions, INSTRUCTIONS_LIMIT, type Instructions, type InstructionFile } from './instructions.ts'
-export { readSettingsFile, readSettingsFiles, settingsPaths, SettingsError, type Settings, type SettingsFile } from './files.ts'
+export {
+  readSettingsFile,
+  readSettingsFiles,
+  settingsPaths,
+  SettingsError,
+  type Settings,
+  type SettingsFile,
+} from './files.ts'
 export { mergeLayers, flatten, type Layer, type Merged, type Source } from './merge.ts'

@@ -65,9 +65,13 @@ export function loadInstructions(cwd: string, limit = INSTRUCTIONS_LIMIT): Instr
   }
   const cut = files.filter((file) => file.cut)
   if (cut.length) {
-    parts.push(`[Instructions were capped at ${limit / 1024} KiB: ${cut.map((file) => `${file.bytes === file.cut ? 'left out' : 'cut'} ${file.cut} of ${file.bytes} bytes of ${file.label}`).join('; ')}.]`)
+    parts.push(
+      `[Instructions were capped at ${limit / 1024} KiB: ${cut.map((file) => `${file.bytes === file.cut ? 'left out' : 'cut'} ${file.cut} of ${file.bytes} bytes of ${file.label}`).join('; ')}.]`,
+    )
   }
-  const text = parts.length ? `# Project instructions\n\nFollow these instructions from the user and the project.\n\n${parts.join('\n\n')}` : ''
+  const text = parts.length
+    ? `# Project instructions\n\nFollow these instructions from the user and the project.\n\n${parts.join('\n\n')}`
+    : ''
   return { text, files }
 }
 

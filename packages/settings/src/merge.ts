@@ -26,7 +26,13 @@ export function mergeLayers(layers: Layer[]): Merged {
   return merged
 }
 
-function mergeInto(merged: Merged, target: Record<string, unknown>, values: Record<string, unknown>, prefix: string, source: Source): void {
+function mergeInto(
+  merged: Merged,
+  target: Record<string, unknown>,
+  values: Record<string, unknown>,
+  prefix: string,
+  source: Source,
+): void {
   for (const [key, value] of Object.entries(values)) {
     if (value === undefined) continue
     const path = prefix ? `${prefix}.${key}` : key

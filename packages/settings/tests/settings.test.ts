@@ -19,7 +19,7 @@ beforeEach(() => {
   process.env.KEEL_HOME = join(dir, 'home')
 })
 
-test('the project root is the nearest folder with .git, a worktree\'s .git file included; else the cwd alone', () => {
+test("the project root is the nearest folder with .git, a worktree's .git file included; else the cwd alone", () => {
   const deep = join(dir, 'wt', 'a', 'b')
   mkdirSync(deep, { recursive: true })
   expect(projectRoot(deep)).toBe(deep)
@@ -38,7 +38,10 @@ test('the cap never splits a character and names what it cut and what it left ou
   expect(result.text).toContain(`## ../AGENTS.md\n\n${'é'.repeat(20)}\n`)
   expect(result.text).not.toContain('é'.repeat(21))
   expect(result.text).not.toContain('\uFFFD')
-  expect(result.files.map((file) => [file.label, file.cut])).toEqual([['../AGENTS.md', 20], ['AGENTS.md', 11]])
+  expect(result.files.map((file) => [file.label, file.cut])).toEqual([
+    ['../AGENTS.md', 20],
+    ['AGENTS.md', 11],
+  ])
   expect(result.text).toContain('cut 20 of 60 bytes of ../AGENTS.md; left out 11 of 11 bytes of AGENTS.md')
   expect(loadInstructions(join(dir, 'p', 'sub')).text).not.toContain('capped')
 })
@@ -51,14 +54,27 @@ test('a directory named AGENTS.md is no instruction file; CLAUDE.md stands in', 
 
 test('merging: deeper wins key by key, rule lists add up, each value keeps its source', () => {
   const merged = mergeLayers([
-    { source: 'user', values: { model: 'a/b', permissions: { allow: ['read'], deny: ['bash(rm:*)'] }, todo: { x: 1, y: 2 } } },
+    {
+      source: 'user',
+      values: { model: 'a/b', permissions: { allow: ['read'], deny: ['bash(rm:*)'] }, todo: { x: 1, y: 2 } },
+    },
     { source: 'project', values: { model: 'c/d', permissions: { allow: ['edit(src/a.ts)'] }, todo: { y: 3 } } },
   ])
-  expect(merged.values).toEqual({ model: 'c/d', permissions: { allow: ['read', 'edit(src/a.ts)'], deny: ['bash(rm:*)'] }, todo: { x: 1, y: 3 } })
-  expect(merged.sources).toEqual({ model: 'project', 'permissions.allow': 'user + project', 'permissions.deny': 'user', 'todo.x': 'user', 'todo.y': 'project' })
+  expect(merged.values).toEqual({
+    model: 'c/d',
+    permissions: { allow: ['read', 'edit(src/a.ts)'], deny: ['bash(rm:*)'] },
+    todo: { x: 1, y: 3 },
+  })
+  expect(merged.sources).toEqual({
+    model: 'project',
+    'permissions.allow': 'user + project',
+    'permissions.deny': 'user',
+    'todo.x': 'user',
+    'todo.y': 'project',
+  })
 })
 
-test('the user\'s settings file is read once even when KEEL_HOME sits inside the project', () => {
+test("the user's settings file is read once even when KEEL_HOME sits inside the project", () => {
   mkdirSync(join(dir, 'r', '.git'), { recursive: true })
   process.env.KEEL_HOME = join(dir, 'r', '.keel')
   mkdirSync(process.env.KEEL_HOME)

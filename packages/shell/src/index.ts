@@ -21,24 +21,36 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  defaultTimeout: Schema.natural().min(1).default(120).description('Seconds a command may run when the model gives no timeout.'),
+  defaultTimeout: Schema.natural()
+    .min(1)
+    .default(120)
+    .description('Seconds a command may run when the model gives no timeout.'),
   maxTimeout: Schema.natural().min(1).default(600).description('Largest timeout the model may ask for, in seconds.'),
   outputHead: Schema.natural().default(8000).description('Characters of output kept from the start.'),
   outputTail: Schema.natural().default(8000).description('Characters of output kept from the end.'),
 })
 
-const Parameters = Type.Object({
-  command: Type.String({ description: 'The bash command to run.' }),
-  timeout: Type.Optional(Type.Number({ description: 'Seconds before the command is killed.', minimum: 1 })),
-}, { additionalProperties: false })
+const Parameters = Type.Object(
+  {
+    command: Type.String({ description: 'The bash command to run.' }),
+    timeout: Type.Optional(Type.Number({ description: 'Seconds before the command is killed.', minimum: 1 })),
+  },
+  { additionalProperties: false },
+)
 
 /** The status line under the output: how the command ended, and what it left behind that was killed. */
 export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>, timeoutSeconds: number): string {
   if (outcome.kind === 'timeout') return `[killed after the ${timeoutSeconds} s timeout]`
   if (outcome.kind === 'cancelled') return '[cancelled by the user]'
-  const status = outcome.code === null ? `[killed by ${outcome.signal}]` : `[exit code ${outcome.code} · ${outcome.seconds.toFixed(1)} s]`
+  const status =
+    outcome.code === null
+      ? `[killed by ${outcome.signal}]`
+      : `[exit code ${outcome.code} · ${outcome.seconds.toFixed(1)} s]`
   if (!outcome.leftovers) return status
-  const what = outcome.leftovers === 'some' ? 'background processes' : `${outcome.leftovers} background process${outcome.leftovers === 1 ? '' : 'es'}`
+  const what =
+    outcome.leftovers === 'some'
+      ? 'background processes'
+      : `${outcome.leftovers} background process${outcome.leftovers === 1 ? '' : 'es'}`
   return `${status}\n[killed ${what} the command left running]`
 }
 
@@ -60,11 +72,28 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
         // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
         const service = sandbox()
-        if (!service) return { isError: true, content: [{ type: 'text', text: `Error: this command must run in the ${exec.sandbox} sandbox, but the sandbox plugin (@keel/sandbox) is not loaded; the command was not run` }] }
+        if (!service)
+          return {
+            isError: true,
+            content: [
+              {
+                type: 'text',
+                text: `Error: this command must run in the ${exec.sandbox} sandbox, but the sandbox plugin (@keel/sandbox) is not loaded; the command was not run`,
+              },
+            ],
+          }
         try {
           wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox })
         } catch (error) {
-          return { isError: true, content: [{ type: 'text', text: `Error: could not start the ${exec.sandbox} sandbox: ${(error as Error).message}; the command was not run` }] }
+          return {
+            isError: true,
+            content: [
+              {
+                type: 'text',
+                text: `Error: could not start the ${exec.sandbox} sandbox: ${(error as Error).message}; the command was not run`,
+              },
+            ],
+          }
         }
       }
       let outcome: RunOutcome
@@ -83,11 +112,18 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       } finally {
         await wrapped?.dispose().catch(() => {})
       }
-      if (outcome.kind === 'spawn-error') return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
+      if (outcome.kind === 'spawn-error')
+        return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
       const body = output.text().replace(/\s+$/, '')
       // In the sandbox the leftovers die with its PID namespace, and a count would include the sandbox's own relays.
-      const status = statusText(wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: 0 } : outcome, timeoutSeconds)
-      return { isError: outcome.kind !== 'exited', content: [{ type: 'text', text: body ? `${body}\n${status}` : status }] }
+      const status = statusText(
+        wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: 0 } : outcome,
+        timeoutSeconds,
+      )
+      return {
+        isError: outcome.kind !== 'exited',
+        content: [{ type: 'text', text: body ? `${body}\n${status}` : status }],
+      }
     },
   })
 }

@@ -8,7 +8,10 @@ export class CappedOutput {
   private tail = ''
   private dropped = 0
 
-  constructor(private readonly headLimit: number, private readonly tailLimit: number) {}
+  constructor(
+    private readonly headLimit: number,
+    private readonly tailLimit: number,
+  ) {}
 
   push(text: string): void {
     if (!this.headFull) {

@@ -51,16 +51,28 @@ const RETRY_MS = 2
 /** Live processes carrying the marker (a zombie's environment reads empty, so the dead are never listed). */
 export async function markedPids(variable: string): Promise<number[]> {
   let names: string[]
-  try { names = await readdir(PROC) } catch { return [] }
+  try {
+    names = await readdir(PROC)
+  } catch {
+    return []
+  }
   const needle = needleOf(variable)
   const check = async (name: string): Promise<number> => {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) return 0
     for (let attempt = 0; ; attempt++) {
       let environ: Buffer
-      try { environ = await readFile(`${PROC}/${name}/environ`) } catch { return 0 }
+      try {
+        environ = await readFile(`${PROC}/${name}/environ`)
+      } catch {
+        return 0
+      }
       if (carries(environ, needle)) return Number(name)
       if (environ.length || attempt === RETRIES) return 0
-      try { if (!worthRereading(await readFile(`${PROC}/${name}/stat`, 'utf8'))) return 0 } catch { return 0 }
+      try {
+        if (!worthRereading(await readFile(`${PROC}/${name}/stat`, 'utf8'))) return 0
+      } catch {
+        return 0
+      }
       await new Promise((done) => setTimeout(done, RETRY_MS))
     }
   }
@@ -70,29 +82,54 @@ export async function markedPids(variable: string): Promise<number[]> {
 /** The same scan, synchronous, for the process `exit` hook where nothing asynchronous runs. */
 export function markedPidsSync(variable: string): number[] {
   let names: string[]
-  try { names = readdirSync(PROC) } catch { return [] }
+  try {
+    names = readdirSync(PROC)
+  } catch {
+    return []
+  }
   const needle = needleOf(variable)
   const out: number[] = []
   for (const name of names) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
     for (let attempt = 0; ; attempt++) {
       let environ: Buffer
-      try { environ = readFileSync(`${PROC}/${name}/environ`) } catch { break }
-      if (carries(environ, needle)) { out.push(Number(name)); break }
+      try {
+        environ = readFileSync(`${PROC}/${name}/environ`)
+      } catch {
+        break
+      }
+      if (carries(environ, needle)) {
+        out.push(Number(name))
+        break
+      }
       if (environ.length || attempt === RETRIES) break
-      try { if (!worthRereading(readFileSync(`${PROC}/${name}/stat`, 'utf8'))) break } catch { break }
+      try {
+        if (!worthRereading(readFileSync(`${PROC}/${name}/stat`, 'utf8'))) break
+      } catch {
+        break
+      }
     }
   }
   return out
 }
 
 function groupAlive(pgid: number): boolean {
-  try { process.kill(-pgid, 0); return true } catch { return false }
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function killAll(mark: CallMark, pids: number[]): void {
-  try { process.kill(-mark.pgid, 'SIGKILL') } catch {}
-  for (const pid of pids) try { process.kill(pid, 'SIGKILL') } catch {}
+  try {
+    process.kill(-mark.pgid, 'SIGKILL')
+  } catch {}
+  for (const pid of pids)
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {}
 }
 
 /**
@@ -132,7 +169,9 @@ let hooked = false
 export function track(mark: CallMark): () => void {
   if (!hooked) {
     hooked = true
-    process.on('exit', () => { for (const each of running) killCallSync(each) })
+    process.on('exit', () => {
+      for (const each of running) killCallSync(each)
+    })
   }
   running.add(mark)
   return () => running.delete(mark)

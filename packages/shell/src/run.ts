@@ -90,7 +90,10 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
       if (!open.size) return
       await new Promise<void>((done) => {
         const stop = setTimeout(done, options.drainMs ?? 200)
-        onDrained = () => { clearTimeout(stop); done() }
+        onDrained = () => {
+          clearTimeout(stop)
+          done()
+        }
       })
       for (const stream of [...open]) stream.destroy()
       open.clear()

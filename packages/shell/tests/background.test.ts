@@ -11,14 +11,24 @@ afterEach(async () => {
 })
 
 /** Runs one bash call; `live` collects what streamed to UIs, and `pids` every pid printed so far. */
-async function bash(command: string, options: { timeout?: number; signal?: AbortSignal; onUpdate?: (text: string) => void } = {}) {
+async function bash(
+  command: string,
+  options: { timeout?: number; signal?: AbortSignal; onUpdate?: (text: string) => void } = {},
+) {
   keel ??= await makeKeel()
   const agent = keel.agent({ persist: false })
   let live = ''
   const result = await keel.ctx.tools.execute({
-    callId: 'c', name: 'bash', agent, signal: options.signal ?? new AbortController().signal,
+    callId: 'c',
+    name: 'bash',
+    agent,
+    signal: options.signal ?? new AbortController().signal,
     arguments: JSON.stringify({ command, ...(options.timeout ? { timeout: options.timeout } : {}) }),
-    onUpdate: (text) => { live += text; started.push(...pidsIn(text)); options.onUpdate?.(live) },
+    onUpdate: (text) => {
+      live += text
+      started.push(...pidsIn(text))
+      options.onUpdate?.(live)
+    },
   })
   return { ...result, text: textOfContent(result.content), pids: pidsIn(live) }
 }
@@ -30,8 +40,8 @@ async function bash(command: string, options: { timeout?: number; signal?: Abort
 const AWAIT_PID = 'until [ -s pid ]; do sleep 0.01; done; cat pid'
 const HOLDERS: Record<string, string> = {
   'a plain background job': 'sleep 100 & echo $!',
-  'nohup': 'nohup sleep 100 2>/dev/null & echo $!',
-  'disown': 'sleep 100 & echo $!; disown',
+  nohup: 'nohup sleep 100 2>/dev/null & echo $!',
+  disown: 'sleep 100 & echo $!; disown',
   'setsid (a new session and process group)': 'setsid sleep 100 & echo $!',
   'setsid --fork': `setsid -f sh -c 'echo $$ > pid; exec sleep 100'; ${AWAIT_PID}`,
   'a daemonizing double fork': `( ( setsid sh -c 'echo $$ > pid; exec sleep 100' & ) & ); ${AWAIT_PID}`,
@@ -44,7 +54,9 @@ describe('bash returns when the shell exits, whatever it left holding the pipes'
     test(how, async () => {
       const result = await bash(command, { timeout: 600 })
       expect(result.isError, result.text).toBe(false)
-      expect(result.text).toMatch(/\[exit code 0 · [\d.]+ s\]\n\[killed (\d+ background process(es)?|background processes) the command left running\]$/)
+      expect(result.text).toMatch(
+        /\[exit code 0 · [\d.]+ s\]\n\[killed (\d+ background process(es)?|background processes) the command left running\]$/,
+      )
       expect(result.pids.length).toBeGreaterThan(0)
       await waitUntilGone(result.pids)
     })
@@ -56,14 +68,19 @@ describe('bash returns when the shell exits, whatever it left holding the pipes'
   })
 
   test('the count names each process left running', async () => {
-    const result = await bash(`sleep 100 & setsid sh -c 'echo $$ > pid; exec sleep 100' & ${AWAIT_PID}`, { timeout: 600 })
+    const result = await bash(`sleep 100 & setsid sh -c 'echo $$ > pid; exec sleep 100' & ${AWAIT_PID}`, {
+      timeout: 600,
+    })
     expect(result.text).toMatch(/\[killed 2 background processes the command left running\]$/)
   })
 })
 
 describe('the known limit: a process that left the group and cleared its environment', () => {
   test('is not found, but the call still returns when the shell exits and stops reading its output', async () => {
-    const result = await bash(`env -i /usr/bin/setsid /bin/sh -c 'echo $$ > pid; while :; do echo tick; sleep 0.01; done' & ${AWAIT_PID}`, { timeout: 600 })
+    const result = await bash(
+      `env -i /usr/bin/setsid /bin/sh -c 'echo $$ > pid; while :; do echo tick; sleep 0.01; done' & ${AWAIT_PID}`,
+      { timeout: 600 },
+    )
     expect(result.isError).toBe(false)
     expect(result.text).toMatch(/\[exit code 0 · [\d.]+ s\]$/)
     expect(alive(result.pids[0]!)).toBe(true)
@@ -81,10 +98,19 @@ describe('the timeout holds in every case', () => {
 
 describe('cancel and timeout kill grandchildren, not just the shell', () => {
   // `sleep` here is a grandchild of Keel: a plain kill of the shell would leave it running.
-  for (const [how, command] of [['in the group', 'sleep 300 & echo $!; wait'], ['escaped with setsid', 'setsid sleep 300 & echo $!; wait']] as const) {
+  for (const [how, command] of [
+    ['in the group', 'sleep 300 & echo $!; wait'],
+    ['escaped with setsid', 'setsid sleep 300 & echo $!; wait'],
+  ] as const) {
     test(`cancel: a grandchild ${how}`, async () => {
       const controller = new AbortController()
-      const running = bash(command, { timeout: 600, signal: controller.signal, onUpdate: (live) => { if (pidsIn(live).length) controller.abort() } })
+      const running = bash(command, {
+        timeout: 600,
+        signal: controller.signal,
+        onUpdate: (live) => {
+          if (pidsIn(live).length) controller.abort()
+        },
+      })
       const result = await running
       expect(result.text).toBe(`${result.pids[0]}\n[cancelled by the user]`)
       expect(result.isError).toBe(true)
@@ -101,7 +127,13 @@ describe('cancel and timeout kill grandchildren, not just the shell', () => {
   test('the grandchild is really running before the cancel (the test can fail)', async () => {
     const controller = new AbortController()
     let seen: number[] = []
-    const running = bash('sleep 300 & echo $!; wait', { timeout: 600, signal: controller.signal, onUpdate: (live) => { seen = pidsIn(live) } })
+    const running = bash('sleep 300 & echo $!; wait', {
+      timeout: 600,
+      signal: controller.signal,
+      onUpdate: (live) => {
+        seen = pidsIn(live)
+      },
+    })
     await waitFor(() => seen.length, 'the grandchild pid')
     expect(alive(seen[0]!)).toBe(true)
     controller.abort()

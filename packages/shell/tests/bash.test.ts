@@ -4,12 +4,21 @@ import { makeKeel, textOfContent, type Keel } from '../../../test-support/harnes
 import { killQuietly, pidsIn, waitUntilGone } from '../../../test-support/processes.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 async function run(args: unknown, signal = new AbortController().signal) {
   keel ??= await makeKeel()
   const agent = keel.agent({ persist: false })
-  const result = await keel.ctx.tools.execute({ callId: 'c', name: 'bash', arguments: JSON.stringify(args), agent, signal })
+  const result = await keel.ctx.tools.execute({
+    callId: 'c',
+    name: 'bash',
+    arguments: JSON.stringify(args),
+    agent,
+    signal,
+  })
   return { ...result, text: textOfContent(result.content), cwd: keel.cwd }
 }
 
@@ -49,7 +58,11 @@ describe('bash', () => {
 
   test('presentCall shows the command as an execute card', async () => {
     keel = await makeKeel()
-    expect(keel.ctx.tools.present('bash', '{"command":"npm test"}')).toEqual({ title: 'npm test', kind: 'execute', rawInput: { command: 'npm test' } })
+    expect(keel.ctx.tools.present('bash', '{"command":"npm test"}')).toEqual({
+      title: 'npm test',
+      kind: 'execute',
+      rawInput: { command: 'npm test' },
+    })
   })
 
   test('CappedOutput counts what it drops', () => {

@@ -3,14 +3,23 @@ import { CappedOutput } from '@keel/shell'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 async function bash(command: string) {
   keel ??= await makeKeel()
   let live = ''
   const result = await keel.ctx.tools.execute({
-    callId: 'c', name: 'bash', arguments: JSON.stringify({ command }), agent: keel.agent({ persist: false }),
-    signal: new AbortController().signal, onUpdate: (text) => { live += text },
+    callId: 'c',
+    name: 'bash',
+    arguments: JSON.stringify({ command }),
+    agent: keel.agent({ persist: false }),
+    signal: new AbortController().signal,
+    onUpdate: (text) => {
+      live += text
+    },
   })
   return { text: textOfContent(result.content), live }
 }
@@ -21,7 +30,9 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 describe('bash decodes the stream, not each chunk', () => {
   test('a character split across two writes arrives whole, in the result and in the live text', async () => {
     // The shell pauses between the first byte of € and the rest, so the two halves reach Keel as separate chunks.
-    const { text, live } = await bash("printf '\\xe2'; sleep 0.2; printf '\\x82\\xac\\n'; { printf '\\xf0\\x9f'; sleep 0.2; printf '\\x98\\x80\\n'; } >&2")
+    const { text, live } = await bash(
+      "printf '\\xe2'; sleep 0.2; printf '\\x82\\xac\\n'; { printf '\\xf0\\x9f'; sleep 0.2; printf '\\x98\\x80\\n'; } >&2",
+    )
     expect(text).toMatch(/^€\n😀\n\[exit code 0/)
     expect(live).toBe('€\n😀\n')
   })

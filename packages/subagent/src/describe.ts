@@ -10,10 +10,12 @@ export function describeTask(policy: TaskPolicy): string {
   return [
     'Delegate a self-contained task to a subagent: a fresh agent with its own session, context and plan, working in the same directory with your tools.',
     'It sees only `prompt`, not this conversation, so include every path, fact and constraint it needs and say what its final answer must report.',
-    'Its final answer comes back as this tool\'s result.',
+    "Its final answer comes back as this tool's result.",
     `Several task calls in one message run in parallel (up to ${policy.maxConcurrent} at once); use that for independent pieces of work.`,
     'Do not delegate what a couple of tool calls of your own would do.',
-    policy.maxDepth <= 1 ? 'Subagents cannot start subagents of their own.' : `Subagents may nest up to ${policy.maxDepth} levels deep.`,
+    policy.maxDepth <= 1
+      ? 'Subagents cannot start subagents of their own.'
+      : `Subagents may nest up to ${policy.maxDepth} levels deep.`,
   ].join(' ')
 }
 
@@ -34,11 +36,17 @@ export function resultOf(sessionId: string, result: TurnResult): { text: string;
     case 'completed':
       return { isError: false, text: `${answer || '(The subagent finished without a final answer.)'}\n\n${tail}` }
     case 'max-tokens':
-      return { isError: false, text: `${answer}\n\n(The subagent's answer was cut off at the output token limit.)\n${tail}` }
+      return {
+        isError: false,
+        text: `${answer}\n\n(The subagent's answer was cut off at the output token limit.)\n${tail}`,
+      }
     case 'aborted':
       return { isError: true, text: `Error: the subagent was cancelled before it finished.\n${tail}` }
     case 'step-limit':
-      return { isError: true, text: `Error: the subagent stopped at its step limit before finishing.${answer ? `\nIts last text:\n${answer}` : ''}\n${tail}` }
+      return {
+        isError: true,
+        text: `Error: the subagent stopped at its step limit before finishing.${answer ? `\nIts last text:\n${answer}` : ''}\n${tail}`,
+      }
     default:
       return { isError: true, text: `Error: the subagent failed: ${result.message ?? result.reason}\n${tail}` }
   }

@@ -14,12 +14,19 @@ export const inject = ['tools', 'agents', 'sessions', 'projections', 'llm']
 export interface Config extends SubagentConfig {}
 
 export const Config: Schema<Config> = Schema.object({
-  maxDepth: Schema.natural().min(1).default(1)
-    .description('How deep subagents may nest. 1: the top-level agent may delegate, its subagents may not (they are not offered `task`).'),
-  maxConcurrent: Schema.natural().min(1).default(4)
+  maxDepth: Schema.natural()
+    .min(1)
+    .default(1)
+    .description(
+      'How deep subagents may nest. 1: the top-level agent may delegate, its subagents may not (they are not offered `task`).',
+    ),
+  maxConcurrent: Schema.natural()
+    .min(1)
+    .default(4)
     .description('Subagents one agent runs at once; further `task` calls of the same agent wait for a free slot.'),
-  model: Schema.string()
-    .description('Model for subagents as <provider>/<model>. Default: the calling agent\'s own model.'),
+  model: Schema.string().description(
+    "Model for subagents as <provider>/<model>. Default: the calling agent's own model.",
+  ),
 })
 
 /**

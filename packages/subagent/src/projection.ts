@@ -15,7 +15,10 @@ export function applySubagentPlans(state: SubagentPlans, event: SessionEvent): S
       return state === EMPTY ? state : EMPTY
     case 'subagent/start': {
       const { callId, sessionId, description } = event.data
-      return Object.freeze({ ...state, [callId]: Object.freeze({ sessionId, description, status: 'running', todos: null }) })
+      return Object.freeze({
+        ...state,
+        [callId]: Object.freeze({ sessionId, description, status: 'running', todos: null }),
+      })
     }
     case 'subagent/end': {
       const run = state[event.data.callId]

@@ -21,10 +21,13 @@ export interface SubagentConfig {
   model?: string
 }
 
-export const TaskParameters = Type.Object({
-  description: Type.String({ description: 'A short label for the task (3 to 5 words), shown to the user.' }),
-  prompt: Type.String({ description: 'The complete, self-contained instructions for the subagent.' }),
-}, { additionalProperties: false })
+export const TaskParameters = Type.Object(
+  {
+    description: Type.String({ description: 'A short label for the task (3 to 5 words), shown to the user.' }),
+    prompt: Type.String({ description: 'The complete, self-contained instructions for the subagent.' }),
+  },
+  { additionalProperties: false },
+)
 
 /** Called with the parent session and its plans overlaid with the children's live plans; same shape as a projection listener. */
 export type SubagentPlansListener = (session: Session, key: 'subagentPlans', value: SubagentPlans, seq: number) => void
@@ -63,14 +66,19 @@ export class SubagentService extends Service {
   private readonly listeners = new Set<SubagentPlansListener>()
   private modelPromise: Promise<LlmAdapter> | undefined
 
-  constructor(ctx: Context, readonly config: SubagentConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: SubagentConfig,
+  ) {
     super(ctx, 'subagents', true)
     ctx.tools.register(this.tool())
     ctx.projections.register(subagentPlansProjection)
     ctx.inject(['invariants'], (ctx) => {
       ctx.invariants.register('subagent', (event, trace) => {
         if (event.type !== 'subagent/start' && event.type !== 'subagent/end') return undefined
-        return trace.pendingCalls.has(event.data.callId) ? undefined : `${event.type} names call ${event.data.callId}, which has no open tool/call in this step`
+        return trace.pendingCalls.has(event.data.callId)
+          ? undefined
+          : `${event.type} names call ${event.data.callId}, which has no open tool/call in this step`
       })
     })
     ctx.on('session/event', (session, event) => this.observe(session, event))
@@ -78,11 +86,15 @@ export class SubagentService extends Service {
       if (key === 'subagentPlans') this.notify(session, seq)
     })
     // Disposing the plugin must leave nothing running: each child's task call then ends it and closes it.
-    ctx.on('dispose', () => { for (const { agent } of this.children.values()) agent.cancel() })
+    ctx.on('dispose', () => {
+      for (const { agent } of this.children.values()) agent.cancel()
+    })
   }
 
   /** Children running now (all parents). */
-  get running(): number { return this.children.size }
+  get running(): number {
+    return this.children.size
+  }
 
   /**
    * The parent's children for the current turn, each with its plan: the final one for a finished child (from the
@@ -126,13 +138,16 @@ export class SubagentService extends Service {
 
   private async execute(rawDescription: string, rawPrompt: string, exec: ToolExecution): Promise<ToolOutput> {
     const parent = asParent(exec.agent)
-    if (!parent) throw new Error('task must be called by an agent: the subagent is linked to the calling agent\'s session')
+    if (!parent)
+      throw new Error("task must be called by an agent: the subagent is linked to the calling agent's session")
     const description = rawDescription.trim()
     const prompt = rawPrompt.trim()
     if (!description) throw new Error('description is empty; give the task a short label')
     if (!prompt) throw new Error('prompt is empty; write the complete instructions for the subagent')
     if (parent.depth + 1 > this.config.maxDepth) {
-      throw new Error(`subagents may nest at most ${this.config.maxDepth} level${this.config.maxDepth === 1 ? '' : 's'} deep; do this task yourself`)
+      throw new Error(
+        `subagents may nest at most ${this.config.maxDepth} level${this.config.maxDepth === 1 ? '' : 's'} deep; do this task yourself`,
+      )
     }
     const model = this.config.model ? await this.configuredModel(parent.cwd) : parent.model
     const slots = this.slotsOf(parent.session.id)
@@ -141,7 +156,10 @@ export class SubagentService extends Service {
       release = await slots.acquire(exec.signal)
     } catch {
       this.dropSlots(parent.session.id, slots)
-      return { isError: true, content: [{ type: 'text', text: 'Error: the task was cancelled before its subagent started.' }] }
+      return {
+        isError: true,
+        content: [{ type: 'text', text: 'Error: the task was cancelled before its subagent started.' }],
+      }
     }
     try {
       return await this.run(parent, description, prompt, model, exec)
@@ -151,7 +169,13 @@ export class SubagentService extends Service {
     }
   }
 
-  private async run(parent: ParentAgent, description: string, prompt: string, model: LlmAdapter, exec: ToolExecution): Promise<ToolOutput> {
+  private async run(
+    parent: ParentAgent,
+    description: string,
+    prompt: string,
+    model: LlmAdapter,
+    exec: ToolExecution,
+  ): Promise<ToolOutput> {
     const agents = this.ctx.agents
     const depth = parent.depth + 1
     const excludeTools = new Set(parent.options?.excludeTools ?? [])
@@ -159,7 +183,12 @@ export class SubagentService extends Service {
     // A child of an in-memory parent stays in memory too: no file should outlive a session that has none.
     const persist = this.ctx.sessions.pathOf(parent.session.id) !== undefined
     const child = agents.create({
-      cwd: parent.cwd, model, depth, excludeTools: [...excludeTools], persist, instructions: parent.instructions,
+      cwd: parent.cwd,
+      model,
+      depth,
+      excludeTools: [...excludeTools],
+      persist,
+      instructions: parent.instructions,
       parent: { sessionId: parent.session.id, callId: exec.callId },
     })
     this.children.set(child.id, { agent: child, exec })
@@ -176,7 +205,9 @@ export class SubagentService extends Service {
         result = { reason: 'error', message: oneLine(error), text: '', turn: 0, steps: 0, toolCalls: 0 }
       }
       parent.session.append('subagent/end', {
-        callId: exec.callId, sessionId: child.id, reason: result.reason,
+        callId: exec.callId,
+        sessionId: child.id,
+        reason: result.reason,
         ...(result.message ? { message: result.message } : {}),
         todos: standingPlan(child.session.events),
       })
@@ -196,7 +227,9 @@ export class SubagentService extends Service {
     if (!link) return
     const running = this.children.get(session.id)
     if (running?.exec.onUpdate && event.type === 'tool/call') {
-      running.exec.onUpdate(`${event.data.name}: ${this.ctx.tools.present(event.data.name, event.data.arguments).title}\n`)
+      running.exec.onUpdate(
+        `${event.data.name}: ${this.ctx.tools.present(event.data.name, event.data.arguments).title}\n`,
+      )
     }
     if (event.type === 'todo/write' || event.type === 'turn/start') {
       const parent = this.ctx.sessions.get(link.sessionId)
@@ -208,14 +241,18 @@ export class SubagentService extends Service {
     if (!this.listeners.size) return
     const value = this.plans(parent)
     for (const listener of this.listeners) {
-      try { listener(parent, 'subagentPlans', value, seq) } catch {}
+      try {
+        listener(parent, 'subagentPlans', value, seq)
+      } catch {}
     }
   }
 
   private configuredModel(cwd: string): Promise<LlmAdapter> {
     // One adapter for every child, so a scripted model's steps are shared like a real provider's state would be.
     this.modelPromise ??= this.ctx.llm.create(this.config.model!, { cwd })
-    this.modelPromise.catch(() => { this.modelPromise = undefined })
+    this.modelPromise.catch(() => {
+      this.modelPromise = undefined
+    })
     return this.modelPromise
   }
 

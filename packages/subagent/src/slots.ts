@@ -8,8 +8,12 @@ export class Slots {
 
   constructor(readonly size: number) {}
 
-  get running(): number { return this.used }
-  get queued(): number { return this.waiting.length }
+  get running(): number {
+    return this.used
+  }
+  get queued(): number {
+    return this.waiting.length
+  }
 
   /** Resolves with a release function once a slot is free; rejects if `signal` aborts first. */
   acquire(signal: AbortSignal): Promise<() => void> {

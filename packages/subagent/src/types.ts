@@ -25,7 +25,13 @@ declare module '@keel/session' {
      * On the parent, before the `task` call's `tool/result`: the child's turn ended. `todos` is the child's standing
      * plan at that moment, so the parent's log alone says how each delegated task finished.
      */
-    'subagent/end': { callId: string; sessionId: string; reason: TurnEndReason; message?: string; todos: TodoItem[] | null }
+    'subagent/end': {
+      callId: string
+      sessionId: string
+      reason: TurnEndReason
+      message?: string
+      todos: TodoItem[] | null
+    }
   }
   interface ProjectionMap {
     /** The children of the current turn (cleared by the next `turn/start`, like the standing plan). */

@@ -28,7 +28,10 @@ async function keelHere(...args: string[]): Promise<string> {
   const previous = process.env.KEEL_HOME
   process.env.KEEL_HOME = env.KEEL_HOME
   const out: string[] = []
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => { out.push(String(chunk)); return true })
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out.push(String(chunk))
+    return true
+  })
   try {
     expect(await main(args)).toBe(0)
   } finally {
@@ -42,13 +45,37 @@ async function keelHere(...args: string[]): Promise<string> {
 describe('keel binary with the shipped composition', () => {
   test('print mode fans out; sessions list --all shows each child under its parent; sessions show opens a child', async () => {
     const script = join(dir, 'fan-out.json')
-    writeFileSync(script, JSON.stringify({ steps: [
-      { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Count files', prompt: 'CHILD-C: count the files' } }] },
-      { when: 'CHILD-C', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'completed' }] } }] },
-      { when: 'CHILD-C', text: 'There are 2 files.' },
-      { when: 'PARENT', text: 'The subagent counted 2 files.' },
-    ] }))
-    const printed = await keel('-p', 'PARENT: how many files?', '--model', `scripted/${script}`, '--cwd', dir, '--output-format', 'json')
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [
+          {
+            when: 'PARENT',
+            toolCalls: [
+              { name: 'task', arguments: { description: 'Count files', prompt: 'CHILD-C: count the files' } },
+            ],
+          },
+          {
+            when: 'CHILD-C',
+            toolCalls: [
+              { name: 'todo_write', arguments: { todos: [{ content: 'Count files', status: 'completed' }] } },
+            ],
+          },
+          { when: 'CHILD-C', text: 'There are 2 files.' },
+          { when: 'PARENT', text: 'The subagent counted 2 files.' },
+        ],
+      }),
+    )
+    const printed = await keel(
+      '-p',
+      'PARENT: how many files?',
+      '--model',
+      `scripted/${script}`,
+      '--cwd',
+      dir,
+      '--output-format',
+      'json',
+    )
     const answer = JSON.parse(printed.stdout) as { sessionId: string; reason: string; text: string; toolCalls: number }
     expect(answer).toMatchObject({ reason: 'completed', text: 'The subagent counted 2 files.', toolCalls: 1 })
 

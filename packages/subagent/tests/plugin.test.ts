@@ -12,10 +12,17 @@ import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-suppo
 import { useBoot } from '../../../test-support/boot.ts'
 
 /** A whole config: the defaults plus what a test sets. */
-const config = (partial: Partial<subagent.Config> = {}): subagent.Config => ({ maxDepth: 1, maxConcurrent: 4, ...partial })
+const config = (partial: Partial<subagent.Config> = {}): subagent.Config => ({
+  maxDepth: 1,
+  maxConcurrent: 4,
+  ...partial,
+})
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 const plan = [{ content: 'read', status: 'completed' as const }]
 let seq = 0
@@ -24,7 +31,7 @@ function ev<K extends SessionEvent['type']>(type: K, data: Extract<SessionEvent,
 }
 
 describe('plugin shape', () => {
-  test('named exports only: the Loader\'s unwrapExports keeps the namespace', () => {
+  test("named exports only: the Loader's unwrapExports keeps the namespace", () => {
     expect('default' in subagent).toBe(false)
     const loader = Object.create(KeelLoader.prototype) as KeelLoader
     expect(loader.unwrapExports(subagent)).toBe(subagent)
@@ -40,7 +47,9 @@ describe('plugin shape', () => {
     expect(schema.description).toBe(describeTask({ maxConcurrent: 4, maxDepth: 1 }))
     expect(schema.description.length).toBeLessThan(700)
     expect(JSON.parse(JSON.stringify(schema.parameters))).toEqual({
-      type: 'object', required: ['description', 'prompt'], additionalProperties: false,
+      type: 'object',
+      required: ['description', 'prompt'],
+      additionalProperties: false,
       properties: {
         description: { type: 'string', description: 'A short label for the task (3 to 5 words), shown to the user.' },
         prompt: { type: 'string', description: 'The complete, self-contained instructions for the subagent.' },
@@ -54,18 +63,33 @@ describe('plugin shape', () => {
     keel = await makeKeel({ plugins: [[subagent, {}]] })
     const run = async (args: unknown, withAgent = true) => {
       const agent = withAgent ? keel!.agent({ persist: false }) : undefined
-      const result = await keel!.ctx.tools.execute({ callId: 'c1', name: 'task', arguments: JSON.stringify(args), agent, signal: new AbortController().signal })
+      const result = await keel!.ctx.tools.execute({
+        callId: 'c1',
+        name: 'task',
+        arguments: JSON.stringify(args),
+        agent,
+        signal: new AbortController().signal,
+      })
       return { isError: result.isError, text: textOfContent(result.content) }
     }
-    expect(await run({ description: 'x', prompt: 'y' }, false)).toEqual({ isError: true, text: 'Error: task must be called by an agent: the subagent is linked to the calling agent\'s session' })
-    expect(await run({ description: '  ', prompt: 'y' })).toEqual({ isError: true, text: 'Error: description is empty; give the task a short label' })
-    expect(await run({ description: 'x', prompt: '\n' })).toEqual({ isError: true, text: 'Error: prompt is empty; write the complete instructions for the subagent' })
+    expect(await run({ description: 'x', prompt: 'y' }, false)).toEqual({
+      isError: true,
+      text: "Error: task must be called by an agent: the subagent is linked to the calling agent's session",
+    })
+    expect(await run({ description: '  ', prompt: 'y' })).toEqual({
+      isError: true,
+      text: 'Error: description is empty; give the task a short label',
+    })
+    expect(await run({ description: 'x', prompt: '\n' })).toEqual({
+      isError: true,
+      text: 'Error: prompt is empty; write the complete instructions for the subagent',
+    })
     expect((await run({ description: 'x', prompt: 'y', model: 'z' })).text).toMatch(/^Error: invalid arguments/)
     expect(keel.ctx.sessions.list()).toEqual([])
   })
 })
 
-describe('subagentPlans projection (pure fold over the parent\'s log)', () => {
+describe("subagentPlans projection (pure fold over the parent's log)", () => {
   test('start → running, end → status and final plan; ignored events keep the reference; the next turn clears it', () => {
     const init = subagentPlansProjection.init()
     expect(subagentPlansProjection.init()).toBe(init)
@@ -75,7 +99,10 @@ describe('subagentPlans projection (pure fold over the parent\'s log)', () => {
     state = applySubagentPlans(state, ev('subagent/start', { callId: 'b', sessionId: 's-b', description: 'B' }))
     expect(applySubagentPlans(state, ev('step/end', { turn: 1, step: 1 }))).toBe(state)
     const before = state
-    state = applySubagentPlans(state, ev('subagent/end', { callId: 'a', sessionId: 's-a', reason: 'completed', todos: plan }))
+    state = applySubagentPlans(
+      state,
+      ev('subagent/end', { callId: 'a', sessionId: 's-a', reason: 'completed', todos: plan }),
+    )
     expect(before.a!.status).toBe('running')
     expect(state).toEqual({
       a: { sessionId: 's-a', description: 'A', status: 'completed', todos: plan },
@@ -92,10 +119,21 @@ describe('subagentPlans projection (pure fold over the parent\'s log)', () => {
 
   test('result texts and footer', () => {
     const base = { turn: 1, steps: 1, toolCalls: 0 }
-    expect(resultOf('s1', { ...base, reason: 'completed', text: ' done ' })).toEqual({ isError: false, text: 'done\n\n[subagent s1 · 1 step · 0 tool calls]' })
-    expect(resultOf('s1', { ...base, reason: 'completed', text: '' }).text).toBe('(The subagent finished without a final answer.)\n\n[subagent s1 · 1 step · 0 tool calls]')
-    expect(resultOf('s1', { ...base, steps: 2, toolCalls: 1, reason: 'aborted', text: 'x' })).toEqual({ isError: true, text: 'Error: the subagent was cancelled before it finished.\n[subagent s1 · 2 steps · 1 tool call]' })
-    expect(resultOf('s1', { ...base, reason: 'step-limit', text: 'half' })).toEqual({ isError: true, text: 'Error: the subagent stopped at its step limit before finishing.\nIts last text:\nhalf\n[subagent s1 · 1 step · 0 tool calls]' })
+    expect(resultOf('s1', { ...base, reason: 'completed', text: ' done ' })).toEqual({
+      isError: false,
+      text: 'done\n\n[subagent s1 · 1 step · 0 tool calls]',
+    })
+    expect(resultOf('s1', { ...base, reason: 'completed', text: '' }).text).toBe(
+      '(The subagent finished without a final answer.)\n\n[subagent s1 · 1 step · 0 tool calls]',
+    )
+    expect(resultOf('s1', { ...base, steps: 2, toolCalls: 1, reason: 'aborted', text: 'x' })).toEqual({
+      isError: true,
+      text: 'Error: the subagent was cancelled before it finished.\n[subagent s1 · 2 steps · 1 tool call]',
+    })
+    expect(resultOf('s1', { ...base, reason: 'step-limit', text: 'half' })).toEqual({
+      isError: true,
+      text: 'Error: the subagent stopped at its step limit before finishing.\nIts last text:\nhalf\n[subagent s1 · 1 step · 0 tool calls]',
+    })
     expect(resultOf('s1', { ...base, reason: 'max-tokens', text: 'cut' }).isError).toBe(false)
   })
 })
@@ -106,8 +144,17 @@ describe('Slots', () => {
     const first = await slots.acquire(new AbortController().signal)
     const order: string[] = []
     const cancelled = new AbortController()
-    const b = slots.acquire(cancelled.signal).then((release) => { order.push('b'); release() }, () => order.push('b-cancelled'))
-    const c = slots.acquire(new AbortController().signal).then((release) => { order.push('c'); return release })
+    const b = slots.acquire(cancelled.signal).then(
+      (release) => {
+        order.push('b')
+        release()
+      },
+      () => order.push('b-cancelled'),
+    )
+    const c = slots.acquire(new AbortController().signal).then((release) => {
+      order.push('c')
+      return release
+    })
     expect(slots.queued).toBe(2)
     cancelled.abort()
     await b
@@ -123,13 +170,22 @@ describe('Slots', () => {
 })
 
 const fanOut: ScriptStep[] = [
-  { when: 'PARENT', toolCalls: [
-    { name: 'task', arguments: { description: 'One', prompt: 'CHILD-1: plan and answer' } },
-    { name: 'task', arguments: { description: 'Two', prompt: 'CHILD-2: plan and answer' } },
-  ] },
-  { when: 'CHILD-1', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'one', status: 'completed' }] } }] },
+  {
+    when: 'PARENT',
+    toolCalls: [
+      { name: 'task', arguments: { description: 'One', prompt: 'CHILD-1: plan and answer' } },
+      { name: 'task', arguments: { description: 'Two', prompt: 'CHILD-2: plan and answer' } },
+    ],
+  },
+  {
+    when: 'CHILD-1',
+    toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'one', status: 'completed' }] } }],
+  },
   { when: 'CHILD-1', text: 'answer one' },
-  { when: 'CHILD-2', toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'two', status: 'completed' }] } }] },
+  {
+    when: 'CHILD-2',
+    toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'two', status: 'completed' }] } }],
+  },
   { when: 'CHILD-2', text: 'answer two' },
   { when: 'PARENT', text: 'all done' },
 ]
@@ -153,18 +209,21 @@ describe('HMR safety', () => {
   })
 
   test('disposing the plugin while a child runs cancels and closes it; the parent carries on without task', async () => {
-    keel = await makeKeel({ steps: [
-      { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Hang', prompt: 'CHILD-H: hang' } }] },
-      { when: 'CHILD-H', text: 'thinking', hang: true },
-      { when: 'PARENT', text: 'carried on' },
-    ] })
+    keel = await makeKeel({
+      steps: [
+        { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Hang', prompt: 'CHILD-H: hang' } }] },
+        { when: 'CHILD-H', text: 'thinking', hang: true },
+        { when: 'PARENT', text: 'carried on' },
+      ],
+    })
     const ctx = keel.ctx
     const fork = ctx.plugin(subagent, config())
     await waitFor(() => ctx.tools.get('task'), 'task registered')
     const parent = keel.agent()
     const turn = parent.prompt('PARENT: delegate')
     await waitFor(() => ctx.get('subagents')?.running === 1 && keel!.model.requests.length === 2, 'child running')
-    const childId = (parent.session.events.find((e) => e.type === 'subagent/start') as SessionEvent<'subagent/start'>).data.sessionId
+    const childId = (parent.session.events.find((e) => e.type === 'subagent/start') as SessionEvent<'subagent/start'>)
+      .data.sessionId
     await fork.dispose()
     const result = await turn
     expect(result).toMatchObject({ reason: 'completed', text: 'carried on' })
@@ -179,7 +238,7 @@ describe('HMR safety', () => {
 })
 
 describe('resume', () => {
-  test('resuming a parent does not reopen its finished children; the parent\'s log alone gives their final plans', async () => {
+  test("resuming a parent does not reopen its finished children; the parent's log alone gives their final plans", async () => {
     keel = await makeKeel({ steps: fanOut, plugins: [[subagent, {}]] })
     const ctx = keel.ctx
     const parent = keel.agent()
@@ -198,8 +257,18 @@ describe('resume', () => {
       expect(ctx.agents.get(child.id)).toBeUndefined()
     }
     expect(Object.values(ctx.subagents.plans(agent.session))).toEqual([
-      { sessionId: children.find((s) => s.title.startsWith('CHILD-1'))!.id, description: 'One', status: 'completed', todos: [{ content: 'one', status: 'completed' }] },
-      { sessionId: children.find((s) => s.title.startsWith('CHILD-2'))!.id, description: 'Two', status: 'completed', todos: [{ content: 'two', status: 'completed' }] },
+      {
+        sessionId: children.find((s) => s.title.startsWith('CHILD-1'))!.id,
+        description: 'One',
+        status: 'completed',
+        todos: [{ content: 'one', status: 'completed' }],
+      },
+      {
+        sessionId: children.find((s) => s.title.startsWith('CHILD-2'))!.id,
+        description: 'Two',
+        status: 'completed',
+        todos: [{ content: 'two', status: 'completed' }],
+      },
     ])
     expect(children.map((s) => readFileSync(s.path, 'utf8'))).toEqual(bytes)
     // The latest top-level session is the parent, never a child.
@@ -213,12 +282,18 @@ describe('through the real cordis Loader (boot)', () => {
 
   function composition(subagentConfig: string): string {
     const path = join(booted.dir(), 'keel.yml')
-    writeFileSync(path, [
-      "- id: session\n  name: '@keel/session'", "- id: llm\n  name: '@keel/llm'", "- id: tools\n  name: '@keel/tools'",
-      "- id: agent\n  name: '@keel/agent'", "- id: shell\n  name: '@keel/shell'",
-      "- id: todo\n  name: '@keel/todo'\n  config:\n    allowParallelInProgress: true",
-      `- id: subagent\n  name: '@keel/subagent'\n${subagentConfig}`,
-    ].join('\n') + '\n')
+    writeFileSync(
+      path,
+      [
+        "- id: session\n  name: '@keel/session'",
+        "- id: llm\n  name: '@keel/llm'",
+        "- id: tools\n  name: '@keel/tools'",
+        "- id: agent\n  name: '@keel/agent'",
+        "- id: shell\n  name: '@keel/shell'",
+        "- id: todo\n  name: '@keel/todo'\n  config:\n    allowParallelInProgress: true",
+        `- id: subagent\n  name: '@keel/subagent'\n${subagentConfig}`,
+      ].join('\n') + '\n',
+    )
     return path
   }
 
@@ -233,7 +308,9 @@ describe('through the real cordis Loader (boot)', () => {
     const parent = ctx.agents.create({ cwd: booted.dir(), model })
     const result = await parent.prompt('PARENT: fan out')
     expect(result).toMatchObject({ reason: 'completed', text: 'all done' })
-    const answers = parent.session.events.filter((e) => e.type === 'tool/result').map((e) => textOfContent((e as SessionEvent<'tool/result'>).data.content).split('\n')[0])
+    const answers = parent.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => textOfContent((e as SessionEvent<'tool/result'>).data.content).split('\n')[0])
     expect(answers).toEqual(['answer one', 'answer two'])
     expect(Object.values(ctx.subagents.plans(parent.session)).map((p) => p.status)).toEqual(['completed', 'completed'])
     expect(readFileSync(path, 'utf8')).toBe(before)

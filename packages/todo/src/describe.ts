@@ -3,7 +3,8 @@ import { countStatuses } from './plan.ts'
 import type { TodoItem } from './types.ts'
 
 const SINGLE = 'Keep exactly one task in_progress while work remains.'
-const PARALLEL = 'Mark a task in_progress when you start it; several may be in_progress only while they truly run at once (for example parallel subagents).'
+const PARALLEL =
+  'Mark a task in_progress when you start it; several may be in_progress only while they truly run at once (for example parallel subagents).'
 
 /** The model-facing description. Only the active-status clause depends on the policy, so text and check agree. */
 export function describeTodoWrite(policy: Policy): string {
@@ -31,7 +32,10 @@ export function resultText(todos: readonly TodoItem[], dropped: readonly string[
     ? `Todo list updated: ${counts.completed} completed, ${counts.in_progress} in progress, ${counts.pending} pending.`
     : 'Todo list cleared.'
   if (dropped.length) {
-    const quoted = dropped.slice(0, DROPPED_QUOTED).map((c) => JSON.stringify(clip(c))).join(', ')
+    const quoted = dropped
+      .slice(0, DROPPED_QUOTED)
+      .map((c) => JSON.stringify(clip(c)))
+      .join(', ')
     const more = dropped.length - DROPPED_QUOTED
     text += `\nRemoved without completing: ${quoted}${more > 0 ? ` and ${more} more` : ''}.`
   }

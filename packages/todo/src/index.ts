@@ -19,8 +19,11 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  allowParallelInProgress: Schema.boolean().default(false)
-    .description('Accept several in_progress tasks (for agents that fan out to parallel subagents). The tool description follows this setting.'),
+  allowParallelInProgress: Schema.boolean()
+    .default(false)
+    .description(
+      'Accept several in_progress tasks (for agents that fan out to parallel subagents). The tool description follows this setting.',
+    ),
 })
 
 /**
@@ -33,6 +36,8 @@ export function apply(ctx: Context, config: Config): void {
     ctx.projections.register(todosProjection)
   })
   ctx.inject(['invariants'], (ctx) => {
-    ctx.invariants.register('todo/write', (event) => (event.type === 'todo/write' ? snapshotProblem(event.data) : undefined))
+    ctx.invariants.register('todo/write', (event) =>
+      event.type === 'todo/write' ? snapshotProblem(event.data) : undefined,
+    )
   })
 }

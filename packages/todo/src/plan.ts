@@ -23,7 +23,10 @@ export function standingPlan(events: readonly SessionEvent[]): TodoItem[] | null
 }
 
 /** The same rule over a live session, walking back from its end without copying the log. */
-export function standingPlanOf(session: { readonly seq: number; at(seq: number): SessionEvent | undefined }): TodoItem[] | null {
+export function standingPlanOf(session: {
+  readonly seq: number
+  at(seq: number): SessionEvent | undefined
+}): TodoItem[] | null {
   return standingPlanAt(session.seq, (seq) => session.at(seq)!)
 }
 

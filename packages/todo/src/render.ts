@@ -18,8 +18,10 @@ export function planLines(todos: readonly TodoItem[]): string[] {
 
 /** A Markdown checklist, for PR descriptions and handoff notes. */
 export function planMarkdown(todos: readonly TodoItem[]): string {
-  return todos.map((todo) => {
-    const content = escapeLine(todo.content).replace(/([\\`*_[\]<>])/g, '\\$1')
-    return `- [${todo.status === 'completed' ? 'x' : ' '}] ${content}${todo.status === 'in_progress' ? ' _(in progress)_' : ''}`
-  }).join('\n')
+  return todos
+    .map((todo) => {
+      const content = escapeLine(todo.content).replace(/([\\`*_[\]<>])/g, '\\$1')
+      return `- [${todo.status === 'completed' ? 'x' : ' '}] ${content}${todo.status === 'in_progress' ? ' _(in progress)_' : ''}`
+    })
+    .join('\n')
 }

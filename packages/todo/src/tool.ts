@@ -5,12 +5,21 @@ import { standingPlanOf } from './plan.ts'
 import { TODO_STATUSES, type TodoItem } from './types.ts'
 import { checkTodos, droppedUnfinished, type Policy } from './validate.ts'
 
-export const TodoParameters = Type.Object({
-  todos: Type.Array(Type.Object({
-    content: Type.String({ description: 'What the task is, in a few words.' }),
-    status: Type.Enum([...TODO_STATUSES]),
-  }, { additionalProperties: false }), { description: 'The complete list, in order.' }),
-}, { additionalProperties: false })
+export const TodoParameters = Type.Object(
+  {
+    todos: Type.Array(
+      Type.Object(
+        {
+          content: Type.String({ description: 'What the task is, in a few words.' }),
+          status: Type.Enum([...TODO_STATUSES]),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The complete list, in order.' },
+    ),
+  },
+  { additionalProperties: false },
+)
 
 export function todoWriteTool(policy: Policy) {
   return defineTool({
@@ -22,7 +31,8 @@ export function todoWriteTool(policy: Policy) {
     presentCall: (args) => ({ title: 'Update plan', kind: 'other', rawInput: args }),
     execute(args, exec) {
       const agent = exec.agent
-      if (!agent) throw new Error('todo_write must be called by an agent: the list belongs to the calling agent\'s session')
+      if (!agent)
+        throw new Error("todo_write must be called by an agent: the list belongs to the calling agent's session")
       const checked = checkTodos(args.todos as TodoItem[], policy)
       if ('error' in checked) throw new Error(checked.error)
       const previous = standingPlanOf(agent.session)

@@ -13,22 +13,31 @@ export const MAX_TODO_CHARS = 500
  * trimming), and at most one task in progress unless the policy allows parallel work. Returns the trimmed list.
  */
 export function checkTodos(todos: readonly TodoItem[], policy: Policy): { todos: TodoItem[] } | { error: string } {
-  if (todos.length > MAX_TODOS) return { error: `the plan has ${todos.length} tasks; the limit is ${MAX_TODOS}. Group related steps into fewer, broader tasks` }
+  if (todos.length > MAX_TODOS)
+    return {
+      error: `the plan has ${todos.length} tasks; the limit is ${MAX_TODOS}. Group related steps into fewer, broader tasks`,
+    }
   const out: TodoItem[] = []
   const seen = new Map<string, number>()
   const active: string[] = []
   for (const [i, todo] of todos.entries()) {
     const content = todo.content.trim()
     if (!content) return { error: `todos[${i}].content is empty; every task needs a short description` }
-    if (content.length > MAX_TODO_CHARS) return { error: `todos[${i}].content is ${content.length} characters; the limit is ${MAX_TODO_CHARS}. Keep each task to a short description` }
+    if (content.length > MAX_TODO_CHARS)
+      return {
+        error: `todos[${i}].content is ${content.length} characters; the limit is ${MAX_TODO_CHARS}. Keep each task to a short description`,
+      }
     const first = seen.get(content)
-    if (first !== undefined) return { error: `todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each task must be unique` }
+    if (first !== undefined)
+      return { error: `todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each task must be unique` }
     seen.set(content, i)
     if (todo.status === 'in_progress') active.push(content)
     out.push({ content, status: todo.status })
   }
   if (!policy.allowParallelInProgress && active.length > 1) {
-    return { error: `${active.length} tasks are in_progress (${active.map((c) => JSON.stringify(c)).join(', ')}); keep exactly one task in_progress and the rest pending or completed` }
+    return {
+      error: `${active.length} tasks are in_progress (${active.map((c) => JSON.stringify(c)).join(', ')}); keep exactly one task in_progress and the rest pending or completed`,
+    }
   }
   return { todos: out }
 }
@@ -48,12 +57,15 @@ export function snapshotProblem(data: unknown): string | undefined {
   for (const [i, todo] of todos.entries()) {
     if (!todo || typeof todo !== 'object') return `todos[${i}] is not an object`
     const keys = Object.keys(todo)
-    if (keys.length !== 2 || !keys.includes('content') || !keys.includes('status')) return `todos[${i}] must have exactly content and status`
+    if (keys.length !== 2 || !keys.includes('content') || !keys.includes('status'))
+      return `todos[${i}] must have exactly content and status`
     const { content, status } = todo as TodoItem
-    if (typeof content !== 'string' || !content || content !== content.trim()) return `todos[${i}].content must be trimmed and non-empty`
+    if (typeof content !== 'string' || !content || content !== content.trim())
+      return `todos[${i}].content must be trimmed and non-empty`
     if (seen.has(content)) return `todos[${i}] duplicates ${JSON.stringify(content)}`
     seen.add(content)
-    if (status !== 'pending' && status !== 'in_progress' && status !== 'completed') return `todos[${i}].status ${JSON.stringify(status)} is not a known status`
+    if (status !== 'pending' && status !== 'in_progress' && status !== 'completed')
+      return `todos[${i}].status ${JSON.stringify(status)} is not a known status`
   }
   return undefined
 }

@@ -9,11 +9,15 @@ function session() {
 function openTurn(s: Session) {
   s.append('turn/start', { turn: 1, trigger: 'prompt' })
   s.append('step/start', { turn: 1, step: 1 })
-  s.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'plan it' }] } }, { surfaceOp: { op: 'append' } })
+  s.append(
+    'user/message',
+    { message: { role: 'user', content: [{ type: 'text', text: 'plan it' }] } },
+    { surfaceOp: { op: 'append' } },
+  )
 }
 
 describe('todo/write event', () => {
-  test('appends a frozen snapshot: later changes to the caller\'s list change nothing', () => {
+  test("appends a frozen snapshot: later changes to the caller's list change nothing", () => {
     const s = session()
     openTurn(s)
     const todos = [{ content: 'a', status: 'pending' as const }]
@@ -29,10 +33,20 @@ describe('todo/write event', () => {
     const s = session()
     openTurn(s)
     s.append('todo/write', { todos: [{ content: 'a', status: 'pending' }] })
-    s.append('todo/write', { todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }] })
+    s.append('todo/write', {
+      todos: [
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'in_progress' },
+      ],
+    })
     const writes = s.events.filter((e) => e.type === 'todo/write')
     expect(writes).toHaveLength(2)
-    expect(writes.at(-1)!.data).toEqual({ todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }] })
+    expect(writes.at(-1)!.data).toEqual({
+      todos: [
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'in_progress' },
+      ],
+    })
   })
 
   test('is not a surface event: deriveMessages is identical before and after, and surfaceOp is refused', () => {

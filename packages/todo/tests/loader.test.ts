@@ -8,13 +8,19 @@ import { describeTodoWrite } from '@keel/todo'
 import type { Context } from 'cordis'
 
 let ctx: Context | undefined
-afterEach(async () => { if (ctx) await shutdown(ctx); ctx = undefined })
+afterEach(async () => {
+  if (ctx) await shutdown(ctx)
+  ctx = undefined
+})
 
 function composition(todoConfig: string | undefined): string {
   const dir = mkdtempSync(join(tmpdir(), 'keel-loader-'))
   const path = join(dir, 'keel.yml')
   const todoEntry = `- id: todo\n  name: '@keel/todo'\n${todoConfig === undefined ? '' : `  config:\n    allowParallelInProgress: ${todoConfig}\n`}`
-  writeFileSync(path, `- id: session\n  name: '@keel/session'\n- id: llm\n  name: '@keel/llm'\n- id: tools\n  name: '@keel/tools'\n- id: agent\n  name: '@keel/agent'\n${todoEntry}`)
+  writeFileSync(
+    path,
+    `- id: session\n  name: '@keel/session'\n- id: llm\n  name: '@keel/llm'\n- id: tools\n  name: '@keel/tools'\n- id: agent\n  name: '@keel/agent'\n${todoEntry}`,
+  )
   return path
 }
 
@@ -44,6 +50,8 @@ describe('@keel/todo through the real cordis Loader', () => {
 
   test('a non-boolean value is a clear load error naming the key', async () => {
     const path = composition('"yes"')
-    await expect(boot({ composition: path })).rejects.toThrow(/allowParallelInProgress.*boolean|boolean.*allowParallelInProgress/)
+    await expect(boot({ composition: path })).rejects.toThrow(
+      /allowParallelInProgress.*boolean|boolean.*allowParallelInProgress/,
+    )
   })
 })

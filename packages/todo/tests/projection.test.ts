@@ -9,12 +9,19 @@ import { applyPlan, lastPlan, standingPlan, todosProjection } from '@keel/todo'
 import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 const A = [{ content: 'a', status: 'in_progress' as const }]
 const B = [{ content: 'a', status: 'completed' as const }]
 
-function turnWithWrites(s: { append: Session["append"] }, turn: number, writes: { content: string; status: "pending" | "in_progress" | "completed" }[][]) {
+function turnWithWrites(
+  s: { append: Session['append'] },
+  turn: number,
+  writes: { content: string; status: 'pending' | 'in_progress' | 'completed' }[][],
+) {
   s.append('turn/start', { turn, trigger: 'prompt' })
   s.append('step/start', { turn, step: 1 })
   for (const todos of writes) s.append('todo/write', { todos })
@@ -27,7 +34,9 @@ describe('the standing-plan rule', () => {
     keel = await makeKeel()
     const s = keel.ctx.sessions.create({ cwd: keel.cwd, persist: false })
     const seen: unknown[] = []
-    keel.ctx.projections.onChanged((session, key, value) => { if (session === s && key === 'todos') seen.push(value) })
+    keel.ctx.projections.onChanged((session, key, value) => {
+      if (session === s && key === 'todos') seen.push(value)
+    })
     expect(keel.ctx.projections.get(s, 'todos')).toBeNull()
     s.append('turn/start', { turn: 1, trigger: 'prompt' })
     s.append('step/start', { turn: 1, step: 1 })
@@ -51,12 +60,25 @@ describe('the standing-plan rule', () => {
     const state = [...A]
     const ignored = { type: 'step/end', seq: 0, time: 0, data: { turn: 1, step: 1 } } as SessionEvent
     expect(todosProjection.apply(state, ignored)).toBe(state)
-    expect(todosProjection.apply(null, { type: 'turn/start', seq: 0, time: 0, data: { turn: 1, trigger: 'prompt' } } as SessionEvent)).toBeNull()
+    expect(
+      todosProjection.apply(null, {
+        type: 'turn/start',
+        seq: 0,
+        time: 0,
+        data: { turn: 1, trigger: 'prompt' },
+      } as SessionEvent),
+    ).toBeNull()
   })
 
   test('the projection folds a seeded (reopened) log lazily', async () => {
     keel = await makeKeel()
-    const header = { type: 'session' as const, version: SESSION_FORMAT_VERSION, id: 'seeded', createdAt: 0, cwd: '/tmp' }
+    const header = {
+      type: 'session' as const,
+      version: SESSION_FORMAT_VERSION,
+      id: 'seeded',
+      createdAt: 0,
+      cwd: '/tmp',
+    }
     const source = new Session(header)
     turnWithWrites(source, 1, [A, B])
     const seeded = new Session(header, source.events)
@@ -81,7 +103,15 @@ describe('invariant companion', () => {
     [{ todos: 'x' }, /needs a todos array/],
     [{ todos: [{ content: ' a', status: 'pending' }] }, /trimmed and non-empty/],
     [{ todos: [{ content: '', status: 'pending' }] }, /trimmed and non-empty/],
-    [{ todos: [{ content: 'a', status: 'pending' }, { content: 'a', status: 'completed' }] }, /duplicates "a"/],
+    [
+      {
+        todos: [
+          { content: 'a', status: 'pending' },
+          { content: 'a', status: 'completed' },
+        ],
+      },
+      /duplicates "a"/,
+    ],
     [{ todos: [{ content: 'a', status: 'doing' }] }, /not a known status/],
     [{ todos: [{ content: 'a', status: 'pending', extra: 1 }] }, /exactly content and status/],
   ])('rejects the bad snapshot %j before it commits', async (data, problem) => {
@@ -100,7 +130,14 @@ describe('invariant companion', () => {
     const s = ctx.sessions.create({ cwd: '/tmp', persist: false })
     expect(() => s.append('todo/write', { todos: A })).toThrow(/outside an open turn/)
     s.append('turn/start', { turn: 1, trigger: 'prompt' })
-    expect(() => s.append('todo/write', { todos: [{ content: 'a', status: 'in_progress' }, { content: 'b', status: 'in_progress' }] })).not.toThrow()
+    expect(() =>
+      s.append('todo/write', {
+        todos: [
+          { content: 'a', status: 'in_progress' },
+          { content: 'b', status: 'in_progress' },
+        ],
+      }),
+    ).not.toThrow()
     await ctx.stop().catch(() => {})
   })
 
@@ -113,9 +150,16 @@ describe('invariant companion', () => {
     await waitFor(() => ctx.get('invariants') && ctx.get('tools'))
     const s = ctx.sessions.create({ cwd: '/tmp', persist: false })
     s.append('turn/start', { turn: 1, trigger: 'prompt' })
-    s.append('todo/write', { todos: [{ content: 'dup', status: 'pending' }, { content: 'dup', status: 'pending' }] })
+    s.append('todo/write', {
+      todos: [
+        { content: 'dup', status: 'pending' },
+        { content: 'dup', status: 'pending' },
+      ],
+    })
     const errors: unknown[] = []
-    ctx.on('internal/error', (error: unknown) => { errors.push(error) })
+    ctx.on('internal/error', (error: unknown) => {
+      errors.push(error)
+    })
     ctx.plugin(todo, { allowParallelInProgress: false })
     await waitFor(() => errors.length > 0, 'the registration error')
     expect(String(errors[0])).toMatch(/duplicates "dup"/)

@@ -8,7 +8,10 @@ import { describeTodoWrite, planSummary } from '@keel/todo'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
-afterEach(async () => { await keel?.dispose(); keel = undefined })
+afterEach(async () => {
+  await keel?.dispose()
+  keel = undefined
+})
 
 async function setup(allowParallelInProgress = false) {
   keel = await makeKeel({ todo: { allowParallelInProgress } })
@@ -19,9 +22,25 @@ async function setup(allowParallelInProgress = false) {
   let n = 0
   const call = async (args: unknown, withAgent = true) => {
     const callId = `c${++n}`
-    s.append('tool/call', { turn: 1, step: 1, callId, name: 'todo_write', arguments: typeof args === 'string' ? args : JSON.stringify(args) })
-    const result = await keel!.ctx.tools.execute({ callId, name: 'todo_write', arguments: typeof args === 'string' ? args : JSON.stringify(args), agent: withAgent ? agent : undefined, signal: new AbortController().signal })
-    s.append('tool/result', { turn: 1, step: 1, callId, content: result.content, isError: result.isError }, { surfaceOp: { op: 'append' } })
+    s.append('tool/call', {
+      turn: 1,
+      step: 1,
+      callId,
+      name: 'todo_write',
+      arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    })
+    const result = await keel!.ctx.tools.execute({
+      callId,
+      name: 'todo_write',
+      arguments: typeof args === 'string' ? args : JSON.stringify(args),
+      agent: withAgent ? agent : undefined,
+      signal: new AbortController().signal,
+    })
+    s.append(
+      'tool/result',
+      { turn: 1, step: 1, callId, content: result.content, isError: result.isError },
+      { surfaceOp: { op: 'append' } },
+    )
     return { ...result, text: textOfContent(result.content) }
   }
   const writes = () => s.events.filter((e) => e.type === 'todo/write')
@@ -34,12 +53,17 @@ describe('todo_write schema', () => {
     const schema = keel.ctx.tools.schemas().find((t) => t.name === 'todo_write')!
     expect(Object.keys(schema).sort()).toEqual(['description', 'name', 'parameters'])
     expect(JSON.parse(JSON.stringify(schema.parameters))).toEqual({
-      type: 'object', required: ['todos'], additionalProperties: false,
+      type: 'object',
+      required: ['todos'],
+      additionalProperties: false,
       properties: {
         todos: {
-          type: 'array', description: 'The complete list, in order.',
+          type: 'array',
+          description: 'The complete list, in order.',
           items: {
-            type: 'object', required: ['content', 'status'], additionalProperties: false,
+            type: 'object',
+            required: ['content', 'status'],
+            additionalProperties: false,
             properties: {
               content: { type: 'string', description: 'What the task is, in a few words.' },
               status: { enum: ['pending', 'in_progress', 'completed'] },
@@ -57,7 +81,9 @@ describe('todo_write schema', () => {
     expect(single).toMatch(/exactly one task in_progress/)
     expect(parallel).not.toMatch(/exactly one/)
     expect(parallel).toMatch(/several may be in_progress/)
-    expect(single.replace(/Keep exactly one[^.]*\./, '')).toBe(parallel.replace(/Mark a task in_progress when[^.]*\)\./, ''))
+    expect(single.replace(/Keep exactly one[^.]*\./, '')).toBe(
+      parallel.replace(/Mark a task in_progress when[^.]*\)\./, ''),
+    )
   })
 })
 
@@ -65,7 +91,10 @@ describe('todo_write arguments (through the real ctx.tools.execute)', () => {
   test.each([
     [{ todos: [{ content: 'a', status: 'doing' }] }, 'todos[0].status: must be one of pending|in_progress|completed'],
     [{ todos: 'nope' }, 'todos: must be an array'],
-    [{ todos: [{ content: 'a', status: 'pending', priority: 'high' }] }, 'todos[0].priority: is not an allowed property'],
+    [
+      { todos: [{ content: 'a', status: 'pending', priority: 'high' }] },
+      'todos[0].priority: is not an allowed property',
+    ],
     [{ todos: [{ status: 'pending' }] }, 'todos[0].content: is required'],
     [{}, 'todos: is required'],
     ['{"todos": [', 'arguments are not valid JSON'],
@@ -82,8 +111,19 @@ describe('todo_write arguments (through the real ctx.tools.execute)', () => {
 describe('todo_write values', () => {
   test('content is trimmed; blank and duplicate-after-trim are rejected and append nothing', async () => {
     const { call, writes } = await setup()
-    expect((await call({ todos: [{ content: '   ', status: 'pending' }] })).text).toMatch(/todos\[0\]\.content is empty/)
-    expect((await call({ todos: [{ content: 'a', status: 'pending' }, { content: ' a ', status: 'pending' }] })).text).toMatch(/todos\[1\] repeats todos\[0\]/)
+    expect((await call({ todos: [{ content: '   ', status: 'pending' }] })).text).toMatch(
+      /todos\[0\]\.content is empty/,
+    )
+    expect(
+      (
+        await call({
+          todos: [
+            { content: 'a', status: 'pending' },
+            { content: ' a ', status: 'pending' },
+          ],
+        })
+      ).text,
+    ).toMatch(/todos\[1\] repeats todos\[0\]/)
     expect(writes()).toHaveLength(0)
     const ok = await call({ todos: [{ content: '  read the code  ', status: 'in_progress' }] })
     expect(ok.isError).toBe(false)
@@ -91,13 +131,19 @@ describe('todo_write values', () => {
   })
 
   test('two in progress: rejected under the default policy, accepted under the parallel one', async () => {
-    const twoActive = { todos: [{ content: 'a', status: 'in_progress' }, { content: 'b', status: 'in_progress' }] }
+    const twoActive = {
+      todos: [
+        { content: 'a', status: 'in_progress' },
+        { content: 'b', status: 'in_progress' },
+      ],
+    }
     const strict = await setup(false)
     const rejected = await strict.call(twoActive)
     expect(rejected.isError).toBe(true)
     expect(rejected.text).toMatch(/2 tasks are in_progress \("a", "b"\); keep exactly one/)
     expect(strict.writes()).toHaveLength(0)
-    await keel!.dispose(); keel = undefined
+    await keel!.dispose()
+    keel = undefined
     const parallel = await setup(true)
     const accepted = await parallel.call(twoActive)
     expect(accepted.isError).toBe(false)
@@ -107,19 +153,39 @@ describe('todo_write values', () => {
 
   test('each write replaces the list; the result is short and fixed-shape', async () => {
     const { call, writes } = await setup()
-    const first = await call({ todos: [{ content: 'a', status: 'in_progress' }, { content: 'b', status: 'pending' }, { content: 'c', status: 'pending' }] })
+    const first = await call({
+      todos: [
+        { content: 'a', status: 'in_progress' },
+        { content: 'b', status: 'pending' },
+        { content: 'c', status: 'pending' },
+      ],
+    })
     expect(first.text).toBe('Todo list updated: 0 completed, 1 in progress, 2 pending.')
-    const second = await call({ todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }, { content: 'c', status: 'pending' }] })
+    const second = await call({
+      todos: [
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'in_progress' },
+        { content: 'c', status: 'pending' },
+      ],
+    })
     expect(second.text).toBe('Todo list updated: 1 completed, 1 in progress, 1 pending.')
     expect(writes().map((w) => w.data.todos.length)).toEqual([3, 3])
   })
 
   test('silent-drop report: removing unfinished items names them; removing completed ones does not', async () => {
     const { call, writes } = await setup()
-    await call({ todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }, { content: 'c', status: 'pending' }] })
+    await call({
+      todos: [
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'in_progress' },
+        { content: 'c', status: 'pending' },
+      ],
+    })
     const dropped = await call({ todos: [{ content: 'b', status: 'in_progress' }] })
     expect(dropped.isError).toBe(false)
-    expect(dropped.text).toBe('Todo list updated: 0 completed, 1 in progress, 0 pending.\nRemoved without completing: "c".')
+    expect(dropped.text).toBe(
+      'Todo list updated: 0 completed, 1 in progress, 0 pending.\nRemoved without completing: "c".',
+    )
     expect(writes().at(-1)!.data).toEqual({ todos: [{ content: 'b', status: 'in_progress' }] })
     const clean = await call({ todos: [{ content: 'b', status: 'completed' }] })
     expect(clean.text).toBe('Todo list updated: 1 completed, 0 in progress, 0 pending.')
@@ -145,8 +211,18 @@ describe('todo_write values', () => {
 describe('presentation', () => {
   test('presentCall is pure and fixed; planSummary counts', async () => {
     keel = await makeKeel()
-    const args = { todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }, { content: 'c', status: 'in_progress' }] }
-    expect(keel.ctx.tools.present('todo_write', JSON.stringify(args))).toEqual({ title: 'Update plan', kind: 'other', rawInput: args })
+    const args = {
+      todos: [
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'in_progress' },
+        { content: 'c', status: 'in_progress' },
+      ],
+    }
+    expect(keel.ctx.tools.present('todo_write', JSON.stringify(args))).toEqual({
+      title: 'Update plan',
+      kind: 'other',
+      rawInput: args,
+    })
     expect(planSummary(args.todos as todo.TodoItem[])).toEqual({ done: 1, total: 3, active: 'b', moreActive: 1 })
     expect(planSummary([])).toEqual({ done: 0, total: 0, active: null, moreActive: 0 })
   })

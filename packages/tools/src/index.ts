@@ -1,7 +1,15 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolSchema } from '@keel/llm'
-import { errorResult, type SandboxLevel, type ToolAccess, type ToolAgent, type ToolCallView, type ToolDefinition, type ToolResult } from './define.ts'
+import {
+  errorResult,
+  type SandboxLevel,
+  type ToolAccess,
+  type ToolAgent,
+  type ToolCallView,
+  type ToolDefinition,
+  type ToolResult,
+} from './define.ts'
 import { compileValidator, type Validator } from './validate.ts'
 
 export * from './define.ts'
@@ -25,7 +33,10 @@ export interface ExecuteInput {
   sandbox?: SandboxLevel
 }
 
-interface Entry { definition: ToolDefinition; validate: Validator }
+interface Entry {
+  definition: ToolDefinition
+  validate: Validator
+}
 
 /** `ctx.tools`: the registry the loop asks for schemas and sends calls to. `execute` never throws. */
 export class ToolRegistry extends Service {
@@ -84,7 +95,9 @@ export class ToolRegistry extends Service {
     const parsed = this.parse(name, raw)
     const definition = this.get(name)
     if ('args' in parsed && definition?.presentCall) {
-      try { return definition.presentCall(parsed.args as never) } catch {}
+      try {
+        return definition.presentCall(parsed.args as never)
+      } catch {}
     }
     return { title: name, kind: 'other', rawInput: 'args' in parsed ? parsed.args : raw }
   }
@@ -116,7 +129,10 @@ export class ToolRegistry extends Service {
     const definition = this.get(input.name)!
     try {
       const output = await definition.execute(parsed.args as never, {
-        callId: input.callId, agent: input.agent, signal: input.signal, onUpdate: input.onUpdate,
+        callId: input.callId,
+        agent: input.agent,
+        signal: input.signal,
+        onUpdate: input.onUpdate,
         ...(input.sandbox ? { sandbox: input.sandbox } : {}),
       })
       if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }

@@ -1,11 +1,19 @@
 import { Compile } from 'typebox/compile'
 import type { TSchema } from 'typebox'
 
-interface RawError { keyword: string; instancePath: string; message: string; params: Record<string, unknown> }
+interface RawError {
+  keyword: string
+  instancePath: string
+  message: string
+  params: Record<string, unknown>
+}
 
 /** `/todos/0/status` → `todos[0].status`; the root is `arguments`. */
 export function pathOf(pointer: string, extra?: string): string {
-  const parts = pointer.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
   if (extra !== undefined) parts.push(extra)
   let out = ''
   for (const part of parts) out += /^\d+$/.test(part) ? `[${part}]` : out ? `.${part}` : part
@@ -17,9 +25,13 @@ function describe(error: RawError): string | undefined {
     case 'boolean':
       return undefined // reported again, better, by additionalProperties
     case 'required':
-      return (error.params.requiredProperties as string[]).map((name) => `${pathOf(error.instancePath, name)}: is required`).join('\n')
+      return (error.params.requiredProperties as string[])
+        .map((name) => `${pathOf(error.instancePath, name)}: is required`)
+        .join('\n')
     case 'additionalProperties':
-      return (error.params.additionalProperties as string[]).map((name) => `${pathOf(error.instancePath, name)}: is not an allowed property`).join('\n')
+      return (error.params.additionalProperties as string[])
+        .map((name) => `${pathOf(error.instancePath, name)}: is not an allowed property`)
+        .join('\n')
     case 'enum':
       return `${pathOf(error.instancePath)}: must be one of ${(error.params.allowedValues as unknown[]).join('|')}`
     case 'type':
@@ -41,7 +53,11 @@ export function compileValidator(schema: TSchema): Validator {
     if (compiled === undefined) {
       // A schema the compiler cannot read (an MCP server's, say) is left to the tool's own checks: the call goes
       // through rather than failing every time.
-      try { compiled = Compile(schema) } catch { compiled = null }
+      try {
+        compiled = Compile(schema)
+      } catch {
+        compiled = null
+      }
     }
     if (compiled === null || compiled.Check(value)) return []
     const lines: string[] = []

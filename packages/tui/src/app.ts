@@ -85,10 +85,19 @@ export class KeelApp {
     this.editor = new Editor(this.tui, editorTheme)
     this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(slashCommands(), options.cwd))
     this.editor.onSubmit = (text) => this.submit(text)
-    this.footer = new Footer({ model: options.modelSpec, cwd: options.cwd, sessionId: this.agent.id, tokens: { input: 0, output: 0 }, label: options.label })
-    this.prompt = new PermissionPrompt({ sessionLabel: (id) => (id === this.agent.id ? undefined : 'asked by a subagent') })
+    this.footer = new Footer({
+      model: options.modelSpec,
+      cwd: options.cwd,
+      sessionId: this.agent.id,
+      tokens: { input: 0, output: 0 },
+      label: options.label,
+    })
+    this.prompt = new PermissionPrompt({
+      sessionLabel: (id) => (id === this.agent.id ? undefined : 'asked by a subagent'),
+    })
     this.prompt.onChange = () => this.tui.requestRender()
-    for (const child of [this.transcript, this.prompt, this.plan, this.status, this.editor, this.footer]) this.tui.addChild(child)
+    for (const child of [this.transcript, this.prompt, this.plan, this.status, this.editor, this.footer])
+      this.tui.addChild(child)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
     this.disposers.push(
@@ -110,7 +119,9 @@ export class KeelApp {
 
   /** Starts drawing; resolves with the exit code when the person quits. */
   run(initialPrompt?: string): Promise<number> {
-    const done = new Promise<number>((resolve) => { this.exit = resolve })
+    const done = new Promise<number>((resolve) => {
+      this.exit = resolve
+    })
     this.tui.start()
     if (initialPrompt?.trim()) this.submit(initialPrompt)
     return done
@@ -177,9 +188,15 @@ export class KeelApp {
     if (agent !== this.agent) return
     const live = this.transcript.live
     switch (delta.kind) {
-      case 'text': live.text += delta.text; break
-      case 'reasoning': live.reasoning += delta.text; break
-      case 'tool-input': if (delta.name) live.preparing = delta.name; break
+      case 'text':
+        live.text += delta.text
+        break
+      case 'reasoning':
+        live.reasoning += delta.text
+        break
+      case 'tool-input':
+        if (delta.name) live.preparing = delta.name
+        break
       case 'tool-output': {
         const text = (live.output[delta.callId] ?? '') + delta.text
         live.output[delta.callId] = text.length > LIVE_OUTPUT_CAP ? text.slice(-LIVE_OUTPUT_CAP) : text
@@ -264,7 +281,8 @@ export class KeelApp {
     const agent = this.agent
     this.status.runningSince = Date.now()
     this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
-    this.running = agent.prompt(text)
+    this.running = agent
+      .prompt(text)
       .catch((error: unknown) => {
         if (agent === this.agent) this.transcript.note('error', error instanceof Error ? error.message : String(error))
       })
@@ -287,7 +305,10 @@ export class KeelApp {
     if ('unknown' in parsed) {
       // The commands start with different letters, so the first letter is a fair guess at a typo.
       const known = parsed.unknown && Object.keys(COMMANDS).find((name) => name[0] === parsed.unknown[0])
-      this.transcript.note('warn', `Unknown command /${parsed.unknown}${known ? ` (did you mean /${known}?)` : ''}. /help lists the commands.`)
+      this.transcript.note(
+        'warn',
+        `Unknown command /${parsed.unknown}${known ? ` (did you mean /${known}?)` : ''}. /help lists the commands.`,
+      )
       return
     }
     switch (parsed.name) {
@@ -308,7 +329,13 @@ export class KeelApp {
         return
       case 'new':
         if (this.busy()) return
-        this.replaceAgent(() => ({ agent: this.options.ctx.agents.create({ cwd: this.options.cwd, model: this.agent.model }), repairs: [] }), 'Started a new session.')
+        this.replaceAgent(
+          () => ({
+            agent: this.options.ctx.agents.create({ cwd: this.options.cwd, model: this.agent.model }),
+            repairs: [],
+          }),
+          'Started a new session.',
+        )
         return
       case 'resume':
         if (this.busy()) return
@@ -325,7 +352,20 @@ export class KeelApp {
 
   /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
   private async compact(): Promise<void> {
-    const compaction = this.options.ctx.get('compaction') as { compact(agent: Agent): Promise<{ ok: boolean; before: number; after: number; summarised: number; applied?: 'now' | 'next-request'; error?: string }> } | undefined
+    const compaction = this.options.ctx.get('compaction') as
+      | {
+          compact(
+            agent: Agent,
+          ): Promise<{
+            ok: boolean
+            before: number
+            after: number
+            summarised: number
+            applied?: 'now' | 'next-request'
+            error?: string
+          }>
+        }
+      | undefined
     if (!compaction) {
       this.transcript.note('warn', 'Compaction is not loaded (add @keel/compaction to the composition).')
       return
@@ -333,9 +373,12 @@ export class KeelApp {
     this.transcript.note('info', 'Compacting…')
     this.tui.requestRender()
     const outcome = await compaction.compact(this.agent)
-    this.transcript.note(outcome.ok ? 'info' : 'warn', outcome.ok
-      ? `Summarised ${outcome.summarised} messages: ~${outcome.before} → ~${outcome.after} tokens${outcome.applied === 'next-request' ? ' (takes effect with your next message)' : ''}.`
-      : `Not compacted: ${escapeLine(outcome.error ?? 'unknown reason')}`)
+    this.transcript.note(
+      outcome.ok ? 'info' : 'warn',
+      outcome.ok
+        ? `Summarised ${outcome.summarised} messages: ~${outcome.before} → ~${outcome.after} tokens${outcome.applied === 'next-request' ? ' (takes effect with your next message)' : ''}.`
+        : `Not compacted: ${escapeLine(outcome.error ?? 'unknown reason')}`,
+    )
     this.tui.requestRender()
   }
 
@@ -348,7 +391,10 @@ export class KeelApp {
     }
     const standing = standingPlan(events) !== null
     const where = standing ? 'standing' : 'cleared when a later turn started'
-    this.transcript.note('info', [`Last ${planHeader(todos)} (${where})`, ...planLines(todos).map((line) => `  ${line}`)].join('\n'))
+    this.transcript.note(
+      'info',
+      [`Last ${planHeader(todos)} (${where})`, ...planLines(todos).map((line) => `  ${line}`)].join('\n'),
+    )
   }
 
   private listSessions(): void {

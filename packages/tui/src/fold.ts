@@ -5,8 +5,17 @@ import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 // replays `session.events` through the same function, so what you saw live is what you see after `keel -c`.
 // Entries hold raw (unescaped) log text; views escape at render time.
 
-export interface UserEntry { kind: 'user'; seq: number; text: string }
-export interface AssistantEntry { kind: 'assistant'; seq: number; text: string; reasoning: string }
+export interface UserEntry {
+  kind: 'user'
+  seq: number
+  text: string
+}
+export interface AssistantEntry {
+  kind: 'assistant'
+  seq: number
+  text: string
+  reasoning: string
+}
 export type ToolStatus = 'running' | 'done' | 'error'
 export interface ToolEntry {
   kind: 'tool'
@@ -22,11 +31,28 @@ export interface ToolEntry {
   /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
   decision?: SessionEventMap['permission/decision']
 }
-export interface TurnEndEntry { kind: 'turn-end'; seq: number; turn: number; reason: Exclude<TurnEndReason, 'completed'>; message?: string }
+export interface TurnEndEntry {
+  kind: 'turn-end'
+  seq: number
+  turn: number
+  reason: Exclude<TurnEndReason, 'completed'>
+  message?: string
+}
 /** A turn ended while its plan still had open tasks (shown once, under the turn). */
-export interface OpenPlanEntry { kind: 'plan-open'; seq: number; open: string[] }
+export interface OpenPlanEntry {
+  kind: 'plan-open'
+  seq: number
+  open: string[]
+}
 /** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
-export interface CompactionEntry { kind: 'compaction'; seq: number; before: number; after: number; summarised: number; error?: string }
+export interface CompactionEntry {
+  kind: 'compaction'
+  seq: number
+  before: number
+  after: number
+  summarised: number
+  error?: string
+}
 export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry | OpenPlanEntry
 
 export interface TranscriptState {
@@ -45,7 +71,15 @@ export interface TranscriptState {
 }
 
 export function emptyTranscript(): TranscriptState {
-  return { entries: [], plan: null, tokens: { input: 0, output: 0 }, openTurn: null, calls: {}, seq: -1, callsSincePlan: 0 }
+  return {
+    entries: [],
+    plan: null,
+    tokens: { input: 0, output: 0 },
+    openTurn: null,
+    calls: {},
+    seq: -1,
+    callsSincePlan: 0,
+  }
 }
 
 /** Folds one event into the state, in place, and returns the same state. Events at or below `state.seq` are skipped. */
@@ -62,7 +96,13 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     case 'turn/end': {
       state.openTurn = null
       if (event.data.reason !== 'completed') {
-        state.entries.push({ kind: 'turn-end', seq: event.seq, turn: event.data.turn, reason: event.data.reason, ...(event.data.message ? { message: event.data.message } : {}) })
+        state.entries.push({
+          kind: 'turn-end',
+          seq: event.seq,
+          turn: event.data.turn,
+          reason: event.data.reason,
+          ...(event.data.message ? { message: event.data.message } : {}),
+        })
       }
       const open = openTasks(state.plan)
       if (open.length) state.entries.push({ kind: 'plan-open', seq: event.seq, open })
@@ -92,13 +132,31 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       if (event.data.name !== 'todo_write') state.callsSincePlan++
       state.calls[event.data.callId] = state.entries.length
       state.entries.push({
-        kind: 'tool', seq: event.seq, callId: event.data.callId, name: event.data.name, arguments: event.data.arguments,
-        status: 'running', startedAt: event.time, output: '',
+        kind: 'tool',
+        seq: event.seq,
+        callId: event.data.callId,
+        name: event.data.name,
+        arguments: event.data.arguments,
+        status: 'running',
+        startedAt: event.time,
+        output: '',
       })
       break
     case 'compaction/end' as SessionEvent['type']: {
-      const data = (event as { data: unknown }).data as { before?: number; after?: number; summarised?: number; error?: string }
-      state.entries.push({ kind: 'compaction', seq: event.seq, before: data.before ?? 0, after: data.after ?? 0, summarised: data.summarised ?? 0, ...(data.error ? { error: data.error } : {}) })
+      const data = (event as { data: unknown }).data as {
+        before?: number
+        after?: number
+        summarised?: number
+        error?: string
+      }
+      state.entries.push({
+        kind: 'compaction',
+        seq: event.seq,
+        before: data.before ?? 0,
+        after: data.after ?? 0,
+        summarised: data.summarised ?? 0,
+        ...(data.error ? { error: data.error } : {}),
+      })
       break
     }
     case 'permission/decision': {
@@ -119,7 +177,10 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
 }
 
 /** The cold path: the same fold over a whole log. */
-export function foldEvents(events: readonly SessionEvent[], state: TranscriptState = emptyTranscript()): TranscriptState {
+export function foldEvents(
+  events: readonly SessionEvent[],
+  state: TranscriptState = emptyTranscript(),
+): TranscriptState {
   for (const event of events) foldEvent(state, event)
   return state
 }

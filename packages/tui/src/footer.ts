@@ -49,7 +49,8 @@ export class Footer implements Component {
       `session ${escapeLine(sessionId.slice(0, 8))}`,
       escapeLine(shortPath(cwd)),
     ]
-    const text = (label ? style.inverse(style.yellow(` ${escapeLine(label)} `)) + ' ' : '') + style.dim(parts.join(' · '))
+    const text =
+      (label ? style.inverse(style.yellow(` ${escapeLine(label)} `)) + ' ' : '') + style.dim(parts.join(' · '))
     return [truncateToWidth(guardLine(text), Math.max(1, width), '…')]
   }
 }

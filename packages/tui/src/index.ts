@@ -15,7 +15,8 @@ export function scriptedLabel(modelSpec: string): { label: string; intro: string
   if (name === 'demo') {
     return {
       label: 'SCRIPTED DEMO',
-      intro: 'Scripted demo: the replies come from packages/llm/scripts/demo.json and no model is called.\nThe bash commands it shows really run, read-only, in this directory. Run `keel` with a real model to work for real.',
+      intro:
+        'Scripted demo: the replies come from packages/llm/scripts/demo.json and no model is called.\nThe bash commands it shows really run, read-only, in this directory. Run `keel` with a real model to work for real.',
     }
   }
   return { label: 'SCRIPTED MODEL', intro: `Scripted model: replies come from the script ${name}; no model is called.` }
@@ -32,10 +33,20 @@ export async function runInteractive(door: DoorContext): Promise<number> {
   setCapabilities({ ...getCapabilities(), hyperlinks: false, images: null })
   const scripted = scriptedLabel(door.modelSpec)
   const app = new KeelApp({
-    ctx: door.ctx, terminal: new ProcessTerminal(), agent, cwd: door.cwd, modelSpec: door.modelSpec, version: door.version,
-    repairs, resumed, label: scripted?.label, intro: scripted?.intro,
+    ctx: door.ctx,
+    terminal: new ProcessTerminal(),
+    agent,
+    cwd: door.cwd,
+    modelSpec: door.modelSpec,
+    version: door.version,
+    repairs,
+    resumed,
+    label: scripted?.label,
+    intro: scripted?.intro,
   })
-  const onSignal = () => { void app.quit(130) }
+  const onSignal = () => {
+    void app.quit(130)
+  }
   process.once('SIGTERM', onSignal)
   process.once('SIGHUP', onSignal)
   try {

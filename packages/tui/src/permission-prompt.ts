@@ -1,4 +1,11 @@
-import { decodeKittyPrintable, matchesKey, truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
+import {
+  decodeKittyPrintable,
+  matchesKey,
+  truncateToWidth,
+  visibleWidth,
+  wrapTextWithAnsi,
+  type Component,
+} from '@mariozechner/pi-tui'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
 import { style, type Styler } from './style.ts'
@@ -36,27 +43,28 @@ export class PermissionPrompt implements Component {
   }
 
   /** The asker this front door registers with `ctx.permissions.setAsker`. */
-  readonly asker = (ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> => new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve(DENY_ONCE)
-      return
-    }
-    const entry: Waiting = {
-      ask,
-      settle: (answer) => {
-        signal.removeEventListener('abort', onAbort)
-        const index = this.queue.indexOf(entry)
-        if (index < 0) return
-        this.queue.splice(index, 1)
-        resolve(answer)
-        this.onChange()
-      },
-    }
-    const onAbort = () => entry.settle(DENY_ONCE)
-    signal.addEventListener('abort', onAbort, { once: true })
-    this.queue.push(entry)
-    this.onChange()
-  })
+  readonly asker = (ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> =>
+    new Promise((resolve) => {
+      if (signal.aborted) {
+        resolve(DENY_ONCE)
+        return
+      }
+      const entry: Waiting = {
+        ask,
+        settle: (answer) => {
+          signal.removeEventListener('abort', onAbort)
+          const index = this.queue.indexOf(entry)
+          if (index < 0) return
+          this.queue.splice(index, 1)
+          resolve(answer)
+          this.onChange()
+        },
+      }
+      const onAbort = () => entry.settle(DENY_ONCE)
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.queue.push(entry)
+      this.onChange()
+    })
 
   /**
    * A key while the prompt is up: `y` allow once, `a` always, `n` or Esc deny. Every other key is dropped, not queued
@@ -124,5 +132,7 @@ function diffStyle(line: string): Styler {
 /** `text` (already escaped and styled) wrapped to `width` under a first-line and a continuation prefix. */
 function wrapped(text: string, width: number, first: string, rest: string, styler: Styler = (s) => s): string[] {
   const inner = Math.max(1, width - visibleWidth(first))
-  return wrapTextWithAnsi(text, inner).map((piece, i) => truncateToWidth(guardLine((i === 0 ? first : rest) + styler(piece)), Math.max(1, width), '…'))
+  return wrapTextWithAnsi(text, inner).map((piece, i) =>
+    truncateToWidth(guardLine((i === 0 ? first : rest) + styler(piece)), Math.max(1, width), '…'),
+  )
 }

@@ -30,9 +30,12 @@ export function planWindow(todos: readonly TodoItem[], size = WINDOW): PlanWindo
 function itemLine(todo: TodoItem, indent: string): string {
   const content = escapeLine(todo.content)
   switch (todo.status) {
-    case 'completed': return `${indent}${style.green(GLYPHS.completed)} ${style.dim(content)}`
-    case 'in_progress': return `${indent}${style.yellow(GLYPHS.in_progress)} ${style.bold(content)}`
-    default: return `${indent}${style.dim(GLYPHS.pending)} ${content}`
+    case 'completed':
+      return `${indent}${style.green(GLYPHS.completed)} ${style.dim(content)}`
+    case 'in_progress':
+      return `${indent}${style.yellow(GLYPHS.in_progress)} ${style.bold(content)}`
+    default:
+      return `${indent}${style.dim(GLYPHS.pending)} ${content}`
   }
 }
 
@@ -59,7 +62,8 @@ export function planLines(todos: readonly TodoItem[], width: number, options: Pl
   const title = options.title === undefined ? 'Plan' : escapeLine(options.title)
   let header = `${indent}${style.bold(title)} ${style.dim(counts)}`
   const stale = options.staleCalls ?? 0
-  if (stale >= STALE_AFTER_CALLS && todos.some((todo) => todo.status === 'in_progress')) header += style.yellow(` · updated ${stale} tool calls ago`)
+  if (stale >= STALE_AFTER_CALLS && todos.some((todo) => todo.status === 'in_progress'))
+    header += style.yellow(` · updated ${stale} tool calls ago`)
   if (options.hint) header += style.dim(`  ${options.hint}`)
   const lines = [header]
   const itemIndent = `${indent}  `

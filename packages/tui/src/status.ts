@@ -43,7 +43,9 @@ export class StatusLine implements Component {
       const tool = this.activeTool?.()
       const running = tool ? ` · ${escapeLine(tool.name)} ${formatDuration(this.now() - tool.startedAt)}` : ''
       const keys = this.asking?.() ? 'waiting for your answer · ctrl+c cancels the turn' : 'esc to cancel'
-      parts.push(`${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · ${keys}`)}`)
+      parts.push(
+        `${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · ${keys}`)}`,
+      )
       if (this.cancelling) parts.push(style.yellow('Cancelling…'))
     }
     if (this.queued) parts.push(style.dim(`${this.queued} queued`))

@@ -36,7 +36,8 @@ export function subagentPlan(ctx: Context, session: Session, callId: string): Su
     const service = ctx.get('subagents') as { plans?: (parent: Session) => unknown } | undefined
     const projections = ctx.get('projections')
     if (typeof service?.plans === 'function') value = service.plans(session)
-    else if (projections?.has(SUBAGENT_PLANS)) value = (projections.get.bind(projections) as (session: Session, key: string) => unknown)(session, SUBAGENT_PLANS)
+    else if (projections?.has(SUBAGENT_PLANS))
+      value = (projections.get.bind(projections) as (session: Session, key: string) => unknown)(session, SUBAGENT_PLANS)
   } catch {
     return undefined
   }

@@ -42,7 +42,11 @@ export function emptyLive(): LiveStream {
 
 export type NoteLevel = 'info' | 'warn' | 'error' | 'command'
 /** UI-only lines (command output, repairs). `at` is the entry count when it was added: it renders after those. */
-export interface Note { at: number; level: NoteLevel; text: string }
+export interface Note {
+  at: number
+  level: NoteLevel
+  text: string
+}
 
 export function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(Math.max(0, ms) / 1000).toFixed(1)}s`
@@ -79,7 +83,9 @@ function todoArgs(raw: string): TodoItem[] | undefined {
   try {
     const parsed = JSON.parse(raw) as { todos?: unknown }
     if (!Array.isArray(parsed?.todos)) return undefined
-    const todos = parsed.todos.filter((todo): todo is TodoItem => typeof todo?.content === 'string' && typeof todo?.status === 'string')
+    const todos = parsed.todos.filter(
+      (todo): todo is TodoItem => typeof todo?.content === 'string' && typeof todo?.status === 'string',
+    )
     return todos.length === parsed.todos.length ? todos : undefined
   } catch {
     return undefined
@@ -150,13 +156,26 @@ export class TranscriptView implements Component {
         break
       case 'plan-open': {
         const names = entry.open.map((content) => `"${escapeLine(content)}"`).join(', ')
-        lines = [fit(style.yellow(`  ◌ turn ended with ${entry.open.length} open task${entry.open.length === 1 ? '' : 's'}: `) + style.dim(names), width)]
+        lines = [
+          fit(
+            style.yellow(`  ◌ turn ended with ${entry.open.length} open task${entry.open.length === 1 ? '' : 's'}: `) +
+              style.dim(names),
+            width,
+          ),
+        ]
         break
       }
       case 'compaction':
         lines = entry.error
           ? [fit(`  ${style.yellow(`── compaction failed: ${escapeLine(entry.error)}`)}`, width)]
-          : [fit(style.dim(`  ── context compacted: ${entry.summarised} messages summarised, ~${tokens(entry.before)} → ~${tokens(entry.after)} tokens ──`), width)]
+          : [
+              fit(
+                style.dim(
+                  `  ── context compacted: ${entry.summarised} messages summarised, ~${tokens(entry.before)} → ~${tokens(entry.after)} tokens ──`,
+                ),
+                width,
+              ),
+            ]
         break
     }
     if (final) this.cache.set(entry, { width, expanded: this.expanded, lines })
@@ -167,7 +186,10 @@ export class TranscriptView implements Component {
     const lines: string[] = []
     if (reasoning.trim()) {
       if (this.expanded) {
-        lines.push('', ...wrap(escapeControls(reasoning.trim()), width, style.dim('✻ '), '  ', (s) => style.dim(style.italic(s))))
+        lines.push(
+          '',
+          ...wrap(escapeControls(reasoning.trim()), width, style.dim('✻ '), '  ', (s) => style.dim(style.italic(s))),
+        )
       } else {
         const count = nonEmptyLines(reasoning.trim()).length
         const label = streaming && !text ? 'Thinking…' : `Thought for ${count} line${count === 1 ? '' : 's'}`
@@ -184,10 +206,16 @@ export class TranscriptView implements Component {
 
   private renderTool(entry: ToolEntry, width: number): string[] {
     const elapsed = formatDuration((entry.endedAt ?? entry.startedAt) - entry.startedAt)
-    const dot = entry.status === 'running' ? style.yellow('●') : entry.status === 'done' ? style.green('●') : style.red('●')
+    const dot =
+      entry.status === 'running' ? style.yellow('●') : entry.status === 'done' ? style.green('●') : style.red('●')
     // A running card shows no ticking clock (the status line does): a card that scrolled above the viewport would
     // otherwise force pi-tui into a full redraw on every tick.
-    const statusText = entry.status === 'running' ? style.yellow('running') : entry.status === 'error' ? `${style.red('error')} ${style.dim(elapsed)}` : style.dim(elapsed)
+    const statusText =
+      entry.status === 'running'
+        ? style.yellow('running')
+        : entry.status === 'error'
+          ? `${style.red('error')} ${style.dim(elapsed)}`
+          : style.dim(elapsed)
     const todos = entry.name === 'todo_write' ? todoArgs(entry.arguments) : undefined
     let title: string
     if (todos) {
@@ -201,7 +229,7 @@ export class TranscriptView implements Component {
     const tail = `  ${statusText}`
     const room = Math.max(4, width - visibleWidth(head) - visibleWidth(tail))
     const lines = ['', fit(head + truncateToWidth(escapeLine(title), room, '…') + tail, width)]
-    const body = entry.status === 'running' ? this.live.output[entry.callId] ?? '' : entry.output
+    const body = entry.status === 'running' ? (this.live.output[entry.callId] ?? '') : entry.output
     const decision = entry.decision
     const verdict = decision && describeDecision(decision)
     // Wrapped, not cut: an "always" line ends with the settings file the rule went to.
@@ -222,8 +250,15 @@ export class TranscriptView implements Component {
     }
     const child = entry.name === 'task' ? this.deps.subagentPlan?.(entry.callId) : undefined
     if (child?.todos.length) {
-      if (child.status === 'running') lines.push(...planLines(child.todos, width, { indent: '    ', title: child.description || 'Subagent plan' }))
-      else lines.push(fit(`    ${style.dim(`${escapeLine(child.description || 'Subagent')} plan ${planSummary(child.todos).done}/${child.todos.length}`)}`, width))
+      if (child.status === 'running')
+        lines.push(...planLines(child.todos, width, { indent: '    ', title: child.description || 'Subagent plan' }))
+      else
+        lines.push(
+          fit(
+            `    ${style.dim(`${escapeLine(child.description || 'Subagent')} plan ${planSummary(child.todos).done}/${child.todos.length}`)}`,
+            width,
+          ),
+        )
     }
     return lines
   }
@@ -235,7 +270,12 @@ export class TranscriptView implements Component {
     const lines: string[] = []
     if (all.length > shown.length) {
       const more = all.length - shown.length
-      lines.push(fit(style.dim(`  │ … ${more} earlier line${more === 1 ? '' : 's'}${this.expanded ? '' : '  ctrl+o to expand'}`), width))
+      lines.push(
+        fit(
+          style.dim(`  │ … ${more} earlier line${more === 1 ? '' : 's'}${this.expanded ? '' : '  ctrl+o to expand'}`),
+          width,
+        ),
+      )
     }
     for (const line of shown) lines.push(fit(style.dim('  │ ') + line, width))
     return lines
@@ -244,12 +284,14 @@ export class TranscriptView implements Component {
   private renderLive(width: number): string[] {
     const live = this.live
     const lines = this.renderAssistant(live.text, live.reasoning, width, true)
-    if (live.preparing) lines.push('', fit(`${style.yellow('●')} ${style.bold(escapeLine(live.preparing))} ${style.dim('…')}`, width))
+    if (live.preparing)
+      lines.push('', fit(`${style.yellow('●')} ${style.bold(escapeLine(live.preparing))} ${style.dim('…')}`, width))
     return lines
   }
 
   private renderNote(note: Note, width: number): string[] {
-    if (note.level === 'command') return ['', ...wrap(escapeControls(note.text), width, style.dim('› '), '  ', style.dim)]
+    if (note.level === 'command')
+      return ['', ...wrap(escapeControls(note.text), width, style.dim('› '), '  ', style.dim)]
     const styler: Styler = note.level === 'error' ? style.red : note.level === 'warn' ? style.yellow : style.dim
     return ['', ...wrap(escapeControls(note.text), width, '  ', '  ', styler)]
   }
@@ -262,10 +304,15 @@ function tokens(count: number): string {
 function renderTurnEnd(entry: TurnEndEntry, width: number): string[] {
   const reason = entry.message ? `: ${escapeLine(entry.message)}` : ''
   switch (entry.reason) {
-    case 'aborted': return [fit(`  ${style.yellow('⏹ cancelled')}`, width)]
-    case 'error': return [fit(`  ${style.red(`✗ error${reason}`)}`, width)]
-    case 'step-limit': return [fit(`  ${style.yellow('⏹ stopped: the turn hit the step limit')}`, width)]
-    case 'max-tokens': return [fit(`  ${style.yellow('⏹ stopped: the model hit its output limit')}`, width)]
-    case 'interrupted': return [fit(`  ${style.yellow(`⏹ interrupted: Keel stopped before this turn ended${reason}`)}`, width)]
+    case 'aborted':
+      return [fit(`  ${style.yellow('⏹ cancelled')}`, width)]
+    case 'error':
+      return [fit(`  ${style.red(`✗ error${reason}`)}`, width)]
+    case 'step-limit':
+      return [fit(`  ${style.yellow('⏹ stopped: the turn hit the step limit')}`, width)]
+    case 'max-tokens':
+      return [fit(`  ${style.yellow('⏹ stopped: the model hit its output limit')}`, width)]
+    case 'interrupted':
+      return [fit(`  ${style.yellow(`⏹ interrupted: Keel stopped before this turn ended${reason}`)}`, width)]
   }
 }

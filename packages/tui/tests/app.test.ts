@@ -24,23 +24,43 @@ afterEach(async () => {
 })
 
 const ESC = '\x1b'
-const todos = (...statuses: TodoItem['status'][]) => ({ todos: statuses.map((status, i) => ({ content: `Step ${i + 1}`, status })) })
+const todos = (...statuses: TodoItem['status'][]) => ({
+  todos: statuses.map((status, i) => ({ content: `Step ${i + 1}`, status })),
+})
 
-async function start(steps: ScriptStep[], options: Parameters<typeof makeKeel>[0] = {}): Promise<{ app: KeelApp; terminal: RecordingTerminal; done: Promise<number> }> {
+async function start(
+  steps: ScriptStep[],
+  options: Parameters<typeof makeKeel>[0] = {},
+): Promise<{ app: KeelApp; terminal: RecordingTerminal; done: Promise<number> }> {
   keel = await makeKeel({ steps, ...options })
   const terminal = new RecordingTerminal(100, 40)
-  app = new KeelApp({ ctx: keel.ctx, terminal, agent: keel.agent(), cwd: keel.cwd, modelSpec: 'scripted/test', version: '0.0.0-test' })
+  app = new KeelApp({
+    ctx: keel.ctx,
+    terminal,
+    agent: keel.agent(),
+    cwd: keel.cwd,
+    modelSpec: 'scripted/test',
+    version: '0.0.0-test',
+  })
   const done = app.run()
   return { app, terminal, done }
 }
 
 const screen = (a: KeelApp, width = 100) => plainLines(a.frame(width)).join('\n')
-const idle = (a: KeelApp) => waitFor(() => a.agent.status === 'idle' && a.status.runningSince === undefined, 'the turn to end', 15_000)
+const idle = (a: KeelApp) =>
+  waitFor(() => a.agent.status === 'idle' && a.status.runningSince === undefined, 'the turn to end', 15_000)
 
 describe('interactive app (in-process, recording terminal)', () => {
   test('live rendering equals a cold rebuild of the same log, plan panel included', async () => {
     const { app } = await start([
-      { reasoning: 'Think.', text: 'Planning **now**.', toolCalls: [{ name: 'todo_write', arguments: todos('in_progress', 'pending', 'pending') }, { name: 'bash', arguments: { command: 'printf "a\\nb\\nc\\nd\\ne\\nf\\n"' } }] },
+      {
+        reasoning: 'Think.',
+        text: 'Planning **now**.',
+        toolCalls: [
+          { name: 'todo_write', arguments: todos('in_progress', 'pending', 'pending') },
+          { name: 'bash', arguments: { command: 'printf "a\\nb\\nc\\nd\\ne\\nf\\n"' } },
+        ],
+      },
       { toolCalls: [{ name: 'todo_write', arguments: todos('completed', 'in_progress', 'pending') }] },
       { text: 'Halfway.' },
     ])
@@ -63,9 +83,20 @@ describe('interactive app (in-process, recording terminal)', () => {
   })
 
   test('ctrl+o expands tool output and reasoning; ctrl+t expands a long plan', async () => {
-    const long = { todos: Array.from({ length: 10 }, (_, i) => ({ content: `Item ${i + 1}`, status: i === 0 ? 'in_progress' : 'pending' })) }
+    const long = {
+      todos: Array.from({ length: 10 }, (_, i) => ({
+        content: `Item ${i + 1}`,
+        status: i === 0 ? 'in_progress' : 'pending',
+      })),
+    }
     const { app, terminal } = await start([
-      { reasoning: 'Secret thoughts.', toolCalls: [{ name: 'todo_write', arguments: long }, { name: 'bash', arguments: { command: 'seq 1 9' } }] },
+      {
+        reasoning: 'Secret thoughts.',
+        toolCalls: [
+          { name: 'todo_write', arguments: long },
+          { name: 'bash', arguments: { command: 'seq 1 9' } },
+        ],
+      },
       { text: 'ok' },
     ])
     app.submit('go')
@@ -101,7 +132,11 @@ describe('interactive app (in-process, recording terminal)', () => {
   test('a running bash call shows its card and the streamed text; esc cancels the turn, requeues the prompt and kills the command', async () => {
     const marker = `keel-tui-${process.pid}-${Date.now()}`
     const { app, terminal } = await start([
-      { text: 'Streaming words arrive one by one', delayMs: 1, toolCalls: [{ name: 'bash', arguments: { command: `sleep 30; echo ${marker}` } }] },
+      {
+        text: 'Streaming words arrive one by one',
+        delayMs: 1,
+        toolCalls: [{ name: 'bash', arguments: { command: `sleep 30; echo ${marker}` } }],
+      },
       { text: 'never', hang: true },
     ])
     app.submit('run it')
@@ -193,7 +228,8 @@ describe('interactive app (in-process, recording terminal)', () => {
     const evil = 'OSC \x1b]0;pwned\x07 CSI \x1b[2J C1 \u009b31m BEL \x07 DEL \x7f'
     const { app, terminal } = await start([
       {
-        reasoning: `thinking ${evil}`, text: `Text ${evil} [link](https://example.com/\x1b]8;;x)`,
+        reasoning: `thinking ${evil}`,
+        text: `Text ${evil} [link](https://example.com/\x1b]8;;x)`,
         toolCalls: [
           { name: 'todo_write', arguments: { todos: [{ content: `Todo ${evil}`, status: 'in_progress' }] } },
           { name: 'bash', arguments: { command: `printf 'out \\033]0;pwned\\007 \\033[2J end\\n'` } },
@@ -213,41 +249,69 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(text).toContain('(https://example.com/␛]8;;x)')
   })
 
-  test('the subagentPlans projection alone (no ctx.subagents service) nests a running child\'s plan', async () => {
+  test("the subagentPlans projection alone (no ctx.subagents service) nests a running child's plan", async () => {
     let release: () => void = () => {}
-    const gate = new Promise<void>((done) => { release = done })
+    const gate = new Promise<void>((done) => {
+      release = done
+    })
     // A `task` tool that waits and a projection in the shape @keel/subagent registers, without its service.
     const standIn = {
       name: 'subagent-stand-in',
       inject: ['tools', 'projections'],
       apply(ctx: Keel['ctx']) {
-        ctx.tools.register(defineTool({
-          name: 'task', description: 'stand-in', parameters: Type.Object({ description: Type.String() }),
-          presentCall: (args) => ({ title: args.description, kind: 'other', rawInput: args }),
-          execute: async () => { await gate; return 'child done' },
-        }))
+        ctx.tools.register(
+          defineTool({
+            name: 'task',
+            description: 'stand-in',
+            parameters: Type.Object({ description: Type.String() }),
+            presentCall: (args) => ({ title: args.description, kind: 'other', rawInput: args }),
+            execute: async () => {
+              await gate
+              return 'child done'
+            },
+          }),
+        )
         const register = ctx.projections.register.bind(ctx.projections) as unknown as (definition: {
-          key: string; version: number; init(): unknown; apply(state: unknown, event: { type: string; data: { callId: string; name: string } }): unknown
+          key: string
+          version: number
+          init(): unknown
+          apply(state: unknown, event: { type: string; data: { callId: string; name: string } }): unknown
         }) => () => void
         register({
-          key: 'subagentPlans', version: 1, init: () => ({}),
-          apply: (state, event) => (event.type === 'tool/call' && event.data.name === 'task'
-            ? { ...(state as object), [event.data.callId]: { sessionId: 'child-1', description: 'Audit the parser', status: 'running', todos: [{ content: 'Read \x1b[2J grammar', status: 'completed' }, { content: 'Write tests', status: 'in_progress' }] } }
-            : state),
+          key: 'subagentPlans',
+          version: 1,
+          init: () => ({}),
+          apply: (state, event) =>
+            event.type === 'tool/call' && event.data.name === 'task'
+              ? {
+                  ...(state as object),
+                  [event.data.callId]: {
+                    sessionId: 'child-1',
+                    description: 'Audit the parser',
+                    status: 'running',
+                    todos: [
+                      { content: 'Read \x1b[2J grammar', status: 'completed' },
+                      { content: 'Write tests', status: 'in_progress' },
+                    ],
+                  },
+                }
+              : state,
         })
       },
     }
-    const { app } = await start([
-      { toolCalls: [{ name: 'task', arguments: { description: 'Audit the parser' } }] },
-      { text: 'child finished' },
-    ], { plugins: [[standIn]] })
+    const { app } = await start(
+      [{ toolCalls: [{ name: 'task', arguments: { description: 'Audit the parser' } }] }, { text: 'child finished' }],
+      { plugins: [[standIn]] },
+    )
     app.submit('delegate')
     await waitFor(() => screen(app).includes('● task Audit the parser'), 'the task card')
     const card = app.state.entries.find((entry) => entry.kind === 'tool')
     const callId = card?.kind === 'tool' ? card.callId : ''
     expect(subagentPlan(keel!.ctx, app.agent.session as Session, callId)?.todos).toHaveLength(2)
     expect(screen(app)).toContain('● task Audit the parser  running')
-    expect(screen(app)).toContain('    Audit the parser 1/2 · 1 in progress\n      ✓ Read ␛[2J grammar\n      ◐ Write tests')
+    expect(screen(app)).toContain(
+      '    Audit the parser 1/2 · 1 in progress\n      ✓ Read ␛[2J grammar\n      ◐ Write tests',
+    )
     release()
     await idle(app)
   })
@@ -260,18 +324,37 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(app)).toContain('● task task  error')
   })
 
-  test('a real @keel/subagent child\'s live plan nests under its task card', async () => {
-    const child = (statuses: TodoItem['status'][]) => ({ todos: [{ content: 'Read the grammar', status: statuses[0] }, { content: 'Write tests', status: statuses[1] }] })
-    const { app } = await start([
-      { when: 'delegate please', toolCalls: [{ name: 'task', arguments: { description: 'Audit parser', prompt: 'CHILD: audit the parser' } }] },
-      { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['in_progress', 'pending']) }, { name: 'bash', arguments: { command: 'sleep 1.5' } }] },
-      { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['completed', 'completed']) }] },
-      { when: 'CHILD', text: 'child done' },
-      { when: 'delegate please', text: 'parent done' },
-    ], { plugins: [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] })
+  test("a real @keel/subagent child's live plan nests under its task card", async () => {
+    const child = (statuses: TodoItem['status'][]) => ({
+      todos: [
+        { content: 'Read the grammar', status: statuses[0] },
+        { content: 'Write tests', status: statuses[1] },
+      ],
+    })
+    const { app } = await start(
+      [
+        {
+          when: 'delegate please',
+          toolCalls: [{ name: 'task', arguments: { description: 'Audit parser', prompt: 'CHILD: audit the parser' } }],
+        },
+        {
+          when: 'CHILD',
+          toolCalls: [
+            { name: 'todo_write', arguments: child(['in_progress', 'pending']) },
+            { name: 'bash', arguments: { command: 'sleep 1.5' } },
+          ],
+        },
+        { when: 'CHILD', toolCalls: [{ name: 'todo_write', arguments: child(['completed', 'completed']) }] },
+        { when: 'CHILD', text: 'child done' },
+        { when: 'delegate please', text: 'parent done' },
+      ],
+      { plugins: [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] },
+    )
     app.submit('delegate please')
     await waitFor(() => screen(app).includes('      ◐ Read the grammar'), 'the child plan under the task card', 10_000)
-    expect(screen(app)).toMatch(/● task Audit parser  running\n(.*\n)*    Audit parser 0\/2 · 1 in progress\n      ◐ Read the grammar\n      ○ Write tests/)
+    expect(screen(app)).toMatch(
+      /● task Audit parser  running\n(.*\n)*    Audit parser 0\/2 · 1 in progress\n      ◐ Read the grammar\n      ○ Write tests/,
+    )
     // The parent's own plan panel is not the child's.
     expect(screen(app)).not.toMatch(/^Plan /m)
     await idle(app)
@@ -282,12 +365,15 @@ describe('interactive app (in-process, recording terminal)', () => {
 
 describe('/compact', () => {
   test('summarises older turns; the marker shows live and after a cold rebuild', async () => {
-    const { app } = await start([
-      { text: 'first answer, long enough to be worth summarising later' },
-      { text: 'second answer' },
-      { text: 'Summary: two questions were asked and answered.' },
-      { text: 'third answer' },
-    ], { plugins: [[compactionPlugin, { auto: false, keepTurns: 1 }]] })
+    const { app } = await start(
+      [
+        { text: 'first answer, long enough to be worth summarising later' },
+        { text: 'second answer' },
+        { text: 'Summary: two questions were asked and answered.' },
+        { text: 'third answer' },
+      ],
+      { plugins: [[compactionPlugin, { auto: false, keepTurns: 1 }]] },
+    )
     for (const prompt of ['one', 'two']) {
       app.submit(prompt)
       await idle(app)

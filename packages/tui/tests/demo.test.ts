@@ -18,8 +18,14 @@ test('the shipped demo script runs to a finished plan and is labelled as scripte
   keel = await makeKeel({ steps: script.steps.map((step) => ({ ...step, delayMs: 0 })) })
   const scripted = scriptedLabel('scripted/demo')!
   app = new KeelApp({
-    ctx: keel.ctx, terminal: new RecordingTerminal(), agent: keel.agent(), cwd: keel.cwd, modelSpec: 'scripted/demo',
-    version: 'test', label: scripted.label, intro: scripted.intro,
+    ctx: keel.ctx,
+    terminal: new RecordingTerminal(),
+    agent: keel.agent(),
+    cwd: keel.cwd,
+    modelSpec: 'scripted/demo',
+    version: 'test',
+    label: scripted.label,
+    intro: scripted.intro,
   })
   void app.run('Show me around this repository')
   await waitFor(() => app!.agent.session.events.some((event) => event.type === 'turn/end'), 'the demo turn', 20_000)

@@ -21,11 +21,25 @@ test('the header names the instruction files in the system prompt, and says noth
   mkdirSync(join(keel.cwd, 'sub'))
   writeFileSync(join(keel.cwd, 'AGENTS.md'), 'root rules\n')
   writeFileSync(join(keel.cwd, 'sub', 'CLAUDE.md'), 'sub rules\n\u001b[2J')
-  app = new KeelApp({ ctx: keel.ctx, terminal: new RecordingTerminal(100, 30), agent: keel.agent({ cwd: join(keel.cwd, 'sub') }), cwd: keel.cwd, modelSpec: 'scripted/test', version: '0.0.0-test' })
+  app = new KeelApp({
+    ctx: keel.ctx,
+    terminal: new RecordingTerminal(100, 30),
+    agent: keel.agent({ cwd: join(keel.cwd, 'sub') }),
+    cwd: keel.cwd,
+    modelSpec: 'scripted/test',
+    version: '0.0.0-test',
+  })
   void app.run()
   expect(plainLines(app.frame(100)).join('\n')).toContain('Instructions: ../AGENTS.md, CLAUDE.md')
   await app.quit()
-  app = new KeelApp({ ctx: keel.ctx, terminal: new RecordingTerminal(100, 30), agent: keel.agent({ cwd: keel.home }), cwd: keel.home, modelSpec: 'scripted/test', version: '0.0.0-test' })
+  app = new KeelApp({
+    ctx: keel.ctx,
+    terminal: new RecordingTerminal(100, 30),
+    agent: keel.agent({ cwd: keel.home }),
+    cwd: keel.home,
+    modelSpec: 'scripted/test',
+    version: '0.0.0-test',
+  })
   void app.run()
   expect(plainLines(app.frame(100)).join('\n')).not.toContain('Instructions:')
 })
@@ -33,7 +47,14 @@ test('the header names the instruction files in the system prompt, and says noth
 test('opening the UI, /new and quitting without a prompt leave no session behind', async () => {
   keel = await makeKeel({ steps: [{ text: 'answered' }] })
   const first = keel.agent()
-  app = new KeelApp({ ctx: keel.ctx, terminal: new RecordingTerminal(100, 30), agent: first, cwd: keel.cwd, modelSpec: 'scripted/test', version: '0.0.0-test' })
+  app = new KeelApp({
+    ctx: keel.ctx,
+    terminal: new RecordingTerminal(100, 30),
+    agent: first,
+    cwd: keel.cwd,
+    modelSpec: 'scripted/test',
+    version: '0.0.0-test',
+  })
   const done = app.run()
   app.submit('/new')
   expect(app.agent.id).not.toBe(first.id)

@@ -10,28 +10,57 @@ afterEach(async () => {
   keel = undefined
 })
 
-const plan = (a: string, b: string) => ({ todos: [{ content: 'Look', status: a }, { content: 'Fix', status: b }] })
+const plan = (a: string, b: string) => ({
+  todos: [
+    { content: 'Look', status: a },
+    { content: 'Fix', status: b },
+  ],
+})
 
 /** A session touching every arm of the fold: reasoning, text, plan writes, ok and failing tools, an error and a cancel. */
 async function recordedSession(): Promise<{ live: TranscriptState; events: readonly SessionEvent[]; id: string }> {
   keel = await makeKeel({
     steps: [
-      { reasoning: 'Plan first.', text: 'Looking.', toolCalls: [{ name: 'todo_write', arguments: plan('in_progress', 'pending') }, { name: 'bash', arguments: { command: 'echo one; echo two' } }], usage: { input: 100, output: 10 } },
-      { toolCalls: [{ name: 'todo_write', arguments: plan('completed', 'in_progress') }, { name: 'nope', arguments: {} }], usage: { input: 120, output: 12 } },
+      {
+        reasoning: 'Plan first.',
+        text: 'Looking.',
+        toolCalls: [
+          { name: 'todo_write', arguments: plan('in_progress', 'pending') },
+          { name: 'bash', arguments: { command: 'echo one; echo two' } },
+        ],
+        usage: { input: 100, output: 10 },
+      },
+      {
+        toolCalls: [
+          { name: 'todo_write', arguments: plan('completed', 'in_progress') },
+          { name: 'nope', arguments: {} },
+        ],
+        usage: { input: 120, output: 12 },
+      },
       { text: 'Done for now.', usage: { input: 130, output: 5 } },
       { error: { kind: 'server', message: 'upstream exploded' } },
-      { text: 'Working', toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30' } }], usage: { input: 140, output: 3 } },
+      {
+        text: 'Working',
+        toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30' } }],
+        usage: { input: 140, output: 3 },
+      },
     ],
   })
   const agent = keel.agent()
   const live = emptyTranscript()
-  keel.ctx.on('session/event', (session, event) => { if (session === agent.session) foldEvent(live, event) })
+  keel.ctx.on('session/event', (session, event) => {
+    if (session === agent.session) foldEvent(live, event)
+  })
   await agent.prompt('first')
   await agent.prompt('second')
   const third = agent.prompt('third')
   await new Promise<void>((done) => {
     const check = setInterval(() => {
-      if (agent.session.events.some((e) => e.type === 'tool/call' && e.data.name === 'bash' && e.data.arguments.includes('sleep'))) {
+      if (
+        agent.session.events.some(
+          (e) => e.type === 'tool/call' && e.data.name === 'bash' && e.data.arguments.includes('sleep'),
+        )
+      ) {
         clearInterval(check)
         done()
       }
@@ -51,24 +80,42 @@ describe('transcript fold', () => {
     expect(fromFile).toEqual(live)
 
     expect(live.entries.map((entry) => entry.kind)).toEqual([
-      'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'assistant', 'plan-open',
-      'user', 'turn-end',
-      'user', 'assistant', 'tool', 'turn-end',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'tool',
+      'tool',
+      'assistant',
+      'plan-open',
+      'user',
+      'turn-end',
+      'user',
+      'assistant',
+      'tool',
+      'turn-end',
     ])
     const tools = live.entries.filter((entry) => entry.kind === 'tool')
     expect(tools.map((tool) => [tool.name, tool.status])).toEqual([
-      ['todo_write', 'done'], ['bash', 'done'], ['todo_write', 'done'], ['nope', 'error'], ['bash', 'error'],
+      ['todo_write', 'done'],
+      ['bash', 'done'],
+      ['todo_write', 'done'],
+      ['nope', 'error'],
+      ['bash', 'error'],
     ])
     expect(tools[1]!.output).toContain('one\ntwo')
     expect(tools[4]!.output).toContain('[cancelled by the user]')
     const ends = live.entries.filter((entry) => entry.kind === 'turn-end')
-    expect(ends).toMatchObject([{ reason: 'error', message: expect.stringContaining('upstream exploded') }, { reason: 'aborted' }])
+    expect(ends).toMatchObject([
+      { reason: 'error', message: expect.stringContaining('upstream exploded') },
+      { reason: 'aborted' },
+    ])
     expect(live.entries[1]).toMatchObject({ kind: 'assistant', text: 'Looking.', reasoning: 'Plan first.' })
     expect(live.tokens).toEqual({ input: 490, output: 30 })
     expect(live.openTurn).toBeNull()
   })
 
-  test('the plan follows @keel/todo\'s rule after every event: kept at turn/end, cleared at the next turn/start', async () => {
+  test("the plan follows @keel/todo's rule after every event: kept at turn/end, cleared at the next turn/start", async () => {
     const { events } = await recordedSession()
     const state = emptyTranscript()
     let sawKept = false
@@ -105,7 +152,8 @@ describe('open tasks at the end of a turn', () => {
     const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
     foldEvent(state, event('turn/start', { turn: 1, trigger: 'prompt' }))
     foldEvent(state, event('todo/write', { todos: [{ content: 'a', status: 'in_progress' }] }))
-    for (let i = 0; i < 3; i++) foldEvent(state, event('tool/call', { turn: 1, step: 1, callId: `c${i}`, name: 'bash', arguments: '{}' }))
+    for (let i = 0; i < 3; i++)
+      foldEvent(state, event('tool/call', { turn: 1, step: 1, callId: `c${i}`, name: 'bash', arguments: '{}' }))
     foldEvent(state, event('tool/call', { turn: 1, step: 1, callId: 'plan', name: 'todo_write', arguments: '{}' }))
     expect(state.callsSincePlan).toBe(3)
     foldEvent(state, event('todo/write', { todos: [{ content: 'a', status: 'completed' }] }))

@@ -11,7 +11,13 @@ import { TranscriptView } from '../src/transcript.ts'
 import { plainLines, RecordingTerminal } from './support.ts'
 
 const ask = (over: Partial<PermissionAsk> = {}): PermissionAsk => ({
-  sessionId: 's1', callId: 'c1', tool: 'bash', summary: 'bash: rm -rf build', detail: 'rm -rf build', suggestedRule: 'bash(rm:*)', ...over,
+  sessionId: 's1',
+  callId: 'c1',
+  tool: 'bash',
+  summary: 'bash: rm -rf build',
+  detail: 'rm -rf build',
+  suggestedRule: 'bash(rm:*)',
+  ...over,
 })
 
 describe('permission prompt', () => {
@@ -28,7 +34,13 @@ describe('permission prompt', () => {
   })
 
   test('y, a, n and esc answer; other keys are swallowed without answering', async () => {
-    for (const [key, expected] of [['y', { decision: 'allow', scope: 'once' }], ['a', { decision: 'allow', scope: 'always' }], ['n', { decision: 'deny', scope: 'once' }], ['\x1b', { decision: 'deny', scope: 'once' }], ['Y', { decision: 'allow', scope: 'once' }]] as const) {
+    for (const [key, expected] of [
+      ['y', { decision: 'allow', scope: 'once' }],
+      ['a', { decision: 'allow', scope: 'always' }],
+      ['n', { decision: 'deny', scope: 'once' }],
+      ['\x1b', { decision: 'deny', scope: 'once' }],
+      ['Y', { decision: 'allow', scope: 'once' }],
+    ] as const) {
       const prompt = new PermissionPrompt()
       const answer = prompt.asker(ask(), new AbortController().signal)
       expect(prompt.handleKey('x')).toBe(true)
@@ -62,22 +74,35 @@ describe('permission prompt', () => {
 
   test('escapes control characters in every field, colours a diff, and fits narrow widths', () => {
     const prompt = new PermissionPrompt()
-    void prompt.asker(ask({ tool: 'edit', summary: 'edit a\x1b[31m.ts', detail: '--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-old\x07\n+new', suggestedRule: 'edit(a\x1b.ts)' }), new AbortController().signal)
+    void prompt.asker(
+      ask({
+        tool: 'edit',
+        summary: 'edit a\x1b[31m.ts',
+        detail: '--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-old\x07\n+new',
+        suggestedRule: 'edit(a\x1b.ts)',
+      }),
+      new AbortController().signal,
+    )
     const raw = prompt.render(60).join('\n')
     expect(raw).not.toMatch(/\x1b(?!\[[0-9;]*m)/)
     expect(raw).not.toContain('\x07')
     expect(raw).toContain('\x1b[32m+new')
     expect(raw).toContain('\x1b[31m-old')
-    for (const width of [1, 5, 12, 30]) for (const line of prompt.render(width)) expect(visibleWidth(line)).toBeLessThanOrEqual(width)
+    for (const width of [1, 5, 12, 30])
+      for (const line of prompt.render(width)) expect(visibleWidth(line)).toBeLessThanOrEqual(width)
   })
 })
 
 describe('decisions in the transcript', () => {
-  const events = (...rest: { type: string; data: unknown }[]): SessionEvent[] => [
-    { type: 'turn/start', data: { turn: 1, trigger: 'user' } },
-    { type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'bash', arguments: '{"command":"rm -rf build"}' } },
-    ...rest,
-  ].map((event, seq) => ({ ...event, seq, time: 1000 + seq }) as SessionEvent)
+  const events = (...rest: { type: string; data: unknown }[]): SessionEvent[] =>
+    [
+      { type: 'turn/start', data: { turn: 1, trigger: 'user' } },
+      {
+        type: 'tool/call',
+        data: { turn: 1, step: 1, callId: 'c1', name: 'bash', arguments: '{"command":"rm -rf build"}' },
+      },
+      ...rest,
+    ].map((event, seq) => ({ ...event, seq, time: 1000 + seq }) as SessionEvent)
 
   const render = (log: SessionEvent[], expanded = false) => {
     const view = new TranscriptView({ present: (_name, args) => ({ title: JSON.parse(args).command }) })
@@ -89,7 +114,16 @@ describe('decisions in the transcript', () => {
   test('a denial by rule shows under the card instead of the error result', () => {
     const log = events(
       { type: 'permission/decision', data: { callId: 'c1', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' } },
-      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', isError: true, content: [{ type: 'text', text: 'Error: bash declined: denied by rule bash(rm:*)' }] } },
+      {
+        type: 'tool/result',
+        data: {
+          turn: 1,
+          step: 1,
+          callId: 'c1',
+          isError: true,
+          content: [{ type: 'text', text: 'Error: bash declined: denied by rule bash(rm:*)' }],
+        },
+      },
     )
     const text = render(log)
     expect(text).toContain('● bash rm -rf build')
@@ -99,23 +133,49 @@ describe('decisions in the transcript', () => {
   })
 
   test('an ask the person allowed once', () => {
-    const text = render(events(
-      { type: 'permission/request', data: { callId: 'c1', tool: 'bash', summary: 'bash: rm -rf build' } },
-      { type: 'permission/decision', data: { callId: 'c1', decision: 'allow', scope: 'once' } },
-    ))
+    const text = render(
+      events(
+        { type: 'permission/request', data: { callId: 'c1', tool: 'bash', summary: 'bash: rm -rf build' } },
+        { type: 'permission/decision', data: { callId: 'c1', decision: 'allow', scope: 'once' } },
+      ),
+    )
     expect(text).toContain('  ✓ allowed once by the user')
     expect(text).not.toContain('waiting')
   })
 
   test('an "always" answer names the rule and the settings file it went to', () => {
-    const text = render(events(
-      { type: 'permission/request', data: { callId: 'c1', tool: 'bash', summary: 'bash: rm -rf build' } },
-      { type: 'permission/decision', data: { callId: 'c1', decision: 'allow', scope: 'always', rule: 'bash(rm -rf build)', file: '/repo/.keel/settings.json' } },
-    ))
+    const text = render(
+      events(
+        { type: 'permission/request', data: { callId: 'c1', tool: 'bash', summary: 'bash: rm -rf build' } },
+        {
+          type: 'permission/decision',
+          data: {
+            callId: 'c1',
+            decision: 'allow',
+            scope: 'always',
+            rule: 'bash(rm -rf build)',
+            file: '/repo/.keel/settings.json',
+          },
+        },
+      ),
+    )
     expect(text).toContain('  ✓ allowed always by the user (bash(rm -rf build) saved to /repo/.keel/settings.json)')
     // Narrow: wrapped, so the file's name is still all there.
     const view = new TranscriptView({ present: () => ({ title: 'rm -rf build' }) })
-    view.reset(foldEvents(events({ type: 'permission/decision', data: { callId: 'c1', decision: 'allow', scope: 'always', rule: 'bash(rm -rf build)', file: '/repo/.keel/settings.json' } })))
+    view.reset(
+      foldEvents(
+        events({
+          type: 'permission/decision',
+          data: {
+            callId: 'c1',
+            decision: 'allow',
+            scope: 'always',
+            rule: 'bash(rm -rf build)',
+            file: '/repo/.keel/settings.json',
+          },
+        }),
+      ),
+    )
     expect(plainLines(view.render(40)).join('').replace(/\s+/g, '')).toContain('/repo/.keel/settings.json')
   })
 })
@@ -140,7 +200,14 @@ describe('the app as the asker (in-process, recording terminal)', () => {
       plugins: [[permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }]],
     })
     const terminal = new RecordingTerminal(100, 40)
-    app = new KeelApp({ ctx: keel.ctx, terminal, agent: keel.agent(), cwd: keel.cwd, modelSpec: 'scripted/test', version: 'test' })
+    app = new KeelApp({
+      ctx: keel.ctx,
+      terminal,
+      agent: keel.agent(),
+      cwd: keel.cwd,
+      modelSpec: 'scripted/test',
+      version: 'test',
+    })
     void app.run('go')
     const screen = () => plainLines(app!.frame(100)).join('\n')
     await waitFor(() => app!.prompt.active?.callId === 'call-1', 'the first ask', 15_000)
@@ -162,8 +229,15 @@ describe('the app as the asker (in-process, recording terminal)', () => {
     await app.quit()
     // Quitting removed the asker: nobody answers now, so an ask is a denial by the mode.
     const agent = keel.agent()
-    keel.model.script.steps.push({ toolCalls: [{ id: 'call-3', name: 'bash', arguments: { command: 'echo three > three.txt' } }] }, { text: 'ok' })
+    keel.model.script.steps.push(
+      { toolCalls: [{ id: 'call-3', name: 'bash', arguments: { command: 'echo three > three.txt' } }] },
+      { text: 'ok' },
+    )
     await agent.prompt('again')
-    expect(agent.session.events.find((event) => event.type === 'permission/decision')?.data).toMatchObject({ callId: 'call-3', decision: 'deny', scope: 'mode' })
+    expect(agent.session.events.find((event) => event.type === 'permission/decision')?.data).toMatchObject({
+      callId: 'call-3',
+      decision: 'deny',
+      scope: 'mode',
+    })
   })
 })

@@ -69,16 +69,33 @@ describe('plan panel', () => {
     expect(planWindow(list(12, 11))).toEqual({ start: 7, end: 12 })
     expect(planWindow(list(12, 12))).toEqual({ start: 7, end: 12 })
     const collapsedStart = plainLines(panel(list(12, 0)).render(80))
-    expect(collapsedStart.slice(2)).toEqual(['  ◐ Task 1', '  ○ Task 2', '  ○ Task 3', '  ○ Task 4', '  ○ Task 5', '  +7 more'])
+    expect(collapsedStart.slice(2)).toEqual([
+      '  ◐ Task 1',
+      '  ○ Task 2',
+      '  ○ Task 3',
+      '  ○ Task 4',
+      '  ○ Task 5',
+      '  +7 more',
+    ])
   })
 
   test('narrow width: every line fits, long content is cut with an ellipsis', () => {
-    const todos: TodoItem[] = [...three, { content: 'A rather long task description that cannot fit', status: 'pending' }]
+    const todos: TodoItem[] = [
+      ...three,
+      { content: 'A rather long task description that cannot fit', status: 'pending' },
+    ]
     for (const width of [1, 5, 12, 20]) {
       const lines = panel(todos).render(width)
       for (const line of lines) expect(visibleWidth(line)).toBeLessThanOrEqual(width)
     }
-    expect(plainLines(panel(todos).render(20))).toEqual(['', 'Plan 1/4 · 1 in pro…', '  ✓ Read the failin…', '  ◐ Fix the parser', '  ○ Run the suite', '  ○ A rather long t…'])
+    expect(plainLines(panel(todos).render(20))).toEqual([
+      '',
+      'Plan 1/4 · 1 in pro…',
+      '  ✓ Read the failin…',
+      '  ◐ Fix the parser',
+      '  ○ Run the suite',
+      '  ○ A rather long t…',
+    ])
     expect(plainLines(panel(todos).render(1))).toEqual(['', '…', '…', '…', '…', '…'])
   })
 
@@ -101,10 +118,15 @@ describe('plan panel', () => {
 })
 
 describe('staleness', () => {
-  const todos = [{ content: 'Read', status: 'completed' as const }, { content: 'Fix', status: 'in_progress' as const }]
+  const todos = [
+    { content: 'Read', status: 'completed' as const },
+    { content: 'Fix', status: 'in_progress' as const },
+  ]
   test('the header says how old the plan is once it looks stale, and only while a task is in progress', () => {
     expect(plain(planLines(todos, 80, { staleCalls: STALE_AFTER_CALLS - 1 })[0]!)).toBe('Plan 1/2 · 1 in progress')
-    expect(plain(planLines(todos, 80, { staleCalls: STALE_AFTER_CALLS })[0]!)).toBe(`Plan 1/2 · 1 in progress · updated ${STALE_AFTER_CALLS} tool calls ago`)
+    expect(plain(planLines(todos, 80, { staleCalls: STALE_AFTER_CALLS })[0]!)).toBe(
+      `Plan 1/2 · 1 in progress · updated ${STALE_AFTER_CALLS} tool calls ago`,
+    )
     const done = todos.map((todo) => ({ ...todo, status: 'completed' as const }))
     expect(plain(planLines(done, 80, { staleCalls: 20 })[0]!)).toBe('Plan 2/2')
   })

@@ -26,9 +26,14 @@ export class RecordingTerminal implements Terminal {
   output = ''
   private onInput: ((data: string) => void) | undefined
 
-  constructor(readonly columns = 100, readonly rows = 40) {}
+  constructor(
+    readonly columns = 100,
+    readonly rows = 40,
+  ) {}
 
-  get kittyProtocolActive(): boolean { return false }
+  get kittyProtocolActive(): boolean {
+    return false
+  }
 
   start(onInput: (data: string) => void): void {
     this.onInput = onInput
@@ -44,7 +49,9 @@ export class RecordingTerminal implements Terminal {
   }
 
   async drainInput(): Promise<void> {}
-  write(data: string): void { this.output += data }
+  write(data: string): void {
+    this.output += data
+  }
   moveBy(): void {}
   hideCursor(): void {}
   showCursor(): void {}

@@ -15,7 +15,10 @@ export class Tmux {
   readonly dir = mkdtempSync(join(tmpdir(), 'keel-tmux-'))
   readonly conf = join(this.dir, 'tmux.conf')
 
-  constructor(readonly columns = 100, readonly rows = 50) {
+  constructor(
+    readonly columns = 100,
+    readonly rows = 50,
+  ) {
     // escape-time 0: tmux would otherwise hold a lone Esc for 500 ms to see if a sequence follows.
     writeFileSync(this.conf, 'set -s escape-time 0\nset -g history-limit 5000\n')
   }
@@ -32,7 +35,10 @@ export class Tmux {
 
   /** The visible screen, or with `history` everything that scrolled off too. */
   screen(name: string, history = false): string {
-    return this.run('capture-pane', '-p', '-t', name, ...(history ? ['-S', '-'] : [])).split('\n').map((line) => line.replace(/\s+$/, '')).join('\n')
+    return this.run('capture-pane', '-p', '-t', name, ...(history ? ['-S', '-'] : []))
+      .split('\n')
+      .map((line) => line.replace(/\s+$/, ''))
+      .join('\n')
   }
 
   type(name: string, text: string): void {
@@ -59,11 +65,17 @@ export class Tmux {
 }
 
 /** Polls until `check` holds (bounded); the failure shows the last screen. */
-export async function until(check: () => boolean, what: string, timeoutMs: number, screen: () => string): Promise<void> {
+export async function until(
+  check: () => boolean,
+  what: string,
+  timeoutMs: number,
+  screen: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (check()) return
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; the screen:\n${screen()}`)
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; the screen:\n${screen()}`)
     await new Promise((done) => setTimeout(done, 40))
   }
 }

@@ -38,31 +38,55 @@ const PLAN = (done: boolean) => [
 export function writeDemo(dir: string): { model: string; config: string } {
   mkdirSync(join(dir, 'src'), { recursive: true })
   writeFileSync(join(dir, 'src/greet.ts'), 'export function greet(): string {\n  return "Hello, world!"\n}\n')
-  writeFileSync(join(dir, 'demo.json'), JSON.stringify({ steps: [
-    {
-      text: 'Let me look at the code and make the change.',
-      delayMs: 20,
-      usage: { input: 14_200, output: 310 },
-      toolCalls: [
-        { name: 'todo_write', arguments: { todos: PLAN(false) } },
-        { name: 'bash', arguments: { command: "printf 'building…\\ncompiled 12 files\\nlint: clean\\ntests: 3 passed\\ndone in 1.2 s\\n'" } },
-        { name: 'edit', arguments: { path: 'src/greet.ts', old_string: 'export function greet(): string {\n  return "Hello, world!"', new_string: 'export function greet(name = "world"): string {\n  return `Hello, ${name}!`' } },
+  writeFileSync(
+    join(dir, 'demo.json'),
+    JSON.stringify({
+      steps: [
+        {
+          text: 'Let me look at the code and make the change.',
+          delayMs: 20,
+          usage: { input: 14_200, output: 310 },
+          toolCalls: [
+            { name: 'todo_write', arguments: { todos: PLAN(false) } },
+            {
+              name: 'bash',
+              arguments: {
+                command: "printf 'building…\\ncompiled 12 files\\nlint: clean\\ntests: 3 passed\\ndone in 1.2 s\\n'",
+              },
+            },
+            {
+              name: 'edit',
+              arguments: {
+                path: 'src/greet.ts',
+                old_string: 'export function greet(): string {\n  return "Hello, world!"',
+                new_string: 'export function greet(name = "world"): string {\n  return `Hello, ${name}!`',
+              },
+            },
+          ],
+        },
+        {
+          delayMs: 20,
+          usage: { input: 15_900, output: 120 },
+          toolCalls: [{ name: 'todo_write', arguments: { todos: PLAN(true) } }],
+        },
+        { text: DEMO_REPLY, delayMs: 15, usage: { input: 16_400, output: 420 } },
       ],
-    },
-    { delayMs: 20, usage: { input: 15_900, output: 120 }, toolCalls: [{ name: 'todo_write', arguments: { todos: PLAN(true) } }] },
-    { text: DEMO_REPLY, delayMs: 15, usage: { input: 16_400, output: 420 } },
-  ] }))
-  writeFileSync(join(dir, 'keel.yml'), [
-    "- { id: session, name: '@keel/session' }",
-    "- { id: llm, name: '@keel/llm' }",
-    "- { id: tools, name: '@keel/tools' }",
-    "- { id: agent, name: '@keel/agent' }",
-    "- { id: shell, name: '@keel/shell' }",
-    "- { id: fs, name: '@keel/fs' }",
-    "- { id: todo, name: '@keel/todo' }",
-    '- id: compaction',
-    "  name: '@keel/compaction'",
-    '  config: { auto: false, contextWindow: 200000 }',
-  ].join('\n') + '\n')
+    }),
+  )
+  writeFileSync(
+    join(dir, 'keel.yml'),
+    [
+      "- { id: session, name: '@keel/session' }",
+      "- { id: llm, name: '@keel/llm' }",
+      "- { id: tools, name: '@keel/tools' }",
+      "- { id: agent, name: '@keel/agent' }",
+      "- { id: shell, name: '@keel/shell' }",
+      "- { id: fs, name: '@keel/fs' }",
+      "- { id: todo, name: '@keel/todo' }",
+      '- id: compaction',
+      "  name: '@keel/compaction'",
+      '  config: { auto: false, contextWindow: 200000 }',
+    ].join('\n') + '\n',
+  )
   return { model: 'scripted/demo.json', config: join(dir, 'keel.yml') }
 }

@@ -13,15 +13,25 @@ import { writeDemo } from './demo-session.ts'
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-shots-'))
 const demo = writeDemo(scratch)
 await ensureClientBuilt({ log: (line) => console.log(line) })
-const served = await serve(['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config], { KEEL_HOME: join(scratch, 'home') }, scratch)
-const browser = await chromium.launch({ executablePath: requireChromium(), headless: true, args: ['--no-sandbox', '--disable-gpu'] })
+const served = await serve(
+  ['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config],
+  { KEEL_HOME: join(scratch, 'home') },
+  scratch,
+)
+const browser = await chromium.launch({
+  executablePath: requireChromium(),
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu'],
+})
 
 /** Waits until the reply's code is highlighted and the diff is drawn: the page then looks as a reader sees it. */
 async function settled(page: Page): Promise<void> {
   await page.locator('[data-testid="code-block"] code[data-highlighted="yes"]').first().waitFor({ timeout: 30_000 })
   await page.locator('tr.diff-add').first().waitFor()
   await page.getByTestId('send').waitFor()
-  await page.waitForFunction(() => ![...document.querySelectorAll('.session-meta')].some((el) => el.textContent?.includes('running')))
+  await page.waitForFunction(
+    () => ![...document.querySelectorAll('.session-meta')].some((el) => el.textContent?.includes('running')),
+  )
 }
 
 try {
@@ -35,10 +45,19 @@ try {
   await desktop.locator('[data-tool="bash"]').evaluate((el) => el.scrollIntoView({ block: 'start' }))
   await desktop.screenshot({ path: join(REPO, 'docs/web-desktop.png'), animations: 'disabled', caret: 'hide' })
 
-  const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: 'light' })
+  const phone = await browser.newPage({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    colorScheme: 'light',
+  })
   await phone.goto(`${served.url.split('#')[0]}${hash}`)
   await settled(phone)
-  await phone.locator('[data-testid="assistant-message"]').last().evaluate((el) => el.scrollIntoView({ block: 'start' }))
+  await phone
+    .locator('[data-testid="assistant-message"]')
+    .last()
+    .evaluate((el) => el.scrollIntoView({ block: 'start' }))
   await phone.screenshot({ path: join(REPO, 'docs/web-phone.png'), animations: 'disabled', caret: 'hide' })
   console.log('keel: wrote docs/web-desktop.png and docs/web-phone.png')
 } finally {

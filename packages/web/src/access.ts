@@ -13,7 +13,11 @@ export class AllowedHosts {
    * `bindHost` is the address listened on (loopback names are always allowed), `port` the port actually bound;
    * `extra` are further `host[:port]` names, e.g. a proxy's (KEEL_SERVE_HOSTS).
    */
-  constructor(bindHost: string, readonly port: number, extra: readonly string[] = []) {
+  constructor(
+    bindHost: string,
+    readonly port: number,
+    extra: readonly string[] = [],
+  ) {
     const bare = bindHost.replace(/^\[|\]$/g, '').toLowerCase()
     this.anyAddress = bare === '0.0.0.0' || bare === '::'
     for (const name of ['127.0.0.1', 'localhost', '[::1]', hostLiteral(bare)]) this.names.add(`${name}:${port}`)
@@ -58,7 +62,10 @@ export function checkHost(request: Request, hosts: AllowedHosts | undefined): Ac
   if (!hosts) return { status: 403, message: 'the server is not listening yet' }
   const host = request.headers.get('host') ?? new URL(request.url).host
   if (hosts.allows(host)) return undefined
-  return { status: 403, message: `this server does not answer to the host name ${JSON.stringify(String(host).slice(0, 100))}; open the URL that keel serve printed` }
+  return {
+    status: 403,
+    message: `this server does not answer to the host name ${JSON.stringify(String(host).slice(0, 100))}; open the URL that keel serve printed`,
+  }
 }
 
 /**
@@ -69,11 +76,17 @@ export function checkHost(request: Request, hosts: AllowedHosts | undefined): Ac
 export function checkOrigin(request: Request, hosts: AllowedHosts): AccessRefusal | undefined {
   const origin = request.headers.get('origin')
   if (origin !== null && !hosts.allowsOrigin(origin)) {
-    return { status: 403, message: `requests from ${JSON.stringify(origin.slice(0, 100))} are refused; only this server's own page may call its API` }
+    return {
+      status: 403,
+      message: `requests from ${JSON.stringify(origin.slice(0, 100))} are refused; only this server's own page may call its API`,
+    }
   }
   const site = request.headers.get('sec-fetch-site')
   if (site !== null && site !== 'same-origin' && site !== 'none') {
-    return { status: 403, message: `a ${JSON.stringify(site.slice(0, 20))} request is refused; only this server's own page may call its API` }
+    return {
+      status: 403,
+      message: `a ${JSON.stringify(site.slice(0, 20))} request is refused; only this server's own page may call its API`,
+    }
   }
   return undefined
 }

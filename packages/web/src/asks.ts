@@ -20,7 +20,10 @@ export class WebAsks {
   private readonly waiting = new Map<string, Waiting>()
   private dispose: (() => void) | undefined
 
-  constructor(private readonly ctx: Context, private readonly broadcast: (frame: ServerFrame) => void) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly broadcast: (frame: ServerFrame) => void,
+  ) {
     this.dispose = ctx.get('permissions')?.setAsker(this.asker)
   }
 
@@ -49,29 +52,35 @@ export class WebAsks {
     return this.ctx.get('permissions')?.answer(sessionId, callId, answer) ?? false
   }
 
-  private readonly asker = (ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> => new Promise((resolve) => {
-    const key = keyOf(ask.sessionId, ask.callId)
-    const page = this.pageOf(ask.sessionId)
-    const entry: Waiting = {
-      ask,
-      settle: (answer) => {
-        if (this.waiting.get(key) !== entry) return
-        this.waiting.delete(key)
-        signal.removeEventListener('abort', onAbort)
-        this.broadcast({ type: 'permission/settled', sessionId: page, askSessionId: ask.sessionId, callId: ask.callId })
-        resolve(answer)
-      },
-    }
-    const onAbort = () => entry.settle(DENY_ONCE)
-    this.waiting.get(key)?.settle(DENY_ONCE)
-    this.waiting.set(key, entry)
-    if (signal.aborted) {
-      onAbort()
-      return
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    this.broadcast({ type: 'permission/ask', sessionId: page, ask })
-  })
+  private readonly asker = (ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> =>
+    new Promise((resolve) => {
+      const key = keyOf(ask.sessionId, ask.callId)
+      const page = this.pageOf(ask.sessionId)
+      const entry: Waiting = {
+        ask,
+        settle: (answer) => {
+          if (this.waiting.get(key) !== entry) return
+          this.waiting.delete(key)
+          signal.removeEventListener('abort', onAbort)
+          this.broadcast({
+            type: 'permission/settled',
+            sessionId: page,
+            askSessionId: ask.sessionId,
+            callId: ask.callId,
+          })
+          resolve(answer)
+        },
+      }
+      const onAbort = () => entry.settle(DENY_ONCE)
+      this.waiting.get(key)?.settle(DENY_ONCE)
+      this.waiting.set(key, entry)
+      if (signal.aborted) {
+        onAbort()
+        return
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.broadcast({ type: 'permission/ask', sessionId: page, ask })
+    })
 
   /** The top-level session whose page shows asks of `sessionId`: follows the parent links of live sessions. */
   private pageOf(sessionId: string): string {

@@ -23,18 +23,25 @@ export function isLoopback(host: string): boolean {
  * which expose every interface — is refused unless KEEL_SERVE_ALLOW_REMOTE=1: the server speaks plain HTTP, so on
  * a network the token travels in the clear and anyone who sees it can run commands as you.
  */
-export function resolveBind(flags: { port?: string; host?: string }, env: NodeJS.ProcessEnv = process.env): BindAddress {
+export function resolveBind(
+  flags: { port?: string; host?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): BindAddress {
   let port = DEFAULT_PORT
   if (flags.port !== undefined) {
-    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) throw new Error(`--port must be a number from 0 to 65535 (0: any free port), not ${JSON.stringify(flags.port)}`)
+    if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535)
+      throw new Error(`--port must be a number from 0 to 65535 (0: any free port), not ${JSON.stringify(flags.port)}`)
     port = Number(flags.port)
   }
   const host = (flags.host ?? DEFAULT_HOST).trim()
   if (!host) throw new Error('--host is empty')
-  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) throw new Error(`--host ${JSON.stringify(host)} is not a host name or address`)
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host))
+    throw new Error(`--host ${JSON.stringify(host)} is not a host name or address`)
   const remote = !isLoopback(host)
   if (remote && env.KEEL_SERVE_ALLOW_REMOTE !== '1') {
-    throw new Error(`refusing to serve on ${host}: it is not a loopback address, and keel serve speaks plain HTTP (set KEEL_SERVE_ALLOW_REMOTE=1 to do it anyway, e.g. behind a TLS proxy)`)
+    throw new Error(
+      `refusing to serve on ${host}: it is not a loopback address, and keel serve speaks plain HTTP (set KEEL_SERVE_ALLOW_REMOTE=1 to do it anyway, e.g. behind a TLS proxy)`,
+    )
   }
   return { host: host.replace(/^\[|\]$/g, ''), port, remote }
 }

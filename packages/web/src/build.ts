@@ -12,10 +12,12 @@ export function webPackageDir(from = import.meta.url): string {
   for (;;) {
     for (const candidate of [dir, join(dir, 'packages/web')]) {
       // An installed package ships the built client without its sources.
-      if (existsSync(join(candidate, 'src/client/index.html')) || existsSync(join(candidate, 'client-dist/index.html'))) return candidate
+      if (existsSync(join(candidate, 'src/client/index.html')) || existsSync(join(candidate, 'client-dist/index.html')))
+        return candidate
     }
     const parent = dirname(dir)
-    if (parent === dir) throw new Error(`cannot find the web client sources (packages/web/src/client) near ${fileURLToPath(from)}`)
+    if (parent === dir)
+      throw new Error(`cannot find the web client sources (packages/web/src/client) near ${fileURLToPath(from)}`)
     dir = parent
   }
 }
@@ -62,7 +64,9 @@ export function clientIsFresh(source = clientSourceDir(), out = clientDistDir())
  * folder. The build goes to a private folder that is then renamed into place, so two processes building at once
  * never serve a half-written client.
  */
-export async function ensureClientBuilt(options: { force?: boolean; log?: (line: string) => void } = {}): Promise<string> {
+export async function ensureClientBuilt(
+  options: { force?: boolean; log?: (line: string) => void } = {},
+): Promise<string> {
   const source = clientSourceDir()
   const out = clientDistDir()
   if (!options.force && clientIsFresh(source, out)) return out
@@ -75,7 +79,9 @@ export async function ensureClientBuilt(options: { force?: boolean; log?: (line:
       options.log?.('keel: warning: the web client is older than its sources and vite is not installed to rebuild it')
       return out
     }
-    throw new Error('the web client is not built and vite is not installed to build it; run npm install in the Keel checkout (dev dependencies included)')
+    throw new Error(
+      'the web client is not built and vite is not installed to build it; run npm install in the Keel checkout (dev dependencies included)',
+    )
   }
   const [{ build }, { default: react }] = tools
   options.log?.('keel: building the web client (once after each change to packages/web/src/client)')
@@ -91,7 +97,13 @@ export async function ensureClientBuilt(options: { force?: boolean; log?: (line:
       clearScreen: false,
       cacheDir: join(tmpdir(), 'keel-web-vite'),
       plugins: [react()],
-      build: { outDir: temp, emptyOutDir: true, sourcemap: false, reportCompressedSize: false, chunkSizeWarningLimit: 1024 },
+      build: {
+        outDir: temp,
+        emptyOutDir: true,
+        sourcemap: false,
+        reportCompressedSize: false,
+        chunkSizeWarningLimit: 1024,
+      },
     })
     stamp(temp, sourcesAsOf)
     rmSync(out, { recursive: true, force: true })

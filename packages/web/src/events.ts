@@ -14,22 +14,30 @@ interface Client {
 export class EventHub {
   private readonly clients = new Set<Client>()
 
-  get size(): number { return this.clients.size }
+  get size(): number {
+    return this.clients.size
+  }
 
   /** A new stream that starts with `first` (the hello frame) and then carries every broadcast frame. */
   open(first: ServerFrame): Response {
     let client: Client | undefined
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        client = { controller, timer: setInterval(() => this.send(client!, encoder.encode(': ping\n\n')), KEEPALIVE_MS) }
-        client.timer.unref?.()
-        this.clients.add(client)
-        this.send(client, encoder.encode(`: connected\n\n${frameText(first)}`))
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          client = {
+            controller,
+            timer: setInterval(() => this.send(client!, encoder.encode(': ping\n\n')), KEEPALIVE_MS),
+          }
+          client.timer.unref?.()
+          this.clients.add(client)
+          this.send(client, encoder.encode(`: connected\n\n${frameText(first)}`))
+        },
+        cancel: () => {
+          if (client) this.drop(client)
+        },
       },
-      cancel: () => {
-        if (client) this.drop(client)
-      },
-    }, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }))
+      new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+    )
     return new Response(stream, {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -50,7 +58,9 @@ export class EventHub {
   close(): void {
     for (const client of [...this.clients]) {
       this.drop(client)
-      try { client.controller.close() } catch {}
+      try {
+        client.controller.close()
+      } catch {}
     }
   }
 
@@ -58,7 +68,9 @@ export class EventHub {
     const backlog = client.controller.desiredSize
     if (backlog !== null && backlog < -MAX_BACKLOG) {
       this.drop(client)
-      try { client.controller.close() } catch {}
+      try {
+        client.controller.close()
+      } catch {}
       return
     }
     try {

@@ -25,9 +25,13 @@ export class HeldAgents {
     this.timer.unref?.()
   }
 
-  get size(): number { return this.agents.size }
+  get size(): number {
+    return this.agents.size
+  }
 
-  has(id: string): boolean { return this.agents.has(id) }
+  has(id: string): boolean {
+    return this.agents.has(id)
+  }
 
   /** The held agent of a session, marked as just used. */
   get(id: string): Agent | undefined {
@@ -73,6 +77,8 @@ export class HeldAgents {
 
   private release(id: string, agent: Agent): void {
     this.agents.delete(id)
-    try { this.options.close(agent) } catch {}
+    try {
+      this.options.close(agent)
+    } catch {}
   }
 }

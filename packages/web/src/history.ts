@@ -42,7 +42,10 @@ export class PageCutter {
   private readonly collected: SessionEvent[] = []
   private previousSeq: number | undefined
 
-  constructor(readonly beforeSeq: number | undefined, readonly maxMessages: number) {}
+  constructor(
+    readonly beforeSeq: number | undefined,
+    readonly maxMessages: number,
+  ) {}
 
   /** Feeds the next older event; true once the page is complete (the event that tells may not belong to it). */
   push(event: SessionEvent): boolean {
@@ -55,9 +58,16 @@ export class PageCutter {
       this.nextNewer = event
       return false
     }
-    if (this.beforeSeq !== undefined && this.nextNewer && this.nextNewer.seq === this.beforeSeq && this.collected.length === 0) {
+    if (
+      this.beforeSeq !== undefined &&
+      this.nextNewer &&
+      this.nextNewer.seq === this.beforeSeq &&
+      this.collected.length === 0
+    ) {
       if (!this.clean(this.nextNewer)) {
-        throw new PageRequestError(`beforeSeq ${this.beforeSeq} is not a page start (it would split a step); pass the first seq of a page you already have`)
+        throw new PageRequestError(
+          `beforeSeq ${this.beforeSeq} is not a page start (it would split a step); pass the first seq of a page you already have`,
+        )
       }
     }
     if (this.closing) {
@@ -67,7 +77,8 @@ export class PageCutter {
     }
     this.collected.push(event)
     this.track(event)
-    if (this.clean(event) && (this.messages >= this.maxMessages || this.collected.length >= MAX_PAGE_EVENTS)) this.closing = true
+    if (this.clean(event) && (this.messages >= this.maxMessages || this.collected.length >= MAX_PAGE_EVENTS))
+      this.closing = true
     return false
   }
 
@@ -123,7 +134,11 @@ export function pageOfFile(path: string, params: PageParams): FilePage {
  * The standing plan as of `asOfSeq`: first from the page already in hand (newest first), else by reading the file
  * backwards to the latest `todo/write` or `turn/start` — never by folding the whole log.
  */
-export function standingPlanOfFile(path: string, asOfSeq: number, page: readonly SessionEvent[]): { todos: TodoItem[] | null; bytesRead: number } {
+export function standingPlanOfFile(
+  path: string,
+  asOfSeq: number,
+  page: readonly SessionEvent[],
+): { todos: TodoItem[] | null; bytesRead: number } {
   for (let i = page.length - 1; i >= 0; i--) {
     const settled = settlePlan(page[i]!)
     if (settled) return { todos: settled.value, bytesRead: 0 }

@@ -13,9 +13,20 @@ import { HeldAgents } from './held.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
   type CompactResult,
-  DEFAULT_PAGE_MESSAGES, MAX_PAGE_MESSAGES,
-  type CallView, type HistoryEntry, type HistoryPage, type ModelInfo, type ProjectionsBlock, type RpcError, type RpcErrorCode,
-  type RpcMethod, type RpcMethods, type RpcResult, type ServerFrame, type SessionInfo,
+  DEFAULT_PAGE_MESSAGES,
+  MAX_PAGE_MESSAGES,
+  type CallView,
+  type HistoryEntry,
+  type HistoryPage,
+  type ModelInfo,
+  type ProjectionsBlock,
+  type RpcError,
+  type RpcErrorCode,
+  type RpcMethod,
+  type RpcMethods,
+  type RpcResult,
+  type ServerFrame,
+  type SessionInfo,
 } from './protocol.ts'
 import { sessionFileCwd } from './scope.ts'
 import { clientFile, SECURITY_HEADERS } from './static.ts'
@@ -43,7 +54,10 @@ export const DEFAULT_MAX_OPEN_SESSIONS = 16
 export const DEFAULT_IDLE_CLOSE_MS = 10 * 60_000
 
 export class RpcFailure extends Error {
-  constructor(readonly code: RpcErrorCode, message: string) {
+  constructor(
+    readonly code: RpcErrorCode,
+    message: string,
+  ) {
     super(message)
     this.name = 'RpcFailure'
   }
@@ -60,7 +74,9 @@ interface SubagentPlansSource {
 
 function subagentsOf(ctx: Context): SubagentPlansSource | undefined {
   const service = ctx.get('subagents') as Partial<SubagentPlansSource> | undefined
-  return typeof service?.plans === 'function' && typeof service.onChanged === 'function' ? (service as SubagentPlansSource) : undefined
+  return typeof service?.plans === 'function' && typeof service.onChanged === 'function'
+    ? (service as SubagentPlansSource)
+    : undefined
 }
 
 /**
@@ -82,7 +98,7 @@ export class WebHost {
   private closed = false
 
   constructor(private readonly options: WebHostOptions) {
-    const ctx = this.ctx = options.ctx
+    const ctx = (this.ctx = options.ctx)
     this.held = new HeldAgents({
       maxOpen: Math.max(1, options.maxOpenSessions ?? DEFAULT_MAX_OPEN_SESSIONS),
       idleMs: options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS,
@@ -91,28 +107,35 @@ export class WebHost {
     })
     this.disposers.push(
       ctx.on('session/event', (session, event) => {
-        if (this.hub.size && this.sessionInScope(session)) this.hub.broadcast({ type: 'session/event', sessionId: session.id, ...this.entry(event) })
+        if (this.hub.size && this.sessionInScope(session))
+          this.hub.broadcast({ type: 'session/event', sessionId: session.id, ...this.entry(event) })
       }),
       ctx.on('agent/delta', (agent, delta) => {
         if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })
       }),
       ctx.on('agent/status', (agent, status) => {
-        if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
+        if (this.sessionInScope(agent.session))
+          this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
       }),
     )
     const subagents = subagentsOf(ctx)
     const projections = ctx.get('projections') as Projections | undefined
     if (projections) {
-      this.disposers.push(projections.onChanged((session, key, value, seq) => {
-        // With ctx.subagents composed, its own feed carries subagentPlans with running children's live plans overlaid.
-        if ((key === 'subagentPlans' && subagents) || !this.sessionInScope(session)) return
-        this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
-      }))
+      this.disposers.push(
+        projections.onChanged((session, key, value, seq) => {
+          // With ctx.subagents composed, its own feed carries subagentPlans with running children's live plans overlaid.
+          if ((key === 'subagentPlans' && subagents) || !this.sessionInScope(session)) return
+          this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
+        }),
+      )
     }
     if (subagents) {
-      this.disposers.push(subagents.onChanged((session, key, value, seq) => {
-        if (this.sessionInScope(session)) this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
-      }))
+      this.disposers.push(
+        subagents.onChanged((session, key, value, seq) => {
+          if (this.sessionInScope(session))
+            this.hub.broadcast({ type: 'session/projection', sessionId: session.id, key, value, seq })
+        }),
+      )
     }
     this.asks = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
     this.app = this.routes()
@@ -140,7 +163,9 @@ export class WebHost {
     let timer: ReturnType<typeof setTimeout> | undefined
     await Promise.race([
       Promise.allSettled([...this.turns.values()]),
-      new Promise((done) => { timer = setTimeout(done, graceMs) }),
+      new Promise((done) => {
+        timer = setTimeout(done, graceMs)
+      }),
     ])
     clearTimeout(timer)
     // Cancelled turns ended their asks; anything still waiting is declined.
@@ -148,7 +173,9 @@ export class WebHost {
     const held = this.held.values()
     this.held.clear()
     for (const agent of held) {
-      try { this.ctx.agents.close(agent) } catch {}
+      try {
+        this.ctx.agents.close(agent)
+      } catch {}
     }
     for (const dispose of this.disposers.splice(0)) dispose()
   }
@@ -156,8 +183,14 @@ export class WebHost {
   /** Calls one RPC method directly (the HTTP route and tests share it). */
   async call<M extends RpcMethod>(method: M, params: unknown): Promise<RpcResult<RpcMethods[M]['value']>> {
     try {
-      const handler = this.methods[method] as ((params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value']) | undefined
-      if (!handler || !Object.hasOwn(this.methods, method)) throw new RpcFailure('unknown-method', `unknown method ${JSON.stringify(String(method)).slice(0, 80)}; methods: ${Object.keys(this.methods).join(', ')}`)
+      const handler = this.methods[method] as
+        | ((params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value'])
+        | undefined
+      if (!handler || !Object.hasOwn(this.methods, method))
+        throw new RpcFailure(
+          'unknown-method',
+          `unknown method ${JSON.stringify(String(method)).slice(0, 80)}; methods: ${Object.keys(this.methods).join(', ')}`,
+        )
       if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
         throw new RpcFailure('bad-request', 'params must be a JSON object')
       }
@@ -172,7 +205,8 @@ export class WebHost {
     const app = new Hono()
     app.use('*', async (c, next) => {
       await next()
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(name)) c.res.headers.set(name, value)
+      for (const [name, value] of Object.entries(SECURITY_HEADERS))
+        if (!c.res.headers.has(name)) c.res.headers.set(name, value)
     })
     // DNS rebinding: a page on a name its owner points at 127.0.0.1 would otherwise be served as this host.
     app.use('*', async (c, next) => {
@@ -180,7 +214,7 @@ export class WebHost {
       if (refusal) return this.refuse(c, refusal)
       const method = c.req.method
       // Every state change — and everything under /api — must come from this host's own page (or a non-browser client).
-      if (method !== 'GET' && method !== 'HEAD' || c.req.path.startsWith('/api/')) {
+      if ((method !== 'GET' && method !== 'HEAD') || c.req.path.startsWith('/api/')) {
         const cross = checkOrigin(c.req.raw, this.hosts!)
         if (cross) return this.refuse(c, cross)
       }
@@ -205,7 +239,9 @@ export class WebHost {
       const status = !result.ok && result.error.code === 'unknown-method' ? 404 : 200
       return c.json(result, status)
     })
-    app.all('/api/*', (c) => c.json(failure('unknown-method', `no such endpoint: ${c.req.method} ${c.req.path.slice(0, 100)}`), 404))
+    app.all('/api/*', (c) =>
+      c.json(failure('unknown-method', `no such endpoint: ${c.req.method} ${c.req.path.slice(0, 100)}`), 404),
+    )
     const dir = this.options.clientDir
     app.get('*', (c) => {
       if (c.req.query('token') !== undefined) return this.bootstrap(c)
@@ -222,7 +258,10 @@ export class WebHost {
   private bootstrap(c: HonoContext): Response {
     if (!tokenMatches(this.options.token, c.req.query('token'))) {
       c.header('cache-control', 'no-store')
-      return c.text('This link carries a wrong or old token. Open the URL that keel serve printed (each start has a new one).', 401)
+      return c.text(
+        'This link carries a wrong or old token. Open the URL that keel serve printed (each start has a new one).',
+        401,
+      )
     }
     setCookie(c, this.cookieName(), this.options.token, { httpOnly: true, sameSite: 'Strict', path: '/' })
     const url = new URL(c.req.url)
@@ -241,9 +280,13 @@ export class WebHost {
     return c.text(refusal.message, refusal.status)
   }
 
-  private readonly methods: { [M in RpcMethod]: (params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value'] } = {
+  private readonly methods: {
+    [M in RpcMethod]: (params: Record<string, unknown>) => Promise<RpcMethods[M]['value']> | RpcMethods[M]['value']
+  } = {
     'session.list': () => ({
-      sessions: this.ctx.sessions.list(this.options.all ? undefined : this.options.cwd).map((summary) => this.info(summary)),
+      sessions: this.ctx.sessions
+        .list(this.options.all ? undefined : this.options.cwd)
+        .map((summary) => this.info(summary)),
       cwd: this.options.cwd,
       all: this.options.all === true,
     }),
@@ -263,17 +306,21 @@ export class WebHost {
       return { cancelled: running }
     },
     'permission.answer': (params) => {
-      if (!this.asks.enabled) throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
+      if (!this.asks.enabled)
+        throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
       const callId = params.callId
-      if (typeof callId !== 'string' || !callId || callId.length > 256) throw new RpcFailure('bad-request', 'callId must be a non-empty string')
+      if (typeof callId !== 'string' || !callId || callId.length > 256)
+        throw new RpcFailure('bad-request', 'callId must be a non-empty string')
       const { decision, scope } = params
-      if (decision !== 'allow' && decision !== 'deny') throw new RpcFailure('bad-request', 'decision must be allow or deny')
+      if (decision !== 'allow' && decision !== 'deny')
+        throw new RpcFailure('bad-request', 'decision must be allow or deny')
       if (scope !== 'once' && scope !== 'always') throw new RpcFailure('bad-request', 'scope must be once or always')
       return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
     },
     'session.compact': async (params) => {
       const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
-      if (!compaction) throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
+      if (!compaction)
+        throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
       const agent = this.agentFor(this.scopedSessionId(params))
       // An idle compaction is committed at the agent's next request; closing the agent before then would drop it.
       this.compacting.add(agent.id)
@@ -330,9 +377,12 @@ export class WebHost {
 
   private liveProjections(session: Session): ProjectionsBlock {
     const projections = this.ctx.get('projections') as Projections | undefined
-    const block: ProjectionsBlock = projections ? (projections.snapshot(session) as ProjectionsBlock) : { asOfSeq: session.seq - 1, values: {} }
+    const block: ProjectionsBlock = projections
+      ? (projections.snapshot(session) as ProjectionsBlock)
+      : { asOfSeq: session.seq - 1, values: {} }
     const subagents = subagentsOf(this.ctx)
-    if (subagents && 'subagentPlans' in block.values) block.values = { ...block.values, subagentPlans: subagents.plans(session) }
+    if (subagents && 'subagentPlans' in block.values)
+      block.values = { ...block.values, subagentPlans: subagents.plans(session) }
     return block
   }
 
@@ -352,16 +402,24 @@ export class WebHost {
     const sessionId = this.scopedSessionId(params)
     const text = params.text
     if (typeof text !== 'string' || !text.trim()) throw new RpcFailure('bad-request', 'text must be a non-empty string')
-    if (text.length > MAX_PROMPT_CHARS) throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
-    if (this.turns.has(sessionId)) throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
+    if (text.length > MAX_PROMPT_CHARS)
+      throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
+    if (this.turns.has(sessionId))
+      throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
     const agent = this.agentFor(sessionId)
     if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
     const turn = agent.prompt(text).catch((error: unknown) => {
-      this.ctx.emit(this.ctx, 'internal/warning', `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`)
+      this.ctx.emit(
+        this.ctx,
+        'internal/warning',
+        `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
+      )
     })
     this.turns.set(sessionId, turn)
     this.compacting.delete(sessionId)
-    void turn.finally(() => { if (this.turns.get(sessionId) === turn) this.turns.delete(sessionId) })
+    void turn.finally(() => {
+      if (this.turns.get(sessionId) === turn) this.turns.delete(sessionId)
+    })
     return { accepted: true }
   }
 
@@ -370,18 +428,25 @@ export class WebHost {
     const held = this.held.get(sessionId)
     if (held) return held
     if (this.ctx.agents.get(sessionId)) {
-      throw new RpcFailure('read-only', `session ${sessionId} is driven by another agent in this process (a running subagent); prompt its parent`)
+      throw new RpcFailure(
+        'read-only',
+        `session ${sessionId} is driven by another agent in this process (a running subagent); prompt its parent`,
+      )
     }
     let agent: Agent
     try {
       agent = this.ctx.agents.resume(sessionId, { model: this.options.model }).agent
     } catch (error) {
-      if ((error as Error)?.name === 'SessionNotFoundError') throw new RpcFailure('not-found', `no session with id ${sessionId}`)
+      if ((error as Error)?.name === 'SessionNotFoundError')
+        throw new RpcFailure('not-found', `no session with id ${sessionId}`)
       throw error
     }
     if (agent.session.header.parent) {
       this.ctx.agents.close(agent)
-      throw new RpcFailure('read-only', `session ${sessionId} belongs to a subagent; prompt its parent session ${agent.session.header.parent.sessionId}`)
+      throw new RpcFailure(
+        'read-only',
+        `session ${sessionId} belongs to a subagent; prompt its parent session ${agent.session.header.parent.sessionId}`,
+      )
     }
     this.held.add(agent)
     return agent
@@ -409,9 +474,14 @@ export class WebHost {
   private hello(): ServerFrame {
     return {
       type: 'hello',
-      sessions: this.ctx.sessions.liveSessions().filter((session) => this.sessionInScope(session)).map((session) => ({
-        sessionId: session.id, lastSeq: session.seq - 1, running: this.turns.has(session.id),
-      })),
+      sessions: this.ctx.sessions
+        .liveSessions()
+        .filter((session) => this.sessionInScope(session))
+        .map((session) => ({
+          sessionId: session.id,
+          lastSeq: session.seq - 1,
+          running: this.turns.has(session.id),
+        })),
     }
   }
 
@@ -431,18 +501,28 @@ export class WebHost {
 
   private info(summary: SessionSummary): SessionInfo {
     return {
-      id: summary.id, title: summary.title, cwd: summary.cwd, createdAt: summary.createdAt, updatedAt: summary.updatedAt,
+      id: summary.id,
+      title: summary.title,
+      cwd: summary.cwd,
+      createdAt: summary.createdAt,
+      updatedAt: summary.updatedAt,
       ...(summary.parent ? { parent: summary.parent } : {}),
-      live: this.held.has(summary.id), running: this.turns.has(summary.id),
+      live: this.held.has(summary.id),
+      running: this.turns.has(summary.id),
     }
   }
 
   private infoOf(session: Session): SessionInfo {
     const { header } = session
     return {
-      id: header.id, title: '', cwd: header.cwd, createdAt: header.createdAt, updatedAt: Date.now(),
+      id: header.id,
+      title: '',
+      cwd: header.cwd,
+      createdAt: header.createdAt,
+      updatedAt: Date.now(),
       ...(header.parent ? { parent: header.parent } : {}),
-      live: this.held.has(header.id), running: this.turns.has(header.id),
+      live: this.held.has(header.id),
+      running: this.turns.has(header.id),
     }
   }
 }
@@ -468,8 +548,12 @@ function oneLine(error: unknown): string {
 function sessionIdOf(params: Record<string, unknown>): string {
   const id = params.sessionId
   if (!isSessionId(id)) {
-    const shown = typeof id === 'string' ? JSON.stringify(id.slice(0, 80)) : id === undefined ? 'nothing' : `a ${typeof id}`
-    throw new RpcFailure('invalid-session-id', `sessionId must be a session id (letters, digits, - and _), got ${shown}`)
+    const shown =
+      typeof id === 'string' ? JSON.stringify(id.slice(0, 80)) : id === undefined ? 'nothing' : `a ${typeof id}`
+    throw new RpcFailure(
+      'invalid-session-id',
+      `sessionId must be a session id (letters, digits, - and _), got ${shown}`,
+    )
   }
   return id
 }

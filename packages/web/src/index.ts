@@ -5,7 +5,16 @@ export { WebHost, RpcFailure, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_IDLE_CLOSE_MS, 
 export { AllowedHosts, checkHost, checkOrigin, tokenCookieName } from './access.ts'
 export { readBodyLimited } from './body.ts'
 export { EventHub } from './events.ts'
-export { PageCutter, pageOfEvents, pageOfFile, standingPlanOfFile, PageRequestError, MAX_PAGE_EVENTS, type Page, type FilePage } from './history.ts'
+export {
+  PageCutter,
+  pageOfEvents,
+  pageOfFile,
+  standingPlanOfFile,
+  PageRequestError,
+  MAX_PAGE_EVENTS,
+  type Page,
+  type FilePage,
+} from './history.ts'
 export { resolveBind, isLoopback, originOf, DEFAULT_HOST, DEFAULT_PORT, type BindAddress } from './bind.ts'
 export { newToken, tokenMatches, requestToken } from './token.ts'
 export { ensureClientBuilt, clientIsFresh, clientDistDir, clientSourceDir, webPackageDir } from './build.ts'

@@ -20,7 +20,10 @@ export type RpcErrorCode =
   | 'unavailable'
   | 'internal'
 
-export interface RpcError { code: RpcErrorCode; message: string }
+export interface RpcError {
+  code: RpcErrorCode
+  message: string
+}
 
 /** Every `POST /api/<method>` answers with one of these; the HTTP status only reports transport faults. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: RpcError }
@@ -114,7 +117,10 @@ export interface RpcMethods {
    * Answer a waiting permission ask (`sessionId` is the session that asked: `ask.sessionId`). Any tab may answer; the
    * first answer wins and later ones get `accepted: false`.
    */
-  'permission.answer': { params: { sessionId: string; callId: string } & PermissionAnswer; value: { accepted: boolean } }
+  'permission.answer': {
+    params: { sessionId: string; callId: string } & PermissionAnswer
+    value: { accepted: boolean }
+  }
   /** Summarise older turns now (needs @keel/compaction in the composition). */
   'session.compact': { params: { sessionId: string }; value: CompactResult }
 }

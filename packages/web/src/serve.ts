@@ -30,17 +30,20 @@ export async function runServe(door: DoorContext): Promise<number> {
   let server: ServerType
   let port: number
   try {
-    ({ server, port } = await listen(host, bind.host, bind.port))
+    ;({ server, port } = await listen(host, bind.host, bind.port))
   } catch (error) {
     await host.close()
     throw error
   }
   host.listening(bind.host, port, extraHosts())
   process.stdout.write(`Keel web UI: ${originOf(bind.host, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
-  err(all
-    ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`
-    : `keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`)
-  if (door.instructionFiles.length) err(`keel: instructions: ${door.instructionFiles.map((file) => escapeLine(file.label)).join(', ')}`)
+  err(
+    all
+      ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`
+      : `keel: serving sessions of ${escapeLine(door.cwd)} with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`,
+  )
+  if (door.instructionFiles.length)
+    err(`keel: instructions: ${door.instructionFiles.map((file) => escapeLine(file.label)).join(', ')}`)
   if (bind.remote) err('keel: warning: listening beyond this machine over plain HTTP; the token is the only protection')
   await stopSignal()
   // After SIGHUP the terminal may be gone: a failed write to it must not end the process before the turns close.
@@ -57,10 +60,14 @@ export async function runServe(door: DoorContext): Promise<number> {
 
 function listen(host: WebHost, hostname: string, port: number): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: host.app.fetch, hostname, port }, (info: AddressInfo) => resolve({ server, port: info.port }))
+    const server = serve({ fetch: host.app.fetch, hostname, port }, (info: AddressInfo) =>
+      resolve({ server, port: info.port }),
+    )
     server.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') reject(new Error(`port ${port} on ${hostname} is in use (try --port 0 for any free port)`))
-      else if (error.code === 'EADDRNOTAVAIL') reject(new Error(`cannot listen on ${hostname}: no such address on this machine`))
+      if (error.code === 'EADDRINUSE')
+        reject(new Error(`port ${port} on ${hostname} is in use (try --port 0 for any free port)`))
+      else if (error.code === 'EADDRNOTAVAIL')
+        reject(new Error(`cannot listen on ${hostname}: no such address on this machine`))
       else reject(error)
     })
   })
@@ -68,18 +75,24 @@ function listen(host: WebHost, hostname: string, port: number): Promise<{ server
 
 /** KEEL_SERVE_HOSTS: further `host[:port]` names to answer to, comma-separated (e.g. a TLS proxy's public name). */
 function extraHosts(): string[] {
-  return (process.env.KEEL_SERVE_HOSTS ?? '').split(',').map((name) => name.trim()).filter(Boolean)
+  return (process.env.KEEL_SERVE_HOSTS ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
 }
 
 /** `--resume <id>` or `--continue` open that session in the page (via the URL fragment). */
 function initialSession(door: DoorContext): string | undefined {
   const resume: string | undefined = door.flags.resume
   if (resume) {
-    if (!isSessionId(resume)) throw new Error(`--resume: not a session id: ${JSON.stringify(String(resume).slice(0, 80))}`)
+    if (!isSessionId(resume))
+      throw new Error(`--resume: not a session id: ${JSON.stringify(String(resume).slice(0, 80))}`)
     const path = door.ctx.sessions.pathOf(resume)
     const cwd = path ? sessionFileCwd(path) : undefined
     if (!door.flags.all && cwd !== undefined && resolve(cwd) !== resolve(door.cwd)) {
-      throw new Error(`--resume: session ${resume} belongs to ${escapeLine(cwd)}, not ${escapeLine(door.cwd)}; serve from there, or add --all`)
+      throw new Error(
+        `--resume: session ${resume} belongs to ${escapeLine(cwd)}, not ${escapeLine(door.cwd)}; serve from there, or add --all`,
+      )
     }
     return resume
   }

@@ -13,7 +13,12 @@ const ID = 'page-session'
 const append = { surfaceOp: { op: 'append' } } as const
 
 const ask = (callId: string, sessionId = ID): PermissionAsk => ({
-  sessionId, callId, tool: 'bash', summary: `bash: rm -rf ${callId}`, detail: `rm -rf ${callId}`, suggestedRule: 'bash(rm:*)',
+  sessionId,
+  callId,
+  tool: 'bash',
+  summary: `bash: rm -rf ${callId}`,
+  detail: `rm -rf ${callId}`,
+  suggestedRule: 'bash(rm:*)',
 })
 
 /** Pages of `session`, with the asks the host would report as still waiting. */
@@ -32,8 +37,23 @@ class Source implements HistorySource {
 function callTurn(session: Session, callId: string): void {
   session.append('turn/start', { turn: 1, trigger: 'prompt' })
   session.append('step/start', { turn: 1, step: 1 })
-  session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'clean' }], source: 'user' } }, append)
-  session.append('assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{"command":"rm -rf build"}' }] } }, append)
+  session.append(
+    'user/message',
+    { message: { role: 'user', content: [{ type: 'text', text: 'clean' }], source: 'user' } },
+    append,
+  )
+  session.append(
+    'assistant/message',
+    {
+      turn: 1,
+      step: 1,
+      message: {
+        role: 'assistant',
+        content: [{ type: 'tool-call', id: callId, name: 'bash', arguments: '{"command":"rm -rf build"}' }],
+      },
+    },
+    append,
+  )
   session.append('tool/call', { turn: 1, step: 1, callId, name: 'bash', arguments: '{"command":"rm -rf build"}' })
 }
 
@@ -84,7 +104,9 @@ describe('ConversationStore: permission asks', () => {
     const source = new Source(session)
     source.asks = [ask('old')]
     let release!: () => void
-    source.gate = new Promise((done) => { release = done })
+    source.gate = new Promise((done) => {
+      release = done
+    })
     const store = new ConversationStore(ID, source)
     const opening = store.open()
     store.accept({ type: 'permission/ask', sessionId: ID, ask: ask('c1') })
@@ -95,13 +117,21 @@ describe('ConversationStore: permission asks', () => {
   })
 
   test('decisions read by shape, in the words of @keel/permissions (the terminal UI and sessions show)', () => {
-    expect(parseDecision({ callId: 'c', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' })).toEqual({ decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' })
+    expect(parseDecision({ callId: 'c', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' })).toEqual({
+      decision: 'deny',
+      scope: 'rule',
+      rule: 'bash(rm:*)',
+    })
     expect(parseDecision({ decision: 'maybe', scope: 'once' })).toBeUndefined()
     expect(parseDecision({ decision: 'allow', scope: 'forever' })).toBeUndefined()
     expect(parseDecision(null)).toBeUndefined()
     for (const decision of ['allow', 'deny'] as const) {
       for (const scope of ['once', 'always', 'rule', 'mode'] as const) {
-        for (const extra of [{}, { rule: 'bash(npm test:*)' }, { rule: 'edit(src/a.ts)', file: '/repo/.keel/settings.json' }]) {
+        for (const extra of [
+          {},
+          { rule: 'bash(npm test:*)' },
+          { rule: 'edit(src/a.ts)', file: '/repo/.keel/settings.json' },
+        ]) {
           const data = { callId: 'c', decision, scope, ...extra }
           expect(decisionText(parseDecision(data)!)).toBe(describeDecision(data))
         }

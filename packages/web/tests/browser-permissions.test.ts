@@ -30,8 +30,12 @@ function loggedDecisions(sessionId: string): string[] {
   for (const slug of readdirSync(dir)) {
     const file = join(dir, slug, `${sessionId}.jsonl`)
     if (!existsSync(file)) continue
-    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
-      .filter((event) => event.type === 'permission/decision').map((event) => `${event.data.callId} ${event.data.decision} ${event.data.scope}`)
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((event) => event.type === 'permission/decision')
+      .map((event) => `${event.data.callId} ${event.data.decision} ${event.data.scope}`)
   }
   return []
 }
@@ -40,23 +44,50 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
   beforeAll(async () => {
     await ensureClientBuilt()
     mkdirSync(work, { recursive: true })
-    writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [
-      { text: 'Cleaning up first.', toolCalls: [{ id: 'call-rm', name: 'bash', arguments: { command: 'rm -rf build <b>not bold</b>' } }] },
-      { toolCalls: [{ id: 'call-make', name: 'bash', arguments: { command: 'echo made > made.txt' } }] },
-      { text: 'Done asking.' },
-    ] }))
+    writeFileSync(
+      join(scratch, 'script.json'),
+      JSON.stringify({
+        steps: [
+          {
+            text: 'Cleaning up first.',
+            toolCalls: [{ id: 'call-rm', name: 'bash', arguments: { command: 'rm -rf build <b>not bold</b>' } }],
+          },
+          { toolCalls: [{ id: 'call-make', name: 'bash', arguments: { command: 'echo made > made.txt' } }] },
+          { text: 'Done asking.' },
+        ],
+      }),
+    )
     writeComposition(join(scratch, 'keel.yml'), [
       "- { id: permissions, name: '@keel/permissions', config: { mode: ask } }",
     ])
     served = await serve(
-      ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', work, '--config', join(scratch, 'keel.yml')],
-      { KEEL_HOME: home }, work,
+      [
+        '--port',
+        '0',
+        '--model',
+        `scripted/${join(scratch, 'script.json')}`,
+        '--cwd',
+        work,
+        '--config',
+        join(scratch, 'keel.yml'),
+      ],
+      { KEEL_HOME: home },
+      work,
     )
     const { chromium } = await import('playwright-core')
     context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
       executablePath: requireChromium(),
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1100, height: 760 },
     })
   }, 180_000)
@@ -64,7 +95,7 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
   test('both tabs show the card, the first answer decides, a reload shows a waiting card again, decisions render', async () => {
     const pageErrors: string[] = []
     const watch = (page: Page) => page.on('pageerror', (error) => pageErrors.push(error.message))
-    const a: Page = context!.pages()[0] ?? await context!.newPage()
+    const a: Page = context!.pages()[0] ?? (await context!.newPage())
     watch(a)
     await a.goto(served!.url)
     await a.getByTestId('composer-input').fill('Tidy the build')
@@ -91,7 +122,9 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
     // Tab A denies: the card leaves both tabs and both rows say so.
     await cardA.getByTestId('deny').click()
     for (const page of [a, b]) {
-      await expect.poll(() => page.getByTestId('permission-decision').first().textContent(), { timeout: 20_000 }).toBe('✗ denied once by the user')
+      await expect
+        .poll(() => page.getByTestId('permission-decision').first().textContent(), { timeout: 20_000 })
+        .toBe('✗ denied once by the user')
     }
 
     // The next ask: tab A reloads while it waits and shows it again; tab B allows it.
@@ -103,8 +136,12 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
     await cardB.getByTestId('allow-once').click()
     for (const page of [a, b]) {
       await expect.poll(() => page.getByTestId('approval-card').count(), { timeout: 20_000 }).toBe(0)
-      await expect.poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 }).toEqual(['✗ denied once by the user', '✓ allowed once by the user'])
-      await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 }).toBe('Done asking.')
+      await expect
+        .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
+        .toEqual(['✗ denied once by the user', '✓ allowed once by the user'])
+      await expect
+        .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 })
+        .toBe('Done asking.')
     }
 
     expect(loggedDecisions(sessionId)).toEqual(['call-rm deny once', 'call-make allow once'])

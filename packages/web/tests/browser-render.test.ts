@@ -29,7 +29,10 @@ async function openPage(width: number, height: number): Promise<{ page: Page; di
   const page = await context.newPage()
   const dialogs: string[] = []
   const errors: string[] = []
-  page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
   page.on('pageerror', (error) => errors.push(error.message))
   await page.goto(served!.url)
   return { page, dialogs, errors }
@@ -41,12 +44,25 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
   beforeAll(async () => {
     await ensureClientBuilt()
     const demo = writeDemo(scratch)
-    served = await serve(['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config], { KEEL_HOME: join(scratch, 'home') }, scratch)
+    served = await serve(
+      ['--port', '0', '--model', demo.model, '--cwd', scratch, '--config', demo.config],
+      { KEEL_HOME: join(scratch, 'home') },
+      scratch,
+    )
     const { chromium } = await import('playwright-core')
     browser = await chromium.launch({
       executablePath: requireChromium(),
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     })
   }, 180_000)
 
@@ -71,7 +87,9 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
     expect(await link.getAttribute('target')).toBe('_blank')
     // Raw HTML made no element and ran nothing; it reads as text.
     expect(await page.locator('.transcript img, .transcript script').count()).toBe(0)
-    expect(await reply.locator('blockquote').textContent()).toContain('<img src=x onerror=alert(1)> and <script>alert(2)</script>')
+    expect(await reply.locator('blockquote').textContent()).toContain(
+      '<img src=x onerror=alert(1)> and <script>alert(2)</script>',
+    )
     // The fence is highlighted once the highlighter chunk has loaded.
     const keyword = reply.locator('[data-testid="code-block"] code[data-highlighted="yes"] .hljs-keyword').first()
     await expect.poll(() => keyword.count(), { timeout: 15_000 }).toBe(1)
@@ -112,7 +130,9 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
     const { page, dialogs, errors } = await openPage(390, 844)
     await page.goto(`${served!.url.split('#')[0]}${sessionHash}`)
     const reply = page.getByTestId('assistant-message').last().getByTestId('markdown')
-    await expect.poll(() => reply.locator('[data-testid="code-block"] code[data-highlighted="yes"]').count(), { timeout: 30_000 }).toBe(1)
+    await expect
+      .poll(() => reply.locator('[data-testid="code-block"] code[data-highlighted="yes"]').count(), { timeout: 30_000 })
+      .toBe(1)
     await expect.poll(() => page.locator('tr.diff-add').count()).toBe(2)
     await page.getByTestId('composer-input').fill('one more thing')
 
@@ -131,7 +151,9 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
     expect(plan!.x + plan!.width).toBeLessThanOrEqual(390)
     expect(await page.getByTestId('todo-panel').getByTestId('todo-item').first().isVisible()).toBe(true)
     // The output preview needs no click here either.
-    expect(await page.locator('[data-testid="tool-row"][data-tool="bash"] [data-testid="tool-preview"]').isVisible()).toBe(true)
+    expect(
+      await page.locator('[data-testid="tool-row"][data-tool="bash"] [data-testid="tool-preview"]').isVisible(),
+    ).toBe(true)
 
     // The session list is hidden until the header button opens it; picking a session closes it again.
     const list = page.getByTestId('session-item')

@@ -35,38 +35,75 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     ]
     // The turn waits at two gates (bash calls that return once the test creates a file), so each state the test
     // looks at stays on screen until the test has seen it: no step depends on how long another takes.
-    const gate = (name: string) => ({ name: 'bash', arguments: { command: `while [ ! -e ${name} ]; do sleep 0.05; done; echo ${name} open` } })
-    writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [
-      { text: 'I will plan this first.', delayMs: 40, toolCalls: [{ name: 'todo_write', arguments: { todos: todos('start', 'pending') } }] },
-      { toolCalls: [gate('gate-1')] },
-      { toolCalls: [{ name: 'todo_write', arguments: { todos: todos('next', 'in_progress') } }] },
-      { toolCalls: [gate('gate-2')] },
-      { text: 'Both tasks are under way and the checks look good so far, so I am wrapping up this turn now.', delayMs: 150 },
-      { text: 'Here is the summary you asked for.', delayMs: 60 },
-    ] }))
+    const gate = (name: string) => ({
+      name: 'bash',
+      arguments: { command: `while [ ! -e ${name} ]; do sleep 0.05; done; echo ${name} open` },
+    })
+    writeFileSync(
+      join(scratch, 'script.json'),
+      JSON.stringify({
+        steps: [
+          {
+            text: 'I will plan this first.',
+            delayMs: 40,
+            toolCalls: [{ name: 'todo_write', arguments: { todos: todos('start', 'pending') } }],
+          },
+          { toolCalls: [gate('gate-1')] },
+          { toolCalls: [{ name: 'todo_write', arguments: { todos: todos('next', 'in_progress') } }] },
+          { toolCalls: [gate('gate-2')] },
+          {
+            text: 'Both tasks are under way and the checks look good so far, so I am wrapping up this turn now.',
+            delayMs: 150,
+          },
+          { text: 'Here is the summary you asked for.', delayMs: 60 },
+        ],
+      }),
+    )
     // Parallel in-progress tasks are allowed here so the row shows its `+n`.
     writeComposition(join(scratch, 'keel.yml'), [
-      "- id: todo",
+      '- id: todo',
       "  name: '@keel/todo'",
       '  config: { allowParallelInProgress: true }',
     ])
     served = await serve(
-      ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', scratch, '--config', join(scratch, 'keel.yml')],
-      { KEEL_HOME: join(scratch, 'home') }, scratch,
+      [
+        '--port',
+        '0',
+        '--model',
+        `scripted/${join(scratch, 'script.json')}`,
+        '--cwd',
+        scratch,
+        '--config',
+        join(scratch, 'keel.yml'),
+      ],
+      { KEEL_HOME: join(scratch, 'home') },
+      scratch,
     )
     const { chromium } = await import('playwright-core')
     context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
       executablePath: requireChromium(),
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1100, height: 760 },
     })
   }, 180_000)
 
   test('a plan appears and updates live, survives a reload from the tail page, renders markup as text, and clears on the next turn', async () => {
-    const page: Page = context!.pages()[0] ?? await context!.newPage()
+    const page: Page = context!.pages()[0] ?? (await context!.newPage())
     const dialogs: string[] = []
-    page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message())
+      void dialog.dismiss()
+    })
     const pageErrors: string[] = []
     page.on('pageerror', (error) => pageErrors.push(error.message))
     // Single-message history pages, so after the turn the plan's write lies outside the tail page.
@@ -77,7 +114,9 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     expect(new URL(page.url()).searchParams.has('token')).toBe(false)
     expect(new URL(page.url()).searchParams.get('messages')).toBe('1')
     const cookies = await context!.cookies(served!.origin)
-    expect(cookies).toEqual([expect.objectContaining({ name: `keel_token_${url.port}`, httpOnly: true, sameSite: 'Strict', path: '/' })])
+    expect(cookies).toEqual([
+      expect.objectContaining({ name: `keel_token_${url.port}`, httpOnly: true, sameSite: 'Strict', path: '/' }),
+    ])
     // The page's scripts cannot read it.
     expect(await page.evaluate(() => document.cookie)).toBe('')
 
@@ -96,7 +135,12 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     await expect.poll(() => summaries.nth(1).textContent()).toBe('1/4 completed · Write the fix')
     expect(await page.getByTestId('todo-row-suffix').textContent()).toBe('+1')
     const items = panel.getByTestId('todo-item')
-    expect(await items.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-status')))).toEqual(['completed', 'in_progress', 'in_progress', 'pending'])
+    expect(await items.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-status')))).toEqual([
+      'completed',
+      'in_progress',
+      'in_progress',
+      'pending',
+    ])
     // Three distinct glyphs.
     const glyphs = await items.evaluateAll((nodes) => nodes.map((node) => node.querySelector('.glyph svg')!.innerHTML))
     expect(new Set(glyphs).size).toBe(3)
@@ -125,7 +169,9 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     await page.getByTestId('composer-input').fill('Summarize it')
     await page.getByTestId('send').click()
     await expect.poll(() => panel.count(), { timeout: 15_000 }).toBe(0)
-    await expect.poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 15_000 }).toBe('Here is the summary you asked for.')
+    await expect
+      .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 15_000 })
+      .toBe('Here is the summary you asked for.')
     expect(await panel.count()).toBe(0)
 
     expect(dialogs).toEqual([])

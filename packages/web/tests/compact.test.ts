@@ -4,16 +4,22 @@ import { ConversationStore } from '../src/client/store.ts'
 import { hostFixture, waitFor, type HostFixture } from './host-support.ts'
 
 let fixture: HostFixture | undefined
-afterEach(async () => { await fixture?.dispose(); fixture = undefined })
+afterEach(async () => {
+  await fixture?.dispose()
+  fixture = undefined
+})
 
 test('session.compact summarises on demand; the next turn commits it and the transcript shows one marker', async () => {
-  fixture = await hostFixture([
-    { text: 'first answer, which is long enough to be worth summarising later on' },
-    { text: 'second answer' },
-    { text: 'third answer' },
-    { text: 'Summary: the user asked three questions and got three answers.' },
-    { text: 'fourth answer' },
-  ], { plugins: [[compactionPlugin, { auto: false, keepTurns: 1 }]] })
+  fixture = await hostFixture(
+    [
+      { text: 'first answer, which is long enough to be worth summarising later on' },
+      { text: 'second answer' },
+      { text: 'third answer' },
+      { text: 'Summary: the user asked three questions and got three answers.' },
+      { text: 'fourth answer' },
+    ],
+    { plugins: [[compactionPlugin, { auto: false, keepTurns: 1 }]] },
+  )
   const f = fixture
   const { session } = await f.ok('session.create', {})
   for (const text of ['one', 'two', 'three']) {
@@ -35,7 +41,10 @@ test('session.compact summarises on demand; the next turn commits it and the tra
   const snapshot = store.getSnapshot()
   const notices = snapshot.items.filter((item) => item.kind === 'notice')
   expect(notices).toHaveLength(1)
-  expect(notices[0]).toMatchObject({ tone: 'info', text: expect.stringMatching(/^Context compacted: \d+ messages summarised/) })
+  expect(notices[0]).toMatchObject({
+    tone: 'info',
+    text: expect.stringMatching(/^Context compacted: \d+ messages summarised/),
+  })
   expect(snapshot.items.some((item) => item.kind === 'user' && item.source === 'compaction')).toBe(true)
   expect(page.events.length).toBeGreaterThan(0)
 })
@@ -44,5 +53,8 @@ test('session.compact without the compaction plugin is a clear error', async () 
   fixture = await hostFixture([])
   const { session } = await fixture.ok('session.create', {})
   const result = await fixture.rpc('session.compact', { sessionId: session.id })
-  expect(result).toEqual({ ok: false, error: { code: 'unavailable', message: 'compaction is not loaded (add @keel/compaction to the composition)' } })
+  expect(result).toEqual({
+    ok: false,
+    error: { code: 'unavailable', message: 'compaction is not loaded (add @keel/compaction to the composition)' },
+  })
 })

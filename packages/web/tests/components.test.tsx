@@ -16,8 +16,20 @@ const PLAN: TodoItem[] = [
   { content: XSS, status: 'pending' },
 ]
 
-function toolItem(name: string, args: unknown, result?: { isError: boolean; text: string }): Extract<TranscriptItem, { kind: 'tool' }> {
-  return { kind: 'tool', key: 'e1', seq: 1, callId: 'c1', name, arguments: typeof args === 'string' ? args : JSON.stringify(args), ...(result ? { result } : {}) }
+function toolItem(
+  name: string,
+  args: unknown,
+  result?: { isError: boolean; text: string },
+): Extract<TranscriptItem, { kind: 'tool' }> {
+  return {
+    kind: 'tool',
+    key: 'e1',
+    seq: 1,
+    callId: 'c1',
+    name,
+    arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    ...(result ? { result } : {}),
+  }
 }
 
 describe('TodoPanel', () => {
@@ -38,28 +50,45 @@ describe('TodoPanel', () => {
 
 describe('ToolRow', () => {
   test('a todo_write row shows N/M completed with the first active item, and +n for the others', () => {
-    const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', { todos: PLAN }, { isError: false, text: 'ok' })} />)
+    const html = renderToStaticMarkup(
+      <ToolRow item={toolItem('todo_write', { todos: PLAN }, { isError: false, text: 'ok' })} />,
+    )
     expect(html).toContain('>1/4 completed · Write the fix<')
     expect(html).toContain('data-testid="todo-row-suffix">+1<')
   })
 
   test('a rejected write keeps the summary but not the suffix', () => {
-    const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', { todos: PLAN }, { isError: true, text: 'Error: 2 tasks are in_progress' })} />)
+    const html = renderToStaticMarkup(
+      <ToolRow
+        item={toolItem('todo_write', { todos: PLAN }, { isError: true, text: 'Error: 2 tasks are in_progress' })}
+      />,
+    )
     expect(html).toContain('>1/4 completed · Write the fix<')
     expect(html).not.toContain('todo-row-suffix')
     expect(html).toContain('Error: 2 tasks are in_progress')
   })
 
   test('unparseable todo_write arguments fall back to the generic row', () => {
-    for (const args of ['{not json', '[]', '{"todos":"nope"}', '{"todos":[1]}', '{"todos":[{"content":"a","status":"doing"}]}']) {
+    for (const args of [
+      '{not json',
+      '[]',
+      '{"todos":"nope"}',
+      '{"todos":[1]}',
+      '{"todos":[{"content":"a","status":"doing"}]}',
+    ]) {
       const html = renderToStaticMarkup(<ToolRow item={toolItem('todo_write', args)} />)
       expect(html, args).not.toContain('todo-row-summary')
       expect(html).toContain('>todo_write<')
     }
   })
 
-  test('a task row nests its subagent\'s plan; markup in tool output stays text', () => {
-    const html = renderToStaticMarkup(<ToolRow item={toolItem('task', { description: 'sub' }, { isError: false, text: XSS })} run={{ status: 'running', todos: PLAN }} />)
+  test("a task row nests its subagent's plan; markup in tool output stays text", () => {
+    const html = renderToStaticMarkup(
+      <ToolRow
+        item={toolItem('task', { description: 'sub' }, { isError: false, text: XSS })}
+        run={{ status: 'running', todos: PLAN }}
+      />,
+    )
     expect(html).toContain('data-testid="subagent-plan"')
     expect(html).toContain('1 completed · 2 in progress · 1 pending')
     expect(html).not.toContain('<img')
@@ -77,27 +106,52 @@ test('no client code hands model text to the DOM as markup', () => {
   }
   walk(root)
   expect(files.length).toBeGreaterThan(5)
-  for (const file of files) expect(readFileSync(file, 'utf8'), file).not.toMatch(/dangerouslySetInnerHTML|\.innerHTML\s*=|insertAdjacentHTML|document\.write/)
+  for (const file of files)
+    expect(readFileSync(file, 'utf8'), file).not.toMatch(
+      /dangerouslySetInnerHTML|\.innerHTML\s*=|insertAdjacentHTML|document\.write/,
+    )
 })
 
 describe('ApprovalCard and decisions', () => {
-  const ask = { sessionId: 's', callId: 'c1', tool: 'edit', summary: `edit ${XSS}`, detail: `- old ${XSS}\n+ new`, suggestedRule: `edit(${XSS})`, reason: `${XSS} is outside the working directory` }
+  const ask = {
+    sessionId: 's',
+    callId: 'c1',
+    tool: 'edit',
+    summary: `edit ${XSS}`,
+    detail: `- old ${XSS}\n+ new`,
+    suggestedRule: `edit(${XSS})`,
+    reason: `${XSS} is outside the working directory`,
+  }
 
   test('the card shows the summary, the detail with its diff lines marked, and three answers; markup stays text', () => {
     const html = renderToStaticMarkup(<ApprovalCard ask={ask} subagent onAnswer={async () => {}} />)
     expect(html).toContain('Allow edit &lt;img src=x onerror=alert(1)&gt;?')
-    expect(html).toContain('<span class="del">- old &lt;img src=x onerror=alert(1)&gt;\n</span><span class="add">+ new</span>')
+    expect(html).toContain(
+      '<span class="del">- old &lt;img src=x onerror=alert(1)&gt;\n</span><span class="add">+ new</span>',
+    )
     for (const id of ['allow-once', 'allow-always', 'deny']) expect(html).toContain(`data-testid="${id}"`)
     expect(html).toContain('asked by a subagent')
-    expect(html).toContain('<div class="approval-reason">&lt;img src=x onerror=alert(1)&gt; is outside the working directory</div>')
+    expect(html).toContain(
+      '<div class="approval-reason">&lt;img src=x onerror=alert(1)&gt; is outside the working directory</div>',
+    )
     expect(html).not.toContain('<img')
   })
 
   test('a row carries its decision line, or waits while asked', () => {
-    const denied = renderToStaticMarkup(<ToolRow item={{ ...toolItem('bash', { command: 'rm -rf build' }), asked: true, decision: { decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' } }} />)
+    const denied = renderToStaticMarkup(
+      <ToolRow
+        item={{
+          ...toolItem('bash', { command: 'rm -rf build' }),
+          asked: true,
+          decision: { decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' },
+        }}
+      />,
+    )
     expect(denied).toContain('>✗ denied by rule bash(rm:*)<')
     expect(denied).toContain('permission-decision deny')
-    const waiting = renderToStaticMarkup(<ToolRow item={{ ...toolItem('bash', { command: 'rm -rf build' }), asked: true }} />)
+    const waiting = renderToStaticMarkup(
+      <ToolRow item={{ ...toolItem('bash', { command: 'rm -rf build' }), asked: true }} />,
+    )
     expect(waiting).toContain('Waiting for approval')
   })
 })

@@ -31,7 +31,14 @@ describe('Host and Origin', () => {
   test('only the bound address and loopback names, with the bound port, are answered — page and API alike', async () => {
     const f = await setup()
     const app = f.host.app
-    for (const host of ['evil.example', 'evil.example:80', '127.0.0.1:4317', 'localhost.evil.example', '127.0.0.1.nip.io', '']) {
+    for (const host of [
+      'evil.example',
+      'evil.example:80',
+      '127.0.0.1:4317',
+      'localhost.evil.example',
+      '127.0.0.1.nip.io',
+      '',
+    ]) {
       const page = await app.request('/', { headers: { host } })
       expect(page.status, host).toBe(403)
       const api = await app.request('/api/session.list', { method: 'POST', headers: { host, ...bearer }, body: '{}' })
@@ -47,14 +54,18 @@ describe('Host and Origin', () => {
   test('over a real socket, a request naming another host is refused', async () => {
     const f = await setup()
     const port = await listen(f)
-    const status = (host: string) => new Promise<number | undefined>((done) => {
-      const req = request({ host: '127.0.0.1', port, path: '/api/session.list', method: 'POST', headers: { host, ...bearer } }, (res) => {
-        res.resume()
-        done(res.statusCode)
+    const status = (host: string) =>
+      new Promise<number | undefined>((done) => {
+        const req = request(
+          { host: '127.0.0.1', port, path: '/api/session.list', method: 'POST', headers: { host, ...bearer } },
+          (res) => {
+            res.resume()
+            done(res.statusCode)
+          },
+        )
+        req.on('error', () => done(undefined))
+        req.end('{}')
       })
-      req.on('error', () => done(undefined))
-      req.end('{}')
-    })
     expect(await status('rebound.example')).toBe(403)
     expect(await status(`rebound.example:${port}`)).toBe(403)
     expect(await status(`localhost:${port}`)).toBe(200)
@@ -63,7 +74,8 @@ describe('Host and Origin', () => {
   test('the names a host answers to follow its address and port', () => {
     const loopback = new AllowedHosts('127.0.0.1', 4317)
     for (const ok of ['127.0.0.1:4317', 'localhost:4317', '[::1]:4317']) expect(loopback.allows(ok), ok).toBe(true)
-    for (const no of ['127.0.0.1', '127.0.0.1:4318', 'example.com:4317', '10.0.0.2:4317', '::1:4317', '[::1]']) expect(loopback.allows(no), no).toBe(false)
+    for (const no of ['127.0.0.1', '127.0.0.1:4318', 'example.com:4317', '10.0.0.2:4317', '::1:4317', '[::1]'])
+      expect(loopback.allows(no), no).toBe(false)
     expect(new AllowedHosts('::1', 9000).allows('[::1]:9000')).toBe(true)
     expect(new AllowedHosts('127.0.0.2', 9000).allows('127.0.0.2:9000')).toBe(true)
     const wildcard = new AllowedHosts('0.0.0.0', 9000)
@@ -76,17 +88,24 @@ describe('Host and Origin', () => {
     expect(proxied.allowsOrigin('https://keel.example.com:8443')).toBe(true)
     expect(proxied.allowsOrigin('https://keel.example.com')).toBe(false)
     expect(loopback.allowsOrigin('http://127.0.0.1:4317')).toBe(true)
-    for (const origin of ['null', 'http://127.0.0.1:3000', 'http://localhost:4318', 'file:///tmp/x', 'nonsense']) expect(loopback.allowsOrigin(origin), origin).toBe(false)
+    for (const origin of ['null', 'http://127.0.0.1:3000', 'http://localhost:4318', 'file:///tmp/x', 'nonsense'])
+      expect(loopback.allowsOrigin(origin), origin).toBe(false)
   })
 
   test('a cross-site page cannot create a session: not with the query token (no-cors), not with the cookie from another port or site', async () => {
     const f = await setup()
     const app = f.host.app
-    const create = (headers: Record<string, string>, query = '') => app.request(`/api/session.create${query}`, {
-      method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: '{}',
-    })
+    const create = (headers: Record<string, string>, query = '') =>
+      app.request(`/api/session.create${query}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', ...headers },
+        body: '{}',
+      })
     // What a `fetch(…, { mode: 'no-cors', method: 'POST' })` from another site sends.
-    const noCors = await create({ origin: 'https://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' }, `?token=${TOKEN}`)
+    const noCors = await create(
+      { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' },
+      `?token=${TOKEN}`,
+    )
     expect(noCors.status).toBe(403)
     // The same without the browser's headers still lacks a token: the query token is not one.
     expect((await create({}, `?token=${TOKEN}`)).status).toBe(401)
@@ -96,7 +115,9 @@ describe('Host and Origin', () => {
     expect((await create({ cookie, 'sec-fetch-site': 'same-site' })).status).toBe(403)
     expect((await create({ cookie, origin: 'null' })).status).toBe(403)
     // A cross-origin event stream is refused too.
-    expect((await app.request('/api/events', { headers: { cookie, origin: 'http://localhost:3000' } })).status).toBe(403)
+    expect((await app.request('/api/events', { headers: { cookie, origin: 'http://localhost:3000' } })).status).toBe(
+      403,
+    )
     expect(f.k.ctx.sessions.list(f.k.cwd)).toEqual([])
     // The page itself: same origin, the cookie.
     const own = await create({ cookie, origin: 'http://localhost', 'sec-fetch-site': 'same-origin' })
@@ -119,7 +140,9 @@ describe('Host and Origin', () => {
     expect(cookie).toContain('SameSite=Strict')
     expect(cookie).toContain('Path=/')
     const pair = cookie.split(';')[0]!
-    expect((await f.host.app.request('/api/session.list', { method: 'POST', headers: { cookie: pair }, body: '{}' })).status).toBe(200)
+    expect(
+      (await f.host.app.request('/api/session.list', { method: 'POST', headers: { cookie: pair }, body: '{}' })).status,
+    ).toBe(200)
     // The redirect stays on this host whatever the path looks like.
     for (const path of ['//evil.example/', '/\\evil.example/', '///x']) {
       const location = (await f.host.app.request(`${path}?token=${TOKEN}`)).headers.get('location')
@@ -138,20 +161,27 @@ describe('Host and Origin', () => {
     const { WebHost } = await import('../src/host.ts')
     const host = new WebHost({ ctx: f.k.ctx, cwd: f.k.cwd, model: f.k.model, token: TOKEN })
     cleanups.push(() => host.close())
-    expect((await host.app.request('/api/session.list', { method: 'POST', headers: bearer, body: '{}' })).status).toBe(403)
+    expect((await host.app.request('/api/session.list', { method: 'POST', headers: bearer, body: '{}' })).status).toBe(
+      403,
+    )
   })
 })
 
 /** Serves a host on 127.0.0.1 with @hono/node-server, as `keel serve` does. */
 async function listen(f: HostFixture): Promise<number> {
   const { server, port } = await new Promise<{ server: ServerType; port: number }>((done) => {
-    const server = serve({ fetch: f.host.app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => done({ server, port: info.port }))
+    const server = serve({ fetch: f.host.app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) =>
+      done({ server, port: info.port }),
+    )
   })
   f.host.listening('127.0.0.1', port)
-  cleanups.push(() => new Promise<void>((done) => {
-    ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
-    server.close(() => done())
-  }))
+  cleanups.push(
+    () =>
+      new Promise<void>((done) => {
+        ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
+        server.close(() => done())
+      }),
+  )
   return port
 }
 
@@ -160,11 +190,18 @@ async function listen(f: HostFixture): Promise<number> {
  * and stops when the server answers or drops the connection. Resolves with the status line and how many body bytes
  * were handed to the socket.
  */
-function streamPost(port: number, total: number, framing: 'chunked' | 'length'): Promise<{ status: string; sent: number }> {
+function streamPost(
+  port: number,
+  total: number,
+  framing: 'chunked' | 'length',
+): Promise<{ status: string; sent: number }> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     const chunk = Buffer.alloc(64 * 1024, 0x20)
-    const frame = framing === 'length' ? chunk : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
+    const frame =
+      framing === 'length'
+        ? chunk
+        : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
     let sent = 0
     let answer = ''
     let finished = false
@@ -188,10 +225,17 @@ function streamPost(port: number, total: number, framing: 'chunked' | 'length'):
       if (!finished && sent >= total && framing === 'chunked') socket.write('0\r\n\r\n')
     }
     socket.on('connect', () => {
-      socket.write([
-        `POST /api/session.list HTTP/1.1`, `Host: 127.0.0.1:${port}`, `Authorization: Bearer ${TOKEN}`,
-        'Content-Type: application/json', framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${total}`, '', '',
-      ].join('\r\n'))
+      socket.write(
+        [
+          `POST /api/session.list HTTP/1.1`,
+          `Host: 127.0.0.1:${port}`,
+          `Authorization: Bearer ${TOKEN}`,
+          'Content-Type: application/json',
+          framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${total}`,
+          '',
+          '',
+        ].join('\r\n'),
+      )
       pump()
     })
   })
@@ -215,7 +259,11 @@ describe('body size', () => {
     const { status, sent } = await streamPost(port, total, 'length')
     expect(sent).toBeLessThan(total / 4)
     expect(status).toBe('HTTP/1.1 413 Payload Too Large')
-    const small = await fetch(`http://127.0.0.1:${port}/api/session.list`, { method: 'POST', headers: bearer, body: JSON.stringify({ pad: 'x'.repeat(900_000) }) })
+    const small = await fetch(`http://127.0.0.1:${port}/api/session.list`, {
+      method: 'POST',
+      headers: bearer,
+      body: JSON.stringify({ pad: 'x'.repeat(900_000) }),
+    })
     expect(await small.json()).toMatchObject({ ok: true })
   }, 60_000)
 })
@@ -243,7 +291,10 @@ describe('scope', () => {
       const none = await f.rpc(method, { sessionId: missing, text: 'hi' })
       if (method === 'session.compact' && !foreign.ok && foreign.error.code === 'unavailable') continue
       expect(foreign, method).toEqual({ ok: false, error: { code: 'not-found', message: `no session with id ${id}` } })
-      expect(none, method).toEqual({ ok: false, error: { code: 'not-found', message: `no session with id ${missing}` } })
+      expect(none, method).toEqual({
+        ok: false,
+        error: { code: 'not-found', message: `no session with id ${missing}` },
+      })
     }
     // Nothing was resumed: the session stays closed, its log unchanged.
     expect(f.k.ctx.sessions.get(id)).toBeUndefined()
@@ -268,7 +319,10 @@ describe('scope', () => {
     const stream = await f.events()
     const { session } = await f.ok('session.create', {})
     await f.ok('session.prompt', { sessionId: session.id, text: 'hello' })
-    await waitFor(() => stream.sessionEvents(session.id).some((frame) => frame.event.type === 'turn/end'), 'turn end frame')
+    await waitFor(
+      () => stream.sessionEvents(session.id).some((frame) => frame.event.type === 'turn/end'),
+      'turn end frame',
+    )
     const { id } = await foreignSession(f)
     expect(stream.frames.some((frame) => 'sessionId' in frame && frame.sessionId === id)).toBe(false)
   })

@@ -36,7 +36,8 @@ function checkPaging(events: readonly SessionEvent[], pages: Page[], maxMessages
   for (const event of events) {
     if (event.type === 'tool/call') callPage.set(event.data.callId, pageOfSeq.get(event.seq)!)
     // The load-bearing rule: a result always sits on the same page as its call.
-    if (event.type === 'tool/result') expect(pageOfSeq.get(event.seq), `result of ${event.data.callId}`).toBe(callPage.get(event.data.callId))
+    if (event.type === 'tool/result')
+      expect(pageOfSeq.get(event.seq), `result of ${event.data.callId}`).toBe(callPage.get(event.data.callId))
   }
   ordered.forEach((page, index) => {
     expect(page.hasMore).toBe(index > 0)
@@ -81,7 +82,12 @@ describe('history pages', () => {
     checkPaging(events, pages, 1)
     const toolPage = pages.find((page) => page.events.some((event) => event.type === 'tool/call'))!
     expect(toolPage.events.map((event) => event.type)).toEqual([
-      'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end',
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
     ])
   })
 
@@ -90,8 +96,20 @@ describe('history pages', () => {
     appendTurn(session, 1)
     session.append('turn/start', { turn: 2, trigger: 'prompt' })
     session.append('step/start', { turn: 2, step: 1 })
-    session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'go' }] } }, { surfaceOp: { op: 'append' } })
-    session.append('assistant/message', { turn: 2, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: 'bash', arguments: '{}' }] } }, { surfaceOp: { op: 'append' } })
+    session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text: 'go' }] } },
+      { surfaceOp: { op: 'append' } },
+    )
+    session.append(
+      'assistant/message',
+      {
+        turn: 2,
+        step: 1,
+        message: { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: 'bash', arguments: '{}' }] },
+      },
+      { surfaceOp: { op: 'append' } },
+    )
     session.append('tool/call', { turn: 2, step: 1, callId: 'c1', name: 'bash', arguments: '{}' })
     const page = pageOfEvents(session.events, { maxMessages: 1 })
     expect(page.events.map((event) => event.type)).toEqual(['assistant/message', 'tool/call'])
@@ -106,7 +124,9 @@ describe('history pages', () => {
     writeLogFile(session, path)
     expect(() => pageOfFile(path, { beforeSeq: result.seq, maxMessages: 2 })).toThrow(PageRequestError)
     // Past the end is simply the whole log before it.
-    expect(pageOfEvents(session.events, { beforeSeq: session.seq + 10, maxMessages: 2 }).events.at(-1)?.seq).toBe(session.seq - 1)
+    expect(pageOfEvents(session.events, { beforeSeq: session.seq + 10, maxMessages: 2 }).events.at(-1)?.seq).toBe(
+      session.seq - 1,
+    )
   })
 
   test('a torn last line is not part of the tail page', () => {
@@ -122,7 +142,10 @@ describe('history pages', () => {
   test('a log whose seqs jump is reported, not paged', () => {
     const session = buildLog(30)
     const path = join(scratch, 'gap.jsonl')
-    const lines = [JSON.stringify(session.header), ...session.events.filter((event) => event.seq !== 20).map((event) => JSON.stringify(event))]
+    const lines = [
+      JSON.stringify(session.header),
+      ...session.events.filter((event) => event.seq !== 20).map((event) => JSON.stringify(event)),
+    ]
     writeFileSync(path, lines.join('\n') + '\n')
     expect(() => pageOfFile(path, { maxMessages: 50 })).toThrow(/not contiguous/)
   })

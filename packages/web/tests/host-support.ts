@@ -9,9 +9,16 @@ export const TOKEN = 'test-token-0123456789abcdefghij'
 export interface HostFixture {
   k: Keel
   host: WebHost
-  rpc<M extends RpcMethod>(method: M, params: RpcMethods[M]['params'] | Record<string, unknown>, token?: string): Promise<RpcResult<RpcMethods[M]['value']>>
+  rpc<M extends RpcMethod>(
+    method: M,
+    params: RpcMethods[M]['params'] | Record<string, unknown>,
+    token?: string,
+  ): Promise<RpcResult<RpcMethods[M]['value']>>
   /** The value of a call that must succeed. */
-  ok<M extends RpcMethod>(method: M, params: RpcMethods[M]['params'] | Record<string, unknown>): Promise<RpcMethods[M]['value']>
+  ok<M extends RpcMethod>(
+    method: M,
+    params: RpcMethods[M]['params'] | Record<string, unknown>,
+  ): Promise<RpcMethods[M]['value']>
   events(): Promise<EventStream>
   dispose(): Promise<void>
 }
@@ -33,7 +40,10 @@ export function makeHost(k: Keel, options: Partial<WebHostOptions> = {}): WebHos
   return host
 }
 
-export async function hostFixture(steps: ScriptStep[], options: KeelOptions & { host?: Partial<WebHostOptions> } = {}): Promise<HostFixture> {
+export async function hostFixture(
+  steps: ScriptStep[],
+  options: KeelOptions & { host?: Partial<WebHostOptions> } = {},
+): Promise<HostFixture> {
   const { host: hostOptions, ...keelOptions } = options
   const k = await makeKeel({ steps, shell: false, ...keelOptions })
   const host = makeHost(k, hostOptions)
@@ -47,7 +57,8 @@ export async function hostFixture(steps: ScriptStep[], options: KeelOptions & { 
     return response.json()
   }
   const fixture: HostFixture = {
-    k, host,
+    k,
+    host,
     rpc: rpc as HostFixture['rpc'],
     async ok(method, params) {
       const result = await rpc(method, params)
@@ -91,7 +102,11 @@ export async function openEvents(host: WebHost, token = TOKEN): Promise<EventStr
   await waitFor(() => frames.some((frame) => frame.type === 'hello'), 'hello frame')
   return {
     frames,
-    sessionEvents: (sessionId) => frames.filter((frame): frame is Extract<ServerFrame, { type: 'session/event' }> => frame.type === 'session/event' && frame.sessionId === sessionId),
+    sessionEvents: (sessionId) =>
+      frames.filter(
+        (frame): frame is Extract<ServerFrame, { type: 'session/event' }> =>
+          frame.type === 'session/event' && frame.sessionId === sessionId,
+      ),
     async close() {
       await reader.cancel().catch(() => {})
       await pump

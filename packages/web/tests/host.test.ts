@@ -37,10 +37,14 @@ describe('access', () => {
   test('every API call needs the token: header, X-Keel-Token or the page cookie; anything else (the query too) is 401', async () => {
     const f = await setup()
     const app = f.host.app
-    const post = (headers: Record<string, string>, query = '') => app.request(`/api/session.list${query}`, { method: 'POST', headers, body: '{}' })
+    const post = (headers: Record<string, string>, query = '') =>
+      app.request(`/api/session.list${query}`, { method: 'POST', headers, body: '{}' })
     const denied = await post({})
     expect(denied.status).toBe(401)
-    expect(await denied.json()).toEqual({ ok: false, error: { code: 'unauthorized', message: expect.stringContaining('token') } })
+    expect(await denied.json()).toEqual({
+      ok: false,
+      error: { code: 'unauthorized', message: expect.stringContaining('token') },
+    })
     expect((await post({ authorization: `Bearer ${TOKEN.slice(0, -1)}x` })).status).toBe(401) // same length, one char off
     expect((await post({ authorization: 'Bearer ' })).status).toBe(401)
     expect((await post({ authorization: `Bearer ${TOKEN}` })).status).toBe(200)
@@ -65,10 +69,17 @@ describe('access', () => {
     expect(resolveBind({ host: '::1' }).remote).toBe(false)
     expect(resolveBind({ host: '[::1]' }).host).toBe('::1')
     for (const host of ['0.0.0.0', '::', '192.168.1.20', 'example.com']) {
-      expect(() => resolveBind({ host }, {})).toThrow(/refusing to serve on .*not a loopback address.*KEEL_SERVE_ALLOW_REMOTE=1/)
+      expect(() => resolveBind({ host }, {})).toThrow(
+        /refusing to serve on .*not a loopback address.*KEEL_SERVE_ALLOW_REMOTE=1/,
+      )
     }
-    expect(resolveBind({ host: '0.0.0.0' }, { KEEL_SERVE_ALLOW_REMOTE: '1' })).toEqual({ host: '0.0.0.0', port: 4317, remote: true })
-    for (const port of ['abc', '-1', '70000', '1.5', '']) expect(() => resolveBind({ port }, {})).toThrow(/--port must be a number/)
+    expect(resolveBind({ host: '0.0.0.0' }, { KEEL_SERVE_ALLOW_REMOTE: '1' })).toEqual({
+      host: '0.0.0.0',
+      port: 4317,
+      remote: true,
+    })
+    for (const port of ['abc', '-1', '70000', '1.5', ''])
+      expect(() => resolveBind({ port }, {})).toThrow(/--port must be a number/)
     expect(() => resolveBind({ host: 'a b' }, {})).toThrow(/not a host/)
     expect(isLoopback('127.8.0.1')).toBe(true)
     expect(isLoopback('::ffff:127.0.0.1')).toBe(true)
@@ -101,30 +112,65 @@ describe('RPC', () => {
     for (const method of ['session.history', 'session.prompt', 'session.cancel'] as const) {
       for (const sessionId of ['../../etc/passwd', 'a/b', '', ' x', 42, null]) {
         const result = await f.rpc(method, { sessionId, text: 'hi' })
-        expect(result, `${method} ${JSON.stringify(sessionId)}`).toEqual({ ok: false, error: { code: 'invalid-session-id', message: expect.stringMatching(/^sessionId must be a session id/) } })
+        expect(result, `${method} ${JSON.stringify(sessionId)}`).toEqual({
+          ok: false,
+          error: { code: 'invalid-session-id', message: expect.stringMatching(/^sessionId must be a session id/) },
+        })
       }
-      expect(await f.rpc(method, { text: 'hi' })).toMatchObject({ ok: false, error: { code: 'invalid-session-id', message: expect.stringContaining('got nothing') } })
+      expect(await f.rpc(method, { text: 'hi' })).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-session-id', message: expect.stringContaining('got nothing') },
+      })
     }
-    expect(await f.rpc('session.history', { sessionId: 'no-such-session' })).toMatchObject({ ok: false, error: { code: 'not-found' } })
-    expect(await f.rpc('session.prompt', { sessionId: 'no-such-session', text: 'hi' })).toMatchObject({ ok: false, error: { code: 'not-found' } })
+    expect(await f.rpc('session.history', { sessionId: 'no-such-session' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found' },
+    })
+    expect(await f.rpc('session.prompt', { sessionId: 'no-such-session', text: 'hi' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found' },
+    })
   })
 
   test('unknown methods, malformed bodies and bad paging parameters are refused', async () => {
     const f = await setup()
-    const unknown = await f.host.app.request('/api/session.delete', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{}' })
+    const unknown = await f.host.app.request('/api/session.delete', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: '{}',
+    })
     expect(unknown.status).toBe(404)
-    expect(await unknown.json()).toMatchObject({ ok: false, error: { code: 'unknown-method', message: expect.stringContaining('session.list') } })
+    expect(await unknown.json()).toMatchObject({
+      ok: false,
+      error: { code: 'unknown-method', message: expect.stringContaining('session.list') },
+    })
     for (const method of ['constructor', '__proto__', 'toString']) {
       expect(await f.rpc(method as 'session.list', {})).toMatchObject({ ok: false, error: { code: 'unknown-method' } })
     }
-    const notJson = await f.host.app.request('/api/session.list', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{nope' })
+    const notJson = await f.host.app.request('/api/session.list', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: '{nope',
+    })
     expect(notJson.status).toBe(400)
     expect(await f.rpc('session.list', [1, 2] as never)).toMatchObject({ ok: false, error: { code: 'bad-request' } })
     const { session } = await f.ok('session.create', {})
-    for (const params of [{ beforeSeq: -1 }, { beforeSeq: 1.5 }, { maxMessages: 0 }, { maxMessages: 501 }, { maxMessages: '5' }]) {
-      expect(await f.rpc('session.history', { sessionId: session.id, ...params }), JSON.stringify(params)).toMatchObject({ ok: false, error: { code: 'bad-request' } })
+    for (const params of [
+      { beforeSeq: -1 },
+      { beforeSeq: 1.5 },
+      { maxMessages: 0 },
+      { maxMessages: 501 },
+      { maxMessages: '5' },
+    ]) {
+      expect(
+        await f.rpc('session.history', { sessionId: session.id, ...params }),
+        JSON.stringify(params),
+      ).toMatchObject({ ok: false, error: { code: 'bad-request' } })
     }
-    expect(await f.rpc('session.prompt', { sessionId: session.id, text: '   ' })).toMatchObject({ ok: false, error: { code: 'bad-request' } })
+    expect(await f.rpc('session.prompt', { sessionId: session.id, text: '   ' })).toMatchObject({
+      ok: false,
+      error: { code: 'bad-request' },
+    })
   })
 
   test('a prompt runs on an agent the host holds; the stream carries its events with seqs, live deltas and projections', async () => {
@@ -134,19 +180,38 @@ describe('RPC', () => {
     ])
     const stream = await f.events()
     const { session } = await f.ok('session.create', {})
-    expect(stream.frames).toContainEqual({ type: 'session/created', session: expect.objectContaining({ id: session.id, live: true }) })
+    expect(stream.frames).toContainEqual({
+      type: 'session/created',
+      session: expect.objectContaining({ id: session.id, live: true }),
+    })
     expect(await f.ok('session.prompt', { sessionId: session.id, text: 'fix the bug' })).toEqual({ accepted: true })
     // One running turn per session.
-    expect(await f.rpc('session.prompt', { sessionId: session.id, text: 'again' })).toMatchObject({ ok: false, error: { code: 'busy' } })
-    await waitFor(() => stream.sessionEvents(session.id).some((frame) => frame.event.type === 'turn/end'), 'turn end frame')
+    expect(await f.rpc('session.prompt', { sessionId: session.id, text: 'again' })).toMatchObject({
+      ok: false,
+      error: { code: 'busy' },
+    })
+    await waitFor(
+      () => stream.sessionEvents(session.id).some((frame) => frame.event.type === 'turn/end'),
+      'turn end frame',
+    )
     const events = stream.sessionEvents(session.id)
     expect(events.map((frame) => frame.event.seq)).toEqual(events.map((_, i) => i))
     const call = events.find((frame) => frame.event.type === 'tool/call')!
     expect(call.view).toEqual({ title: 'Update plan', kind: 'other' })
     const deltas = stream.frames.filter((frame) => frame.type === 'agent/delta' && frame.sessionId === session.id)
-    expect(deltas.map((frame) => (frame.type === 'agent/delta' && frame.delta.kind === 'text' ? frame.delta.text : '')).join('')).toBe('Planning now.All done.')
+    expect(
+      deltas
+        .map((frame) => (frame.type === 'agent/delta' && frame.delta.kind === 'text' ? frame.delta.text : ''))
+        .join(''),
+    ).toBe('Planning now.All done.')
     const write = events.find((frame) => frame.event.type === 'todo/write')!
-    expect(stream.frames).toContainEqual({ type: 'session/projection', sessionId: session.id, key: 'todos', value: PLAN, seq: write.event.seq })
+    expect(stream.frames).toContainEqual({
+      type: 'session/projection',
+      sessionId: session.id,
+      key: 'todos',
+      value: PLAN,
+      seq: write.event.seq,
+    })
     expect(stream.frames).toContainEqual({ type: 'agent/status', sessionId: session.id, status: 'running' })
     const listed = await f.ok('session.list', {})
     expect(listed.sessions.find((s) => s.id === session.id)).toMatchObject({ title: 'fix the bug', live: true })
@@ -158,7 +223,10 @@ describe('RPC', () => {
     await promptAndWait(f, session.id, 'hello')
     const stream = await openEvents(f.host)
     const hello = stream.frames.find((frame) => frame.type === 'hello')
-    expect(hello).toEqual({ type: 'hello', sessions: [{ sessionId: session.id, lastSeq: f.k.ctx.sessions.get(session.id)!.seq - 1, running: false }] })
+    expect(hello).toEqual({
+      type: 'hello',
+      sessions: [{ sessionId: session.id, lastSeq: f.k.ctx.sessions.get(session.id)!.seq - 1, running: false }],
+    })
     await stream.close()
   })
 
@@ -191,11 +259,14 @@ describe('RPC', () => {
     expect(page.events.at(-1)?.event).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } })
   })
 
-  test('a subagent\'s session is read-only here', async () => {
+  test("a subagent's session is read-only here", async () => {
     const f = await setup()
     const child = f.k.ctx.sessions.create({ cwd: f.k.cwd, parent: { sessionId: 'parent-session', callId: 'call_1' } })
     f.k.ctx.sessions.close(child)
-    expect(await f.rpc('session.prompt', { sessionId: child.id, text: 'hi' })).toMatchObject({ ok: false, error: { code: 'read-only', message: expect.stringContaining('parent-session') } })
+    expect(await f.rpc('session.prompt', { sessionId: child.id, text: 'hi' })).toMatchObject({
+      ok: false,
+      error: { code: 'read-only', message: expect.stringContaining('parent-session') },
+    })
     // The refusal left the session closed (its lock released): it can be opened again.
     expect(() => f.k.ctx.sessions.open(child.id)).not.toThrow()
   })
@@ -213,7 +284,11 @@ describe('history', () => {
     const pages: HistoryPage[] = []
     let beforeSeq: number | undefined
     for (;;) {
-      const page = await f.ok('session.history', { sessionId, maxMessages, ...(beforeSeq !== undefined ? { beforeSeq } : {}) })
+      const page = await f.ok('session.history', {
+        sessionId,
+        maxMessages,
+        ...(beforeSeq !== undefined ? { beforeSeq } : {}),
+      })
       pages.push(page)
       if (!page.hasMore) return pages
       beforeSeq = page.events[0]!.event.seq
@@ -236,8 +311,18 @@ describe('history', () => {
       expect(page.running).toBeUndefined()
     }
     // Tool calls come with the tool's own view.
-    const calls = live.slice().reverse().flatMap((page) => page.events).filter((entry) => entry.event.type === 'tool/call')
-    expect(calls.map((entry) => entry.view?.title)).toEqual(['Update plan', 'no_such_tool', 'no_such_tool', 'no_such_tool', 'no_such_tool'])
+    const calls = live
+      .slice()
+      .reverse()
+      .flatMap((page) => page.events)
+      .filter((entry) => entry.event.type === 'tool/call')
+    expect(calls.map((entry) => entry.view?.title)).toEqual([
+      'Update plan',
+      'no_such_tool',
+      'no_such_tool',
+      'no_such_tool',
+      'no_such_tool',
+    ])
 
     // Close the agent: the same pages now come from the file's tail, with the plan found by reading backwards.
     await f.host.close()
@@ -251,7 +336,11 @@ describe('history', () => {
   })
 
   test('after the next turn starts no plan stands: the tail page says todos null', async () => {
-    const f = await setup([{ toolCalls: [{ name: 'todo_write', arguments: { todos: PLAN } }] }, { text: 'ok' }, { text: 'second turn' }])
+    const f = await setup([
+      { toolCalls: [{ name: 'todo_write', arguments: { todos: PLAN } }] },
+      { text: 'ok' },
+      { text: 'second turn' },
+    ])
     const { session } = await f.ok('session.create', {})
     await promptAndWait(f, session.id, 'one')
     expect((await f.ok('session.history', { sessionId: session.id })).projections?.values.todos).toEqual(PLAN)
@@ -274,31 +363,55 @@ describe('history', () => {
     const { session } = await f.ok('session.create', {})
     await promptAndWait(f, session.id, 'do the work')
     const result = f.k.ctx.sessions.get(session.id)!.events.find((event) => event.type === 'tool/result')!
-    expect(await f.rpc('session.history', { sessionId: session.id, beforeSeq: result.seq })).toMatchObject({ ok: false, error: { code: 'bad-request', message: expect.stringContaining('not a page start') } })
+    expect(await f.rpc('session.history', { sessionId: session.id, beforeSeq: result.seq })).toMatchObject({
+      ok: false,
+      error: { code: 'bad-request', message: expect.stringContaining('not a page start') },
+    })
   })
 })
 
 // @keel/subagent is built alongside this package; these run once it is in the tree.
 const SUBAGENT = '@keel/subagent' // named indirectly so the typecheck does not need the package's sources
-const subagentPlugin = await import(SUBAGENT).catch(() => undefined) as { apply?: unknown } | undefined
+const subagentPlugin = (await import(SUBAGENT).catch(() => undefined)) as { apply?: unknown } | undefined
 
 describe.skipIf(typeof subagentPlugin?.apply !== 'function')('with subagents', () => {
-  test('a running child\'s plan reaches the stream as subagentPlans; the parent\'s tail page carries the final runs', async () => {
-    const childPlan = [{ content: 'Look around', status: 'in_progress' as const }, { content: 'Report back', status: 'pending' as const }]
-    const f = await setup([
-      { when: 'parent work', toolCalls: [{ name: 'task', arguments: { description: 'Survey', prompt: 'child work' } }] },
-      { when: 'child work', toolCalls: [{ name: 'todo_write', arguments: { todos: childPlan } }] },
-      { when: 'child work', text: 'child done', delayMs: 20 },
-      { when: 'parent work', text: 'all done' },
-    ], { plugins: [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] })
+  test("a running child's plan reaches the stream as subagentPlans; the parent's tail page carries the final runs", async () => {
+    const childPlan = [
+      { content: 'Look around', status: 'in_progress' as const },
+      { content: 'Report back', status: 'pending' as const },
+    ]
+    const f = await setup(
+      [
+        {
+          when: 'parent work',
+          toolCalls: [{ name: 'task', arguments: { description: 'Survey', prompt: 'child work' } }],
+        },
+        { when: 'child work', toolCalls: [{ name: 'todo_write', arguments: { todos: childPlan } }] },
+        { when: 'child work', text: 'child done', delayMs: 20 },
+        { when: 'parent work', text: 'all done' },
+      ],
+      { plugins: [[subagentPlugin, { maxDepth: 1, maxConcurrent: 2 }]] },
+    )
     const stream = await f.events()
     const { session } = await f.ok('session.create', {})
     await promptAndWait(f, session.id, 'parent work')
-    const callId = stream.sessionEvents(session.id).find((frame) => frame.event.type === 'tool/call')!.event.data as { callId: string }
-    const frames = stream.frames.filter((frame) => frame.type === 'session/projection' && frame.sessionId === session.id && frame.key === 'subagentPlans')
-    expect(frames.some((frame) => frame.type === 'session/projection' && (frame.value as Record<string, { todos: unknown }>)[callId.callId]?.todos !== null)).toBe(true)
+    const callId = stream.sessionEvents(session.id).find((frame) => frame.event.type === 'tool/call')!.event.data as {
+      callId: string
+    }
+    const frames = stream.frames.filter(
+      (frame) => frame.type === 'session/projection' && frame.sessionId === session.id && frame.key === 'subagentPlans',
+    )
+    expect(
+      frames.some(
+        (frame) =>
+          frame.type === 'session/projection' &&
+          (frame.value as Record<string, { todos: unknown }>)[callId.callId]?.todos !== null,
+      ),
+    ).toBe(true)
     const tail = await f.ok('session.history', { sessionId: session.id })
-    expect(tail.projections?.values.subagentPlans).toMatchObject({ [callId.callId]: { description: 'Survey', status: 'completed', todos: childPlan } })
+    expect(tail.projections?.values.subagentPlans).toMatchObject({
+      [callId.callId]: { description: 'Survey', status: 'completed', todos: childPlan },
+    })
   })
 })
 

@@ -23,25 +23,66 @@ export function appendTurn(session: Session, turn: number, options: LogOptions &
   const output = 'x'.repeat(options.outputBytes ?? 200)
   session.append('turn/start', { turn, trigger: 'prompt' })
   session.append('step/start', { turn, step: 1 })
-  session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: `request ${turn}` }], source: 'user' } }, append)
+  session.append(
+    'user/message',
+    { message: { role: 'user', content: [{ type: 'text', text: `request ${turn}` }], source: 'user' } },
+    append,
+  )
   const a = `call_${turn}_a`
   const b = `call_${turn}_b`
-  session.append('assistant/message', {
-    turn, step: 1,
-    message: { role: 'assistant', content: [
-      { type: 'text', text: `Working on request ${turn}.` },
-      { type: 'tool-call', id: a, name: 'read', arguments: '{"path":"a.ts"}' },
-      { type: 'tool-call', id: b, name: options.plan ? 'todo_write' : 'read', arguments: options.plan ? JSON.stringify({ todos: options.plan }) : '{"path":"b.ts"}' },
-    ] },
-  }, append)
+  session.append(
+    'assistant/message',
+    {
+      turn,
+      step: 1,
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: `Working on request ${turn}.` },
+          { type: 'tool-call', id: a, name: 'read', arguments: '{"path":"a.ts"}' },
+          {
+            type: 'tool-call',
+            id: b,
+            name: options.plan ? 'todo_write' : 'read',
+            arguments: options.plan ? JSON.stringify({ todos: options.plan }) : '{"path":"b.ts"}',
+          },
+        ],
+      },
+    },
+    append,
+  )
   session.append('tool/call', { turn, step: 1, callId: a, name: 'read', arguments: '{"path":"a.ts"}' })
-  session.append('tool/call', { turn, step: 1, callId: b, name: options.plan ? 'todo_write' : 'read', arguments: options.plan ? JSON.stringify({ todos: options.plan }) : '{"path":"b.ts"}' })
+  session.append('tool/call', {
+    turn,
+    step: 1,
+    callId: b,
+    name: options.plan ? 'todo_write' : 'read',
+    arguments: options.plan ? JSON.stringify({ todos: options.plan }) : '{"path":"b.ts"}',
+  })
   if (options.plan) session.append('todo/write', { todos: options.plan })
-  session.append('tool/result', { turn, step: 1, callId: a, content: [{ type: 'text', text: output }], isError: false }, append)
-  session.append('tool/result', { turn, step: 1, callId: b, content: [{ type: 'text', text: options.plan ? 'Todo list updated.' : output }], isError: false }, append)
+  session.append(
+    'tool/result',
+    { turn, step: 1, callId: a, content: [{ type: 'text', text: output }], isError: false },
+    append,
+  )
+  session.append(
+    'tool/result',
+    {
+      turn,
+      step: 1,
+      callId: b,
+      content: [{ type: 'text', text: options.plan ? 'Todo list updated.' : output }],
+      isError: false,
+    },
+    append,
+  )
   session.append('step/end', { turn, step: 1 })
   session.append('step/start', { turn, step: 2 })
-  session.append('assistant/message', { turn, step: 2, message: { role: 'assistant', content: [{ type: 'text', text: `Done with request ${turn}.` }] } }, append)
+  session.append(
+    'assistant/message',
+    { turn, step: 2, message: { role: 'assistant', content: [{ type: 'text', text: `Done with request ${turn}.` }] } },
+    append,
+  )
   session.append('step/end', { turn, step: 2 })
   session.append('turn/end', { turn, reason: 'completed' })
 }

@@ -17,19 +17,34 @@ describe('plan summaries', () => {
   test('zero counts are left out; no active item means no name and no suffix', () => {
     expect(countsLabel([{ content: 'a', status: 'pending' }])).toBe('1 pending')
     expect(countsLabel([])).toBe('')
-    expect(todoRowSummary([{ content: 'a', status: 'completed' }, { content: 'b', status: 'pending' }])).toEqual({ summary: '1/2 completed', suffix: null })
+    expect(
+      todoRowSummary([
+        { content: 'a', status: 'completed' },
+        { content: 'b', status: 'pending' },
+      ]),
+    ).toEqual({ summary: '1/2 completed', suffix: null })
   })
 
   test('a blank first active item is not named and so gets no suffix', () => {
-    expect(todoRowSummary([{ content: '  ', status: 'in_progress' }, { content: 'b', status: 'in_progress' }])).toEqual({ summary: '0/2 completed', suffix: null })
+    expect(
+      todoRowSummary([
+        { content: '  ', status: 'in_progress' },
+        { content: 'b', status: 'in_progress' },
+      ]),
+    ).toEqual({ summary: '0/2 completed', suffix: null })
   })
 
   test('multi-line content is shown on one line', () => {
-    expect(todoRowSummary([{ content: 'fix\n  the bug', status: 'in_progress' }]).summary).toBe('0/1 completed · fix the bug')
+    expect(todoRowSummary([{ content: 'fix\n  the bug', status: 'in_progress' }]).summary).toBe(
+      '0/1 completed · fix the bug',
+    )
   })
 
   test('error rows drop the suffix', () => {
-    expect(todoRowSummary(parallel, true)).toEqual({ summary: '1/4 completed · Implement fixture samples', suffix: null })
+    expect(todoRowSummary(parallel, true)).toEqual({
+      summary: '1/4 completed · Implement fixture samples',
+      suffix: null,
+    })
   })
 })
 
@@ -37,19 +52,32 @@ describe('parsing untrusted shapes', () => {
   test('todo_write arguments: anything but { todos: [{ content, status }] } is null', () => {
     expect(parseTodoArgs(JSON.stringify({ todos: parallel }))).toEqual(parallel)
     expect(parseTodoArgs({ todos: [] })).toEqual([])
-    for (const raw of ['', '{', 'null', '[]', '"x"', '{"todos":{}}', '{"todos":[null]}', '{"todos":["a"]}', '{"todos":[{"content":1,"status":"pending"}]}', '{"todos":[{"content":"a","status":"done"}]}']) {
+    for (const raw of [
+      '',
+      '{',
+      'null',
+      '[]',
+      '"x"',
+      '{"todos":{}}',
+      '{"todos":[null]}',
+      '{"todos":["a"]}',
+      '{"todos":[{"content":1,"status":"pending"}]}',
+      '{"todos":[{"content":"a","status":"done"}]}',
+    ]) {
       expect(parseTodoArgs(raw), raw).toBeNull()
     }
   })
 
   test('subagentPlans: well-formed runs are kept, the rest skipped', () => {
-    expect(parseSubagentPlans({
-      a: { sessionId: 's', description: 'd', status: 'running', todos: null },
-      b: { todos: parallel },
-      c: parallel,
-      d: { todos: [{ content: 'x' }] },
-      e: 'nope',
-    })).toEqual({
+    expect(
+      parseSubagentPlans({
+        a: { sessionId: 's', description: 'd', status: 'running', todos: null },
+        b: { todos: parallel },
+        c: parallel,
+        d: { todos: [{ content: 'x' }] },
+        e: 'nope',
+      }),
+    ).toEqual({
       a: { sessionId: 's', description: 'd', status: 'running', todos: null },
       b: { todos: parallel },
       c: { todos: parallel },

@@ -8,10 +8,21 @@ import { highlight } from '../src/client/markdown/highlight.ts'
 import { Markdown, safeHref } from '../src/client/markdown/Markdown.tsx'
 import { foldUsage, type TranscriptItem } from '../src/client/store.ts'
 
-function toolItem(name: string, args: unknown, result?: { isError: boolean; text: string }, title?: string): Extract<TranscriptItem, { kind: 'tool' }> {
+function toolItem(
+  name: string,
+  args: unknown,
+  result?: { isError: boolean; text: string },
+  title?: string,
+): Extract<TranscriptItem, { kind: 'tool' }> {
   return {
-    kind: 'tool', key: 'e1', seq: 1, callId: 'c1', name, arguments: JSON.stringify(args),
-    ...(result ? { result } : {}), ...(title ? { view: { title, kind: 'other' } } : {}),
+    kind: 'tool',
+    key: 'e1',
+    seq: 1,
+    callId: 'c1',
+    name,
+    arguments: JSON.stringify(args),
+    ...(result ? { result } : {}),
+    ...(title ? { view: { title, kind: 'other' } } : {}),
   }
 }
 
@@ -21,13 +32,32 @@ function dom(html: string): Document {
 
 describe('Markdown', () => {
   const TEXT = [
-    '# Title', '', 'Some **bold**, *em* and `code`.', '', '- one', '- two', '', '1. first', '',
-    '> quoted', '', '| a | b |', '|---|---|', '| 1 | 2 |', '',
-    '[site](https://example.com) [bad](javascript:alert(1)) [rel](api/session.list) [mail](mailto:a@b.c)', '',
-    '![pic](https://example.com/x.png)', '',
-    '<img src=x onerror=alert(1)> <script>alert(2)</script>', '',
-    '<div onclick="x()">block html</div>', '',
-    '```ts', 'const a = 1', '```',
+    '# Title',
+    '',
+    'Some **bold**, *em* and `code`.',
+    '',
+    '- one',
+    '- two',
+    '',
+    '1. first',
+    '',
+    '> quoted',
+    '',
+    '| a | b |',
+    '|---|---|',
+    '| 1 | 2 |',
+    '',
+    '[site](https://example.com) [bad](javascript:alert(1)) [rel](api/session.list) [mail](mailto:a@b.c)',
+    '',
+    '![pic](https://example.com/x.png)',
+    '',
+    '<img src=x onerror=alert(1)> <script>alert(2)</script>',
+    '',
+    '<div onclick="x()">block html</div>',
+    '',
+    '```ts',
+    'const a = 1',
+    '```',
   ].join('\n')
   const doc = dom(renderToStaticMarkup(<Markdown text={TEXT} />))
 
@@ -48,7 +78,11 @@ describe('Markdown', () => {
 
   test('keeps only http(s) and mailto links, opened in a new tab without opener or referrer', () => {
     const links = [...doc.querySelectorAll('a')]
-    expect(links.map((a) => a.getAttribute('href'))).toEqual(['https://example.com', 'mailto:a@b.c', 'https://example.com/x.png'])
+    expect(links.map((a) => a.getAttribute('href'))).toEqual([
+      'https://example.com',
+      'mailto:a@b.c',
+      'https://example.com/x.png',
+    ])
     for (const a of links) {
       expect(a.getAttribute('target')).toBe('_blank')
       expect(a.getAttribute('rel')).toBe('noopener noreferrer')
@@ -97,8 +131,15 @@ describe('highlight', () => {
 // The edit tool's result format (packages/fs/src/edit.ts): summary, --- / +++ headers, then hunks.
 const EDIT_RESULT = [
   'Edited src/a.ts: 1 replacement at line 3 (+2 -1 lines).',
-  '--- src/a.ts', '+++ src/a.ts',
-  '@@ -1,4 +1,5 @@', ' one', ' two', '-three', '+THREE', '+three and a half', ' four',
+  '--- src/a.ts',
+  '+++ src/a.ts',
+  '@@ -1,4 +1,5 @@',
+  ' one',
+  ' two',
+  '-three',
+  '+THREE',
+  '+three and a half',
+  ' four',
   '\\ No newline at end of file',
 ].join('\n')
 
@@ -122,8 +163,19 @@ describe('parseUnifiedDiff', () => {
   })
 
   test('numbers each hunk from its own header, and keeps the tool\'s "not shown" line as a note', () => {
-    const text = ['Edited a: 2 replacements at lines 10, 40 (+2 -2 lines).', '--- a', '+++ a',
-      '@@ -10,1 +10,1 @@', '-x', '+y', '@@ -40,2 +40,2 @@', ' same', '-p', '+q', '… 3 more diff lines not shown'].join('\n')
+    const text = [
+      'Edited a: 2 replacements at lines 10, 40 (+2 -2 lines).',
+      '--- a',
+      '+++ a',
+      '@@ -10,1 +10,1 @@',
+      '-x',
+      '+y',
+      '@@ -40,2 +40,2 @@',
+      ' same',
+      '-p',
+      '+q',
+      '… 3 more diff lines not shown',
+    ].join('\n')
     const rows = parseUnifiedDiff(text)!.rows
     expect(rows.find((row) => row.kind === 'del')).toEqual({ kind: 'del', text: 'x', oldLine: 10 })
     expect(rows.filter((row) => row.kind === 'add').map((row) => row.kind === 'add' && row.newLine)).toEqual([10, 41])
@@ -137,7 +189,10 @@ describe('parseUnifiedDiff', () => {
   })
 
   test('a created file is all added lines numbered from 1', () => {
-    expect(addedRows('a\nb\n')).toEqual([{ kind: 'add', text: 'a', newLine: 1 }, { kind: 'add', text: 'b', newLine: 2 }])
+    expect(addedRows('a\nb\n')).toEqual([
+      { kind: 'add', text: 'a', newLine: 1 },
+      { kind: 'add', text: 'b', newLine: 2 },
+    ])
     expect(addedRows('')).toEqual([])
   })
 })
@@ -154,25 +209,61 @@ describe('tool rows', () => {
   })
 
   test('an edit result renders coloured diff rows without a click, collapsed past 40 rows', () => {
-    const doc = dom(renderToStaticMarkup(<ToolRow item={toolItem('edit', { path: 'src/a.ts' }, { isError: false, text: EDIT_RESULT })} />))
+    const doc = dom(
+      renderToStaticMarkup(
+        <ToolRow item={toolItem('edit', { path: 'src/a.ts' }, { isError: false, text: EDIT_RESULT })} />,
+      ),
+    )
     const diff = doc.querySelector('[data-testid="diff"]')!
     expect(diff.closest('details')).toBeNull() // outside the collapsed body
     expect(diff.querySelectorAll('tr.diff-add').length).toBe(2)
     expect(diff.querySelectorAll('tr.diff-del').length).toBe(1)
-    expect([...diff.querySelector('tr.diff-del')!.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['3', '', '-three'])
+    expect([...diff.querySelector('tr.diff-del')!.querySelectorAll('td')].map((td) => td.textContent)).toEqual([
+      '3',
+      '',
+      '-three',
+    ])
     expect(doc.querySelector('[data-testid="diff-toggle"]')).toBeNull()
 
-    const long = ['Edited b: 1 replacement at line 1 (+45 -0 lines).', '--- b', '+++ b', '@@ -1,0 +1,45 @@', ...Array.from({ length: 45 }, (_, i) => `+line ${i}`)].join('\n')
-    const collapsed = dom(renderToStaticMarkup(<ToolRow item={toolItem('edit', { path: 'b' }, { isError: false, text: long })} />))
+    const long = [
+      'Edited b: 1 replacement at line 1 (+45 -0 lines).',
+      '--- b',
+      '+++ b',
+      '@@ -1,0 +1,45 @@',
+      ...Array.from({ length: 45 }, (_, i) => `+line ${i}`),
+    ].join('\n')
+    const collapsed = dom(
+      renderToStaticMarkup(<ToolRow item={toolItem('edit', { path: 'b' }, { isError: false, text: long })} />),
+    )
     expect(collapsed.querySelectorAll('tr.diff-row').length).toBe(40)
     expect(collapsed.querySelector('[data-testid="diff-toggle"]')?.textContent).toBe('Show all 46 lines')
   })
 
   test('a write that created a file shows its content as added lines; an overwrite shows the summary', () => {
-    const created = dom(renderToStaticMarkup(<ToolRow item={toolItem('write', { path: 'n.txt', content: 'x\ny\n' }, { isError: false, text: 'Created n.txt: 4 bytes, 2 lines.' })} />))
+    const created = dom(
+      renderToStaticMarkup(
+        <ToolRow
+          item={toolItem(
+            'write',
+            { path: 'n.txt', content: 'x\ny\n' },
+            { isError: false, text: 'Created n.txt: 4 bytes, 2 lines.' },
+          )}
+        />,
+      ),
+    )
     expect(created.querySelectorAll('tr.diff-add').length).toBe(2)
     expect(created.querySelector('.diff-note')?.textContent).toBe('Created n.txt: 4 bytes, 2 lines.')
-    const over = dom(renderToStaticMarkup(<ToolRow item={toolItem('write', { path: 'n.txt', content: 'x' }, { isError: false, text: 'Overwrote n.txt: 1 byte, 1 line.' })} />))
+    const over = dom(
+      renderToStaticMarkup(
+        <ToolRow
+          item={toolItem(
+            'write',
+            { path: 'n.txt', content: 'x' },
+            { isError: false, text: 'Overwrote n.txt: 1 byte, 1 line.' },
+          )}
+        />,
+      ),
+    )
     expect(over.querySelectorAll('tr').length).toBe(0)
     expect(over.querySelector('.diff-note')?.textContent).toBe('Overwrote n.txt: 1 byte, 1 line.')
   })
@@ -184,7 +275,9 @@ describe('tool rows', () => {
     'partial output\n[cancelled by the user]',
   ])('a cancelled call reads cancelled, not error: %j', (text) => {
     expect(isCancelledResult(text)).toBe(true)
-    const doc = dom(renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'sleep 9' }, { isError: true, text })} />))
+    const doc = dom(
+      renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'sleep 9' }, { isError: true, text })} />),
+    )
     expect(doc.querySelector('[data-testid="tool-row"]')!.getAttribute('data-state')).toBe('cancelled')
     expect(doc.querySelector('[data-testid="tool-cancelled"]')?.textContent).toBe('cancelled')
     expect(doc.querySelector('[data-testid="tool-error"]')).toBeNull()
@@ -193,7 +286,9 @@ describe('tool rows', () => {
   test('an error shows its first line in the row, with a toggle for the whole text', () => {
     expect(isCancelledResult('Error: exit code 1\n[exit code 1 · 0.1 s]')).toBe(false)
     const text = 'Error: first line\nsecond line\nthird line'
-    const doc = dom(renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'x' }, { isError: true, text })} />))
+    const doc = dom(
+      renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'x' }, { isError: true, text })} />),
+    )
     expect(doc.querySelector('[data-testid="tool-row"]')!.getAttribute('data-state')).toBe('error')
     const error = doc.querySelector('[data-testid="tool-error"]')!
     expect(error.closest('details')).toBeNull()
@@ -208,16 +303,30 @@ describe('tool rows', () => {
     const preview = running.querySelector('[data-testid="tool-preview"]')!
     expect(preview.closest('details')).toBeNull()
     expect(preview.textContent).toBe('line 6\nline 7\nline 8\nline 9')
-    const done = dom(renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'x' }, { isError: false, text: `${output}\n[exit code 0 · 0.1 s]` })} />))
-    expect(done.querySelector('[data-testid="tool-preview"]')?.textContent).toBe('line 7\nline 8\nline 9\n[exit code 0 · 0.1 s]')
+    const done = dom(
+      renderToStaticMarkup(
+        <ToolRow
+          item={toolItem('bash', { command: 'x' }, { isError: false, text: `${output}\n[exit code 0 · 0.1 s]` })}
+        />,
+      ),
+    )
+    expect(done.querySelector('[data-testid="tool-preview"]')?.textContent).toBe(
+      'line 7\nline 8\nline 9\n[exit code 0 · 0.1 s]',
+    )
   })
 })
 
 describe('usage', () => {
   test('sums input and output over replies; the context is the latest reply', () => {
-    const reply = (seq: number, usage?: { input: number; output: number }) => ({
-      event: { seq, ts: 0, type: 'assistant/message', data: { turn: 1, step: 1, message: { role: 'assistant', content: [] }, ...(usage ? { usage } : {}) } },
-    }) as never
+    const reply = (seq: number, usage?: { input: number; output: number }) =>
+      ({
+        event: {
+          seq,
+          ts: 0,
+          type: 'assistant/message',
+          data: { turn: 1, step: 1, message: { role: 'assistant', content: [] }, ...(usage ? { usage } : {}) },
+        },
+      }) as never
     let usage = foldUsage({ total: 0 }, reply(1, { input: 100, output: 20 }))
     usage = foldUsage(usage, reply(2))
     usage = foldUsage(usage, reply(3, { input: 150, output: 10 }))

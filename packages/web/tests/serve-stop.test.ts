@@ -11,9 +11,14 @@ import { exitOf, serve } from './serve-support.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-stop-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-beforeAll(async () => { await ensureClientBuilt() }, 120_000)
+beforeAll(async () => {
+  await ensureClientBuilt()
+}, 120_000)
 let leftovers: number[] = []
-afterEach(() => { killQuietly(leftovers); leftovers = [] })
+afterEach(() => {
+  killQuietly(leftovers)
+  leftovers = []
+})
 
 const SLEEPERS = "sleep 300 & echo $! > pids; setsid sh -c 'echo $$ >> pids; exec sleep 300' & wait"
 
@@ -24,20 +29,38 @@ describe('keel serve stopped by a signal during a turn', () => {
       const cwd = join(dir, 'cwd')
       mkdirSync(cwd, { recursive: true })
       const script = join(dir, 'script.json')
-      writeFileSync(script, JSON.stringify({ steps: [{ toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] }, { text: 'never' }] }))
+      writeFileSync(
+        script,
+        JSON.stringify({
+          steps: [{ toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] }, { text: 'never' }],
+        }),
+      )
       const home = join(dir, 'home')
       // yolo: no one answers an ask here, and unsandboxed the pids the commands record are the host's.
-      const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', cwd], { KEEL_HOME: home, KEEL_MODE: 'yolo' }, cwd)
+      const served = await serve(
+        ['--port', '0', '--model', `scripted/${script}`, '--cwd', cwd],
+        { KEEL_HOME: home, KEEL_MODE: 'yolo' },
+        cwd,
+      )
       try {
-        const rpc = async (method: string, params: unknown) => (await (await fetch(`${served.origin}/api/${method}`, {
-          method: 'POST', body: JSON.stringify(params), headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
-        })).json()) as { ok: boolean; value: any }
+        const rpc = async (method: string, params: unknown) =>
+          (await (
+            await fetch(`${served.origin}/api/${method}`, {
+              method: 'POST',
+              body: JSON.stringify(params),
+              headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
+            })
+          ).json()) as { ok: boolean; value: any }
         const created = await rpc('session.create', {})
         expect(created.ok).toBe(true)
         const id = created.value.session.id as string
         expect((await rpc('session.prompt', { sessionId: id, text: 'sleep' })).ok).toBe(true)
         const file = join(cwd, 'pids')
-        await waitFor(() => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2, 'the sleepers to start', 20_000)
+        await waitFor(
+          () => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2,
+          'the sleepers to start',
+          20_000,
+        )
         const pids = pidsIn(readFileSync(file, 'utf8'))
         leftovers.push(...pids)
         expect(pids.every(alive)).toBe(true)
@@ -46,7 +69,11 @@ describe('keel serve stopped by a signal during a turn', () => {
         await waitUntilGone(pids)
         const sessions = join(home, 'sessions')
         const log = join(sessions, readdirSync(sessions)[0]!, `${id}.jsonl`)
-        const events = readFileSync(log, 'utf8').trim().split('\n').slice(1).map((line) => JSON.parse(line))
+        const events = readFileSync(log, 'utf8')
+          .trim()
+          .split('\n')
+          .slice(1)
+          .map((line) => JSON.parse(line))
         expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
         expect(events.filter((event) => event.type === 'tool/result')).toHaveLength(1)
       } finally {

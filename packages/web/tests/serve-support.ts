@@ -20,11 +20,17 @@ export interface RunOptions {
   maxOpenFiles?: number
 }
 
-export function runKeel(args: string[], env: Record<string, string>, cwd: string, options: RunOptions = {}): ChildProcess {
+export function runKeel(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  options: RunOptions = {},
+): ChildProcess {
   const argv = [process.execPath, join(REPO, 'bin/keel.js'), ...args]
-  const [file, ...rest] = options.maxOpenFiles === undefined
-    ? argv
-    : ['bash', '-c', `ulimit -n ${options.maxOpenFiles} && exec "$@"`, 'bash', ...argv]
+  const [file, ...rest] =
+    options.maxOpenFiles === undefined
+      ? argv
+      : ['bash', '-c', `ulimit -n ${options.maxOpenFiles} && exec "$@"`, 'bash', ...argv]
   return spawn(file!, rest, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
@@ -35,19 +41,36 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
   })
 }
 
-export async function serve(args: string[], env: Record<string, string>, cwd: string, timeoutMs = 60_000, options: RunOptions = {}): Promise<Served> {
+export async function serve(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  timeoutMs = 60_000,
+  options: RunOptions = {},
+): Promise<Served> {
   const child = runKeel(['serve', ...args], env, cwd, options)
   let out = ''
   let err = ''
-  child.stderr!.on('data', (chunk) => { err += chunk })
+  child.stderr!.on('data', (chunk) => {
+    err += chunk
+  })
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`keel serve printed no URL within ${timeoutMs} ms; stderr:\n${err}`)) }, timeoutMs)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`keel serve printed no URL within ${timeoutMs} ms; stderr:\n${err}`))
+    }, timeoutMs)
     child.stdout!.on('data', (chunk) => {
       out += chunk
       const match = /Keel web UI: (http:\/\/\S+)/.exec(out)
-      if (match) { clearTimeout(timer); resolve(match[1]!) }
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1]!)
+      }
     })
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited with ${code}; stderr:\n${err}`)) })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`keel serve exited with ${code}; stderr:\n${err}`))
+    })
   })
   const parsed = new URL(url)
   return {
@@ -72,13 +95,16 @@ export async function serve(args: string[], env: Record<string, string>, cwd: st
  * `path` and returned.
  */
 export function writeComposition(path: string, extra: readonly string[]): string {
-  writeFileSync(path, [
-    "- { id: session, name: '@keel/session' }",
-    "- { id: llm, name: '@keel/llm' }",
-    "- { id: tools, name: '@keel/tools' }",
-    "- { id: agent, name: '@keel/agent' }",
-    "- { id: shell, name: '@keel/shell' }",
-    ...extra,
-  ].join('\n') + '\n')
+  writeFileSync(
+    path,
+    [
+      "- { id: session, name: '@keel/session' }",
+      "- { id: llm, name: '@keel/llm' }",
+      "- { id: tools, name: '@keel/tools' }",
+      "- { id: agent, name: '@keel/agent' }",
+      "- { id: shell, name: '@keel/shell' }",
+      ...extra,
+    ].join('\n') + '\n',
+  )
   return path
 }

@@ -33,7 +33,11 @@ test('the built client is fresh, and dated to its sources so it never makes the 
 
 describe('keel serve (the real binary)', () => {
   test('listens on 127.0.0.1, prints a URL with a token, serves the page, answers the API only with the token, stops on SIGINT', async () => {
-    const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    const served = await serve(
+      ['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: home },
+      scratch,
+    )
     try {
       const url = new URL(served.url)
       expect(url.hostname).toBe('127.0.0.1')
@@ -45,16 +49,26 @@ describe('keel serve (the real binary)', () => {
       expect(await page.text()).toContain('<div id="root"></div>')
       const denied = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}' })
       expect(denied.status).toBe(401)
-      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
+      const listed = await fetch(`${served.origin}/api/session.list`, {
+        method: 'POST',
+        body: '{}',
+        headers: { authorization: `Bearer ${served.token}` },
+      })
       expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch, all: false } })
       // The printed URL: the token becomes a cookie, and the query token alone opens nothing.
       const first = await fetch(served.url, { redirect: 'manual' })
       expect(first.status).toBe(303)
       const cookie = first.headers.get('set-cookie')!.split(';')[0]!
       expect(cookie).toBe(`keel_token_${url.port}=${served.token}`)
-      const withCookie = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { cookie } })
+      const withCookie = await fetch(`${served.origin}/api/session.list`, {
+        method: 'POST',
+        body: '{}',
+        headers: { cookie },
+      })
       expect(withCookie.status).toBe(200)
-      expect((await fetch(`${served.origin}/api/session.list?token=${served.token}`, { method: 'POST', body: '{}' })).status).toBe(401)
+      expect(
+        (await fetch(`${served.origin}/api/session.list?token=${served.token}`, { method: 'POST', body: '{}' })).status,
+      ).toBe(401)
     } finally {
       expect(await served.stop()).toBe(0)
     }
@@ -62,9 +76,17 @@ describe('keel serve (the real binary)', () => {
   })
 
   test('--all serves every working directory and says so', async () => {
-    const served = await serve(['--port', '0', '--all', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    const served = await serve(
+      ['--port', '0', '--all', '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: home },
+      scratch,
+    )
     try {
-      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
+      const listed = await fetch(`${served.origin}/api/session.list`, {
+        method: 'POST',
+        body: '{}',
+        headers: { authorization: `Bearer ${served.token}` },
+      })
       expect(await listed.json()).toMatchObject({ ok: true, value: { all: true } })
     } finally {
       expect(await served.stop()).toBe(0)
@@ -72,34 +94,73 @@ describe('keel serve (the real binary)', () => {
     expect(served.stderr()).toContain('keel: serving the sessions of every working directory (--all)')
   })
 
-  test('--resume of another directory\'s session is refused with one line unless --all', async () => {
+  test("--resume of another directory's session is refused with one line unless --all", async () => {
     const elsewhere = join(scratch, 'elsewhere')
     const id = '11111111-2222-4333-8444-555555555555'
     const path = sessionPath(elsewhere, id, home)
     mkdirSync(dirname(path), { recursive: true })
-    writeFileSync(path, JSON.stringify({ type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: Date.now(), cwd: elsewhere }) + '\n')
-    const child = runKeel(['serve', '--port', '0', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    writeFileSync(
+      path,
+      JSON.stringify({ type: 'session', version: SESSION_FORMAT_VERSION, id, createdAt: Date.now(), cwd: elsewhere }) +
+        '\n',
+    )
+    const child = runKeel(
+      ['serve', '--port', '0', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: home },
+      scratch,
+    )
     let err = ''
-    child.stderr!.on('data', (chunk) => { err += chunk })
+    child.stderr!.on('data', (chunk) => {
+      err += chunk
+    })
     expect(await exitOf(child)).toBe(2) // like the other refused serve flags
-    expect(err.trim().split('\n')).toEqual([expect.stringContaining(`--resume: session ${id} belongs to ${elsewhere}, not ${scratch}; serve from there, or add --all`)])
-    const served = await serve(['--port', '0', '--all', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: home }, scratch)
+    expect(err.trim().split('\n')).toEqual([
+      expect.stringContaining(
+        `--resume: session ${id} belongs to ${elsewhere}, not ${scratch}; serve from there, or add --all`,
+      ),
+    ])
+    const served = await serve(
+      ['--port', '0', '--all', '--resume', id, '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: home },
+      scratch,
+    )
     try {
       expect(served.url).toContain(`#s=${id}`)
       // Answering means the server is past start-up (its SIGINT handler is installed after the URL is printed).
-      const listed = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${served.token}` } })
-      expect(await listed.json()).toMatchObject({ ok: true, value: { sessions: [expect.objectContaining({ id, cwd: elsewhere })] } })
+      const listed = await fetch(`${served.origin}/api/session.list`, {
+        method: 'POST',
+        body: '{}',
+        headers: { authorization: `Bearer ${served.token}` },
+      })
+      expect(await listed.json()).toMatchObject({
+        ok: true,
+        value: { sessions: [expect.objectContaining({ id, cwd: elsewhere })] },
+      })
     } finally {
       expect(await served.stop()).toBe(0)
     }
   })
 
   test('under ulimit -n 200, 300 sessions created over the API all work (idle ones are closed, not leaked)', async () => {
-    const served = await serve(['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch], { KEEL_HOME: join(scratch, 'home-ulimit') }, scratch, 60_000, { maxOpenFiles: 200 })
+    const served = await serve(
+      ['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: join(scratch, 'home-ulimit') },
+      scratch,
+      60_000,
+      { maxOpenFiles: 200 },
+    )
     try {
       const call = async (method: string, params: unknown) => {
-        const response = await fetch(`${served.origin}/api/${method}`, { method: 'POST', body: JSON.stringify(params), headers: { authorization: `Bearer ${served.token}` } })
-        return response.json() as Promise<{ ok: boolean; value?: { session?: { id: string } }; error?: { message: string } }>
+        const response = await fetch(`${served.origin}/api/${method}`, {
+          method: 'POST',
+          body: JSON.stringify(params),
+          headers: { authorization: `Bearer ${served.token}` },
+        })
+        return response.json() as Promise<{
+          ok: boolean
+          value?: { session?: { id: string } }
+          error?: { message: string }
+        }>
       }
       const ids: string[] = []
       for (let i = 0; i < 300; i++) {
@@ -115,10 +176,18 @@ describe('keel serve (the real binary)', () => {
   }, 120_000)
 
   test('--host 0.0.0.0 is refused with one line', async () => {
-    const child = runKeel(['serve', '--host', '0.0.0.0', '--model', `scripted/${script}`], { KEEL_HOME: home, KEEL_SERVE_ALLOW_REMOTE: '' }, scratch)
+    const child = runKeel(
+      ['serve', '--host', '0.0.0.0', '--model', `scripted/${script}`],
+      { KEEL_HOME: home, KEEL_SERVE_ALLOW_REMOTE: '' },
+      scratch,
+    )
     let err = ''
-    child.stderr!.on('data', (chunk) => { err += chunk })
+    child.stderr!.on('data', (chunk) => {
+      err += chunk
+    })
     expect(await exitOf(child)).toBe(2)
-    expect(err.trim().split('\n')).toEqual([expect.stringMatching(/^keel: refusing to serve on 0\.0\.0\.0: it is not a loopback address/)])
+    expect(err.trim().split('\n')).toEqual([
+      expect.stringMatching(/^keel: refusing to serve on 0\.0\.0\.0: it is not a loopback address/),
+    ])
   })
 })

@@ -27,9 +27,13 @@ class LogSource implements HistorySource {
   async history(params: HistoryParams): Promise<HistoryPage> {
     this.calls.push(params)
     await this.gate
-    const page = pageOfEvents(this.session.events, { beforeSeq: params.beforeSeq, maxMessages: params.maxMessages ?? 50 })
+    const page = pageOfEvents(this.session.events, {
+      beforeSeq: params.beforeSeq,
+      maxMessages: params.maxMessages ?? 50,
+    })
     const out: HistoryPage = { events: page.events.map((event) => ({ event })), hasMore: page.hasMore }
-    if (params.beforeSeq === undefined) out.projections = { asOfSeq: this.session.seq - 1, values: { todos: standingPlan(this.session.events) } }
+    if (params.beforeSeq === undefined)
+      out.projections = { asOfSeq: this.session.seq - 1, values: { todos: standingPlan(this.session.events) } }
     return this.bend ? this.bend(out, params) : out
   }
 
@@ -46,14 +50,41 @@ function longTurn(session: Session, turn: number, plan: TodoItem[]): void {
   session.append('turn/start', { turn, trigger: 'prompt' })
   session.append('step/start', { turn, step: 1 })
   session.append('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'go' }] } }, append)
-  session.append('assistant/message', { turn, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: `w${turn}`, name: 'todo_write', arguments: JSON.stringify({ todos: plan }) }] } }, append)
-  session.append('tool/call', { turn, step: 1, callId: `w${turn}`, name: 'todo_write', arguments: JSON.stringify({ todos: plan }) })
+  session.append(
+    'assistant/message',
+    {
+      turn,
+      step: 1,
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', id: `w${turn}`, name: 'todo_write', arguments: JSON.stringify({ todos: plan }) },
+        ],
+      },
+    },
+    append,
+  )
+  session.append('tool/call', {
+    turn,
+    step: 1,
+    callId: `w${turn}`,
+    name: 'todo_write',
+    arguments: JSON.stringify({ todos: plan }),
+  })
   session.append('todo/write', { todos: plan })
-  session.append('tool/result', { turn, step: 1, callId: `w${turn}`, content: [{ type: 'text', text: 'ok' }], isError: false }, append)
+  session.append(
+    'tool/result',
+    { turn, step: 1, callId: `w${turn}`, content: [{ type: 'text', text: 'ok' }], isError: false },
+    append,
+  )
   session.append('step/end', { turn, step: 1 })
   for (let step = 2; step <= 5; step++) {
     session.append('step/start', { turn, step })
-    session.append('assistant/message', { turn, step, message: { role: 'assistant', content: [{ type: 'text', text: `step ${step}` }] } }, append)
+    session.append(
+      'assistant/message',
+      { turn, step, message: { role: 'assistant', content: [{ type: 'text', text: `step ${step}` }] } },
+      append,
+    )
     session.append('step/end', { turn, step })
   }
 }
@@ -61,7 +92,9 @@ function longTurn(session: Session, turn: number, plan: TodoItem[]): void {
 function tailHasNoPlanEvents(store: ConversationStore, session: Session): void {
   const first = store.getSnapshot().firstSeq
   expect(first).toBeGreaterThan(0)
-  expect(session.events.slice(first).some((event) => event.type === 'todo/write' || event.type === 'turn/start')).toBe(false)
+  expect(session.events.slice(first).some((event) => event.type === 'todo/write' || event.type === 'turn/start')).toBe(
+    false,
+  )
 }
 
 describe('ConversationStore: the plan', () => {
@@ -72,7 +105,9 @@ describe('ConversationStore: the plan', () => {
     await store.open()
     expect(store.getSnapshot().todos).toEqual([])
     const live = new Session(header(ID))
-    const feed = (from: number) => { for (const event of live.events.slice(from)) store.accept(frame(event)) }
+    const feed = (from: number) => {
+      for (const event of live.events.slice(from)) store.accept(frame(event))
+    }
     appendTurn(live, 1, { plan: PLAN })
     feed(0)
     expect(store.getSnapshot().todos).toEqual(PLAN)
@@ -89,7 +124,8 @@ describe('ConversationStore: the plan', () => {
     const list: readonly TodoItem[] = PLAN
     const session = new Session(header())
     appendTurn(session, 1)
-    for (const event of session.events.filter((e) => e.type !== 'turn/start')) expect(foldTodos(list, { event })).toBe(list)
+    for (const event of session.events.filter((e) => e.type !== 'turn/start'))
+      expect(foldTodos(list, { event })).toBe(list)
   })
 
   test('a tail page whose window does not reach the write is seeded from its projection', async () => {
@@ -108,8 +144,14 @@ describe('ConversationStore: the plan', () => {
     for (const bent of [
       (page: HistoryPage) => ({ ...page, projections: undefined }),
       (page: HistoryPage) => ({ ...page, projections: { asOfSeq: page.projections!.asOfSeq, values: {} } }),
-      (page: HistoryPage) => ({ ...page, projections: { asOfSeq: page.projections!.asOfSeq, values: { todos: null } } }),
-      (page: HistoryPage) => ({ ...page, projections: { asOfSeq: page.projections!.asOfSeq, values: { todos: [{ content: 1 }] as never } } }),
+      (page: HistoryPage) => ({
+        ...page,
+        projections: { asOfSeq: page.projections!.asOfSeq, values: { todos: null } },
+      }),
+      (page: HistoryPage) => ({
+        ...page,
+        projections: { asOfSeq: page.projections!.asOfSeq, values: { todos: [{ content: 1 }] as never } },
+      }),
     ]) {
       const source = new LogSource(session)
       source.bend = bent
@@ -131,7 +173,8 @@ describe('ConversationStore: the plan', () => {
     const seeded = store.getSnapshot().todos
     expect(seeded).toEqual(PLAN)
     // An older page that (wrongly) carries a projection must not move the plan; nor do the writes and turn starts in it.
-    source.bend = (page, params) => (params.beforeSeq !== undefined ? { ...page, projections: { asOfSeq: 0, values: { todos: planFor(9) } } } : page)
+    source.bend = (page, params) =>
+      params.beforeSeq !== undefined ? { ...page, projections: { asOfSeq: 0, values: { todos: planFor(9) } } } : page
     let rounds = 0
     while (store.getSnapshot().hasMore) {
       const before = store.getSnapshot()
@@ -188,7 +231,9 @@ describe('ConversationStore: live events', () => {
     appendTurn(session, 1)
     const source = new LogSource(session)
     let release!: () => void
-    source.gate = new Promise((done) => { release = done })
+    source.gate = new Promise((done) => {
+      release = done
+    })
     const store = new ConversationStore(ID, source)
     const opening = store.open()
     await waitFor(() => source.calls.length === 1, 'request')
@@ -244,26 +289,75 @@ describe('ConversationStore: live events', () => {
     const append = { surfaceOp: { op: 'append' } } as const
     parent.append('turn/start', { turn: 1, trigger: 'prompt' })
     parent.append('step/start', { turn: 1, step: 1 })
-    parent.append('assistant/message', { turn: 1, step: 1, message: { role: 'assistant', content: [{ type: 'tool-call', id: 't1', name: 'task', arguments: '{}' }] } }, append)
-    parent.append('tool/call', { turn: 1, step: 1, callId: 't1', name: 'task', arguments: '{"description":"sub","prompt":"x"}' })
+    parent.append(
+      'assistant/message',
+      {
+        turn: 1,
+        step: 1,
+        message: { role: 'assistant', content: [{ type: 'tool-call', id: 't1', name: 'task', arguments: '{}' }] },
+      },
+      append,
+    )
+    parent.append('tool/call', {
+      turn: 1,
+      step: 1,
+      callId: 't1',
+      name: 'task',
+      arguments: '{"description":"sub","prompt":"x"}',
+    })
     const raw = parent.events.map((event) => ({ ...event }) as Record<string, unknown>)
-    raw.push({ type: 'subagent/start', seq: raw.length, time: 0, data: { callId: 't1', sessionId: 'child-1', description: 'sub' } })
-    raw.push({ type: 'subagent/end', seq: raw.length, time: 0, data: { callId: 't1', sessionId: 'child-1', reason: 'completed', todos: PLAN } })
-    const other = new ConversationStore(ID, { history: async () => ({ events: raw.map((event) => ({ event: event as unknown as SessionEvent })), hasMore: false }) })
+    raw.push({
+      type: 'subagent/start',
+      seq: raw.length,
+      time: 0,
+      data: { callId: 't1', sessionId: 'child-1', description: 'sub' },
+    })
+    raw.push({
+      type: 'subagent/end',
+      seq: raw.length,
+      time: 0,
+      data: { callId: 't1', sessionId: 'child-1', reason: 'completed', todos: PLAN },
+    })
+    const other = new ConversationStore(ID, {
+      history: async () => ({
+        events: raw.map((event) => ({ event: event as unknown as SessionEvent })),
+        hasMore: false,
+      }),
+    })
     await other.open()
     const task = other.getSnapshot().items.find((item) => item.kind === 'tool')
-    expect(task).toMatchObject({ name: 'task', run: { sessionId: 'child-1', description: 'sub', status: 'completed', todos: PLAN } })
+    expect(task).toMatchObject({
+      name: 'task',
+      run: { sessionId: 'child-1', description: 'sub', status: 'completed', todos: PLAN },
+    })
   })
 
   test('subagentPlans come from the tail projection and later projection frames, newest wins', async () => {
     const session = new Session(header(ID))
     appendTurn(session, 1)
     const source = new LogSource(session)
-    source.bend = (page) => ({ ...page, projections: { asOfSeq: session.seq - 1, values: { todos: null, subagentPlans: { c1: { sessionId: 's1', description: 'd', status: 'running', todos: PLAN } } } } })
+    source.bend = (page) => ({
+      ...page,
+      projections: {
+        asOfSeq: session.seq - 1,
+        values: {
+          todos: null,
+          subagentPlans: { c1: { sessionId: 's1', description: 'd', status: 'running', todos: PLAN } },
+        },
+      },
+    })
     const store = new ConversationStore(ID, source)
     await store.open()
-    expect(store.getSnapshot().subagentPlans).toEqual({ c1: { sessionId: 's1', description: 'd', status: 'running', todos: PLAN } })
-    store.accept({ type: 'session/projection', sessionId: ID, key: 'subagentPlans', value: { c1: { sessionId: 's1', status: 'completed', todos: null }, bad: { todos: 'x' } }, seq: session.seq - 1 })
+    expect(store.getSnapshot().subagentPlans).toEqual({
+      c1: { sessionId: 's1', description: 'd', status: 'running', todos: PLAN },
+    })
+    store.accept({
+      type: 'session/projection',
+      sessionId: ID,
+      key: 'subagentPlans',
+      value: { c1: { sessionId: 's1', status: 'completed', todos: null }, bad: { todos: 'x' } },
+      seq: session.seq - 1,
+    })
     expect(store.getSnapshot().subagentPlans).toEqual({ c1: { sessionId: 's1', status: 'completed', todos: null } })
     store.accept({ type: 'session/projection', sessionId: ID, key: 'subagentPlans', value: {}, seq: 0 })
     expect(Object.keys(store.getSnapshot().subagentPlans)).toEqual(['c1'])
@@ -278,12 +372,12 @@ describe('ConversationStore against the real host', () => {
   })
 
   test('live frames keep the plan; a fresh store (a reloaded page) gets it back from the tail page; the next turn clears it', async () => {
-    const f = fixture = await hostFixture([
+    const f = (fixture = await hostFixture([
       { toolCalls: [{ name: 'todo_write', arguments: { todos: PLAN } }] },
       ...[1, 2, 3].map((i) => ({ text: `step ${i}`, toolCalls: [{ name: 'no_such_tool', arguments: {} }] })),
       { text: 'Done.' },
       { text: 'Second turn.', delayMs: 30 },
-    ])
+    ]))
     const source: HistorySource = {
       history: async (params) => {
         const result = await f.host.call('session.history', params)
@@ -296,9 +390,17 @@ describe('ConversationStore against the real host', () => {
     const store = new ConversationStore(session.id, source, { pageMessages: 2 })
     await store.open()
     let fed = 0
-    const pump = () => { while (fed < stream.frames.length) store.accept(stream.frames[fed++]!) }
+    const pump = () => {
+      while (fed < stream.frames.length) store.accept(stream.frames[fed++]!)
+    }
     await f.ok('session.prompt', { sessionId: session.id, text: 'do the work' })
-    await waitFor(() => { pump(); return store.getSnapshot().items.some((item) => item.kind === 'assistant' && item.text === 'Done.') && !store.getSnapshot().running }, 'first turn in the store')
+    await waitFor(() => {
+      pump()
+      return (
+        store.getSnapshot().items.some((item) => item.kind === 'assistant' && item.text === 'Done.') &&
+        !store.getSnapshot().running
+      )
+    }, 'first turn in the store')
     expect(store.getSnapshot().todos).toEqual(PLAN)
     const todoRow = store.getSnapshot().items.find((item) => item.kind === 'tool' && item.name === 'todo_write')
     expect(todoRow).toMatchObject({ view: { title: 'Update plan' }, result: { isError: false } })
@@ -309,21 +411,30 @@ describe('ConversationStore against the real host', () => {
     expect(reloaded.getSnapshot().todos).toEqual(PLAN)
 
     await f.ok('session.prompt', { sessionId: session.id, text: 'next' })
-    await waitFor(() => { pump(); return store.getSnapshot().running }, 'second turn starts')
+    await waitFor(() => {
+      pump()
+      return store.getSnapshot().running
+    }, 'second turn starts')
     expect(store.getSnapshot().todos).toEqual([])
   })
 })
 
-describe('open tasks at a turn\'s end', () => {
+describe("open tasks at a turn's end", () => {
   test('a turn that ends with open tasks gets one notice naming them; a finished plan gets none', async () => {
     const session = new Session(header(ID))
     longTurn(session, 1, PLAN)
     session.append('turn/end', { turn: 1, reason: 'completed' })
-    longTurn(session, 2, PLAN.map((todo) => ({ ...todo, status: 'completed' as const })))
+    longTurn(
+      session,
+      2,
+      PLAN.map((todo) => ({ ...todo, status: 'completed' as const })),
+    )
     session.append('turn/end', { turn: 2, reason: 'completed' })
     const store = new ConversationStore(ID, new LogSource(session))
     await store.open()
     const notices = store.getSnapshot().items.filter((item) => item.kind === 'notice')
-    expect(notices).toEqual([expect.objectContaining({ tone: 'info', text: 'Turn ended with 2 open tasks: "Write the fix", "Run the tests"' })])
+    expect(notices).toEqual([
+      expect.objectContaining({ tone: 'info', text: 'Turn ended with 2 open tasks: "Write the fix", "Run the tests"' }),
+    ])
   })
 })

@@ -30,7 +30,9 @@ export function App() {
     return (
       <div className="gate" data-testid="gate">
         <h1>Keel</h1>
-        <p>Open the address that <code>keel serve</code> printed: it carries this server&apos;s access token.</p>
+        <p>
+          Open the address that <code>keel serve</code> printed: it carries this server&apos;s access token.
+        </p>
       </div>
     )
   }
@@ -47,14 +49,20 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [error, setError] = useState<string | null>(null)
   /** On narrow screens the session list is behind a button in the header. */
   const [navOpen, setNavOpen] = useState(false)
-  const store = useMemo(() => (selected ? new ConversationStore(selected, api, { pageMessages: pageMessages() }) : null), [selected, api])
+  const store = useMemo(
+    () => (selected ? new ConversationStore(selected, api, { pageMessages: pageMessages() }) : null),
+    [selected, api],
+  )
   const storeRef = useRef(store)
   storeRef.current = store
 
-  const fail = useCallback((err: unknown) => {
-    if (err instanceof ApiError && err.code === 'unauthorized') onUnauthorized()
-    else setError(err instanceof Error ? err.message : String(err))
-  }, [onUnauthorized])
+  const fail = useCallback(
+    (err: unknown) => {
+      if (err instanceof ApiError && err.code === 'unauthorized') onUnauthorized()
+      else setError(err instanceof Error ? err.message : String(err))
+    },
+    [onUnauthorized],
+  )
 
   const refresh = useCallback(() => {
     api.call('session.list', {}).then((value) => {
@@ -64,8 +72,12 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     }, fail)
   }, [api, fail])
 
-  useEffect(() => { refresh() }, [refresh])
-  useEffect(() => { void store?.open() }, [store])
+  useEffect(() => {
+    refresh()
+  }, [refresh])
+  useEffect(() => {
+    void store?.open()
+  }, [store])
 
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -108,33 +120,43 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     }
   }, [api, select, refresh, fail])
 
-  const send = useCallback(async (text: string): Promise<boolean> => {
-    setError(null)
-    const id = selected ?? (await create())
-    if (!id) return false
-    try {
-      await api.call('session.prompt', { sessionId: id, text })
-      refresh()
-      return true
-    } catch (err) {
-      fail(err)
-      return false
-    }
-  }, [api, selected, create, refresh, fail])
+  const send = useCallback(
+    async (text: string): Promise<boolean> => {
+      setError(null)
+      const id = selected ?? (await create())
+      if (!id) return false
+      try {
+        await api.call('session.prompt', { sessionId: id, text })
+        refresh()
+        return true
+      } catch (err) {
+        fail(err)
+        return false
+      }
+    },
+    [api, selected, create, refresh, fail],
+  )
 
   const cancel = useCallback(() => {
     if (selected) api.call('session.cancel', { sessionId: selected }).catch(fail)
   }, [api, selected, fail])
 
   // Any tab may answer; when another tab (or a cancelled turn) got there first the card just goes.
-  const answer = useCallback(async (ask: PermissionAsk, value: PermissionAnswer): Promise<void> => {
-    try {
-      const { accepted } = await api.call('permission.answer', { sessionId: ask.sessionId, callId: ask.callId, ...value })
-      if (!accepted) storeRef.current?.dropAsk(ask.sessionId, ask.callId)
-    } catch (err) {
-      fail(err)
-    }
-  }, [api, fail])
+  const answer = useCallback(
+    async (ask: PermissionAsk, value: PermissionAnswer): Promise<void> => {
+      try {
+        const { accepted } = await api.call('permission.answer', {
+          sessionId: ask.sessionId,
+          callId: ask.callId,
+          ...value,
+        })
+        if (!accepted) storeRef.current?.dropAsk(ask.sessionId, ask.callId)
+      } catch (err) {
+        fail(err)
+      }
+    },
+    [api, fail],
+  )
 
   const title = sessions.find((session) => session.id === selected)?.title
   return (
@@ -142,29 +164,57 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       <aside className="sidebar" id="sidebar">
         <div className="brand">
           <span className="brand-name">Keel</span>
-          <span className={`stream-state ${stream}`} title={stream === 'open' ? 'live' : stream === 'connecting' ? 'connecting…' : 'disconnected'} />
+          <span
+            className={`stream-state ${stream}`}
+            title={stream === 'open' ? 'live' : stream === 'connecting' ? 'connecting…' : 'disconnected'}
+          />
         </div>
-        <div className="cwd" title={cwd}>{shortPath(cwd)}</div>
+        <div className="cwd" title={cwd}>
+          {shortPath(cwd)}
+        </div>
         {all && (
           <div className="scope-banner" role="status" data-testid="all-banner">
             Serving the sessions of every working directory (<code>--all</code>); each runs in its own directory.
           </div>
         )}
-        <SessionList sessions={sessions} selected={selected} all={all} onSelect={select} onCreate={() => void create()} />
+        <SessionList
+          sessions={sessions}
+          selected={selected}
+          all={all}
+          onSelect={select}
+          onCreate={() => void create()}
+        />
       </aside>
       <main className="main">
         <header className="conversation-header">
-          <button type="button" className="nav-toggle" data-testid="nav-toggle" aria-controls="sidebar" aria-expanded={navOpen} onClick={() => setNavOpen(!navOpen)}>
+          <button
+            type="button"
+            className="nav-toggle"
+            data-testid="nav-toggle"
+            aria-controls="sidebar"
+            aria-expanded={navOpen}
+            onClick={() => setNavOpen(!navOpen)}
+          >
             <span className="nav-icon" aria-hidden="true" />
             <span className="visually-hidden">Sessions</span>
           </button>
           <span className="conversation-title">{selected ? title || 'New session' : 'Keel'}</span>
-          {selected && <span className="conversation-id" title={selected}>{selected.slice(0, 8)}</span>}
+          {selected && (
+            <span className="conversation-id" title={selected}>
+              {selected.slice(0, 8)}
+            </span>
+          )}
           {store && <UsageBadge store={store} />}
         </header>
-        {store ? <Conversation store={store} error={error} onSend={send} onCancel={cancel} onAnswer={answer} /> : (
+        {store ? (
+          <Conversation store={store} error={error} onSend={send} onCancel={cancel} onAnswer={answer} />
+        ) : (
           <>
-            <div className="transcript"><div className="transcript-inner"><div className="placeholder">Start a new session, or pick one on the left.</div></div></div>
+            <div className="transcript">
+              <div className="transcript-inner">
+                <div className="placeholder">Start a new session, or pick one on the left.</div>
+              </div>
+            </div>
             <div className="dock">
               {error && <div className="notice error">{error}</div>}
               <Composer running={false} disabled={false} onSend={send} onCancel={cancel} />
@@ -176,7 +226,13 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
 }
 
-function Conversation({ store, error, onSend, onCancel, onAnswer }: {
+function Conversation({
+  store,
+  error,
+  onSend,
+  onCancel,
+  onAnswer,
+}: {
   store: ConversationStore
   error: string | null
   onSend: (text: string) => Promise<boolean>
@@ -189,8 +245,17 @@ function Conversation({ store, error, onSend, onCancel, onAnswer }: {
       <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} onAnswer={onAnswer} />
       <div className="dock">
         <TodoPanel todos={snapshot.todos} />
-        {error && <div className="notice error" role="alert">{error}</div>}
-        <Composer running={snapshot.running} disabled={snapshot.openState !== 'open'} onSend={onSend} onCancel={onCancel} />
+        {error && (
+          <div className="notice error" role="alert">
+            {error}
+          </div>
+        )}
+        <Composer
+          running={snapshot.running}
+          disabled={snapshot.openState !== 'open'}
+          onSend={onSend}
+          onCancel={onCancel}
+        />
       </div>
     </>
   )

@@ -1,8 +1,19 @@
 // The browser's side of the wire: JSON RPC over fetch and the server-sent event stream.
-import type { HistoryPage, HistoryParams, RpcErrorCode, RpcMethod, RpcMethods, RpcResult, ServerFrame } from '../protocol.ts'
+import type {
+  HistoryPage,
+  HistoryParams,
+  RpcErrorCode,
+  RpcMethod,
+  RpcMethods,
+  RpcResult,
+  ServerFrame,
+} from '../protocol.ts'
 
 export class ApiError extends Error {
-  constructor(readonly code: RpcErrorCode | 'network', message: string) {
+  constructor(
+    readonly code: RpcErrorCode | 'network',
+    message: string,
+  ) {
     super(message)
     this.name = 'ApiError'
   }
@@ -15,7 +26,6 @@ export type StreamState = 'connecting' | 'open' | 'down'
  * this code never sees it; a reload or a new tab of the same origin sends it again.
  */
 export class Api {
-
   async call<M extends RpcMethod>(method: M, params: RpcMethods[M]['params']): Promise<RpcMethods[M]['value']> {
     let response: Response
     try {
@@ -50,7 +60,11 @@ export class Api {
     source.onerror = () => onState(source.readyState === EventSource.CLOSED ? 'down' : 'connecting')
     source.onmessage = (message) => {
       let frame: ServerFrame
-      try { frame = JSON.parse(message.data) } catch { return }
+      try {
+        frame = JSON.parse(message.data)
+      } catch {
+        return
+      }
       onFrame(frame)
     }
     return () => source.close()

@@ -23,7 +23,9 @@ const HUNK = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/
 /** The diff in a tool result, or undefined when the text holds none (an error, another tool's output). */
 export function parseUnifiedDiff(text: string): ParsedDiff | undefined {
   const lines = text.split('\n')
-  const start = lines.findIndex((line, i) => line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ') && HUNK.test(lines[i + 2] ?? ''))
+  const start = lines.findIndex(
+    (line, i) => line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ') && HUNK.test(lines[i + 2] ?? ''),
+  )
   if (start < 0) return undefined
   const rows: DiffRow[] = []
   let oldLine = 0
@@ -60,10 +62,12 @@ export function addedRows(content: string): DiffRow[] {
 /** The result text of a call that was cancelled rather than failed (agent, tool registry and bash wordings). */
 export function isCancelledResult(text: string): boolean {
   const trimmed = text.trimEnd()
-  return trimmed === 'Error: the turn was cancelled before this tool call started.'
-    || trimmed === 'Error: tool call aborted before it started'
-    || trimmed === 'Error: tool call aborted'
-    || trimmed.endsWith('[cancelled by the user]')
+  return (
+    trimmed === 'Error: the turn was cancelled before this tool call started.' ||
+    trimmed === 'Error: tool call aborted before it started' ||
+    trimmed === 'Error: tool call aborted' ||
+    trimmed.endsWith('[cancelled by the user]')
+  )
 }
 
 /** The last `count` non-empty lines of a tool's output, for the row's preview. */

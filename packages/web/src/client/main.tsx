@@ -3,4 +3,8 @@ import { createRoot } from 'react-dom/client'
 import { App } from './App.tsx'
 import './styles.css'
 
-createRoot(document.getElementById('root')!).render(<StrictMode><App /></StrictMode>)
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+)

@@ -15,9 +15,16 @@ const SCOPES = new Set(['once', 'always', 'rule', 'mode'])
 /** A decision event's data, checked by shape (the log is read, not trusted). */
 export function parseDecision(data: unknown): DecisionView | undefined {
   const value = data as { decision?: unknown; scope?: unknown; rule?: unknown; file?: unknown } | null
-  if (!value || (value.decision !== 'allow' && value.decision !== 'deny') || typeof value.scope !== 'string' || !SCOPES.has(value.scope)) return undefined
+  if (
+    !value ||
+    (value.decision !== 'allow' && value.decision !== 'deny') ||
+    typeof value.scope !== 'string' ||
+    !SCOPES.has(value.scope)
+  )
+    return undefined
   return {
-    decision: value.decision, scope: value.scope as DecisionView['scope'],
+    decision: value.decision,
+    scope: value.scope as DecisionView['scope'],
     ...(typeof value.rule === 'string' && value.rule ? { rule: value.rule } : {}),
     ...(typeof value.file === 'string' && value.file ? { file: value.file } : {}),
   }
@@ -27,9 +34,13 @@ export function parseDecision(data: unknown): DecisionView | undefined {
 export function decisionText(data: DecisionView): string {
   const verb = data.decision === 'allow' ? '✓ allowed' : '✗ denied'
   switch (data.scope) {
-    case 'rule': return `${verb} by rule ${data.rule ?? '?'}`
-    case 'mode': return `${verb} by the permission mode`
-    case 'once': return `${verb} once by the user`
-    case 'always': return `${verb} always by the user${data.rule ? ` (${data.rule}${data.file ? ` saved to ${data.file}` : ''})` : ''}`
+    case 'rule':
+      return `${verb} by rule ${data.rule ?? '?'}`
+    case 'mode':
+      return `${verb} by the permission mode`
+    case 'once':
+      return `${verb} once by the user`
+    case 'always':
+      return `${verb} always by the user${data.rule ? ` (${data.rule}${data.file ? ` saved to ${data.file}` : ''})` : ''}`
   }
 }

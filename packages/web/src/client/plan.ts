@@ -23,7 +23,11 @@ export function parseTodoList(value: unknown): TodoItem[] | null {
 export function parseTodoArgs(raw: unknown): TodoItem[] | null {
   let args: unknown = raw
   if (typeof raw === 'string') {
-    try { args = JSON.parse(raw) } catch { return null }
+    try {
+      args = JSON.parse(raw)
+    } catch {
+      return null
+    }
   }
   if (!args || typeof args !== 'object' || Array.isArray(args)) return null
   return parseTodoList((args as { todos?: unknown }).todos)

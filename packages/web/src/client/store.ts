@@ -5,7 +5,16 @@
 // uses: a `todo/write` sets it, the next `turn/start` clears it. A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
-import type { CallView, HistoryEntry, HistoryPage, HistoryParams, ModelInfo, PermissionAsk, ServerFrame, UsageSummary } from '../protocol.ts'
+import type {
+  CallView,
+  HistoryEntry,
+  HistoryPage,
+  HistoryParams,
+  ModelInfo,
+  PermissionAsk,
+  ServerFrame,
+  UsageSummary,
+} from '../protocol.ts'
 import { parseDecision, type DecisionView } from './permission.ts'
 import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
 
@@ -13,17 +22,28 @@ export const PAGE_MESSAGES = 50
 /** Live tool output kept per running call (the tail, where the news is). */
 const MAX_LIVE_OUTPUT = 8 * 1024
 
-export interface ToolResultView { isError: boolean; text: string }
+export interface ToolResultView {
+  isError: boolean
+  text: string
+}
 
 export type TranscriptItem =
   | { kind: 'user'; key: string; seq: number; text: string; source: string }
   | { kind: 'assistant'; key: string; seq: number; text: string; reasoning: string }
   | {
-    kind: 'tool'; key: string; seq: number; callId: string; name: string; arguments: string; view?: CallView; result?: ToolResultView; run?: SubagentRun
-    /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
-    asked?: boolean
-    decision?: DecisionView
-  }
+      kind: 'tool'
+      key: string
+      seq: number
+      callId: string
+      name: string
+      arguments: string
+      view?: CallView
+      result?: ToolResultView
+      run?: SubagentRun
+      /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
+      asked?: boolean
+      decision?: DecisionView
+    }
   | { kind: 'notice'; key: string; seq: number; text: string; tone: 'info' | 'error' }
 
 export type OpenState = 'idle' | 'loading' | 'open' | 'error'
@@ -120,14 +140,20 @@ export class ConversationStore {
   private readonly listeners = new Set<() => void>()
   private readonly pageMessages: number
 
-  constructor(readonly sessionId: string, private readonly source: HistorySource, options: { pageMessages?: number } = {}) {
+  constructor(
+    readonly sessionId: string,
+    private readonly source: HistorySource,
+    options: { pageMessages?: number } = {},
+  ) {
     this.pageMessages = options.pageMessages ?? PAGE_MESSAGES
     this.snapshot = this.build()
   }
 
   subscribe = (listener: () => void): (() => void) => {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return () => {
+      this.listeners.delete(listener)
+    }
   }
 
   getSnapshot = (): ConversationSnapshot => this.snapshot
@@ -197,9 +223,15 @@ export class ConversationStore {
         const { delta } = frame
         if (delta.kind === 'text' || delta.kind === 'reasoning') {
           const partial = this.partial ?? { text: '', reasoning: '' }
-          this.partial = delta.kind === 'text' ? { ...partial, text: partial.text + delta.text } : { ...partial, reasoning: partial.reasoning + delta.text }
+          this.partial =
+            delta.kind === 'text'
+              ? { ...partial, text: partial.text + delta.text }
+              : { ...partial, reasoning: partial.reasoning + delta.text }
         } else if (delta.kind === 'tool-output') {
-          this.outputs = { ...this.outputs, [delta.callId]: ((this.outputs[delta.callId] ?? '') + delta.text).slice(-MAX_LIVE_OUTPUT) }
+          this.outputs = {
+            ...this.outputs,
+            [delta.callId]: ((this.outputs[delta.callId] ?? '') + delta.text).slice(-MAX_LIVE_OUTPUT),
+          }
         } else {
           return
         }
@@ -207,7 +239,8 @@ export class ConversationStore {
         return
       }
       case 'permission/ask': {
-        if (frame.sessionId !== this.sessionId || this.settledAsks.has(askKey(frame.ask.sessionId, frame.ask.callId))) return
+        if (frame.sessionId !== this.sessionId || this.settledAsks.has(askKey(frame.ask.sessionId, frame.ask.callId)))
+          return
         if (this.pulling) this.asksDuringPull.push(frame.ask)
         this.addAsk(frame.ask)
         this.changed()
@@ -345,7 +378,13 @@ export class ConversationStore {
     switch (event.type) {
       case 'user/message': {
         const message = event.data.message
-        this.items.push({ kind: 'user', key, seq, text: textOf(message?.content), source: typeof message?.source === 'string' ? message.source : 'user' })
+        this.items.push({
+          kind: 'user',
+          key,
+          seq,
+          text: textOf(message?.content),
+          source: typeof message?.source === 'string' ? message.source : 'user',
+        })
         return
       }
       case 'assistant/message': {
@@ -358,17 +397,34 @@ export class ConversationStore {
       case 'tool/call': {
         const { callId, name } = event.data
         this.callIndex.set(callId, this.items.length)
-        this.items.push({ kind: 'tool', key, seq, callId, name, arguments: String(event.data.arguments ?? ''), ...(entry.view ? { view: entry.view } : {}) })
+        this.items.push({
+          kind: 'tool',
+          key,
+          seq,
+          callId,
+          name,
+          arguments: String(event.data.arguments ?? ''),
+          ...(entry.view ? { view: entry.view } : {}),
+        })
         return
       }
       case 'tool/result':
-        this.updateCall(event.data.callId, { result: { isError: event.data.isError === true, text: textOf(event.data.content) } })
+        this.updateCall(event.data.callId, {
+          result: { isError: event.data.isError === true, text: textOf(event.data.content) },
+        })
         return
       case 'turn/end': {
         const notice = turnNotice(event.data.reason, event.data.message)
         if (notice) this.items.push({ kind: 'notice', key, seq, ...notice })
         const open = this.itemPlan.filter((todo) => todo.status !== 'completed').map((todo) => `"${todo.content}"`)
-        if (open.length) this.items.push({ kind: 'notice', key: `${key}-open`, seq, tone: 'info', text: `Turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.join(', ')}` })
+        if (open.length)
+          this.items.push({
+            kind: 'notice',
+            key: `${key}-open`,
+            seq,
+            tone: 'info',
+            text: `Turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.join(', ')}`,
+          })
         return
       }
       default: {
@@ -387,9 +443,17 @@ export class ConversationStore {
         // Compaction (events of @keel/compaction, read by shape): one line where it happened.
         if (type === 'compaction/end') {
           const data = event.data as unknown as { before?: number; after?: number; summarised?: number; error?: string }
-          this.items.push(data.error
-            ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${data.error}` }
-            : { kind: 'notice', key, seq, tone: 'info', text: `Context compacted: ${data.summarised ?? 0} messages summarised, ~${data.before ?? '?'} → ~${data.after ?? '?'} tokens` })
+          this.items.push(
+            data.error
+              ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${data.error}` }
+              : {
+                  kind: 'notice',
+                  key,
+                  seq,
+                  tone: 'info',
+                  text: `Context compacted: ${data.summarised ?? 0} messages summarised, ~${data.before ?? '?'} → ~${data.after ?? '?'} tokens`,
+                },
+          )
           return
         }
         // Delegated tasks (events of @keel/subagent, read by shape so the page works with or without it).
@@ -402,7 +466,7 @@ export class ConversationStore {
           sessionId: data.sessionId ?? previous?.sessionId,
           description: data.description ?? previous?.description,
           status: type === 'subagent/start' ? 'running' : statusOfReason(data.reason),
-          todos: type === 'subagent/end' ? data.todos ?? null : previous?.todos ?? null,
+          todos: type === 'subagent/end' ? (data.todos ?? null) : (previous?.todos ?? null),
         })
         if (run) this.updateCall(data.callId, { run })
       }
@@ -489,12 +553,18 @@ function statusOfReason(reason: unknown): string {
 
 function turnNotice(reason: string, message?: string): { text: string; tone: 'info' | 'error' } | undefined {
   switch (reason) {
-    case 'completed': return undefined
-    case 'aborted': return { text: 'Turn cancelled.', tone: 'info' }
-    case 'max-tokens': return { text: 'The reply hit the output token limit.', tone: 'info' }
-    case 'step-limit': return { text: 'The turn hit the step limit and stopped.', tone: 'error' }
-    case 'interrupted': return { text: 'The turn was interrupted (Keel stopped while it ran).', tone: 'error' }
-    default: return { text: `The turn ended with an error${message ? `: ${message}` : '.'}`, tone: 'error' }
+    case 'completed':
+      return undefined
+    case 'aborted':
+      return { text: 'Turn cancelled.', tone: 'info' }
+    case 'max-tokens':
+      return { text: 'The reply hit the output token limit.', tone: 'info' }
+    case 'step-limit':
+      return { text: 'The turn hit the step limit and stopped.', tone: 'error' }
+    case 'interrupted':
+      return { text: 'The turn was interrupted (Keel stopped while it ran).', tone: 'error' }
+    default:
+      return { text: `The turn ended with an error${message ? `: ${message}` : '.'}`, tone: 'error' }
   }
 }
 

@@ -1,7 +1,12 @@
 import { useState, type FormEvent, type KeyboardEvent } from 'react'
 
 /** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. */
-export function Composer({ running, disabled, onSend, onCancel }: {
+export function Composer({
+  running,
+  disabled,
+  onSend,
+  onCancel,
+}: {
   running: boolean
   disabled: boolean
   onSend: (text: string) => Promise<boolean>
@@ -41,7 +46,12 @@ export function Composer({ running, disabled, onSend, onCancel }: {
         onKeyDown={onKeyDown}
         disabled={disabled}
       />
-      <button type="submit" data-testid={running ? 'cancel' : 'send'} className={running ? 'stop' : 'send'} disabled={disabled || (!running && (sending || !text.trim()))}>
+      <button
+        type="submit"
+        data-testid={running ? 'cancel' : 'send'}
+        className={running ? 'stop' : 'send'}
+        disabled={disabled || (!running && (sending || !text.trim()))}
+      >
         {running ? 'Stop' : 'Send'}
       </button>
     </form>

@@ -10,10 +10,21 @@ function when(ms: number): string {
 
 /** The last segment of a path: enough to tell projects apart in the `--all` list. */
 function baseName(path: string): string {
-  return path.replace(/[\\/]+$/, '').split(/[\\/]/).pop() || path
+  return (
+    path
+      .replace(/[\\/]+$/, '')
+      .split(/[\\/]/)
+      .pop() || path
+  )
 }
 
-export function SessionList({ sessions, selected, all = false, onSelect, onCreate }: {
+export function SessionList({
+  sessions,
+  selected,
+  all = false,
+  onSelect,
+  onCreate,
+}: {
   sessions: readonly SessionInfo[]
   selected: string | null
   /** Sessions of every directory are listed: each row names its directory. */
@@ -24,7 +35,9 @@ export function SessionList({ sessions, selected, all = false, onSelect, onCreat
   const top = sessions.filter((session) => !session.parent)
   return (
     <nav className="sessions" aria-label="Sessions">
-      <button type="button" className="new-session" data-testid="new-session" onClick={onCreate}>New session</button>
+      <button type="button" className="new-session" data-testid="new-session" onClick={onCreate}>
+        New session
+      </button>
       <ul>
         {top.map((session) => (
           <li key={session.id}>
@@ -37,14 +50,20 @@ export function SessionList({ sessions, selected, all = false, onSelect, onCreat
             >
               <span className="session-title">{session.title || 'New session'}</span>
               <span className="session-meta">
-                {all && <span className="session-cwd" title={session.cwd}>{baseName(session.cwd)} · </span>}
+                {all && (
+                  <span className="session-cwd" title={session.cwd}>
+                    {baseName(session.cwd)} ·{' '}
+                  </span>
+                )}
                 {session.running ? 'running' : when(session.updatedAt)}
               </span>
             </button>
           </li>
         ))}
       </ul>
-      {!top.length && <p className="sessions-empty">{all ? 'No sessions yet.' : 'No sessions in this directory yet.'}</p>}
+      {!top.length && (
+        <p className="sessions-empty">{all ? 'No sessions yet.' : 'No sessions in this directory yet.'}</p>
+      )}
     </nav>
   )
 }

@@ -14,7 +14,11 @@ function clip(text: string): string {
 }
 
 function prettyArguments(raw: string): string {
-  try { return JSON.stringify(JSON.parse(raw), null, 2) } catch { return raw }
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2)
+  } catch {
+    return raw
+  }
 }
 
 export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
@@ -32,12 +36,22 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
     if (todos) {
       const { summary, suffix } = todoRowSummary(todos, item.result?.isError === true)
       return (
-        <Row item={item} label="Update plan" summary={
-          <>
-            <span className="row-summary" data-testid="todo-row-summary">{summary}</span>
-            {suffix && <span className="row-suffix" data-testid="todo-row-suffix">{suffix}</span>}
-          </>
-        }>
+        <Row
+          item={item}
+          label="Update plan"
+          summary={
+            <>
+              <span className="row-summary" data-testid="todo-row-summary">
+                {summary}
+              </span>
+              {suffix && (
+                <span className="row-suffix" data-testid="todo-row-suffix">
+                  {suffix}
+                </span>
+              )}
+            </>
+          }
+        >
           <TodoList todos={todos} compact />
           {item.result?.isError && <pre className="tool-result error">{clip(item.result.text)}</pre>}
         </Row>
@@ -49,16 +63,31 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
   const state = stateOf(item)
   const tail = output && !item.result ? output : item.result && !item.result.isError ? item.result.text : ''
   return (
-    <Row item={item} label={item.name} summary={<span className="row-summary">{summaryOf(item)}</span>} after={
-      <>
-        {diff ? <DiffView diff={diff} /> : tail.trim() && <pre className="tool-preview" data-testid="tool-preview">{lastLines(tail, PREVIEW_LINES)}</pre>}
-        {state === 'error' && item.result && <ErrorLine text={item.result.text} />}
-        {nested}
-      </>
-    }>
+    <Row
+      item={item}
+      label={item.name}
+      summary={<span className="row-summary">{summaryOf(item)}</span>}
+      after={
+        <>
+          {diff ? (
+            <DiffView diff={diff} />
+          ) : (
+            tail.trim() && (
+              <pre className="tool-preview" data-testid="tool-preview">
+                {lastLines(tail, PREVIEW_LINES)}
+              </pre>
+            )
+          )}
+          {state === 'error' && item.result && <ErrorLine text={item.result.text} />}
+          {nested}
+        </>
+      }
+    >
       <pre className="tool-args">{clip(prettyArguments(item.arguments))}</pre>
       {output && !item.result && <pre className="tool-output">{output}</pre>}
-      {item.result && <pre className={state === 'error' ? 'tool-result error' : 'tool-result'}>{clip(item.result.text)}</pre>}
+      {item.result && (
+        <pre className={state === 'error' ? 'tool-result error' : 'tool-result'}>{clip(item.result.text)}</pre>
+      )}
     </Row>
   )
 }
@@ -113,7 +142,9 @@ function DiffView({ diff }: { diff: { rows: DiffRow[]; note: string } }) {
         <div className="diff-scroll">
           <table className="diff-table">
             <tbody>
-              {rows.map((row, i) => <DiffLine key={i} row={row} />)}
+              {rows.map((row, i) => (
+                <DiffLine key={i} row={row} />
+              ))}
             </tbody>
           </table>
         </div>
@@ -129,14 +160,25 @@ function DiffView({ diff }: { diff: { rows: DiffRow[]; note: string } }) {
 
 function DiffLine({ row }: { row: DiffRow }) {
   if (row.kind === 'hunk' || row.kind === 'note') {
-    return <tr className={`diff-row diff-${row.kind}`}><td className="diff-no" /><td className="diff-no" /><td className="diff-text">{row.text}</td></tr>
+    return (
+      <tr className={`diff-row diff-${row.kind}`}>
+        <td className="diff-no" />
+        <td className="diff-no" />
+        <td className="diff-text">{row.text}</td>
+      </tr>
+    )
   }
   const sign = row.kind === 'add' ? '+' : row.kind === 'del' ? '-' : ' '
   return (
     <tr className={`diff-row diff-${row.kind}`} data-testid={`diff-${row.kind}`}>
       <td className="diff-no">{row.kind === 'add' ? '' : row.oldLine}</td>
       <td className="diff-no">{row.kind === 'del' ? '' : row.newLine}</td>
-      <td className="diff-text"><span className="diff-sign" aria-hidden="true">{sign}</span>{row.text}</td>
+      <td className="diff-text">
+        <span className="diff-sign" aria-hidden="true">
+          {sign}
+        </span>
+        {row.text}
+      </td>
     </tr>
   )
 }
@@ -149,13 +191,27 @@ function ErrorLine({ text }: { text: string }) {
     <div className={open ? 'tool-error open' : 'tool-error'} data-testid="tool-error">
       <span className="tool-error-text">{open ? clip(text) : text.split('\n')[0]}</span>
       {multi && (
-        <button type="button" className="tool-error-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>{open ? 'less' : 'full error'}</button>
+        <button type="button" className="tool-error-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? 'less' : 'full error'}
+        </button>
       )}
     </div>
   )
 }
 
-function Row({ item, label, summary, children, after }: { item: ToolItem; label: string; summary: ReactNode; children: ReactNode; after?: ReactNode }) {
+function Row({
+  item,
+  label,
+  summary,
+  children,
+  after,
+}: {
+  item: ToolItem
+  label: string
+  summary: ReactNode
+  children: ReactNode
+  after?: ReactNode
+}) {
   const state = stateOf(item)
   const verdict = item.decision && decisionText(item.decision)
   return (
@@ -165,13 +221,26 @@ function Row({ item, label, summary, children, after }: { item: ToolItem; label:
           <span className={`tool-state ${state}`} aria-hidden="true" />
           <span className="tool-name">{label}</span>
           {summary}
-          {state === 'cancelled' && <span className="row-state" data-testid="tool-cancelled">cancelled</span>}
+          {state === 'cancelled' && (
+            <span className="row-state" data-testid="tool-cancelled">
+              cancelled
+            </span>
+          )}
           {state === 'error' && <span className="row-state error">error</span>}
         </summary>
         <div className="tool-body">{children}</div>
       </details>
-      {verdict && <div className={`permission-decision ${item.decision!.decision} ${item.decision!.scope}`} data-testid="permission-decision">{verdict}</div>}
-      {item.asked && !item.decision && !item.result && <div className="permission-decision waiting">Waiting for approval</div>}
+      {verdict && (
+        <div
+          className={`permission-decision ${item.decision!.decision} ${item.decision!.scope}`}
+          data-testid="permission-decision"
+        >
+          {verdict}
+        </div>
+      )}
+      {item.asked && !item.decision && !item.result && (
+        <div className="permission-decision waiting">Waiting for approval</div>
+      )}
       {after}
     </div>
   )

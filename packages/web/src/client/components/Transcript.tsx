@@ -8,7 +8,15 @@ import { ToolRow } from './ToolRow.tsx'
  * Messages and tool rows, with an approval card under each call that waits for one (a subagent's asks, which have
  * no row here, come last). Assistant text is Markdown (raw HTML in it stays text); everything else is text nodes.
  */
-export function Transcript({ snapshot, onLoadOlder, onAnswer }: { snapshot: ConversationSnapshot; onLoadOlder: () => void; onAnswer: AnswerAsk }) {
+export function Transcript({
+  snapshot,
+  onLoadOlder,
+  onAnswer,
+}: {
+  snapshot: ConversationSnapshot
+  onLoadOlder: () => void
+  onAnswer: AnswerAsk
+}) {
   const scroller = useRef<HTMLDivElement>(null)
   const pinned = useRef(true)
   const previousFirst = useRef<{ seq: number; height: number } | null>(null)
@@ -28,7 +36,9 @@ export function Transcript({ snapshot, onLoadOlder, onAnswer }: { snapshot: Conv
     previousFirst.current = { seq: snapshot.firstSeq, height: el.scrollHeight }
   })
 
-  useEffect(() => { pinned.current = true }, [snapshot.sessionId])
+  useEffect(() => {
+    pinned.current = true
+  }, [snapshot.sessionId])
 
   return (
     <div className="transcript" ref={scroller} onScroll={onScroll} data-testid="transcript">
@@ -44,32 +54,59 @@ export function Transcript({ snapshot, onLoadOlder, onAnswer }: { snapshot: Conv
         {snapshot.openState === 'open' && !snapshot.items.length && !snapshot.partial && (
           <div className="placeholder">Ask Keel to do something in this repository.</div>
         )}
-        {snapshot.items.map((item) => <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} />)}
-        {snapshot.asks.filter((ask) => !hasRow(snapshot, ask.sessionId, ask.callId)).map((ask) => (
-          <ApprovalCard key={`${ask.sessionId}/${ask.callId}`} ask={ask} subagent={ask.sessionId !== snapshot.sessionId} onAnswer={onAnswer} />
+        {snapshot.items.map((item) => (
+          <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} />
         ))}
+        {snapshot.asks
+          .filter((ask) => !hasRow(snapshot, ask.sessionId, ask.callId))
+          .map((ask) => (
+            <ApprovalCard
+              key={`${ask.sessionId}/${ask.callId}`}
+              ask={ask}
+              subagent={ask.sessionId !== snapshot.sessionId}
+              onAnswer={onAnswer}
+            />
+          ))}
         {snapshot.partial && (snapshot.partial.text || snapshot.partial.reasoning) && (
           <div className="message assistant streaming" data-testid="streaming">
             {snapshot.partial.reasoning && <div className="reasoning">{snapshot.partial.reasoning}</div>}
             <StreamingText text={snapshot.partial.text} />
           </div>
         )}
-        {snapshot.running && !snapshot.partial && <div className="working" aria-live="polite">Working…</div>}
+        {snapshot.running && !snapshot.partial && (
+          <div className="working" aria-live="polite">
+            Working…
+          </div>
+        )}
       </div>
     </div>
   )
 }
 
 function hasRow(snapshot: ConversationSnapshot, sessionId: string, callId: string): boolean {
-  return sessionId === snapshot.sessionId && snapshot.items.some((item) => item.kind === 'tool' && item.callId === callId)
+  return (
+    sessionId === snapshot.sessionId && snapshot.items.some((item) => item.kind === 'tool' && item.callId === callId)
+  )
 }
 
-function Item({ item, snapshot, onAnswer }: { item: TranscriptItem; snapshot: ConversationSnapshot; onAnswer: AnswerAsk }) {
+function Item({
+  item,
+  snapshot,
+  onAnswer,
+}: {
+  item: TranscriptItem
+  snapshot: ConversationSnapshot
+  onAnswer: AnswerAsk
+}) {
   switch (item.kind) {
     case 'user':
       return (
         <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
-          {item.source !== 'user' && <div className="message-label">{item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}</div>}
+          {item.source !== 'user' && (
+            <div className="message-label">
+              {item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}
+            </div>
+          )}
           <div className="message-text">{item.text}</div>
         </div>
       )
@@ -77,16 +114,29 @@ function Item({ item, snapshot, onAnswer }: { item: TranscriptItem; snapshot: Co
       return (
         <div className="message assistant" data-testid="assistant-message">
           {item.reasoning && (
-            <details className="reasoning-block"><summary>Reasoning</summary><div className="reasoning">{item.reasoning}</div></details>
+            <details className="reasoning-block">
+              <summary>Reasoning</summary>
+              <div className="reasoning">{item.reasoning}</div>
+            </details>
           )}
-          {item.text && <div className="message-text"><Markdown text={item.text} /></div>}
+          {item.text && (
+            <div className="message-text">
+              <Markdown text={item.text} />
+            </div>
+          )}
         </div>
       )
     case 'tool': {
-      const ask = snapshot.asks.find((waiting) => waiting.sessionId === snapshot.sessionId && waiting.callId === item.callId)
+      const ask = snapshot.asks.find(
+        (waiting) => waiting.sessionId === snapshot.sessionId && waiting.callId === item.callId,
+      )
       return (
         <>
-          <ToolRow item={item} output={snapshot.outputs[item.callId]} run={snapshot.subagentPlans[item.callId] ?? item.run} />
+          <ToolRow
+            item={item}
+            output={snapshot.outputs[item.callId]}
+            run={snapshot.subagentPlans[item.callId] ?? item.run}
+          />
           {ask && <ApprovalCard ask={ask} subagent={false} onAnswer={onAnswer} />}
         </>
       )
@@ -99,5 +149,9 @@ function Item({ item, snapshot, onAnswer }: { item: TranscriptItem; snapshot: Co
 /** The reply as it streams: rendered at the pace React can keep up with, so a fast stream never blocks typing. */
 function StreamingText({ text }: { text: string }) {
   const deferred = useDeferredValue(text)
-  return <div className="message-text"><Markdown text={deferred} /></div>
+  return (
+    <div className="message-text">
+      <Markdown text={deferred} />
+    </div>
+  )
 }

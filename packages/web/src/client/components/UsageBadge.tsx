@@ -13,19 +13,32 @@ export function UsageBadge({ store }: { store: ConversationStore }) {
   const { model, usage } = useSyncExternalStore(store.subscribe, store.getSnapshot)
   if (!model) return null
   const window = model.contextWindow
-  const share = window && usage.context !== undefined ? Math.min(100, Math.round((usage.context / window) * 100)) : undefined
+  const share =
+    window && usage.context !== undefined ? Math.min(100, Math.round((usage.context / window) * 100)) : undefined
   const title = [
     `${model.provider}/${model.model}`,
-    usage.total !== undefined ? `${usage.total.toLocaleString()} tokens used in this session` : 'tokens used: known once the session is open here (send a message)',
-    usage.context !== undefined ? `${usage.context.toLocaleString()} tokens in context${window ? ` of ${window.toLocaleString()}` : ''}` : 'no usage reported yet',
+    usage.total !== undefined
+      ? `${usage.total.toLocaleString()} tokens used in this session`
+      : 'tokens used: known once the session is open here (send a message)',
+    usage.context !== undefined
+      ? `${usage.context.toLocaleString()} tokens in context${window ? ` of ${window.toLocaleString()}` : ''}`
+      : 'no usage reported yet',
   ].join('\n')
   return (
     <div className="usage" data-testid="usage" title={title}>
-      <span className="usage-model" data-testid="usage-model">{model.model}</span>
-      {usage.total !== undefined && <span className="usage-tokens" data-testid="usage-tokens">{compactCount(usage.total)} tok</span>}
+      <span className="usage-model" data-testid="usage-model">
+        {model.model}
+      </span>
+      {usage.total !== undefined && (
+        <span className="usage-tokens" data-testid="usage-tokens">
+          {compactCount(usage.total)} tok
+        </span>
+      )}
       {share !== undefined && (
         <span className={share >= 80 ? 'usage-context high' : 'usage-context'} data-testid="usage-context">
-          <span className="usage-bar" aria-hidden="true"><span className="usage-fill" style={{ width: `${share}%` }} /></span>
+          <span className="usage-bar" aria-hidden="true">
+            <span className="usage-fill" style={{ width: `${share}%` }} />
+          </span>
           {share}% context
         </span>
       )}

@@ -33,16 +33,31 @@ export const CodeBlock = memo(function CodeBlock({ code, language }: { code: str
   useEffect(() => {
     if (highlight || !language) return
     let live = true
-    loadHighlighter().then((fn) => { if (live) setHighlight(() => fn) }, () => {})
-    return () => { live = false }
+    loadHighlighter().then(
+      (fn) => {
+        if (live) setHighlight(() => fn)
+      },
+      () => {},
+    )
+    return () => {
+      live = false
+    }
   }, [highlight, language])
   const html = highlight ? highlighted(highlight, code, language) : undefined
   return (
     <div className="code-block" data-testid="code-block">
       {language && <div className="code-language">{language}</div>}
-      {html === undefined
-        ? <pre><code>{code}</code></pre>
-        : <pre><code className={`hljs language-${language}`} data-highlighted="yes">{html}</code></pre>}
+      {html === undefined ? (
+        <pre>
+          <code>{code}</code>
+        </pre>
+      ) : (
+        <pre>
+          <code className={`hljs language-${language}`} data-highlighted="yes">
+            {html}
+          </code>
+        </pre>
+      )}
     </div>
   )
 })

@@ -16,7 +16,11 @@ export function safeHref(url: string): string {
 function Link({ href, children }: ComponentProps<'a'>) {
   if (!href) return <span className="link-dropped">{children}</span>
   // A new tab without the opener or the referrer: a click is the only way a link is followed.
-  return <a href={href} target="_blank" rel="noopener noreferrer">{children}</a>
+  return (
+    <a href={href} target="_blank" rel="noopener noreferrer">
+      {children}
+    </a>
+  )
 }
 
 /** An image would be fetched as soon as it is shown; it becomes a link the reader can choose to open. */
@@ -29,8 +33,13 @@ function Code({ className, children, node: _node, ...rest }: ComponentProps<'cod
   const text = String(children ?? '')
   const language = /language-([\w+#-]+)/.exec(className ?? '')?.[1]?.toLowerCase()
   // Fenced code: react-markdown gives it a language class, or a trailing newline when the fence has none.
-  if (language !== undefined || text.endsWith('\n')) return <CodeBlock code={text.replace(/\n$/, '')} language={language ?? ''} />
-  return <code className="code-span" {...rest}>{children}</code>
+  if (language !== undefined || text.endsWith('\n'))
+    return <CodeBlock code={text.replace(/\n$/, '')} language={language ?? ''} />
+  return (
+    <code className="code-span" {...rest}>
+      {children}
+    </code>
+  )
 }
 
 /** A fence is rendered by Code as its own block, so the `<pre>` react-markdown wraps it in is dropped. */
@@ -39,7 +48,11 @@ function Pre({ children }: ComponentProps<'pre'>) {
 }
 
 function Table({ children }: ComponentProps<'table'>) {
-  return <div className="table-scroll"><table>{children}</table></div>
+  return (
+    <div className="table-scroll">
+      <table>{children}</table>
+    </div>
+  )
 }
 
 const COMPONENTS: Components = { a: Link, img: Image, code: Code, pre: Pre, table: Table }
@@ -52,7 +65,9 @@ const REMARK_PLUGINS = [remarkGfm]
 export const Markdown = memo(function Markdown({ text }: { text: string }) {
   return (
     <div className="markdown" data-testid="markdown">
-      <ReactMarkdown remarkPlugins={REMARK_PLUGINS} components={COMPONENTS} urlTransform={safeHref}>{text}</ReactMarkdown>
+      <ReactMarkdown remarkPlugins={REMARK_PLUGINS} components={COMPONENTS} urlTransform={safeHref}>
+        {text}
+      </ReactMarkdown>
     </div>
   )
 })

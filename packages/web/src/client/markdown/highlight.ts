@@ -23,7 +23,25 @@ import typescript from 'highlight.js/lib/languages/typescript'
 import xml from 'highlight.js/lib/languages/xml'
 import yaml from 'highlight.js/lib/languages/yaml'
 
-const lowlight = createLowlight({ bash, c, cpp, css, diff, go, java, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml })
+const lowlight = createLowlight({
+  bash,
+  c,
+  cpp,
+  css,
+  diff,
+  go,
+  java,
+  javascript,
+  json,
+  markdown,
+  python,
+  rust,
+  shell,
+  sql,
+  typescript,
+  xml,
+  yaml,
+})
 
 /** Highlighted elements for `code` (text nodes in `<span class="hljs-…">`), or undefined when the language is unknown. */
 export function highlight(code: string, language: string): ReactNode | undefined {
