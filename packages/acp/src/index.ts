@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import type { DoorContext } from '@keel/cli'
-import { Config, useConfig } from './config.ts'
+import { type Config, useConfig } from './config.ts'
 
 export { Config, acpConfig, planEnabled } from './config.ts'
 

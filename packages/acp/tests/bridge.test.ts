@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { methods, RequestError, type SessionUpdate } from '@agentclientprotocol/sdk'
+import { methods, type RequestError, type SessionUpdate } from '@agentclientprotocol/sdk'
 import { makeKeel, waitFor, type Keel, type KeelOptions } from '../../../test-support/harness.ts'
 import {
   chunkText,

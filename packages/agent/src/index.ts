@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { LlmAdapter, LlmRequest } from '@keel/llm'
 import type { Session } from '@keel/session'

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { Agent } from '@keel/agent'
 import { keelHome, type Session, type SessionEvent } from '@keel/session'
 import { GitError } from './git.ts'

@@ -22,7 +22,7 @@ export function planToCarry(events: readonly SessionEvent[]): { todos: TodoItem[
       continue
     }
     const todos = settled.value
-    if (!todos || !todos.some((todo) => todo.status !== 'completed')) return null
+    if (!todos?.some((todo) => todo.status !== 'completed')) return null
     return { todos, seq: event.seq }
   }
   return null

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { systemPrompt, type Agent } from '@keel/agent'
 import type { Session, SessionEvent } from '@keel/session'
 import { chooseCut, type Cut } from './cut.ts'

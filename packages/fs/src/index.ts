@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { Config } from './config.ts'
+import type { Config } from './config.ts'
 import { editTool } from './edit.ts'
 import { readTool } from './read.ts'
 import { globTool, grepTool, lsTool } from './search.ts'

@@ -1,9 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { Context } from 'cordis'
-import { afterEach, describe, expect, test } from 'vitest'
-import { boot, DEFAULT_COMPOSITION, KeelLoader, shutdown } from '@keel/cli'
+import { describe, expect, test } from 'vitest'
+import { DEFAULT_COMPOSITION, KeelLoader } from '@keel/cli'
 import * as fsPlugin from '@keel/fs'
 import * as toolsPlugin from '@keel/tools'
 import { waitFor } from '../../../test-support/harness.ts'
@@ -116,7 +114,7 @@ describe('through the real Loader', () => {
 
   test('the shipped composition loads @keel/fs next to bash and todo_write, and is not rewritten', async () => {
     const before = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-    expect(before).toMatch(/- id: fs\n  name: '@keel\/fs'/)
+    expect(before).toMatch(/- id: fs\n {2}name: '@keel\/fs'/)
     const ctx = await booted.boot()
     await waitFor(() => FS_TOOLS.every((name) => ctx.tools.get(name)), 'fs tools')
     const names = ctx.tools.names()

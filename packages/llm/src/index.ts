@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { registerProviders } from './providers.ts'

@@ -2,14 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible } from '../src/openai-provider.ts'
 import { contextWindowFor } from '../src/providers.ts'
-import {
-  LlmError,
-  MessageAssembler,
-  type LlmAdapter,
-  type LlmRequest,
-  type Message,
-  type StreamChunk,
-} from '../src/index.ts'
+import { LlmError, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type {} from '@keel/agent' // the agent/prepare event's declaration
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { expandEnv, McpConfigError, readProjectServers, validateServers, type ServerConfig } from './config.ts'

@@ -85,5 +85,5 @@ function readOnlyWords(words: (string | null)[]): boolean {
     return i < args.length && readOnlyWords(args.slice(i))
   }
   const check = Object.hasOwn(READ_ONLY_COMMANDS, name) ? READ_ONLY_COMMANDS[name] : undefined
-  return check !== undefined && check(args)
+  return check?.(args) === true
 }

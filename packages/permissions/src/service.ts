@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
 import { loadShellParser } from './command.ts'
@@ -128,12 +128,10 @@ export class PermissionService extends Service {
   sandbox(): Promise<{ available: true } | { available: false; reason: string }> {
     const probe = this.ctx.get('sandbox') as SandboxProbe | undefined
     if (!probe) return Promise.resolve({ available: false, reason: 'no sandbox plugin is loaded (@keel/sandbox)' })
-    this.sandboxStatus ??= probe
-      .status()
-      .catch((error: unknown) => ({
-        available: false as const,
-        reason: error instanceof Error ? error.message : String(error),
-      }))
+    this.sandboxStatus ??= probe.status().catch((error: unknown) => ({
+      available: false as const,
+      reason: error instanceof Error ? error.message : String(error),
+    }))
     return this.sandboxStatus
   }
 

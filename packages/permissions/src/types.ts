@@ -1,4 +1,4 @@
-import type { SandboxLevel, ToolAccess } from '@keel/tools'
+import type { SandboxLevel } from '@keel/tools'
 
 export type { SandboxLevel, ToolAccess } from '@keel/tools'
 

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '@keel/fs'

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
 import { tmpdir } from 'node:os'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
 

@@ -3,7 +3,7 @@ import Schema from 'schemastery'
 import { Invariants } from './invariants.ts'
 
 export const name = 'keel-invariants'
-export interface Config {}
+export type Config = {}
 export const Config: Schema<Config> = Schema.object({})
 
 /** Dev-mode invariants (on in tests, demos and with KEEL_DEV=1): every event is checked before it commits. */

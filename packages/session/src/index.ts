@@ -20,7 +20,7 @@ export * from './projections.ts'
 export { Invariants, InvariantError, coreProblem, type InvariantCheck, type Trace } from './invariants.ts'
 
 export const name = 'keel-session'
-export interface Config {}
+export type Config = {}
 export const Config: Schema<Config> = Schema.object({})
 
 /** Provides `ctx.sessions` (the log store) and `ctx.projections` (folds over it). */

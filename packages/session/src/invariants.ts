@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { Session } from './session.ts'
 import { CORE_EVENT_TYPES, SURFACE_EVENT_TYPES, type SessionEvent } from './types.ts'
 

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { backscan } from './backscan.ts'
 import { readSessionFile } from './file.ts'
 import type { Session } from './session.ts'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { closeSync, lstatSync, readdirSync, readSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { backscan } from './backscan.ts'
 import { escapeLine } from './escape.ts'
 import { parseHeader, readSessionFile, SessionWriter } from './file.ts'

@@ -1,4 +1,4 @@
-import type { Message, ToolResultBlock } from './messages.ts'
+import type { Message } from './messages.ts'
 import { SURFACE_EVENT_TYPES, type SessionEvent, type SurfaceOp } from './types.ts'
 
 export class SurfaceError extends Error {

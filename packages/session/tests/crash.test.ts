@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import { SessionLockedError, findOpenTurn, readLock } from '@keel/session'

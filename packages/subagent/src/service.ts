@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { Type } from 'typebox'
 import type { Agent, LlmAdapter, TurnResult } from '@keel/agent'
 import type { Session, SessionEvent } from '@keel/session'

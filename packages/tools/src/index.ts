@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolSchema } from '@keel/llm'
 import {

@@ -354,9 +354,7 @@ export class KeelApp {
   private async compact(): Promise<void> {
     const compaction = this.options.ctx.get('compaction') as
       | {
-          compact(
-            agent: Agent,
-          ): Promise<{
+          compact(agent: Agent): Promise<{
             ok: boolean
             before: number
             after: number

@@ -104,7 +104,7 @@ export class PlanPanel implements Component {
 
   render(width: number): string[] {
     const todos = this.todos
-    if (!todos || !todos.length) return []
+    if (!todos?.length) return []
     const hint = todos.length > COLLAPSE_ABOVE ? (this.expanded ? 'ctrl+t collapse' : 'ctrl+t show all') : undefined
     return ['', ...planLines(todos, width, { expanded: this.expanded, hint, staleCalls: this.staleCalls })]
   }

@@ -353,7 +353,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     app.submit('delegate please')
     await waitFor(() => screen(app).includes('      ◐ Read the grammar'), 'the child plan under the task card', 10_000)
     expect(screen(app)).toMatch(
-      /● task Audit parser  running\n(.*\n)*    Audit parser 0\/2 · 1 in progress\n      ◐ Read the grammar\n      ○ Write tests/,
+      /● task Audit parser {2}running\n(.*\n)* {4}Audit parser 0\/2 · 1 in progress\n {6}◐ Read the grammar\n {6}○ Write tests/,
     )
     // The parent's own plan panel is not the child's.
     expect(screen(app)).not.toMatch(/^Plan /m)

@@ -37,6 +37,6 @@ test('the shipped demo script runs to a finished plan and is labelled as scripte
   const screen = plainLines(app.frame(100))
   expect(screen[0]).toContain('Keel')
   expect(screen[1]).toMatch(/^Scripted demo: .*no model is called/)
-  expect(screen.at(-1)).toMatch(/^ SCRIPTED DEMO  scripted\/demo · /)
+  expect(screen.at(-1)).toMatch(/^ SCRIPTED DEMO {2}scripted\/demo · /)
   expect(screen.join('\n')).toContain('Plan 4/4')
 })

@@ -14,7 +14,7 @@ const skip = skipWithout('tmux', HAS_TMUX, 'the end-to-end terminal test')
 
 /** Transcript and plan lines: what must look the same after `keel -c`. */
 function transcriptLines(screen: string): string[] {
-  return screen.split('\n').filter((line) => /^(› |● |  [⏹✗│] |  [✓◐○] |Plan \d)/.test(line))
+  return screen.split('\n').filter((line) => /^(› |● | {2}[⏹✗│] | {2}[✓◐○] |Plan \d)/.test(line))
 }
 
 function isSubsequence(needles: string[], haystack: string[]): boolean {

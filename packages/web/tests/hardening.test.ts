@@ -10,7 +10,7 @@ import { serve, type ServerType } from '@hono/node-server'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
 import { AllowedHosts } from '../src/access.ts'
-import { hostFixture, makeHost, TOKEN, waitFor, type HostFixture } from './host-support.ts'
+import { hostFixture, type makeHost, TOKEN, waitFor, type HostFixture } from './host-support.ts'
 
 let fixture: HostFixture | undefined
 const cleanups: (() => Promise<void> | void)[] = []
