@@ -29,7 +29,7 @@ describe('the gate summary', () => {
       [E2E[1]!]: ['passed', 'failed'],
       'packages/x/tests/a.test.ts': ['skipped'],
     })
-    expect(summarize(r, { typecheckFailed: false, e2eFiles: E2E })).toEqual({
+    expect(summarize(r, { failedChecks: [], e2eFiles: E2E })).toEqual({
       lines: ['2 passed, 1 failed, 1 skipped'],
       ok: true,
     })
@@ -37,7 +37,7 @@ describe('the gate summary', () => {
 
   test('a skipped end-to-end test fails the gate and is named; a skip elsewhere does not', () => {
     const r = report({ [E2E[0]!]: ['skipped'], [E2E[1]!]: ['passed'] })
-    expect(summarize(r, { typecheckFailed: false, e2eFiles: E2E })).toEqual({
+    expect(summarize(r, { failedChecks: [], e2eFiles: E2E })).toEqual({
       lines: [
         `ci: end-to-end test not run: ${E2E[0]}: "${E2E[0]} #0" was skipped`,
         'ci: 1 end-to-end test was not run (counted as one failure): install tmux, chromium and bubblewrap',
@@ -47,15 +47,19 @@ describe('the gate summary', () => {
     })
   })
 
-  test('an end-to-end file missing from the report, a missing report, and a failed typecheck each fail', () => {
-    const missing = summarize(report({ [E2E[1]!]: ['passed'] }), { typecheckFailed: false, e2eFiles: E2E })
+  test('an end-to-end file missing from the report, a missing report, and each failed static check fail', () => {
+    const missing = summarize(report({ [E2E[1]!]: ['passed'] }), { failedChecks: [], e2eFiles: E2E })
     expect(missing.ok).toBe(false)
     expect(missing.lines[0]).toBe(`ci: end-to-end test not run: ${E2E[0]}: not in the test report`)
-    const none = summarize(undefined, { typecheckFailed: false, e2eFiles: [] })
+    const none = summarize(undefined, { failedChecks: [], e2eFiles: [] })
     expect(none.lines).toEqual(['0 passed, 1 failed, 0 skipped'])
-    const typecheck = summarize(report({}), { typecheckFailed: true, e2eFiles: [] })
+    const typecheck = summarize(report({}), { failedChecks: ['typecheck', 'knip'], e2eFiles: [] })
     expect(typecheck).toEqual({
-      lines: ['ci: typecheck failed (counted as one failure)', '0 passed, 1 failed, 0 skipped'],
+      lines: [
+        'ci: typecheck failed (counted as one failure)',
+        'ci: knip failed (counted as one failure)',
+        '0 passed, 2 failed, 0 skipped',
+      ],
       ok: false,
     })
   })
@@ -66,7 +70,7 @@ describe('the gate summary', () => {
       const path = join(dir, 'report.json')
       writeFileSync(path, JSON.stringify(report({ [E2E[0]!]: ['skipped'], [E2E[1]!]: ['passed'] })))
       const run = (files: string) =>
-        spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '0', files], {
+        spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '', files], {
           cwd: REPO_ROOT,
           encoding: 'utf8',
         })

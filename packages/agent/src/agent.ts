@@ -186,6 +186,7 @@ export class Agent implements ToolAgent {
           try {
             session.append('step/end', { turn, step })
           } catch (error) {
+            // biome-ignore lint/correctness/noUnsafeFinally: a failed step/end is the error to report when the step itself succeeded
             if (!failed) throw error
           }
         }
@@ -317,7 +318,7 @@ export class Agent implements ToolAgent {
           })
         }),
       )
-      batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
+      for (const [k, call] of batch.entries()) this.appendResult(turn, step, call, results[k]!)
     }
   }
 

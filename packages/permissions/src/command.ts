@@ -23,6 +23,7 @@ interface ShSyntax {
   Walk(node: ShNode, visit: (node: ShNode | null) => boolean): void
 }
 // mvdan-sh's AST is a GopherJS object graph; the fields we read are listed where they are used.
+// biome-ignore lint/suspicious/noExplicitAny: an untyped foreign object graph; each read is checked where it happens
 type ShNode = any
 
 let syntax: ShSyntax | undefined

@@ -49,7 +49,7 @@ describe('append: frozen JSON-clean copies', () => {
     appendTurn(session, 2)
     const events = session.events
     expect(events.length).toBe(22)
-    events.forEach((event, index) => expect(event.seq).toBe(index))
+    for (const [index, event] of events.entries()) expect(event.seq).toBe(index)
     expect(session.seq).toBe(22)
     expect(session.last?.seq).toBe(21)
     expect(Object.isFrozen(events)).toBe(true)

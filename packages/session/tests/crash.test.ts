@@ -67,7 +67,7 @@ describe('kill -9', () => {
             expectedAtLeast = ack.seq
           }
           expect(findOpenTurn(session.events)).toBeUndefined()
-          session.events.forEach((event, index) => expect(event.seq).toBe(index))
+          for (const [index, event] of session.events.entries()) expect(event.seq).toBe(index)
           report.push(
             `${id}#${round}: killed ${delay} ms after ready, last ack ${ack?.seq ?? '-'}, log ${session.seq} events${repairs.length ? `, repaired (${repairs.length})` : ''}`,
           )

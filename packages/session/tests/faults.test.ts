@@ -217,7 +217,7 @@ describe('pairToolCalls (what deriveMessages yields)', () => {
     const history = [user('a'), ask('1', '2'), answer('1'), answer('2'), ask(), user('b')]
     const paired = pairToolCalls(history)
     expect(paired).toEqual(history)
-    paired.forEach((message, i) => expect(message).toBe(history[i]))
+    for (const [i, message] of paired.entries()) expect(message).toBe(history[i])
   })
 
   it('answers a call with no result anywhere in the history, right after its group', () => {

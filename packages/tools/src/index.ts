@@ -47,6 +47,7 @@ export class ToolRegistry extends Service {
   }
 
   /** A disposable effect: disposing the registering plugin removes the tool. */
+  // biome-ignore lint/suspicious/noExplicitAny: a tool's parameters are contravariant in execute(); any schema may register
   register(definition: ToolDefinition<any>): () => void {
     return this.ctx.effect(() => {
       if (this.entries.has(definition.name)) throw new Error(`tool ${definition.name} is already registered`)

@@ -31,7 +31,7 @@ function checkPaging(events: readonly SessionEvent[], pages: Page[], maxMessages
   const ordered = pages.slice().reverse()
   expect(ordered.flatMap((page) => page.events.map((event) => event.seq))).toEqual(events.map((event) => event.seq))
   const pageOfSeq = new Map<number, number>()
-  ordered.forEach((page, index) => page.events.forEach((event) => pageOfSeq.set(event.seq, index)))
+  for (const [index, page] of ordered.entries()) for (const event of page.events) pageOfSeq.set(event.seq, index)
   const callPage = new Map<string, number>()
   for (const event of events) {
     if (event.type === 'tool/call') callPage.set(event.data.callId, pageOfSeq.get(event.seq)!)

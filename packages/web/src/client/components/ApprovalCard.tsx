@@ -26,6 +26,7 @@ export function ApprovalCard({
     }
   }
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a fieldset's default border and min-width would break the card's layout
     <div
       className="approval"
       role="group"

@@ -36,6 +36,7 @@ export function Transcript({
     previousFirst.current = { seq: snapshot.firstSeq, height: el.scrollHeight }
   })
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: re-pin to the bottom whenever another session is shown
   useEffect(() => {
     pinned.current = true
   }, [snapshot.sessionId])
