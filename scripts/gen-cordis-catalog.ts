@@ -141,6 +141,13 @@ function squash(text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
+const printer = ts.createPrinter({ removeComments: true })
+
+/** A type on one line: printed (so members written one per line keep their separators), then squashed. */
+function typeText(node: ts.TypeNode, sf: ts.SourceFile): string {
+  return squash(printer.printNode(ts.EmitHint.Unspecified, node, sf)).replace(/; }/g, ' }')
+}
+
 function memberName(name: ts.PropertyName | undefined, sf: ts.SourceFile): string | undefined {
   if (!name) return undefined
   if (
@@ -265,7 +272,7 @@ function scanLogEvents(entry: SourceEntry, pkgName: string, out: Omit<CatalogLog
       out.push({
         name,
         pkg: pkgName,
-        data: squash(member.type.getText(sf)),
+        data: typeText(member.type, sf),
         description: descriptionOf(member),
         file: rel,
         line: lineOf(sf, member),
@@ -452,7 +459,7 @@ function scanServices(entry: SourceEntry, byPackage: Map<string, SourceEntry[]>,
       if (!key) continue
       const type =
         ts.isPropertySignature(member) && member.type
-          ? squash(member.type.getText(sf))
+          ? typeText(member.type, sf)
           : ts.isMethodSignature(member)
             ? signatureText(sf, member.typeParameters, member.parameters, member.type)
             : ''

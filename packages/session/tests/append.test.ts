@@ -81,7 +81,8 @@ describe('append: frozen JSON-clean copies', () => {
     ['a bigint', { turn: 1, trigger: 'prompt', big: 1n }, 'data.big', 'a bigint'],
     ['a symbol', { turn: 1, trigger: 'prompt', sym: Symbol('s') }, 'data.sym', 'a symbol'],
     // eslint-disable-next-line no-sparse-arrays
-    ['a sparse array', { turn: 1, trigger: 'prompt', holes: [1, undefined, 3] }, 'data.holes[1]', 'sparse'],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+    ['a sparse array', { turn: 1, trigger: 'prompt', holes: [1, , 3] }, 'data.holes[1]', 'sparse'],
   ])('refuses %s with an error naming the path', (_, data, path, what) => {
     const session = new Session(header())
     const attempt = () => session.append('turn/start', data as never)
