@@ -76,7 +76,9 @@ test('/rewind without checkpoints: files refused with a reason, conversation onl
   const transcript = a.frame(100).map(plain).join('\n')
   expect(transcript).toContain('first answer')
   expect(transcript).not.toContain('second answer')
-  expect(transcript.replace(/\s+/g, ' ')).toContain(`Continuing in session ${a.agent.id}, forked from ${original} before turn 2.`)
+  expect(transcript.replace(/\s+/g, ' ')).toContain(
+    `Continuing in session ${a.agent.id}, forked from ${original} before turn 2.`,
+  )
   // Conversation only: nothing to put back, so no undo line; the original has no rewind recorded.
   expect(transcript).not.toContain('--undo')
   expect(keel.ctx.sessions.read(original).events.some((e) => e.type === 'checkpoint/restore')).toBe(false)
