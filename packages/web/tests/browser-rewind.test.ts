@@ -165,6 +165,8 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
       .poll(() => page.getByTestId('user-message').allTextContents(), { timeout: 15_000 })
       .toEqual([expect.stringContaining('first change')])
     expect(await assistant.allTextContents()).toEqual(['Turn one done.'])
+    // The rewound prompt waits in the composer, to edit and resend.
+    expect(await page.getByTestId('composer-input').inputValue()).toBe('second change')
     await expect.poll(() => page.getByTestId('todo-counts').textContent(), { timeout: 15_000 }).toBe('1 completed')
     // The session list shows the fork right under its origin.
     const items = page.getByTestId('session-item')

@@ -50,6 +50,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [error, setError] = useState<string | null>(null)
   /** What the last rewind did, shown until the next session is picked. */
   const [info, setInfo] = useState<string | null>(null)
+  /** The prompt a conversation rewind went back before, put in the fork's composer. */
+  const [draft, setDraft] = useState<{ text: string } | null>(null)
   /** On narrow screens the session list is behind a button in the header. */
   const [navOpen, setNavOpen] = useState(false)
   const store = useMemo(
@@ -168,13 +170,14 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       preview: (seq, scope) => api.call('session.rewindPreview', { sessionId: selected, seq, scope }),
       rewind: (seq, scope, overwrite) =>
         api.call('session.rewind', { sessionId: selected, seq, scope, ...(overwrite.length ? { overwrite } : {}) }),
-      done: (result: RewindDone) => {
+      done: (result: RewindDone, prompt: string) => {
         const files = result.changed
           ? `Rewound ${result.changed} file${result.changed === 1 ? '' : 's'} to the start of turn ${result.turn}.`
           : ''
         refresh()
         if (result.fork) {
           select(result.fork.id)
+          setDraft({ text: prompt })
           setInfo(
             `${files} Continuing in a fork of session ${selected.slice(0, 8)} made before turn ${result.turn}.`.trim(),
           )
@@ -238,6 +241,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             store={store}
             error={error}
             info={info}
+            draft={draft}
             rewind={rewind}
             onSend={send}
             onCancel={cancel}
@@ -265,6 +269,7 @@ function Conversation({
   store,
   error,
   info,
+  draft,
   rewind,
   onSend,
   onCancel,
@@ -273,6 +278,7 @@ function Conversation({
   store: ConversationStore
   error: string | null
   info: string | null
+  draft: { text: string } | null
   rewind?: RewindActions
   onSend: (text: string) => Promise<boolean>
   onCancel: () => void
@@ -299,6 +305,7 @@ function Conversation({
           disabled={snapshot.openState !== 'open'}
           onSend={onSend}
           onCancel={onCancel}
+          draft={draft}
         />
       </div>
     </>

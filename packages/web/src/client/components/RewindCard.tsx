@@ -5,8 +5,8 @@ import type { RewindDone, RewindFileChange, RewindPreviewInfo, RewindScope } fro
 export interface RewindActions {
   preview(seq: number, scope: RewindScope): Promise<RewindPreviewInfo>
   rewind(seq: number, scope: RewindScope, overwrite: string[]): Promise<RewindDone>
-  /** The rewind is done: open the fork, or say what changed. */
-  done(result: RewindDone): void
+  /** The rewind is done: open the fork (with `prompt` ready to edit and resend), or say what changed. */
+  done(result: RewindDone, prompt: string): void
 }
 
 const SCOPES: { value: RewindScope; label: string; hint: string }[] = [
@@ -24,7 +24,18 @@ type Preview = { state: 'loading' } | { state: 'ready'; info: RewindPreviewInfo 
  * agent's last snapshot (the rewind refuses them unless the box that names them is ticked), then Rewind. Every
  * path and message is a text node.
  */
-export function RewindCard({ seq, actions, onClose }: { seq: number; actions: RewindActions; onClose: () => void }) {
+export function RewindCard({
+  seq,
+  prompt,
+  actions,
+  onClose,
+}: {
+  seq: number
+  /** The prompt's text. */
+  prompt: string
+  actions: RewindActions
+  onClose: () => void
+}) {
   const [scope, setScope] = useState<RewindScope>('both')
   const [preview, setPreview] = useState<Preview>({ state: 'loading' })
   const [overwrite, setOverwrite] = useState(false)
@@ -59,7 +70,7 @@ export function RewindCard({ seq, actions, onClose }: { seq: number; actions: Re
     setSending(true)
     setFailure(null)
     try {
-      actions.done(await actions.rewind(seq, scope, overwrite ? conflicts : []))
+      actions.done(await actions.rewind(seq, scope, overwrite ? conflicts : []), prompt)
       onClose()
     } catch (error) {
       setFailure(messageOf(error))
