@@ -1,5 +1,6 @@
 // The cost of a checkpoint on a 10,000-file working directory: the first snapshot (cold shadow index), a snapshot
-// per turn when nothing or a few files changed, and a restore, each against `git status` on the same tree.
+// per turn when nothing or a few files changed, the preview a rewind picker shows (the tree now, the files that
+// change, the person's conflicts: one snapshot and two tree diffs), and a restore, each against `git status`.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -40,6 +41,15 @@ for (let i = 0; i < RUNS; i++) {
 const first = await shadow.tree()
 for (let f = 0; f < 10; f++) writeFileSync(join(cwd, `dir${f}`, 'file1.ts'), 'again\n')
 const now = await shadow.tree('index.bench')
+const preview: number[] = []
+for (let i = 0; i < RUNS; i++)
+  preview.push(
+    await time(async () => {
+      const current = await shadow.tree()
+      await shadow.diff(current, first)
+      await shadow.diff(now, current)
+    }),
+  )
 const restore = await time(() => shadow.restore(now, first, 'index.bench'))
 
 const base = median(status)
@@ -57,5 +67,6 @@ row(
   ratio(median(changed), base),
   'vs git status',
 )
+row('rewind preview: files that change + conflicts', ms(median(preview)), ratio(median(preview), base), 'vs git status')
 row('checkpoint: restore 10 files', ms(restore), ratio(restore, base), 'vs git status')
 rmSync(scratch, { recursive: true, force: true })

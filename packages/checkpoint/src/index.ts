@@ -4,6 +4,22 @@ import { CheckpointService, type CheckpointConfig } from './service.ts'
 
 export { CheckpointService, RewindError, type CheckpointConfig, type RewindPlan } from './service.ts'
 export { Shadow, type Change } from './shadow.ts'
+export {
+  NoSuchTurnError,
+  performRewind,
+  previewRewind,
+  REWIND_SCOPES,
+  RewindConflictError,
+  turnAt,
+  turnPrompts,
+  turnStartOf,
+  type ForkMaker,
+  type RewindOutcome,
+  type RewindPreview,
+  type RewindRequest,
+  type RewindScope,
+  type TurnPrompt,
+} from './rewind.ts'
 
 export const name = 'keel-checkpoint'
 export const inject = ['sessions']

@@ -1,5 +1,15 @@
 import type { Context } from 'cordis'
-import type { Change, CheckpointService } from '@keel/checkpoint'
+import {
+  NoSuchTurnError,
+  performRewind,
+  previewRewind,
+  turnStartOf,
+  type Change,
+  type CheckpointService,
+  type RewindOutcome,
+  type RewindRequest,
+  type RewindScope,
+} from '@keel/checkpoint'
 import { escapeLine, type SessionEvent } from '@keel/session'
 import { UsageError, type Flags } from './args.ts'
 
@@ -11,14 +21,14 @@ export function turnFlag(value: string | undefined, flag: string): number | unde
   return Number(value)
 }
 
+/** The turn's start, a missing turn being a usage error here (exit 2), as a bad flag is. */
 function turnStart(events: readonly SessionEvent[], turn: number, id: string): SessionEvent<'turn/start'> {
-  const start = events.find((e): e is SessionEvent<'turn/start'> => e.type === 'turn/start' && e.data.turn === turn)
-  if (!start) {
-    const last =
-      [...events].reverse().find((e): e is SessionEvent<'turn/start'> => e.type === 'turn/start')?.data.turn ?? 0
-    throw new UsageError(`session ${id} has no turn ${turn} (it has ${last} turn${last === 1 ? '' : 's'})`)
+  try {
+    return turnStartOf(events, turn, id)
+  } catch (error) {
+    if (error instanceof NoSuchTurnError) throw new UsageError(error.message)
+    throw error
   }
-  return start
 }
 
 function describeChange(change: Change): string {
@@ -52,34 +62,32 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
       'usage: keel sessions rewind <id> --to <turn> [--files | --conversation] [--force] (or --undo)',
     )
   const both = flags.files === flags.conversation
-  const files = flags.undo || both || flags.files === true
-  const conversation = !flags.undo && (both || flags.conversation === true)
+  const scope: RewindScope = both ? 'both' : flags.files ? 'files' : 'conversation'
   const { header, events } = ctx.sessions.read(id)
-  const start = to === undefined ? undefined : turnStart(events, to, id)
+  if (to !== undefined) turnStart(events, to, id)
+  const request: RewindRequest = flags.undo ? { kind: 'undo' } : { kind: 'turn', toTurn: to!, scope }
+  const preview = await previewRewind(checkpoints, { id, cwd: header.cwd, events }, request)
   const lines: string[] = []
-  let plan
-  if (files) {
-    plan = flags.undo
-      ? await checkpoints.undoPlan(events, header.cwd, id)
-      : await checkpoints.plan(events, header.cwd, to!, id)
-    lines.push(
-      plan.changes.length ? `Files that change (${plan.changes.length}):` : 'No files change.',
-      ...plan.changes.map(describeChange),
-    )
-  }
-  const fork = conversation ? ctx.sessions.branch(id, start!.seq) : undefined
-  if (plan) {
+  let outcome: RewindOutcome
+  if (preview.plan) {
     // The rewind is recorded on the original, so it must not be running elsewhere; take its lock first.
     const { session } = ctx.sessions.open(id)
     try {
-      await checkpoints.apply(plan, header.cwd, session, { force: flags.force, fork, undo: flags.undo })
+      outcome = await performRewind({ checkpoints, sessions: ctx.sessions }, preview, { session, force: flags.force })
     } finally {
       ctx.sessions.close(session)
     }
-    lines.push(flags.undo ? 'Undid the last rewind of the files.' : `Rewound the files to the start of turn ${to}.`)
-    if (plan.conflicts.length) lines.push(`Overwrote your changes to: ${plan.conflicts.map(escapeLine).join(', ')}`)
+    lines.push(
+      outcome.changes.length ? `Files that change (${outcome.changes.length}):` : 'No files change.',
+      ...outcome.changes.map(describeChange),
+      flags.undo ? 'Undid the last rewind of the files.' : `Rewound the files to the start of turn ${to}.`,
+    )
+    if (outcome.overwrote.length)
+      lines.push(`Overwrote your changes to: ${outcome.overwrote.map(escapeLine).join(', ')}`)
+  } else {
+    outcome = await performRewind({ checkpoints, sessions: ctx.sessions }, preview)
   }
-  if (fork) lines.push(`The conversation before turn ${to} is session ${fork}: keel -r ${fork}`)
-  if (plan && !flags.undo) lines.push(`To undo the file changes: keel sessions rewind ${id} --undo`)
+  if (outcome.fork) lines.push(`The conversation before turn ${to} is session ${outcome.fork}: keel -r ${outcome.fork}`)
+  if (preview.plan && !flags.undo) lines.push(`To undo the file changes: keel sessions rewind ${id} --undo`)
   return lines.join('\n')
 }

@@ -10,6 +10,7 @@ import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState
 import { Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
+import { openRewindPicker } from './rewind-picker.ts'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
 import { style } from './style.ts'
@@ -340,6 +341,22 @@ export class KeelApp {
       case 'resume':
         if (this.busy()) return
         this.resume(parsed.arg)
+        return
+      case 'rewind':
+        if (this.busy()) return
+        openRewindPicker({
+          ctx: this.options.ctx,
+          tui: this.tui,
+          session: this.agent.session,
+          note: (level, text) => {
+            this.transcript.note(level, text)
+            this.tui.requestRender()
+          },
+          continueIn: (fork, message, draft) => {
+            this.replaceAgent(() => this.options.ctx.agents.resume(fork, { model: this.agent.model }), message)
+            if (this.agent.id === fork) this.editor.setText(draft)
+          },
+        })
         return
     }
   }

@@ -7,6 +7,7 @@ export const COMMANDS = {
   sessions: 'List the sessions of this directory',
   resume: 'Open another session: /resume <id or unique prefix>',
   plan: 'Show the last plan written in this session, even after a later turn cleared it',
+  rewind: 'Go back to an earlier prompt: restore the files, continue in a fork, or both',
   compact: 'Summarise older turns now to free context (applies before the next request)',
   quit: 'Exit Keel (also /exit, Ctrl+D on an empty editor, Ctrl+C twice)',
 } as const

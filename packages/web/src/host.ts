@@ -3,8 +3,19 @@ import type { Context } from 'cordis'
 import { Hono, type Context as HonoContext } from 'hono'
 import { getCookie, setCookie } from 'hono/cookie'
 import type { Agent, LlmAdapter } from '@keel/agent'
+import {
+  performRewind,
+  previewRewind,
+  REWIND_SCOPES,
+  RewindConflictError,
+  RewindError,
+  turnPrompts,
+  type CheckpointService,
+  type RewindScope,
+  type TurnPrompt,
+} from '@keel/checkpoint'
 import type { Projections } from '@keel/session'
-import { isSessionId, type Session, type SessionEvent, type SessionSummary } from '@keel/session'
+import { isSessionId, type Session, type SessionEvent, type SessionHeader, type SessionSummary } from '@keel/session'
 import { AllowedHosts, checkHost, checkOrigin, tokenCookieName, type AccessRefusal } from './access.ts'
 import { readBodyLimited } from './body.ts'
 import { WebAsks } from './asks.ts'
@@ -25,6 +36,8 @@ import {
   type RpcMethod,
   type RpcMethods,
   type RpcResult,
+  type RewindDone,
+  type RewindPreviewInfo,
   type ServerFrame,
   type SessionInfo,
 } from './protocol.ts'
@@ -92,6 +105,8 @@ export class WebHost {
   private readonly turns = new Map<string, Promise<unknown>>()
   /** Sessions with a manual compaction in flight or waiting for the next request: their agent holds it, so stays open. */
   private readonly compacting = new Set<string>()
+  /** Sessions with a rewind in flight: no prompt starts there until it is done. */
+  private readonly rewinding = new Set<string>()
   /** Known once the server listens; until then every request is refused. */
   private hosts: AllowedHosts | undefined
   private readonly disposers: (() => void)[] = []
@@ -102,7 +117,11 @@ export class WebHost {
     this.held = new HeldAgents({
       maxOpen: Math.max(1, options.maxOpenSessions ?? DEFAULT_MAX_OPEN_SESSIONS),
       idleMs: options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS,
-      busy: (agent) => this.turns.has(agent.id) || agent.status === 'running' || this.compacting.has(agent.id),
+      busy: (agent) =>
+        this.turns.has(agent.id) ||
+        agent.status === 'running' ||
+        this.compacting.has(agent.id) ||
+        this.rewinding.has(agent.id),
       close: (agent) => this.ctx.agents.close(agent),
     })
     this.disposers.push(
@@ -333,6 +352,100 @@ export class WebHost {
         throw error
       }
     },
+    'session.rewindPreview': (params) => this.rewindPreview(params),
+    'session.rewind': (params) => this.rewind(params),
+  }
+
+  /** The session, the prompt and the scope a rewind request names, each checked; the log read once. */
+  private rewindTarget(params: Record<string, unknown>): {
+    id: string
+    header: SessionHeader
+    events: readonly SessionEvent[]
+    prompt: TurnPrompt
+    scope: RewindScope
+  } {
+    const id = this.scopedSessionId(params)
+    const seq = optionalInteger(params, 'seq', 0, Number.MAX_SAFE_INTEGER)
+    if (seq === undefined) throw new RpcFailure('bad-request', 'seq must be the seq of a prompt (a user message)')
+    const scope = params.scope
+    if (typeof scope !== 'string' || !(REWIND_SCOPES as readonly string[]).includes(scope))
+      throw new RpcFailure('bad-request', `scope must be one of ${REWIND_SCOPES.join(', ')}`)
+    const { header, events } = this.ctx.sessions.read(id)
+    if (header.parent)
+      throw new RpcFailure(
+        'read-only',
+        `session ${id} belongs to a subagent; rewind its parent session ${header.parent.sessionId}`,
+      )
+    const prompt = turnPrompts(events).find((candidate) => candidate.messageSeq === seq)
+    if (!prompt) throw new RpcFailure('bad-request', `seq ${seq} is not a prompt of session ${id}`)
+    return { id, header, events, prompt, scope: scope as RewindScope }
+  }
+
+  private checkpoints(): CheckpointService | undefined {
+    return this.ctx.get('checkpoints') as CheckpointService | undefined
+  }
+
+  private async rewindPreview(params: Record<string, unknown>): Promise<RewindPreviewInfo> {
+    const { id, header, events, prompt, scope } = this.rewindTarget(params)
+    const preview = await previewRewind(
+      this.checkpoints(),
+      { id, cwd: header.cwd, events },
+      { kind: 'turn', toTurn: prompt.turn, scope },
+    )
+    return {
+      turn: prompt.turn,
+      scope,
+      ...(preview.plan
+        ? {
+            files: {
+              changes: preview.plan.changes.map(({ status, path }) => ({ status, path })),
+              conflicts: [...preview.plan.conflicts],
+            },
+          }
+        : {}),
+      fork: preview.forkBeforeSeq !== undefined,
+    }
+  }
+
+  /**
+   * Files go back through the session's agent here (it holds the writer lock, and `checkpoint/restore` is written on
+   * it), so the session must be idle; a conversation-only rewind just forks, from memory or the file.
+   */
+  private async rewind(params: Record<string, unknown>): Promise<RewindDone> {
+    const { id, header, events, prompt, scope } = this.rewindTarget(params)
+    const overwrite = optionalPaths(params, 'overwrite')
+    if (this.rewinding.has(id)) throw new RpcFailure('busy', 'a rewind of this session is already running')
+    if (this.turns.has(id) || this.ctx.agents.get(id)?.status === 'running')
+      throw new RpcFailure('busy', 'a turn is running in this session; wait for it to end or cancel it')
+    this.rewinding.add(id)
+    try {
+      const session = scope === 'conversation' ? undefined : this.agentFor(id).session
+      const preview = await previewRewind(
+        this.checkpoints(),
+        { id, cwd: header.cwd, events: session?.events ?? events },
+        { kind: 'turn', toTurn: prompt.turn, scope },
+      )
+      // The conflicts the person saw and agreed to overwrite; any other one refuses (performRewind looks again).
+      if (preview.plan) preview.plan = { ...preview.plan, conflicts: overwrite }
+      const outcome = await performRewind({ checkpoints: this.checkpoints(), sessions: this.ctx.sessions }, preview, {
+        session,
+        force: overwrite.length > 0,
+        forceHint: 'look at the list again before rewinding',
+      })
+      let fork: SessionInfo | undefined
+      if (outcome.fork) {
+        fork = { ...this.infoOfHeader(this.ctx.sessions.read(outcome.fork).header), title: titleOf(prompt, events) }
+        this.hub.broadcast({ type: 'session/created', session: fork })
+      }
+      return {
+        turn: prompt.turn,
+        ...(fork ? { fork } : {}),
+        changed: outcome.changes.length,
+        overwrote: outcome.overwrote,
+      }
+    } finally {
+      this.rewinding.delete(id)
+    }
   }
 
   private history(params: Record<string, unknown>): HistoryPage {
@@ -406,6 +519,7 @@ export class WebHost {
       throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
     if (this.turns.has(sessionId))
       throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
+    if (this.rewinding.has(sessionId)) throw new RpcFailure('busy', 'a rewind of this session is running')
     const agent = this.agentFor(sessionId)
     if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
     const turn = agent.prompt(text).catch((error: unknown) => {
@@ -507,13 +621,17 @@ export class WebHost {
       createdAt: summary.createdAt,
       updatedAt: summary.updatedAt,
       ...(summary.parent ? { parent: summary.parent } : {}),
+      ...(summary.forkedFrom ? { forkedFrom: summary.forkedFrom } : {}),
       live: this.held.has(summary.id),
       running: this.turns.has(summary.id),
     }
   }
 
   private infoOf(session: Session): SessionInfo {
-    const { header } = session
+    return this.infoOfHeader(session.header)
+  }
+
+  private infoOfHeader(header: SessionHeader): SessionInfo {
     return {
       id: header.id,
       title: '',
@@ -521,6 +639,7 @@ export class WebHost {
       createdAt: header.createdAt,
       updatedAt: Date.now(),
       ...(header.parent ? { parent: header.parent } : {}),
+      ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
       live: this.held.has(header.id),
       running: this.turns.has(header.id),
     }
@@ -534,6 +653,9 @@ function failure(code: RpcErrorCode, message: string): RpcResult<never> {
 function toRpcError(error: unknown): RpcError {
   if (error instanceof RpcFailure) return { code: error.code, message: error.message }
   if (error instanceof PageRequestError) return { code: 'bad-request', message: error.message }
+  if (error instanceof RewindConflictError) return { code: 'conflict', message: oneLine(error) }
+  // No checkpoints for that turn, checkpoints off in that directory, or git failing: the files cannot go back.
+  if (error instanceof RewindError) return { code: 'unavailable', message: oneLine(error) }
   const name = (error as Error)?.name
   const message = oneLine(error)
   if (name === 'SessionNotFoundError') return { code: 'not-found', message }
@@ -565,6 +687,21 @@ function optionalInteger(params: Record<string, unknown>, key: string, min: numb
     throw new RpcFailure('bad-request', `${key} must be an integer from ${min} to ${max}`)
   }
   return value
+}
+
+/** A list of file paths (the conflicts a person agreed to overwrite); none when absent. */
+function optionalPaths(params: Record<string, unknown>, key: string): string[] {
+  const value = params[key]
+  if (value === undefined || value === null) return []
+  if (!Array.isArray(value) || value.length > 100_000 || !value.every((p) => typeof p === 'string' && p.length <= 4096))
+    throw new RpcFailure('bad-request', `${key} must be a list of file paths`)
+  return value as string[]
+}
+
+/** A fork's title, as the list would show it: its first prompt (the original's, unless it forked before turn 1). */
+function titleOf(prompt: TurnPrompt, events: readonly SessionEvent[]): string {
+  const first = turnPrompts(events).find((candidate) => candidate.startSeq < prompt.startSeq)
+  return (first?.text ?? '').replace(/\s+/g, ' ').trim().slice(0, 120)
 }
 
 async function readParams(c: HonoContext): Promise<{ value: unknown } | { error: string } | { tooLarge: true }> {

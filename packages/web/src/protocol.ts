@@ -17,6 +17,7 @@ export type RpcErrorCode =
   | 'not-found'
   | 'busy'
   | 'read-only'
+  | 'conflict'
   | 'unavailable'
   | 'internal'
 
@@ -101,6 +102,8 @@ export interface SessionInfo {
   createdAt: number
   updatedAt: number
   parent?: { sessionId: string; callId: string }
+  /** A fork: the session it branched from, and the seq it branched before. */
+  forkedFrom?: { sessionId: string; seq: number }
   /** Open in this host (prompts run here). */
   live: boolean
   running: boolean
@@ -123,6 +126,48 @@ export interface RpcMethods {
   }
   /** Summarise older turns now (needs @keel/compaction in the composition). */
   'session.compact': { params: { sessionId: string }; value: CompactResult }
+  /** What "Rewind to here" on the prompt at `seq` would do: the files that change and the conflicts. Changes nothing. */
+  'session.rewindPreview': { params: RewindParams; value: RewindPreviewInfo }
+  /**
+   * Rewinds to the start of the turn the prompt at `seq` began. `overwrite` lists the conflicting files the person
+   * agreed to overwrite (the preview's list); any other conflict refuses with `conflict` and nothing changes.
+   */
+  'session.rewind': { params: RewindParams & { overwrite?: string[] }; value: RewindDone }
+}
+
+/** Files and conversation, files only, or conversation only (a fork before the turn). */
+export type RewindScope = 'both' | 'files' | 'conversation'
+
+export interface RewindParams {
+  sessionId: string
+  /** The seq of the prompt's `user/message`. */
+  seq: number
+  scope: RewindScope
+}
+
+/** One file a rewind changes: recreated (A: it was deleted since), deleted (D: it is new since), or restored (M, T). */
+export interface RewindFileChange {
+  status: 'A' | 'D' | 'M' | 'T'
+  path: string
+}
+
+export interface RewindPreviewInfo {
+  turn: number
+  scope: RewindScope
+  /** Absent when the files stay. */
+  files?: { changes: RewindFileChange[]; conflicts: string[] }
+  /** The conversation continues in a new session. */
+  fork: boolean
+}
+
+export interface RewindDone {
+  turn: number
+  /** The fork the conversation continues in, when it was rewound. */
+  fork?: SessionInfo
+  /** Files changed (0 when the files stayed). */
+  changed: number
+  /** The person's changes that were overwritten (they agreed). */
+  overwrote: string[]
 }
 
 /** What a manual compaction did (the shape of @keel/compaction's outcome; token figures are estimates). */

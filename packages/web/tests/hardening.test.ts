@@ -286,9 +286,16 @@ describe('scope', () => {
     expect((await f.ok('session.list', {})).sessions).toEqual([])
     expect((await f.ok('session.list', {})).all).toBe(false)
     const missing = '00000000-0000-4000-8000-000000000000'
-    for (const method of ['session.history', 'session.prompt', 'session.cancel', 'session.compact'] as const) {
-      const foreign = await f.rpc(method, { sessionId: id, text: 'hi' })
-      const none = await f.rpc(method, { sessionId: missing, text: 'hi' })
+    for (const method of [
+      'session.history',
+      'session.prompt',
+      'session.cancel',
+      'session.compact',
+      'session.rewindPreview',
+      'session.rewind',
+    ] as const) {
+      const foreign = await f.rpc(method, { sessionId: id, text: 'hi', seq: 1, scope: 'conversation' })
+      const none = await f.rpc(method, { sessionId: missing, text: 'hi', seq: 1, scope: 'conversation' })
       if (method === 'session.compact' && !foreign.ok && foreign.error.code === 'unavailable') continue
       expect(foreign, method).toEqual({ ok: false, error: { code: 'not-found', message: `no session with id ${id}` } })
       expect(none, method).toEqual({

@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
-import type { PermissionAnswer, PermissionAsk, SessionInfo } from '../protocol.ts'
+import type { PermissionAnswer, PermissionAsk, RewindDone, SessionInfo } from '../protocol.ts'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
+import type { RewindActions } from './components/RewindCard.tsx'
 import { SessionList } from './components/SessionList.tsx'
 import { TodoPanel } from './components/TodoPanel.tsx'
 import { UsageBadge } from './components/UsageBadge.tsx'
@@ -47,6 +48,10 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [selected, setSelected] = useState<string | null>(sessionFromHash)
   const [stream, setStream] = useState<StreamState>('connecting')
   const [error, setError] = useState<string | null>(null)
+  /** What the last rewind did, shown until the next session is picked. */
+  const [info, setInfo] = useState<string | null>(null)
+  /** The prompt a conversation rewind went back before, put in the fork's composer. */
+  const [draft, setDraft] = useState<{ text: string } | null>(null)
   /** On narrow screens the session list is behind a button in the header. */
   const [navOpen, setNavOpen] = useState(false)
   const store = useMemo(
@@ -103,6 +108,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
 
   const select = useCallback((id: string) => {
     setError(null)
+    setInfo(null)
     if (window.location.hash !== `#s=${id}`) window.location.hash = `s=${id}`
     setSelected(id)
     setNavOpen(false)
@@ -158,6 +164,30 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     [api, fail],
   )
 
+  const rewind = useMemo<RewindActions | undefined>(() => {
+    if (!selected) return undefined
+    return {
+      preview: (seq, scope) => api.call('session.rewindPreview', { sessionId: selected, seq, scope }),
+      rewind: (seq, scope, overwrite) =>
+        api.call('session.rewind', { sessionId: selected, seq, scope, ...(overwrite.length ? { overwrite } : {}) }),
+      done: (result: RewindDone, prompt: string) => {
+        const files = result.changed
+          ? `Rewound ${result.changed} file${result.changed === 1 ? '' : 's'} to the start of turn ${result.turn}.`
+          : ''
+        refresh()
+        if (result.fork) {
+          select(result.fork.id)
+          setDraft({ text: prompt })
+          setInfo(
+            `${files} Continuing in a fork of session ${selected.slice(0, 8)} made before turn ${result.turn}.`.trim(),
+          )
+        } else {
+          setInfo(files || 'No files changed.')
+        }
+      },
+    }
+  }, [api, selected, select, refresh])
+
   const title = sessions.find((session) => session.id === selected)?.title
   return (
     <div className={navOpen ? 'app nav-open' : 'app'}>
@@ -207,7 +237,16 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           {store && <UsageBadge store={store} />}
         </header>
         {store ? (
-          <Conversation store={store} error={error} onSend={send} onCancel={cancel} onAnswer={answer} />
+          <Conversation
+            store={store}
+            error={error}
+            info={info}
+            draft={draft}
+            rewind={rewind}
+            onSend={send}
+            onCancel={cancel}
+            onAnswer={answer}
+          />
         ) : (
           <>
             <div className="transcript">
@@ -229,12 +268,18 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
 function Conversation({
   store,
   error,
+  info,
+  draft,
+  rewind,
   onSend,
   onCancel,
   onAnswer,
 }: {
   store: ConversationStore
   error: string | null
+  info: string | null
+  draft: { text: string } | null
+  rewind?: RewindActions
   onSend: (text: string) => Promise<boolean>
   onCancel: () => void
   onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
@@ -242,9 +287,14 @@ function Conversation({
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
     <>
-      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} onAnswer={onAnswer} />
+      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} onAnswer={onAnswer} rewind={rewind} />
       <div className="dock">
         <TodoPanel todos={snapshot.todos} />
+        {info && (
+          <div className="notice" role="status" data-testid="rewind-info">
+            {info}
+          </div>
+        )}
         {error && (
           <div className="notice error" role="alert">
             {error}
@@ -255,6 +305,7 @@ function Conversation({
           disabled={snapshot.openState !== 'open'}
           onSend={onSend}
           onCancel={onCancel}
+          draft={draft}
         />
       </div>
     </>

@@ -1,4 +1,4 @@
-import { useState, type FormEvent, type KeyboardEvent } from 'react'
+import { useEffect, useState, type FormEvent, type KeyboardEvent } from 'react'
 
 /** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. */
 export function Composer({
@@ -6,13 +6,19 @@ export function Composer({
   disabled,
   onSend,
   onCancel,
+  draft,
 }: {
   running: boolean
   disabled: boolean
   onSend: (text: string) => Promise<boolean>
   onCancel: () => void
+  /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
+  draft?: { text: string } | null
 }) {
   const [text, setText] = useState('')
+  useEffect(() => {
+    if (draft) setText(draft.text)
+  }, [draft])
   const [sending, setSending] = useState(false)
 
   const send = async () => {

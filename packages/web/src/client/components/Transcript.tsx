@@ -1,7 +1,8 @@
-import { useDeferredValue, useEffect, useLayoutEffect, useRef } from 'react'
+import { useDeferredValue, useEffect, useLayoutEffect, useRef, useState } from 'react'
 import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
 import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
 import { ApprovalCard, type AnswerAsk } from './ApprovalCard.tsx'
+import { RewindCard, type RewindActions } from './RewindCard.tsx'
 import { ToolRow } from './ToolRow.tsx'
 
 /**
@@ -12,10 +13,13 @@ export function Transcript({
   snapshot,
   onLoadOlder,
   onAnswer,
+  rewind,
 }: {
   snapshot: ConversationSnapshot
   onLoadOlder: () => void
   onAnswer: AnswerAsk
+  /** "Rewind to here" on each prompt (absent: no such button). */
+  rewind?: RewindActions
 }) {
   const scroller = useRef<HTMLDivElement>(null)
   const pinned = useRef(true)
@@ -56,7 +60,7 @@ export function Transcript({
           <div className="placeholder">Ask Keel to do something in this repository.</div>
         )}
         {snapshot.items.map((item) => (
-          <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} />
+          <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} rewind={rewind} />
         ))}
         {snapshot.asks
           .filter((ask) => !hasRow(snapshot, ask.sessionId, ask.callId))
@@ -84,6 +88,34 @@ export function Transcript({
   )
 }
 
+function UserMessage({ item, rewind }: { item: Extract<TranscriptItem, { kind: 'user' }>; rewind?: RewindActions }) {
+  const [rewinding, setRewinding] = useState(false)
+  return (
+    <>
+      <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
+        {item.source !== 'user' && (
+          <div className="message-label">
+            {item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}
+          </div>
+        )}
+        <div className="message-text">{item.text}</div>
+        {rewind && !rewinding && (
+          <button
+            type="button"
+            className="rewind-here"
+            data-testid="rewind-here"
+            title="Go back to before this prompt: restore the files, continue in a fork, or both"
+            onClick={() => setRewinding(true)}
+          >
+            Rewind to here
+          </button>
+        )}
+      </div>
+      {rewind && rewinding && <RewindCard seq={item.seq} prompt={item.text} actions={rewind} onClose={() => setRewinding(false)} />}
+    </>
+  )
+}
+
 function hasRow(snapshot: ConversationSnapshot, sessionId: string, callId: string): boolean {
   return (
     sessionId === snapshot.sessionId && snapshot.items.some((item) => item.kind === 'tool' && item.callId === callId)
@@ -94,23 +126,16 @@ function Item({
   item,
   snapshot,
   onAnswer,
+  rewind,
 }: {
   item: TranscriptItem
   snapshot: ConversationSnapshot
   onAnswer: AnswerAsk
+  rewind?: RewindActions
 }) {
   switch (item.kind) {
     case 'user':
-      return (
-        <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
-          {item.source !== 'user' && (
-            <div className="message-label">
-              {item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}
-            </div>
-          )}
-          <div className="message-text">{item.text}</div>
-        </div>
-      )
+      return <UserMessage item={item} rewind={item.source === 'user' && !snapshot.running ? rewind : undefined} />
     case 'assistant':
       return (
         <div className="message assistant" data-testid="assistant-message">
