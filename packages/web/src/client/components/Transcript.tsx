@@ -111,7 +111,9 @@ function UserMessage({ item, rewind }: { item: Extract<TranscriptItem, { kind: '
           </button>
         )}
       </div>
-      {rewind && rewinding && <RewindCard seq={item.seq} prompt={item.text} actions={rewind} onClose={() => setRewinding(false)} />}
+      {rewind && rewinding && (
+        <RewindCard seq={item.seq} prompt={item.text} actions={rewind} onClose={() => setRewinding(false)} />
+      )}
     </>
   )
 }
