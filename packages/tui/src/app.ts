@@ -1,11 +1,12 @@
 import type { Context } from 'cordis'
-import { CombinedAutocompleteProvider, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
+import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import type { Agent, AgentDelta } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
+import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
@@ -57,6 +58,7 @@ export class KeelApp {
   readonly prompt: PermissionPrompt
   readonly status = new StatusLine()
   readonly footer: Footer
+  private readonly completion: KeelAutocomplete
   agent: Agent
   state: TranscriptState = emptyTranscript()
   private queue: string[] = []
@@ -83,7 +85,8 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(slashCommands(), options.cwd))
+    this.completion = new KeelAutocomplete(slashCommands(), new PathIndex(options.cwd))
+    this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
       model: options.modelSpec,
@@ -213,6 +216,15 @@ export class KeelApp {
     }
     // An open approval prompt takes every other key: y / a / n / esc answer it, the rest is dropped.
     if (this.prompt.handleKey(data)) return { consume: true }
+    // Enter on a menu the person has typed past (a burst of keys): close it, so Enter submits what was typed.
+    if (
+      matchesKey(data, 'enter') &&
+      this.editor.isShowingAutocomplete() &&
+      !this.completion.isCurrent(this.editor.getLines(), this.editor.getCursor())
+    ) {
+      this.editor.handleInput('\x1b')
+      return undefined
+    }
     if (matchesKey(data, 'escape')) {
       if (this.editor.isShowingAutocomplete() || !this.running) return undefined
       this.cancel()
