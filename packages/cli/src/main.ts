@@ -10,7 +10,7 @@ import {
   SessionWriteError,
 } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
-import { modelSpec, openAgent, workingDirectory } from './agent.ts'
+import { createModel, modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
 import { boot, BootError, DEFAULT_COMPOSITION, shutdown } from './boot.ts'
@@ -100,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
           modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
           openAgent: () => openAgent(booted, flags),
+          createModel: (spec) => createModel(booted, flags, spec),
         })
       }
     }

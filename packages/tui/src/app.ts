@@ -1,12 +1,13 @@
 import type { Context } from 'cordis'
 import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import type { Agent, AgentDelta } from '@keel/agent'
+import { lastModelChoice, modelSpecOf, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
+import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
@@ -26,6 +27,12 @@ function instructionsLine(agent: Agent): string[] {
   return [style.dim(`Instructions: ${files.map((file) => escapeLine(file.label)).join(', ')}${cut}`)]
 }
 
+/** An error's message on one line (a provider's message may span several). */
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return escapeLine(text.replace(/\s+/g, ' ').trim()).slice(0, 300)
+}
+
 /** Live tool output kept per running call; the log has the whole result once the call ends. */
 const LIVE_OUTPUT_CAP = 64 * 1024
 const DOUBLE_PRESS_MS = 2000
@@ -35,7 +42,10 @@ export interface AppOptions {
   terminal: Terminal
   agent: Agent
   cwd: string
+  /** The model the flags or settings configured (`provider/model`). */
   modelSpec: string
+  /** Builds the adapter for `/model <spec>` as the CLI builds the flags' model; without it, `ctx.llm.create`. */
+  createModel?: (spec: string) => Promise<LlmAdapter>
   version: string
   /** Shown on every frame in the footer (the scripted demo). */
   label?: string
@@ -89,7 +99,7 @@ export class KeelApp {
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
-      model: options.modelSpec,
+      model: modelSpecOf(options.agent.model),
       cwd: options.cwd,
       sessionId: this.agent.id,
       tokens: { input: 0, output: 0 },
@@ -146,7 +156,12 @@ export class KeelApp {
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
-    this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
+    this.footer.info = {
+      ...this.footer.info,
+      model: modelSpecOf(agent.model),
+      sessionId: agent.id,
+      tokens: { ...this.state.tokens },
+    }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
   }
@@ -339,19 +354,25 @@ export class KeelApp {
       case 'sessions':
         this.listSessions()
         return
-      case 'new':
+      case 'new': {
         if (this.busy()) return
-        this.replaceAgent(
-          () => ({
-            agent: this.options.ctx.agents.create({ cwd: this.options.cwd, model: this.agent.model }),
-            repairs: [],
-          }),
-          'Started a new session.',
-        )
+        const model = this.agent.model
+        this.replaceAgent(() => {
+          const agent = this.options.ctx.agents.create({ cwd: this.options.cwd, model })
+          // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
+          const spec = modelSpecOf(model)
+          if (spec !== this.options.modelSpec) agent.switchModel(model, spec)
+          return { agent, repairs: [] }
+        }, 'Started a new session.')
         return
+      }
       case 'resume':
         if (this.busy()) return
-        this.resume(parsed.arg)
+        void this.resume(parsed.arg)
+        return
+      case 'model':
+        if (this.busy()) return
+        void this.switchModel(parsed.arg)
         return
     }
   }
@@ -423,7 +444,7 @@ export class KeelApp {
     this.transcript.note('info', lines.join('\n'))
   }
 
-  private resume(arg: string): void {
+  private async resume(arg: string): Promise<void> {
     if (!arg) {
       this.transcript.note('warn', 'Usage: /resume <session id or unique prefix> (see /sessions)')
       return
@@ -438,7 +459,70 @@ export class KeelApp {
       this.transcript.note('info', 'That is the session already open.')
       return
     }
-    this.replaceAgent(() => this.options.ctx.agents.resume(id, { model: this.agent.model }), `Resumed session ${id}.`)
+    // The session's own last /model choice, when it made one; otherwise it continues with the model in use.
+    let model = this.agent.model
+    let chosen: string | undefined
+    try {
+      chosen = lastModelChoice(this.options.ctx.sessions.read(id).events)
+    } catch {
+      chosen = undefined // an unknown id: agents.resume below says so
+    }
+    if (chosen && chosen !== modelSpecOf(model)) {
+      try {
+        model = await this.makeModel(chosen)
+      } catch (error) {
+        this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
+      }
+    }
+    if (this.running) return void this.busy()
+    this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`)
+    this.tui.requestRender()
+  }
+
+  private makeModel(spec: string): Promise<LlmAdapter> {
+    return this.options.createModel
+      ? this.options.createModel(spec)
+      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd })
+  }
+
+  /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */
+  private async switchModel(arg: string): Promise<void> {
+    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
+    const current = modelSpecOf(this.agent.model)
+    const parsed = parseModelArg(arg, providers)
+    if (parsed.kind === 'list') {
+      this.transcript.note('info', modelList(providers, current, this.options.modelSpec))
+      return
+    }
+    if (parsed.kind === 'invalid') {
+      this.transcript.note('warn', parsed.message)
+      return
+    }
+    if (parsed.spec === current) {
+      this.transcript.note('info', `Already using ${escapeLine(current)}.`)
+      return
+    }
+    let model: LlmAdapter
+    try {
+      model = await this.makeModel(parsed.spec)
+    } catch (error) {
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.tui.requestRender()
+      return
+    }
+    // A prompt sent while the adapter was being made started a turn: that turn keeps its model.
+    if (this.busy()) return void this.tui.requestRender()
+    try {
+      this.agent.switchModel(model, parsed.spec)
+    } catch (error) {
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.tui.requestRender()
+      return
+    }
+    this.footer.info.model = parsed.spec
+    this.footer.info.label = scriptedLabel(parsed.spec)?.label
+    this.transcript.note('info', `Model: ${escapeLine(parsed.spec)} from the next turn on.`)
+    this.tui.requestRender()
   }
 
   /** Swaps the open agent: the old one is closed (its file flushed, its lock released) only once the new one opened. */

@@ -8,6 +8,7 @@ export const COMMANDS = {
   resume: 'Open another session: /resume <id or unique prefix>',
   plan: 'Show the last plan written in this session, even after a later turn cleared it',
   compact: 'Summarise older turns now to free context (applies before the next request)',
+  model: 'Switch the model for the following turns: /model <provider>/<model>; alone, list the providers',
   quit: 'Exit Keel (also /exit, Ctrl+D on an empty editor, Ctrl+C twice)',
 } as const
 
