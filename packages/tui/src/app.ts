@@ -8,6 +8,7 @@ import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
+import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
@@ -68,6 +69,9 @@ export class KeelApp {
   readonly prompt: PermissionPrompt
   readonly status = new StatusLine()
   readonly footer: Footer
+  /** A `!command` running now: its live output, above the approval prompt and the editor. */
+  readonly shellView = new ShellRunView()
+  private shell: { controller: AbortController; done: Promise<void> } | undefined
   private readonly completion: KeelAutocomplete
   agent: Agent
   state: TranscriptState = emptyTranscript()
@@ -109,7 +113,15 @@ export class KeelApp {
       sessionLabel: (id) => (id === this.agent.id ? undefined : 'asked by a subagent'),
     })
     this.prompt.onChange = () => this.tui.requestRender()
-    for (const child of [this.transcript, this.prompt, this.plan, this.status, this.editor, this.footer])
+    for (const child of [
+      this.transcript,
+      this.shellView,
+      this.prompt,
+      this.plan,
+      this.status,
+      this.editor,
+      this.footer,
+    ])
       this.tui.addChild(child)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
@@ -241,7 +253,7 @@ export class KeelApp {
       return undefined
     }
     if (matchesKey(data, 'escape')) {
-      if (this.editor.isShowingAutocomplete() || !this.running) return undefined
+      if (this.editor.isShowingAutocomplete() || (!this.running && !this.shell)) return undefined
       this.cancel()
       return { consume: true }
     }
@@ -269,7 +281,7 @@ export class KeelApp {
       return
     }
     this.lastCtrlC = now
-    if (this.running) this.cancel()
+    if (this.running || this.shell) this.cancel()
     else this.editor.setText('')
     this.status.show('Press Ctrl+C again to exit', DOUBLE_PRESS_MS)
     this.tui.requestRender()
@@ -279,13 +291,14 @@ export class KeelApp {
   /** Esc: the turn ends `aborted` and the bash tool kills its process group. Queued prompts go back to the editor. */
   cancel(): void {
     this.agent.cancel()
+    this.shell?.controller.abort(new Error('cancelled'))
     if (this.queue.length) {
       const current = this.editor.getText()
       this.editor.setText([...this.queue, ...(current ? [current] : [])].join('\n\n'))
       this.queue = []
       this.status.queued = 0
     }
-    if (this.running) this.status.cancelling = true
+    if (this.running || this.shell) this.status.cancelling = true
     this.tui.requestRender()
   }
 
@@ -295,13 +308,19 @@ export class KeelApp {
     this.editor.addToHistory(text)
     if (text.startsWith('/')) {
       this.command(text)
-    } else if (this.running) {
+    } else if (this.running || this.shell) {
       this.queue.push(text)
       this.status.queued = this.queue.length
     } else {
-      this.send(text)
+      this.dispatch(text)
     }
     this.tui.requestRender()
+  }
+
+  /** A prompt starts a turn; `!command` runs the command. */
+  private dispatch(text: string): void {
+    if (text.startsWith('!')) void this.userCommand(text.slice(1).trim())
+    else this.send(text)
   }
 
   private send(text: string): void {
@@ -321,7 +340,7 @@ export class KeelApp {
         this.ticker = undefined
         const next = this.queue.shift()
         this.status.queued = this.queue.length
-        if (next !== undefined && !this.closing && agent === this.agent) this.send(next)
+        if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
         this.tui.requestRender()
       })
   }
@@ -378,9 +397,64 @@ export class KeelApp {
   }
 
   private busy(): boolean {
-    if (!this.running) return false
-    this.transcript.note('warn', 'A turn is running: press Esc to cancel it first.')
+    if (!this.running && !this.shell) return false
+    this.transcript.note('warn', `${this.running ? 'A turn' : 'A command'} is running: press Esc to cancel it first.`)
     return true
+  }
+
+  /**
+   * `!command`: runs it through the bash tool under the same permission mode, rules and sandbox as the model's calls
+   * (asking here in ask mode), shows it live, and records it on the log as a user message for the next turn.
+   */
+  private async userCommand(command: string): Promise<void> {
+    if (!command) {
+      this.transcript.note('warn', 'Usage: !<command> runs a shell command here; the model sees it and its output.')
+      return
+    }
+    if (this.busy()) return
+    const agent = this.agent
+    const controller = new AbortController()
+    let finished = () => {}
+    this.shell = { controller, done: new Promise<void>((done) => (finished = done)) }
+    const view = { command, output: '' }
+    this.shellView.running = view
+    this.status.runningSince = Date.now()
+    this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
+    this.tui.requestRender()
+    try {
+      const outcome = await runUserCommand({
+        ctx: this.options.ctx,
+        agent,
+        command,
+        asker: this.prompt.asker,
+        signal: controller.signal,
+        onUpdate: (text) => {
+          const all = view.output + text
+          view.output = all.length > LIVE_OUTPUT_CAP ? all.slice(-LIVE_OUTPUT_CAP) : all
+          this.tui.requestRender()
+        },
+      })
+      this.shellView.running = undefined
+      if (outcome.kind === 'refused') {
+        this.transcript.note('warn', `! ${escapeLine(command)} was not run: ${escapeLine(outcome.reason)}`)
+      } else if (agent === this.agent && !this.closing) {
+        recordUserCommand(agent, command, outcome.output)
+      }
+    } catch (error) {
+      this.transcript.note('error', `! ${escapeLine(command)} failed: ${oneLine(error)}`)
+    } finally {
+      this.shellView.running = undefined
+      this.shell = undefined
+      finished()
+      this.status.runningSince = undefined
+      this.status.cancelling = false
+      if (this.ticker && !this.running) clearInterval(this.ticker)
+      if (!this.running) this.ticker = undefined
+      const next = this.queue.shift()
+      this.status.queued = this.queue.length
+      if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
+      this.tui.requestRender()
+    }
   }
 
   /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
@@ -545,9 +619,10 @@ export class KeelApp {
   async quit(code = 0): Promise<void> {
     if (this.closing) return
     this.closing = true
-    if (this.running) {
+    if (this.running || this.shell) {
       this.agent.cancel()
-      await Promise.race([this.running, new Promise((done) => setTimeout(done, 3000))])
+      this.shell?.controller.abort(new Error('cancelled'))
+      await Promise.race([Promise.all([this.running, this.shell?.done]), new Promise((done) => setTimeout(done, 3000))])
     }
     if (this.ticker) clearInterval(this.ticker)
     // Cancelling the turn ended its asks; anything still waiting (a turn that did not stop in time) is declined.
