@@ -110,7 +110,10 @@ export function matchPaths(paths: readonly string[], query: string, limit = MAX_
     (path) => path,
   )
   named.sort((a, b) => {
-    const rank = (path: string) => (base(path).toLowerCase().startsWith(lower) ? 0 : 1)
+    const rank = (path: string) => {
+      const name = base(path).toLowerCase()
+      return name === lower || name.replace(/\.[^.]*$/, '') === lower ? 0 : name.startsWith(lower) ? 1 : 2
+    }
     return rank(a) - rank(b) || a.length - b.length || (a < b ? -1 : 1)
   })
   return [...named, ...rest].slice(0, limit)
