@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import { lastModelChoice, modelSpecOf, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
+import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
@@ -43,8 +43,10 @@ export interface AppOptions {
   terminal: Terminal
   agent: Agent
   cwd: string
-  /** The model the flags or settings configured (`provider/model`). */
+  /** The open agent's model (`provider/model`): the footer shows it and `/model` compares with it. */
   modelSpec: string
+  /** The model the flags or settings configured, when a reopened session chose another (`/model` lists both). */
+  configuredModel?: string
   /** Builds the adapter for `/model <spec>` as the CLI builds the flags' model; without it, `ctx.llm.create`. */
   createModel?: (spec: string) => Promise<LlmAdapter>
   version: string
@@ -103,7 +105,7 @@ export class KeelApp {
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
-      model: modelSpecOf(options.agent.model),
+      model: options.modelSpec,
       cwd: options.cwd,
       sessionId: this.agent.id,
       tokens: { input: 0, output: 0 },
@@ -170,7 +172,6 @@ export class KeelApp {
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info = {
       ...this.footer.info,
-      model: modelSpecOf(agent.model),
       sessionId: agent.id,
       tokens: { ...this.state.tokens },
     }
@@ -379,8 +380,8 @@ export class KeelApp {
         this.replaceAgent(() => {
           const agent = this.options.ctx.agents.create({ cwd: this.options.cwd, model })
           // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
-          const spec = modelSpecOf(model)
-          if (spec !== this.options.modelSpec) agent.switchModel(model, spec)
+          const spec = this.footer.info.model
+          if (spec !== this.configuredModel) agent.switchModel(model, spec)
           return { agent, repairs: [] }
         }, 'Started a new session.')
         return
@@ -541,16 +542,29 @@ export class KeelApp {
     } catch {
       chosen = undefined // an unknown id: agents.resume below says so
     }
-    if (chosen && chosen !== modelSpecOf(model)) {
+    let spec = this.footer.info.model
+    if (chosen && chosen !== spec) {
       try {
         model = await this.makeModel(chosen)
+        spec = chosen
       } catch (error) {
         this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
       }
     }
     if (this.running) return void this.busy()
-    this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`)
+    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`))
+      this.showModel(spec)
     this.tui.requestRender()
+  }
+
+  private get configuredModel(): string {
+    return this.options.configuredModel ?? this.options.modelSpec
+  }
+
+  /** The footer names the model in use, and labels a scripted one. */
+  private showModel(spec: string): void {
+    this.footer.info.model = spec
+    this.footer.info.label = scriptedLabel(spec)?.label
   }
 
   private makeModel(spec: string): Promise<LlmAdapter> {
@@ -562,10 +576,10 @@ export class KeelApp {
   /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */
   private async switchModel(arg: string): Promise<void> {
     const providers = this.options.ctx.get('llm')?.providerNames() ?? []
-    const current = modelSpecOf(this.agent.model)
+    const current = this.footer.info.model
     const parsed = parseModelArg(arg, providers)
     if (parsed.kind === 'list') {
-      this.transcript.note('info', modelList(providers, current, this.options.modelSpec))
+      this.transcript.note('info', modelList(providers, current, this.configuredModel))
       return
     }
     if (parsed.kind === 'invalid') {
@@ -593,26 +607,26 @@ export class KeelApp {
       this.tui.requestRender()
       return
     }
-    this.footer.info.model = parsed.spec
-    this.footer.info.label = scriptedLabel(parsed.spec)?.label
+    this.showModel(parsed.spec)
     this.transcript.note('info', `Model: ${escapeLine(parsed.spec)} from the next turn on.`)
     this.tui.requestRender()
   }
 
   /** Swaps the open agent: the old one is closed (its file flushed, its lock released) only once the new one opened. */
-  private replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): void {
+  private replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean {
     let next: { agent: Agent; repairs: string[] }
     try {
       next = make()
     } catch (error) {
       this.transcript.note('error', error instanceof Error ? error.message : String(error))
-      return
+      return false
     }
     const previous = this.agent
     this.options.ctx.agents.close(previous)
     this.open(next.agent)
     this.transcript.note('info', message)
     for (const repair of next.repairs) this.transcript.note('warn', repair)
+    return true
   }
 
   /** Cancels a running turn (waiting a little for it to end on the log), stops drawing and resolves `run`. */
