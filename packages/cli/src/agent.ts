@@ -17,10 +17,15 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
   return ctx.sessions.list(cwd).find((summary) => !summary.parent && summary.title)?.id
 }
 
-/** A new agent, or the one --continue / --resume names, with the model the flags ask for. */
+/**
+ * A new agent, or the one --continue / --resume names, with the model the flags ask for. `modelFlag` is the
+ * `--model` typed on the command line (main() folds the settings' model into `flags.model` too): a reopened session
+ * keeps its own last /model choice over the settings, the environment and the default, but not over `--model`.
+ */
 export async function openAgent(
   ctx: Context,
   flags: Flags,
+  { modelFlag }: { modelFlag: string | undefined } = { modelFlag: flags.model },
 ): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
@@ -32,7 +37,7 @@ export async function openAgent(
   }
   if (id && flags.fork) id = ctx.sessions.branch(id)
   // A reopened session keeps the model last chosen in it (/model), unless --model names one.
-  const chosen = id && !flags.model ? lastModelChoice(ctx.sessions.read(id).events) : undefined
+  const chosen = id && modelFlag === undefined ? lastModelChoice(ctx.sessions.read(id).events) : undefined
   const model = await createModel(ctx, flags, chosen ?? modelSpec(flags))
   if (id) {
     const { agent, repairs } = ctx.agents.resume(id, { model, cwd })
