@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
+import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
@@ -101,7 +101,13 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    this.completion = new KeelAutocomplete(slashCommands(), new PathIndex(options.cwd))
+    // `/model ` + Tab offers the providers (and the model in use).
+    const commands = slashCommands().map((command) =>
+      command.name === 'model'
+        ? { ...command, getArgumentCompletions: (prefix: string) => this.modelCompletions(prefix) }
+        : command,
+    )
+    this.completion = new KeelAutocomplete(commands, new PathIndex(options.cwd))
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
@@ -565,6 +571,15 @@ export class KeelApp {
   private showModel(spec: string): void {
     this.footer.info.model = spec
     this.footer.info.label = scriptedLabel(spec)?.label
+  }
+
+  private modelCompletions(prefix: string): AutocompleteItem[] {
+    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
+    const current = this.footer.info.model
+    const items = [current, ...providers.map((name) => `${name}/`)]
+      .filter((value, i, all) => all.indexOf(value) === i && value.startsWith(prefix.trim()))
+      .map((value) => ({ value, label: escapeLine(value) }))
+    return items
   }
 
   private makeModel(spec: string): Promise<LlmAdapter> {

@@ -298,6 +298,14 @@ describe('/model', () => {
     expect(keel!.model.requests).toHaveLength(0)
   })
 
+  test('typing /model offers the providers and the model in use', async () => {
+    const { app, terminal } = await start([])
+    burst(terminal, '/model scr')
+    await waitFor(() => app.editor.isShowingAutocomplete() && screen(app).includes('scripted/script'), 'the menu')
+    expect(screen(app)).toContain('scripted/')
+    expect(screen(app)).not.toContain('deepseek/')
+  })
+
   test('refused while a turn runs', async () => {
     const { app } = await start([{ text: 'slow', delayMs: 2000 }])
     app.submit('go')
