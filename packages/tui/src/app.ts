@@ -101,7 +101,7 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    // `/model ` + Tab offers the providers (and the model in use).
+    // Typing `/model ` offers the providers (and the model in use) as its argument.
     const commands = slashCommands().map((command) =>
       command.name === 'model'
         ? { ...command, getArgumentCompletions: (prefix: string) => this.modelCompletions(prefix) }
@@ -176,11 +176,7 @@ export class KeelApp {
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
-    this.footer.info = {
-      ...this.footer.info,
-      sessionId: agent.id,
-      tokens: { ...this.state.tokens },
-    }
+    this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
   }
