@@ -95,28 +95,67 @@ export function atToken(textBeforeCursor: string): string | undefined {
   return match?.[1]
 }
 
-/** Paths matching `query` fuzzily, best first: a hit in the file name beats one spread over the directories. */
+/** Fuzzy candidates scored at most: scoring is the costly part, and only the best few are shown. */
+const MAX_FUZZY_CANDIDATES = 400
+
+/** Whether the characters of `query` appear in `text` in order (both lower case). */
+function subsequence(query: string, text: string): boolean {
+  let at = 0
+  for (const char of query) {
+    at = text.indexOf(char, at) + 1
+    if (at === 0) return false
+  }
+  return true
+}
+
+function baseName(path: string): string {
+  const trimmed = path.endsWith('/') ? path.slice(0, -1) : path
+  return trimmed.slice(trimmed.lastIndexOf('/') + 1)
+}
+
+/**
+ * Paths matching `query`, best first: the file name equal to the query (with or without its extension), then file
+ * names starting with it, then containing it, then fuzzy matches over the whole path (the query's characters in
+ * order). One linear pass with cheap string tests; only a bounded set of fuzzy candidates is scored, so a keystroke
+ * stays cheap on a listing of tens of thousands of paths. An empty query lists the top level.
+ */
 export function matchPaths(paths: readonly string[], query: string, limit = MAX_SUGGESTIONS): string[] {
   if (!query) return paths.filter((path) => !path.slice(0, -1).includes('/')).slice(0, limit)
-  const base = (path: string) => {
-    const trimmed = path.endsWith('/') ? path.slice(0, -1) : path
-    return trimmed.slice(trimmed.lastIndexOf('/') + 1)
-  }
   const lower = query.toLowerCase()
-  const named = paths.filter((path) => base(path).toLowerCase().includes(lower))
-  const rest = fuzzyFilter(
-    paths.filter((path) => !base(path).toLowerCase().includes(lower)),
-    query,
-    (path) => path,
-  )
-  named.sort((a, b) => {
-    const rank = (path: string) => {
-      const name = base(path).toLowerCase()
-      return name === lower || name.replace(/\.[^.]*$/, '') === lower ? 0 : name.startsWith(lower) ? 1 : 2
+  const folded = foldedOf(paths)
+  // Name hits by rank (0 exact, 1 prefix, 2 substring), each bucket capped: a one-letter query matches everything.
+  const buckets: string[][] = [[], [], []]
+  const fuzzy: string[] = []
+  for (let i = 0; i < paths.length; i++) {
+    const { name, path } = folded[i]!
+    const at = name.indexOf(lower)
+    if (at >= 0) {
+      const rank = name === lower || name.replace(/\.[^.]*$/, '') === lower ? 0 : at === 0 ? 1 : 2
+      const bucket = buckets[rank]!
+      if (bucket.length < MAX_FUZZY_CANDIDATES) bucket.push(paths[i]!)
+    } else if (fuzzy.length < MAX_FUZZY_CANDIDATES && subsequence(lower, path)) {
+      fuzzy.push(paths[i]!)
     }
-    return rank(a) - rank(b) || a.length - b.length || (a < b ? -1 : 1)
-  })
-  return [...named, ...rest].slice(0, limit)
+  }
+  const named: string[] = []
+  for (const bucket of buckets) {
+    if (named.length >= limit) break
+    bucket.sort((a, b) => a.length - b.length || (a < b ? -1 : 1))
+    named.push(...bucket.slice(0, limit - named.length))
+  }
+  if (named.length >= limit) return named
+  return [...named, ...fuzzyFilter(fuzzy, query, (path) => path)].slice(0, limit)
+}
+
+/** Lower-cased paths and file names, computed once per listing (the listing is reused across keystrokes). */
+const folded = new WeakMap<readonly string[], { name: string; path: string }[]>()
+function foldedOf(paths: readonly string[]): { name: string; path: string }[] {
+  let value = folded.get(paths)
+  if (!value) {
+    value = paths.map((path) => ({ name: baseName(path).toLowerCase(), path: path.toLowerCase() }))
+    folded.set(paths, value)
+  }
+  return value
 }
 
 function atItem(path: string): AutocompleteItem {
