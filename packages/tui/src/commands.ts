@@ -24,6 +24,8 @@ export const KEYS: readonly [string, string][] = [
   ['Ctrl+C', 'cancel or clear; twice to exit'],
   ['Ctrl+O', 'expand / collapse tool output and reasoning'],
   ['Ctrl+T', 'show the whole plan / collapse it'],
+  ['@path, Tab', 'complete a path (.gitignore-aware); Tab or Enter inserts it'],
+  ['!command', 'run a command yourself (same permissions and sandbox as bash); the model sees its output'],
   ['y / a / n, Esc', 'at an approval prompt: allow once / always (saves a rule) / deny; other keys are ignored'],
 ]
 
