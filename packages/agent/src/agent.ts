@@ -11,6 +11,7 @@ import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
 import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
+import type {} from './model-choice.ts' // the session/model event
 
 export type AgentStatus = 'idle' | 'running' | 'disposed'
 
@@ -127,6 +128,17 @@ export class Agent implements ToolAgent {
   /** Cancels the running turn: the request and every running tool see the abort; the turn ends `aborted`. */
   cancel(): void {
     this.controller?.abort(new Error('cancelled'))
+  }
+
+  /**
+   * Uses `model` from the next turn on and records the choice on the log (`session/model`), so a reopened session
+   * resumes with it. Only between turns: a turn keeps the model it started with.
+   */
+  switchModel(model: LlmAdapter, spec: string): void {
+    if (this.status === 'disposed') throw new Error(`agent ${this.id} is disposed`)
+    if (this.running) throw new Error('a turn is running; the model can be switched between turns')
+    this.session.append('session/model', { spec })
+    this.model = model
   }
 
   whenIdle(): Promise<unknown> {

@@ -6,6 +6,7 @@ import { loadInstructions } from '@keel/settings'
 import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
 
 export * from './agent.ts'
+export { lastModelChoice, modelSpecOf } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
 
 declare module 'cordis' {
@@ -122,4 +123,6 @@ export const Config: Schema<Config> = Schema.object({
 
 export function apply(ctx: Context, config: Config): void {
   ctx.plugin(AgentRegistry, config)
+  // A model switch is recorded when no turn runs (see Agent.switchModel).
+  ctx.inject(['invariants'], (ctx) => ctx.invariants.allowBetweenTurns('session/model'))
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import type { Context } from 'cordis'
-import type { Agent } from '@keel/agent'
+import { lastModelChoice, type Agent, type LlmAdapter } from '@keel/agent'
 import { DEFAULT_MODEL, UsageError, type Flags } from './args.ts'
 import { mcpOf } from './mcp.ts'
 
@@ -17,24 +17,38 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
   return ctx.sessions.list(cwd).find((summary) => !summary.parent && summary.title)?.id
 }
 
-/** A new agent, or the one --continue / --resume names, with the model the flags ask for. */
+/**
+ * A new agent, or the one --continue / --resume names, with the model the flags ask for. `modelFlag` is the
+ * `--model` typed on the command line (main() folds the settings' model into `flags.model` too): a reopened session
+ * keeps its own last /model choice over the settings, the environment and the default, but not over `--model`.
+ */
 export async function openAgent(
   ctx: Context,
   flags: Flags,
+  { modelFlag }: { modelFlag: string | undefined } = { modelFlag: flags.model },
 ): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
   void mcpOf(ctx)?.ready(cwd)
-  const model = await ctx.llm.create(modelSpec(flags), { baseUrl: flags['base-url'], cwd })
   let id = flags.resume
   if (flags.continue) {
     id = latestSessionId(ctx, cwd)
     if (!id) throw new UsageError(`no session to continue in ${cwd}`)
   }
   if (id && flags.fork) id = ctx.sessions.branch(id)
+  // A reopened session keeps the model last chosen in it (/model), unless --model names one.
+  const chosen = id && modelFlag === undefined ? lastModelChoice(ctx.sessions.read(id).events) : undefined
+  const model = await createModel(ctx, flags, chosen ?? modelSpec(flags))
   if (id) {
     const { agent, repairs } = ctx.agents.resume(id, { model, cwd })
     return { agent, repairs, resumed: true }
   }
   return { agent: ctx.agents.create({ cwd, model }), repairs: [], resumed: false }
+}
+
+/** The adapter for `spec`; --base-url applies to the provider the flags chose, not to one switched to later. */
+export function createModel(ctx: Context, flags: Flags, spec: string): Promise<LlmAdapter> {
+  const provider = (spec: string) => spec.slice(0, spec.indexOf('/'))
+  const baseUrl = provider(spec) === provider(modelSpec(flags)) ? flags['base-url'] : undefined
+  return ctx.llm.create(spec, { baseUrl, cwd: workingDirectory(flags) })
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { Agent } from '@keel/agent'
+import type { Agent, LlmAdapter } from '@keel/agent'
 import type { InstructionFile } from '@keel/settings'
 import type { Command, Flags } from './args.ts'
 
@@ -17,6 +17,8 @@ export interface DoorContext {
   instructionFiles: InstructionFile[]
   /** A new agent, or the session --continue / --resume names, with the flags' model. */
   openAgent(): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }>
+  /** The adapter for a `provider/model` spec, built as the CLI builds the flags' model (`/model` in the TUI). */
+  createModel(spec: string): Promise<LlmAdapter>
 }
 
 export type FrontDoor = (door: DoorContext) => Promise<number>

@@ -10,7 +10,7 @@ import {
   SessionWriteError,
 } from '@keel/session'
 import { helpText, parse, UsageError } from './args.ts'
-import { modelSpec, openAgent, workingDirectory } from './agent.ts'
+import { createModel, modelSpec, openAgent, workingDirectory } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
 import { shipped } from './root.ts'
 import { boot, BootError, DEFAULT_COMPOSITION, shutdown } from './boot.ts'
@@ -47,6 +47,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     checkCwd(flags.cwd)
     const composition = flags.config ?? DEFAULT_COMPOSITION
+    // `--model` as typed: a reopened session keeps its own /model choice unless this names one.
+    const modelFlag = flags.model
     const settings = command.kind.startsWith('sessions-')
       ? undefined
       : await resolveSettings(flags, workingDirectory(flags), composition)
@@ -70,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     switch (command.kind) {
       case 'print':
-        return await runPrint(ctx, flags, command.prompt)
+        return await runPrint(ctx, flags, command.prompt, { modelFlag })
       case 'sessions-list':
         process.stdout.write(listSessions(ctx, flags) + '\n')
         return 0
@@ -99,7 +101,8 @@ export async function main(argv: string[]): Promise<number> {
           cwd: workingDirectory(flags),
           modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
-          openAgent: () => openAgent(booted, flags),
+          openAgent: () => openAgent(booted, flags, { modelFlag }),
+          createModel: (spec) => createModel(booted, flags, spec),
         })
       }
     }

@@ -6,7 +6,7 @@ import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { UsageError, type Flags } from './args.ts'
-import { modelSpec, openAgent } from './agent.ts'
+import { openAgent } from './agent.ts'
 
 /** The prompt of a print run: the argument, the piped text, or the argument followed by the piped text. */
 export async function printPrompt(promptArg: string | undefined): Promise<string> {
@@ -96,13 +96,19 @@ export const STOP_EXIT_CODES = { SIGINT: 130, SIGHUP: 129, SIGTERM: 143, EPIPE: 
 const STOP_GRACE_MS = 5000
 
 /** Print mode: one prompt, one turn. stdout carries only the answer (or JSON); plans and tool activity go to stderr. */
-export async function runPrint(ctx: Context, flags: Flags, promptArg: string | undefined): Promise<number> {
+export async function runPrint(
+  ctx: Context,
+  flags: Flags,
+  promptArg: string | undefined,
+  options: { modelFlag: string | undefined } = { modelFlag: flags.model },
+): Promise<number> {
   const prompt = await printPrompt(promptArg)
   if (!prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
   const format = flags['output-format'] ?? 'text'
   const started = Date.now()
-  const { agent, repairs } = await openAgent(ctx, flags)
-  const model = modelSpec(flags)
+  const { agent, repairs } = await openAgent(ctx, flags, options)
+  // The model in use: a reopened session may run on its own /model choice.
+  const model = `${agent.model.provider}/${agent.model.model}`
   const instructions = agent.instructions.files.map((file) => file.path)
   let wroteText = false
   let endsWithNewline = true

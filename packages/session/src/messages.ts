@@ -40,8 +40,11 @@ export interface ContentBlockMap {
 }
 export type ContentBlock = ContentBlockMap[keyof ContentBlockMap]
 
-/** Where a user-role message came from: the person, or the harness (compaction summaries, context blocks). */
-export type MessageSource = 'user' | 'compaction' | 'context'
+/**
+ * Where a user-role message came from: the person (a prompt, or `shell`: a command they ran with `!` in the TUI and
+ * its output), or the harness (compaction summaries, context blocks).
+ */
+export type MessageSource = 'user' | 'shell' | 'compaction' | 'context'
 
 export interface UserMessage {
   role: 'user'

@@ -1,11 +1,14 @@
 import type { Context } from 'cordis'
-import { CombinedAutocompleteProvider, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import type { Agent, AgentDelta } from '@keel/agent'
+import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
+import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
+import { KeelAutocomplete, PathIndex } from './complete.ts'
+import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
+import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
@@ -26,6 +29,12 @@ function instructionsLine(agent: Agent): string[] {
   return [style.dim(`Instructions: ${files.map((file) => escapeLine(file.label)).join(', ')}${cut}`)]
 }
 
+/** An error's message on one line (a provider's message may span several). */
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return escapeLine(text.replace(/\s+/g, ' ').trim()).slice(0, 300)
+}
+
 /** Live tool output kept per running call; the log has the whole result once the call ends. */
 const LIVE_OUTPUT_CAP = 64 * 1024
 const DOUBLE_PRESS_MS = 2000
@@ -35,7 +44,12 @@ export interface AppOptions {
   terminal: Terminal
   agent: Agent
   cwd: string
+  /** The open agent's model (`provider/model`): the footer shows it and `/model` compares with it. */
   modelSpec: string
+  /** The model the flags or settings configured, when a reopened session chose another (`/model` lists both). */
+  configuredModel?: string
+  /** Builds the adapter for `/model <spec>` as the CLI builds the flags' model; without it, `ctx.llm.create`. */
+  createModel?: (spec: string) => Promise<LlmAdapter>
   version: string
   /** Shown on every frame in the footer (the scripted demo). */
   label?: string
@@ -58,6 +72,10 @@ export class KeelApp {
   readonly prompt: PermissionPrompt
   readonly status = new StatusLine()
   readonly footer: Footer
+  /** A `!command` running now: its live output, above the approval prompt and the editor. */
+  readonly shellView = new ShellRunView()
+  private shell: { controller: AbortController; done: Promise<void> } | undefined
+  private readonly completion: KeelAutocomplete
   agent: Agent
   state: TranscriptState = emptyTranscript()
   private queue: string[] = []
@@ -84,7 +102,14 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(slashCommands(), options.cwd))
+    // Typing `/model ` offers the providers (and the model in use) as its argument.
+    const commands = slashCommands().map((command) =>
+      command.name === 'model'
+        ? { ...command, getArgumentCompletions: (prefix: string) => this.modelCompletions(prefix) }
+        : command,
+    )
+    this.completion = new KeelAutocomplete(commands, new PathIndex(options.cwd))
+    this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
       model: options.modelSpec,
@@ -97,7 +122,15 @@ export class KeelApp {
       sessionLabel: (id) => (id === this.agent.id ? undefined : 'asked by a subagent'),
     })
     this.prompt.onChange = () => this.tui.requestRender()
-    for (const child of [this.transcript, this.prompt, this.plan, this.status, this.editor, this.footer])
+    for (const child of [
+      this.transcript,
+      this.shellView,
+      this.prompt,
+      this.plan,
+      this.status,
+      this.editor,
+      this.footer,
+    ])
       this.tui.addChild(child)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
@@ -214,8 +247,17 @@ export class KeelApp {
     }
     // An open approval prompt takes every other key: y / a / n / esc answer it, the rest is dropped.
     if (this.prompt.handleKey(data)) return { consume: true }
+    // Enter on a menu the person has typed past (a burst of keys): close it, so Enter submits what was typed.
+    if (
+      matchesKey(data, 'enter') &&
+      this.editor.isShowingAutocomplete() &&
+      !this.completion.isCurrent(this.editor.getLines(), this.editor.getCursor())
+    ) {
+      this.editor.handleInput('\x1b')
+      return undefined
+    }
     if (matchesKey(data, 'escape')) {
-      if (this.editor.isShowingAutocomplete() || !this.running) return undefined
+      if (this.editor.isShowingAutocomplete() || (!this.running && !this.shell)) return undefined
       this.cancel()
       return { consume: true }
     }
@@ -243,7 +285,7 @@ export class KeelApp {
       return
     }
     this.lastCtrlC = now
-    if (this.running) this.cancel()
+    if (this.running || this.shell) this.cancel()
     else this.editor.setText('')
     this.status.show('Press Ctrl+C again to exit', DOUBLE_PRESS_MS)
     this.tui.requestRender()
@@ -253,13 +295,14 @@ export class KeelApp {
   /** Esc: the turn ends `aborted` and the bash tool kills its process group. Queued prompts go back to the editor. */
   cancel(): void {
     this.agent.cancel()
+    this.shell?.controller.abort(new Error('cancelled'))
     if (this.queue.length) {
       const current = this.editor.getText()
       this.editor.setText([...this.queue, ...(current ? [current] : [])].join('\n\n'))
       this.queue = []
       this.status.queued = 0
     }
-    if (this.running) this.status.cancelling = true
+    if (this.running || this.shell) this.status.cancelling = true
     this.tui.requestRender()
   }
 
@@ -269,13 +312,19 @@ export class KeelApp {
     this.editor.addToHistory(text)
     if (text.startsWith('/')) {
       this.command(text)
-    } else if (this.running) {
+    } else if (this.running || this.shell) {
       this.queue.push(text)
       this.status.queued = this.queue.length
     } else {
-      this.send(text)
+      this.dispatch(text)
     }
     this.tui.requestRender()
+  }
+
+  /** A prompt starts a turn; `!command` runs the command. */
+  private dispatch(text: string): void {
+    if (text.startsWith('!')) void this.userCommand(text.slice(1).trim())
+    else this.send(text)
   }
 
   private send(text: string): void {
@@ -295,7 +344,7 @@ export class KeelApp {
         this.ticker = undefined
         const next = this.queue.shift()
         this.status.queued = this.queue.length
-        if (next !== undefined && !this.closing && agent === this.agent) this.send(next)
+        if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
         this.tui.requestRender()
       })
   }
@@ -328,19 +377,25 @@ export class KeelApp {
       case 'sessions':
         this.listSessions()
         return
-      case 'new':
+      case 'new': {
         if (this.busy()) return
-        this.replaceAgent(
-          () => ({
-            agent: this.options.ctx.agents.create({ cwd: this.options.cwd, model: this.agent.model }),
-            repairs: [],
-          }),
-          'Started a new session.',
-        )
+        const model = this.agent.model
+        this.replaceAgent(() => {
+          const agent = this.options.ctx.agents.create({ cwd: this.options.cwd, model })
+          // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
+          const spec = this.footer.info.model
+          if (spec !== this.configuredModel) agent.switchModel(model, spec)
+          return { agent, repairs: [] }
+        }, 'Started a new session.')
         return
+      }
       case 'resume':
         if (this.busy()) return
-        this.resume(parsed.arg)
+        void this.resume(parsed.arg)
+        return
+      case 'model':
+        if (this.busy()) return
+        void this.switchModel(parsed.arg)
         return
       case 'rewind':
         if (this.busy()) return
@@ -362,9 +417,64 @@ export class KeelApp {
   }
 
   private busy(): boolean {
-    if (!this.running) return false
-    this.transcript.note('warn', 'A turn is running: press Esc to cancel it first.')
+    if (!this.running && !this.shell) return false
+    this.transcript.note('warn', `${this.running ? 'A turn' : 'A command'} is running: press Esc to cancel it first.`)
     return true
+  }
+
+  /**
+   * `!command`: runs it through the bash tool under the same permission mode, rules and sandbox as the model's calls
+   * (asking here in ask mode), shows it live, and records it on the log as a user message for the next turn.
+   */
+  private async userCommand(command: string): Promise<void> {
+    if (!command) {
+      this.transcript.note('warn', 'Usage: !<command> runs a shell command here; the model sees it and its output.')
+      return
+    }
+    if (this.busy()) return
+    const agent = this.agent
+    const controller = new AbortController()
+    let finished = () => {}
+    this.shell = { controller, done: new Promise<void>((done) => (finished = done)) }
+    const view = { command, output: '' }
+    this.shellView.running = view
+    this.status.runningSince = Date.now()
+    this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
+    this.tui.requestRender()
+    try {
+      const outcome = await runUserCommand({
+        ctx: this.options.ctx,
+        agent,
+        command,
+        asker: this.prompt.asker,
+        signal: controller.signal,
+        onUpdate: (text) => {
+          const all = view.output + text
+          view.output = all.length > LIVE_OUTPUT_CAP ? all.slice(-LIVE_OUTPUT_CAP) : all
+          this.tui.requestRender()
+        },
+      })
+      this.shellView.running = undefined
+      if (outcome.kind === 'refused') {
+        this.transcript.note('warn', `! ${escapeLine(command)} was not run: ${escapeLine(outcome.reason)}`)
+      } else if (agent === this.agent && !this.closing) {
+        recordUserCommand(agent, command, outcome.output)
+      }
+    } catch (error) {
+      this.transcript.note('error', `! ${escapeLine(command)} failed: ${oneLine(error)}`)
+    } finally {
+      this.shellView.running = undefined
+      this.shell = undefined
+      finished()
+      this.status.runningSince = undefined
+      this.status.cancelling = false
+      if (this.ticker && !this.running) clearInterval(this.ticker)
+      if (!this.running) this.ticker = undefined
+      const next = this.queue.shift()
+      this.status.queued = this.queue.length
+      if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
+      this.tui.requestRender()
+    }
   }
 
   /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
@@ -428,7 +538,7 @@ export class KeelApp {
     this.transcript.note('info', lines.join('\n'))
   }
 
-  private resume(arg: string): void {
+  private async resume(arg: string): Promise<void> {
     if (!arg) {
       this.transcript.note('warn', 'Usage: /resume <session id or unique prefix> (see /sessions)')
       return
@@ -443,32 +553,118 @@ export class KeelApp {
       this.transcript.note('info', 'That is the session already open.')
       return
     }
-    this.replaceAgent(() => this.options.ctx.agents.resume(id, { model: this.agent.model }), `Resumed session ${id}.`)
+    // The session's own last /model choice, when it made one; otherwise it continues with the model in use.
+    let model = this.agent.model
+    let chosen: string | undefined
+    try {
+      chosen = lastModelChoice(this.options.ctx.sessions.read(id).events)
+    } catch {
+      chosen = undefined // an unknown id: agents.resume below says so
+    }
+    let spec = this.footer.info.model
+    if (chosen && chosen !== spec) {
+      try {
+        model = await this.makeModel(chosen)
+        spec = chosen
+      } catch (error) {
+        this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
+      }
+    }
+    if (this.running) return void this.busy()
+    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`))
+      this.showModel(spec)
+    this.tui.requestRender()
+  }
+
+  private get configuredModel(): string {
+    return this.options.configuredModel ?? this.options.modelSpec
+  }
+
+  /** The footer names the model in use, and labels a scripted one. */
+  private showModel(spec: string): void {
+    this.footer.info.model = spec
+    this.footer.info.label = scriptedLabel(spec)?.label
+  }
+
+  private modelCompletions(prefix: string): AutocompleteItem[] {
+    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
+    const current = this.footer.info.model
+    const items = [current, ...providers.map((name) => `${name}/`)]
+      .filter((value, i, all) => all.indexOf(value) === i && value.startsWith(prefix.trim()))
+      .map((value) => ({ value, label: escapeLine(value) }))
+    return items
+  }
+
+  private makeModel(spec: string): Promise<LlmAdapter> {
+    return this.options.createModel
+      ? this.options.createModel(spec)
+      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd })
+  }
+
+  /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */
+  private async switchModel(arg: string): Promise<void> {
+    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
+    const current = this.footer.info.model
+    const parsed = parseModelArg(arg, providers)
+    if (parsed.kind === 'list') {
+      this.transcript.note('info', modelList(providers, current, this.configuredModel))
+      return
+    }
+    if (parsed.kind === 'invalid') {
+      this.transcript.note('warn', parsed.message)
+      return
+    }
+    if (parsed.spec === current) {
+      this.transcript.note('info', `Already using ${escapeLine(current)}.`)
+      return
+    }
+    let model: LlmAdapter
+    try {
+      model = await this.makeModel(parsed.spec)
+    } catch (error) {
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.tui.requestRender()
+      return
+    }
+    // A prompt sent while the adapter was being made started a turn: that turn keeps its model.
+    if (this.busy()) return void this.tui.requestRender()
+    try {
+      this.agent.switchModel(model, parsed.spec)
+    } catch (error) {
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.tui.requestRender()
+      return
+    }
+    this.showModel(parsed.spec)
+    this.transcript.note('info', `Model: ${escapeLine(parsed.spec)} from the next turn on.`)
+    this.tui.requestRender()
   }
 
   /** Swaps the open agent: the old one is closed (its file flushed, its lock released) only once the new one opened. */
-  private replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): void {
+  private replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean {
     let next: { agent: Agent; repairs: string[] }
     try {
       next = make()
     } catch (error) {
       this.transcript.note('error', error instanceof Error ? error.message : String(error))
-      return
+      return false
     }
     const previous = this.agent
     this.options.ctx.agents.close(previous)
     this.open(next.agent)
     this.transcript.note('info', message)
     for (const repair of next.repairs) this.transcript.note('warn', repair)
+    return true
   }
 
   /** Cancels a running turn (waiting a little for it to end on the log), stops drawing and resolves `run`. */
   async quit(code = 0): Promise<void> {
     if (this.closing) return
     this.closing = true
-    if (this.running) {
+    if (this.running || this.shell) {
       this.agent.cancel()
-      await Promise.race([this.running, new Promise((done) => setTimeout(done, 3000))])
+      this.shell?.controller.abort(new Error('cancelled'))
+      await Promise.race([Promise.all([this.running, this.shell?.done]), new Promise((done) => setTimeout(done, 3000))])
     }
     if (this.ticker) clearInterval(this.ticker)
     // Cancelling the turn ended its asks; anything still waiting (a turn that did not stop in time) is declined.

@@ -9,6 +9,7 @@ export const COMMANDS = {
   plan: 'Show the last plan written in this session, even after a later turn cleared it',
   rewind: 'Go back to an earlier prompt: restore the files, continue in a fork, or both',
   compact: 'Summarise older turns now to free context (applies before the next request)',
+  model: 'Switch the model for the following turns: /model <provider>/<model>; alone, list the providers',
   quit: 'Exit Keel (also /exit, Ctrl+D on an empty editor, Ctrl+C twice)',
 } as const
 
@@ -24,6 +25,8 @@ export const KEYS: readonly [string, string][] = [
   ['Ctrl+C', 'cancel or clear; twice to exit'],
   ['Ctrl+O', 'expand / collapse tool output and reasoning'],
   ['Ctrl+T', 'show the whole plan / collapse it'],
+  ['@path, Tab', 'complete a path (.gitignore-aware); Tab or Enter inserts it'],
+  ['!command', 'run a command yourself (same permissions and sandbox as bash); the model sees its output'],
   ['y / a / n, Esc', 'at an approval prompt: allow once / always (saves a rule) / deny; other keys are ignored'],
 ]
 

@@ -1,5 +1,6 @@
 import { textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
+import { parseShellMessage } from './user-shell.ts'
 
 // The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
 // replays `session.events` through the same function, so what you saw live is what you see after `keel -c`.
@@ -31,6 +32,13 @@ export interface ToolEntry {
   /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
   decision?: SessionEventMap['permission/decision']
 }
+/** A command the person ran with `!`, and its output (a `user/message` with source `shell`). */
+export interface ShellEntry {
+  kind: 'shell'
+  seq: number
+  command: string
+  output: string
+}
 export interface TurnEndEntry {
   kind: 'turn-end'
   seq: number
@@ -53,7 +61,7 @@ export interface CompactionEntry {
   summarised: number
   error?: string
 }
-export type Entry = UserEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry | OpenPlanEntry
+export type Entry = UserEntry | ShellEntry | AssistantEntry | ToolEntry | TurnEndEntry | CompactionEntry | OpenPlanEntry
 
 export interface TranscriptState {
   entries: Entry[]
@@ -112,6 +120,8 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       // Harness-made user messages (compaction summaries, context blocks) are not something the person typed.
       if (event.data.message.source === undefined || event.data.message.source === 'user') {
         state.entries.push({ kind: 'user', seq: event.seq, text: textOf(event.data.message.content) })
+      } else if (event.data.message.source === 'shell') {
+        state.entries.push({ kind: 'shell', seq: event.seq, ...parseShellMessage(textOf(event.data.message.content)) })
       }
       break
     case 'assistant/message': {

@@ -1,26 +1,16 @@
 import { getCapabilities, ProcessTerminal, setCapabilities } from '@mariozechner/pi-tui'
 import type { DoorContext } from '@keel/cli'
+import { modelSpecOf } from '@keel/agent'
 import { KeelApp } from './app.ts'
+import { scriptedLabel } from './model-switch.ts'
 
 export { KeelApp, type AppOptions } from './app.ts'
 export { foldEvent, foldEvents, emptyTranscript, type TranscriptState, type Entry } from './fold.ts'
 export { PlanPanel, planLines, planWindow } from './plan-panel.ts'
 export { TranscriptView, type SubagentPlan } from './transcript.ts'
 export { guardLine } from './safe.ts'
-
-/** How the UI labels a scripted model, so nobody mistakes a demo for a model answering. */
-export function scriptedLabel(modelSpec: string): { label: string; intro: string } | undefined {
-  if (!modelSpec.startsWith('scripted/')) return undefined
-  const name = modelSpec.slice('scripted/'.length)
-  if (name === 'demo') {
-    return {
-      label: 'SCRIPTED DEMO',
-      intro:
-        'Scripted demo: the replies come from packages/llm/scripts/demo.json and no model is called.\nThe bash commands it shows really run, read-only, in this directory. Run `keel` with a real model to work for real.',
-    }
-  }
-  return { label: 'SCRIPTED MODEL', intro: `Scripted model: replies come from the script ${name}; no model is called.` }
-}
+export { scriptedLabel, parseModelArg, modelList } from './model-switch.ts'
+export { KeelAutocomplete, PathIndex, matchPaths, atToken } from './complete.ts'
 
 /** `keel` / `keel "prompt"`: the interactive terminal UI in the working directory. */
 export async function runInteractive(door: DoorContext): Promise<number> {
@@ -31,13 +21,16 @@ export async function runInteractive(door: DoorContext): Promise<number> {
   const { agent, repairs, resumed } = await door.openAgent()
   // Links print their URL: an OSC 8 link would hide where model-written text points.
   setCapabilities({ ...getCapabilities(), hyperlinks: false, images: null })
-  const scripted = scriptedLabel(door.modelSpec)
+  // The model in use: a reopened session may have switched away from the flags' model (/model).
+  const scripted = scriptedLabel(modelSpecOf(agent.model))
   const app = new KeelApp({
     ctx: door.ctx,
     terminal: new ProcessTerminal(),
     agent,
     cwd: door.cwd,
-    modelSpec: door.modelSpec,
+    modelSpec: modelSpecOf(agent.model),
+    configuredModel: door.modelSpec,
+    createModel: (spec) => door.createModel(spec),
     version: door.version,
     repairs,
     resumed,

@@ -6,6 +6,7 @@ import { planLines } from './plan-panel.ts'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
 import { style, type Styler } from './style.ts'
 import { markdownTheme } from './theme.ts'
+import { renderShellEntry } from './user-shell.ts'
 
 /** Output lines a finished tool card shows before it is expanded. */
 export const OUTPUT_LINES = 4
@@ -143,6 +144,9 @@ export class TranscriptView implements Component {
     switch (entry.kind) {
       case 'user':
         lines = ['', ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold)]
+        break
+      case 'shell':
+        lines = renderShellEntry(entry.command, entry.output, width, this.expanded)
         break
       case 'assistant':
         lines = this.renderAssistant(entry.text, entry.reasoning, width)
