@@ -141,6 +141,11 @@ function squash(text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
+/** A type on one line: the members of a type literal the formatter spread over lines (no semicolons) get theirs back. */
+function squashType(text: string): string {
+  return squash(text.replace(/([^\s{;,(|&])[ \t]*\n\s*(?=[\w'"[])/g, '$1; '))
+}
+
 function memberName(name: ts.PropertyName | undefined, sf: ts.SourceFile): string | undefined {
   if (!name) return undefined
   if (
@@ -265,7 +270,7 @@ function scanLogEvents(entry: SourceEntry, pkgName: string, out: Omit<CatalogLog
       out.push({
         name,
         pkg: pkgName,
-        data: squash(member.type.getText(sf)),
+        data: squashType(member.type.getText(sf)),
         description: descriptionOf(member),
         file: rel,
         line: lineOf(sf, member),

@@ -359,7 +359,14 @@ export class Agent implements ToolAgent {
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {
     this.session.append(
       'tool/result',
-      { turn, step, callId: call.id, content: result.content, isError: result.isError },
+      {
+        turn,
+        step,
+        callId: call.id,
+        content: result.content,
+        isError: result.isError,
+        ...(result.details ? { details: result.details } : {}),
+      },
       { surfaceOp: { op: 'append' } },
     )
   }
