@@ -292,6 +292,7 @@ export class Agent implements ToolAgent {
           this.appendResult(turn, step, call, {
             isError: true,
             content: [{ type: 'text', text: ABORTED_BEFORE_START }],
+            details: { kind: 'cancelled' },
           })
         continue
       }
@@ -317,7 +318,12 @@ export class Agent implements ToolAgent {
           })
         }),
       )
-      batch.forEach((call, k) => this.appendResult(turn, step, call, results[k]!))
+      batch.forEach((call, k) => {
+        const result = results[k]!
+        // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
+        const cancelled = signal.aborted && result.isError && !result.details
+        this.appendResult(turn, step, call, cancelled ? { ...result, details: { kind: 'cancelled' } } : result)
+      })
     }
   }
 

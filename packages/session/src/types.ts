@@ -64,8 +64,13 @@ export interface DiffDetails {
   omitted: number
 }
 
+/** The call was cut short or never started because the turn was cancelled (front ends say "cancelled", not "error"). */
+export interface CancelledDetails {
+  kind: 'cancelled'
+}
+
 /** Structured data a tool result carries for front ends, by `kind`. */
-export type ToolResultDetails = DiffDetails
+export type ToolResultDetails = DiffDetails | CancelledDetails
 
 export type SessionEventType = keyof SessionEventMap & string
 

@@ -80,7 +80,7 @@ export interface ToolResult {
   details?: ToolResultDetails
 }
 
-export type { DiffDetails, DiffHunk, ToolResultDetails } from '@keel/session'
+export type { CancelledDetails, DiffDetails, DiffHunk, ToolResultDetails } from '@keel/session'
 
 export function errorResult(message: string): ToolResult {
   return { isError: true, content: [{ type: 'text', text: `Error: ${message}` }] }

@@ -74,6 +74,7 @@ export class KeelApp {
     this.transcript = new TranscriptView({
       present: (name, args) => ctx.tools.present(name, args),
       subagentPlan: (callId) => subagentPlan(ctx, this.agent.session, callId),
+      requestRender: () => this.tui.requestRender(),
     })
     this.transcript.banner = [
       `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,

@@ -1,4 +1,4 @@
-import { textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
+import { type DiffDetails, textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 
 // The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
@@ -16,7 +16,7 @@ export interface AssistantEntry {
   text: string
   reasoning: string
 }
-export type ToolStatus = 'running' | 'done' | 'error'
+export type ToolStatus = 'running' | 'done' | 'error' | 'cancelled'
 export interface ToolEntry {
   kind: 'tool'
   seq: number
@@ -28,6 +28,8 @@ export interface ToolEntry {
   startedAt: number
   endedAt?: number
   output: string
+  /** The file change an `edit` or `write` reported (its result's `details`); absent in logs written before it. */
+  diff?: DiffDetails
   /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
   decision?: SessionEventMap['permission/decision']
 }
@@ -167,13 +169,29 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     case 'tool/result': {
       const entry = state.entries[state.calls[event.data.callId] ?? -1]
       if (entry?.kind !== 'tool') break
-      entry.status = event.data.isError ? 'error' : 'done'
+      const details = event.data.details
       entry.endedAt = event.time
       entry.output = textOf(event.data.content)
+      entry.status = !event.data.isError
+        ? 'done'
+        : details?.kind === 'cancelled' || (!details && cancelledWording(entry.output))
+          ? 'cancelled'
+          : 'error'
+      if (details?.kind === 'diff') entry.diff = details
       break
     }
   }
   return state
+}
+
+/** A log written before results carried `details`: the wordings a cancelled call's result had then. */
+function cancelledWording(text: string): boolean {
+  const trimmed = text.trimEnd()
+  return (
+    trimmed === 'Error: the turn was cancelled before this tool call started.' ||
+    trimmed === 'Error: tool call aborted' ||
+    trimmed.endsWith('[cancelled by the user]')
+  )
 }
 
 /** The cold path: the same fold over a whole log. */

@@ -101,7 +101,7 @@ describe('transcript fold', () => {
       ['bash', 'done'],
       ['todo_write', 'done'],
       ['nope', 'error'],
-      ['bash', 'error'],
+      ['bash', 'cancelled'],
     ])
     expect(tools[1]!.output).toContain('one\ntwo')
     expect(tools[4]!.output).toContain('[cancelled by the user]')
