@@ -7,7 +7,7 @@ import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
-import { Footer } from './footer.ts'
+import { contextWindowOf, Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { escapeLine } from './safe.ts'
@@ -144,7 +144,12 @@ export class KeelApp {
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
-    this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
+    this.footer.info = {
+      ...this.footer.info,
+      sessionId: agent.id,
+      tokens: { ...this.state.tokens },
+      contextWindow: contextWindowOf(this.options.ctx, agent.model),
+    }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
   }
@@ -182,6 +187,7 @@ export class KeelApp {
     }
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info.tokens = { ...this.state.tokens }
+    this.footer.info.contextWindow = contextWindowOf(this.options.ctx, this.agent.model)
     this.tui.requestRender()
   }
 

@@ -61,7 +61,8 @@ export interface TranscriptState {
   entries: Entry[]
   /** The standing plan, by @keel/todo's one rule (`applyPlan`). */
   plan: TodoItem[] | null
-  tokens: { input: number; output: number }
+  /** Summed over the session's replies; `context` is the latest reply's input plus output: what the context holds. */
+  tokens: { input: number; output: number; context?: number }
   /** The turn now open on the log, if any. */
   openTurn: number | null
   /** Index into `entries` of each tool call's card. */
@@ -127,6 +128,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       if (event.data.usage) {
         state.tokens.input += event.data.usage.input
         state.tokens.output += event.data.usage.output
+        state.tokens.context = event.data.usage.input + event.data.usage.output
       }
       break
     }

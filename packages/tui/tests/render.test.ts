@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest'
 import type { DiffDetails } from '@keel/session'
 import { DIFF_COLLAPSED_LINES, diffRows, renderDiff } from '../src/diff-view.ts'
 import { foldEvents } from '../src/fold.ts'
+import { Footer, usageText } from '../src/footer.ts'
 import { highlightCode, loadHighlighter } from '../src/highlight.ts'
 import { renderMarkdown } from '../src/markdown.ts'
 import { TranscriptView, withoutToolName } from '../src/transcript.ts'
@@ -254,5 +255,33 @@ describe('tool cards', () => {
     const expanded = plainLines(toolCard('read', { path: 'x' }, { text: reason, isError: true }, true))
     expect(expanded.slice(2).join(' ').replace(/\s+/g, ' ').trim()).toBe(`✗ ${reason}`)
     expect(expanded.length).toBeGreaterThan(3)
+  })
+})
+
+describe('footer', () => {
+  test('model, session tokens and the share of the context window the latest request filled', () => {
+    expect(usageText({ input: 11_000, output: 1_300, context: 11_600 }, 128_000)).toBe('12.3k tok · 9% of 128k')
+    // No window known, or no usage reported yet: the tokens alone.
+    expect(usageText({ input: 11_000, output: 1_300, context: 11_600 })).toBe('12.3k tok')
+    expect(usageText({ input: 0, output: 0 }, 200_000)).toBe('0 tok')
+    const footer = new Footer({
+      model: 'openai/gpt-4o',
+      cwd: '/work/x',
+      sessionId: '0123456789abcdef',
+      tokens: { input: 900, output: 100, context: 1000 },
+      contextWindow: 200_000,
+    })
+    expect(plain(footer.render(120)[0]!)).toBe('openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · /work/x')
+  })
+
+  test('the fold keeps the latest reply as the context in use', () => {
+    const reply = (seq: number, input: number, output: number) => ({
+      type: 'assistant/message',
+      seq,
+      time: 0,
+      data: { turn: 1, step: 1, message: { role: 'assistant', content: [] }, usage: { input, output } },
+    })
+    const state = foldEvents([reply(0, 100, 10), reply(1, 300, 20)] as never)
+    expect(state.tokens).toEqual({ input: 400, output: 30, context: 320 })
   })
 })
