@@ -53,7 +53,7 @@ test.skipIf(skip)(
       }
 
     tmux.start('one', keel(''))
-    await until(has('SCRIPTED MODEL', 'scripted/e2e.json · 0 tokens', '─────'), 'the UI to start', 60_000, screen)
+    await until(has('SCRIPTED MODEL', 'scripted/e2e.json · 0 tok', '─────'), 'the UI to start', 60_000, screen)
 
     tmux.type('one', 'build the widget')
     tmux.key('one', 'Enter')
