@@ -79,7 +79,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(text).toContain('● todo_write 1/3 done · Step 2')
     expect(text).toContain('Plan 1/3 · 1 in progress\n  ✓ Step 1\n  ◐ Step 2\n  ○ Step 3')
     // Footer: model, tokens, session id, cwd.
-    expect(text).toMatch(new RegExp(`scripted/test · [\\d.]+k? tokens .* · session ${app.agent.id.slice(0, 8)} · `))
+    expect(text).toMatch(new RegExp(`scripted/test · [\\d.]+k? tok · session ${app.agent.id.slice(0, 8)} · `))
   })
 
   test('ctrl+o expands tool output and reasoning; ctrl+t expands a long plan', async () => {

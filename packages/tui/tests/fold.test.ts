@@ -111,7 +111,7 @@ describe('transcript fold', () => {
       { reason: 'aborted' },
     ])
     expect(live.entries[1]).toMatchObject({ kind: 'assistant', text: 'Looking.', reasoning: 'Plan first.' })
-    expect(live.tokens).toEqual({ input: 490, output: 30 })
+    expect(live.tokens).toEqual({ input: 490, output: 30, context: 143 })
     expect(live.openTurn).toBeNull()
   })
 
