@@ -14,11 +14,15 @@ const listeners = new Set<() => void>()
 
 /** Starts loading the grammars (once); resolves when code blocks highlight. */
 export function loadHighlighter(): Promise<void> {
-  loading ??= import('lowlight').then(({ createLowlight, common }) => {
-    lowlight = createLowlight(common)
-    for (const listener of listeners) listener()
-    listeners.clear()
-  })
+  loading ??= import('lowlight').then(
+    ({ createLowlight, common }) => {
+      lowlight = createLowlight(common)
+      for (const listener of listeners) listener()
+      listeners.clear()
+    },
+    // Without the grammars code stays plain; a failed load must not take the UI down as an unhandled rejection.
+    () => undefined,
+  )
   return loading
 }
 
