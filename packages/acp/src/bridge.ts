@@ -19,7 +19,7 @@ import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
-import { diffFromArgs, type FileDiff } from './diff.ts'
+import { diffOfEditArgs, type FileDiff } from './diff.ts'
 import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { acpServers } from './mcp.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
@@ -318,7 +318,7 @@ export class AcpBridge {
       } catch {
         return undefined
       }
-      const diff = view.kind === 'edit' ? diffFromArgs(view.rawInput, cwd) : undefined
+      const diff = view.kind === 'edit' ? diffOfEditArgs(view.rawInput, cwd) : undefined
       return { view, ...(diff ? { diff } : {}) }
     }
     return undefined

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path'
 import type { PlanEntry, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@keel/agent'
-import { CORE_EVENT_TYPES, type SessionEvent, type TurnEndReason } from '@keel/session'
+import type { SessionEvent, TurnEndReason } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 import type { ToolCallView, ToolContent } from '@keel/tools'
-import { callOfData, diffFromArgs, diffFromData, type FileDiff } from './diff.ts'
+import { diffFromDetails, diffOfEditArgs, type FileDiff } from './diff.ts'
 
 /**
  * How a finished turn answers `session/prompt`. `error` (and `interrupted`, which only crash repair writes) have no
@@ -44,8 +44,6 @@ export interface ProjectorOptions {
 
 interface OpenCall {
   view: ToolCallView
-  /** A diff the tool logged while it ran. */
-  logged?: FileDiff
   /** @keel/permissions asked about it (the card went `pending`). */
   asked?: boolean
 }
@@ -151,14 +149,12 @@ export class UpdateProjector {
         ]
       }
       case 'tool/result': {
-        const call = this.open.get(event.data.callId)
         this.open.delete(event.data.callId)
         const content = toolContent(event.data.content)
-        const diff =
-          call && !event.data.isError && call.view.kind === 'edit'
-            ? (call.logged ?? diffFromArgs(call.view.rawInput, this.options.cwd))
-            : undefined
-        if (diff) content.unshift({ type: 'diff', ...diff })
+        // The diff comes from the result's details; a result logged before they existed is shown as its text.
+        const details = event.data.details
+        if (!event.data.isError && details?.kind === 'diff')
+          content.unshift({ type: 'diff', ...diffFromDetails(details, this.options.cwd) })
         return [
           {
             sessionUpdate: 'tool_call_update',
@@ -182,7 +178,6 @@ export class UpdateProjector {
         return [{ sessionUpdate: 'tool_call_update', toolCallId: event.data.callId, status: 'in_progress' }]
       }
       default:
-        if (!CORE_EVENT_TYPES.has(event.type) && this.open.size) this.noteDiff(event.data)
         return []
     }
   }
@@ -191,17 +186,8 @@ export class UpdateProjector {
   openCall(callId: string): { view: ToolCallView; diff?: FileDiff } | undefined {
     const call = this.open.get(callId)
     if (!call) return undefined
-    const diff = call.view.kind === 'edit' ? diffFromArgs(call.view.rawInput, this.options.cwd) : undefined
+    const diff = call.view.kind === 'edit' ? diffOfEditArgs(call.view.rawInput, this.options.cwd) : undefined
     return { view: call.view, ...(diff ? { diff } : {}) }
-  }
-
-  /** A tool's own event carrying a diff is kept for its call's final update. */
-  private noteDiff(data: unknown): void {
-    const diff = diffFromData(data, this.options.cwd)
-    if (!diff) return
-    const callId = callOfData(data, [...this.open.keys()])
-    const call = callId ? this.open.get(callId) : undefined
-    if (call) call.logged = diff
   }
 
   private locations(view: ToolCallView): ToolCallLocation[] {

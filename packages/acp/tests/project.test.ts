@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '@keel/session'
 import type { ToolCallView } from '@keel/tools'
-import { callOfData, diffFromArgs, diffFromData } from '../src/diff.ts'
+import { diffFromDetails, diffOfEditArgs } from '../src/diff.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from '../src/project.ts'
 import { promptContent } from '../src/prompt.ts'
 
@@ -105,7 +105,7 @@ describe('UpdateProjector', () => {
     ).toEqual([])
   })
 
-  it('gives an edit call absolute locations and, when it succeeds, a diff: the logged one first, else from its arguments', () => {
+  it('gives an edit call absolute locations and, when it succeeds, the diff from its result details', () => {
     const args = { path: 'src/a.ts', old_string: 'let a = 1', new_string: 'const a = 1' }
     const projector = new UpdateProjector({ cwd: '/w', present: () => editView(args) })
     const [call] = projector.event(
@@ -120,35 +120,38 @@ describe('UpdateProjector', () => {
       locations: [{ path: '/w/src/a.ts', line: 3 }],
     })
     const ok = [{ type: 'text', text: 'Edited src/a.ts' }]
-    const [fromArgs] = projector.event(
-      event('tool/result', { turn: 1, step: 1, callId: 'e1', content: ok, isError: false }),
+    const details = {
+      kind: 'diff',
+      path: 'src/a.ts',
+      created: false,
+      added: 1,
+      removed: 1,
+      omitted: 0,
+      hunks: [
+        { oldStart: 2, oldLines: 3, newStart: 2, newLines: 3, lines: [' x', '-let a = 1', '+const a = 1', ' y'] },
+      ],
+    }
+    const [done] = projector.event(
+      event('tool/result', { turn: 1, step: 1, callId: 'e1', content: ok, isError: false, details }),
       false,
     )
-    expect(fromArgs).toEqual({
+    expect(done).toEqual({
       sessionUpdate: 'tool_call_update',
       toolCallId: 'e1',
       status: 'completed',
       content: [
-        { type: 'diff', path: '/w/src/a.ts', oldText: 'let a = 1', newText: 'const a = 1' },
+        { type: 'diff', path: '/w/src/a.ts', oldText: 'x\nlet a = 1\ny', newText: 'x\nconst a = 1\ny' },
         { type: 'content', content: { type: 'text', text: 'Edited src/a.ts' } },
       ],
     })
 
+    // A result logged before results carried details (an older session): its text alone, no diff guessed.
     projector.event(event('tool/call', { turn: 1, step: 1, callId: 'e2', name: 'edit', arguments: '{}' }), false)
-    projector.event(
-      event('fs/edit', { callId: 'e2', path: 'src/a.ts', oldText: 'whole old file', newText: 'whole new file' }),
-      false,
-    )
-    const [logged] = projector.event(
+    const [old] = projector.event(
       event('tool/result', { turn: 1, step: 1, callId: 'e2', content: ok, isError: false }),
       false,
     )
-    expect(logged).toMatchObject({
-      content: [
-        { type: 'diff', path: '/w/src/a.ts', oldText: 'whole old file', newText: 'whole new file' },
-        { type: 'content' },
-      ],
-    })
+    expect(old).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'Edited src/a.ts' } }] })
 
     projector.event(event('tool/call', { turn: 1, step: 1, callId: 'e3', name: 'edit', arguments: '{}' }), false)
     const [failed] = projector.event(
@@ -191,35 +194,35 @@ describe('UpdateProjector', () => {
   })
 })
 
-describe('diffs, defensively', () => {
-  it('accepts { path, newText, oldText? } as data or under diff, and nothing else', () => {
-    expect(diffFromData({ path: 'a', newText: 'n' }, '/w')).toEqual({ path: '/w/a', oldText: null, newText: 'n' })
-    expect(diffFromData({ diff: { path: '/abs/a', oldText: 'o', newText: 'n' } }, '/w')).toEqual({
-      path: '/abs/a',
-      oldText: 'o',
-      newText: 'n',
+describe('diffs', () => {
+  it('a created file has no old side; each side is its hunk lines, hunk after hunk', () => {
+    const hunks = [
+      { oldStart: 1, oldLines: 1, newStart: 1, newLines: 1, lines: ['-a', '+b'] },
+      { oldStart: 9, oldLines: 2, newStart: 9, newLines: 1, lines: [' c', '-d', '\\ No newline at end of file'] },
+    ]
+    const base = { kind: 'diff' as const, path: '/abs/f', added: 1, removed: 2, omitted: 0, hunks }
+    expect(diffFromDetails({ ...base, created: false }, '/w')).toEqual({
+      path: '/abs/f',
+      oldText: 'a\nc\nd',
+      newText: 'b\nc',
     })
-    expect(diffFromData({ path: 'a' }, '/w')).toBeUndefined()
-    expect(diffFromData({ path: '', newText: 'n' }, '/w')).toBeUndefined()
-    expect(diffFromData('diff', '/w')).toBeUndefined()
-    expect(diffFromData(null, '/w')).toBeUndefined()
+    const created = {
+      ...base,
+      created: true,
+      hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 1, lines: ['+n'] }],
+    }
+    expect(diffFromDetails(created, '/w')).toEqual({ path: '/abs/f', oldText: null, newText: 'n' })
   })
 
-  it('reads search-and-replace arguments, but never invents the old side of a whole-file write', () => {
-    expect(diffFromArgs({ file_path: 'b', oldText: '', newText: 'x' }, '/w')).toEqual({
+  it("a pending edit's own arguments are its diff; a whole-file write's old side is never invented", () => {
+    expect(diffOfEditArgs({ path: 'b', old_string: '', new_string: 'x' }, '/w')).toEqual({
       path: '/w/b',
       oldText: '',
       newText: 'x',
     })
-    expect(diffFromArgs({ path: 'b', content: 'x' }, '/w')).toBeUndefined()
-    expect(diffFromArgs([1], '/w')).toBeUndefined()
-  })
-
-  it('attributes a logged diff to the call it names, or to the only open call', () => {
-    expect(callOfData({ callId: 'a' }, ['a', 'b'])).toBe('a')
-    expect(callOfData({ callId: 'z' }, ['a'])).toBeUndefined()
-    expect(callOfData({}, ['a'])).toBe('a')
-    expect(callOfData({}, ['a', 'b'])).toBeUndefined()
+    expect(diffOfEditArgs({ path: 'b', content: 'x' }, '/w')).toBeUndefined()
+    expect(diffOfEditArgs({ file_path: 'b', oldText: 'a', newText: 'x' }, '/w')).toBeUndefined()
+    expect(diffOfEditArgs([1], '/w')).toBeUndefined()
   })
 })
 

@@ -305,6 +305,7 @@ export class Agent implements ToolAgent {
           this.appendResult(turn, step, call, {
             isError: true,
             content: [{ type: 'text', text: ABORTED_BEFORE_START }],
+            details: { kind: 'cancelled' },
           })
         continue
       }
@@ -330,7 +331,12 @@ export class Agent implements ToolAgent {
           })
         }),
       )
-      for (const [k, call] of batch.entries()) this.appendResult(turn, step, call, results[k]!)
+      for (const [k, call] of batch.entries()) {
+        const result = results[k]!
+        // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
+        const cancelled = signal.aborted && result.isError && !result.details
+        this.appendResult(turn, step, call, cancelled ? { ...result, details: { kind: 'cancelled' } } : result)
+      }
     }
   }
 
@@ -372,7 +378,14 @@ export class Agent implements ToolAgent {
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {
     this.session.append(
       'tool/result',
-      { turn, step, callId: call.id, content: result.content, isError: result.isError },
+      {
+        turn,
+        step,
+        callId: call.id,
+        content: result.content,
+        isError: result.isError,
+        ...(result.details ? { details: result.details } : {}),
+      },
       { surfaceOp: { op: 'append' } },
     )
   }

@@ -112,6 +112,8 @@ describe('the agent loop', () => {
     expect(results).toHaveLength(2)
     expect(textOfContent(results[0]!.data.content)).toMatch(/cancelled by the user/)
     expect(textOfContent(results[1]!.data.content)).toMatch(/cancelled before this tool call started/)
+    // Both read "cancelled" in the front ends, not "error": the log says so without matching the wording.
+    expect(results.map((e) => e.data.details)).toEqual([{ kind: 'cancelled' }, { kind: 'cancelled' }])
   })
 
   test('cancel while the model is streaming keeps the visible text and ends the turn aborted', async () => {

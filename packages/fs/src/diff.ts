@@ -1,83 +1,74 @@
-// A small line diff (Myers' O((N+M)·D) algorithm on the part between the common prefix and suffix) and a unified
-// diff printer. Edits touch a few lines of a file, so D stays small; past `maxEdits`, or once the search has taken
-// `maxWork` steps, the changed middle is shown as one block replacement, which is still a correct diff, just not a
-// minimal one. Lines are compared as numbers (one id per distinct line), so a megabyte-long line costs one hash,
-// not one string comparison per step: the whole diff stays bounded and fast whatever the file looks like.
+// Unified diffs for `edit` and `write`, from the `diff` package (jsdiff). Edits touch a few lines of a file, so its
+// Myers search ends quickly; past `MAX_EDITS` changed lines it gives up and the changed middle (after the common
+// prefix and suffix) is shown as one block replacement, which is still a correct diff, just not a minimal one.
+import { structuredPatch } from 'diff'
+import type { DiffDetails, DiffHunk } from '@keel/tools'
+import { cutChars } from './lines.ts'
 
-export type DiffOp = { op: 'equal' | 'delete' | 'insert'; line: string }
+export interface UnifiedDiff {
+  hunks: DiffHunk[]
+  /** Hunks only (no file header), one string per output line. */
+  lines: string[]
+  added: number
+  removed: number
+}
+
+/**
+ * Diff lines a result's `details` keeps for front ends: more than the model is shown (`maxDiffLines`), since a person
+ * can expand it, but bounded so one rewrite of a large file does not bloat the log.
+ */
+export const DETAILS_DIFF_LINES = 2000
+
+/** Changed lines jsdiff may search for before the diff settles for one block replacement. */
+const MAX_EDITS = 1000
+const NO_NEWLINE = '\\ No newline at end of file'
 
 /** Splits keeping each line's terminator, so a missing final newline is a visible difference. */
-export function splitLines(text: string): string[] {
-  if (!text) return []
-  return text.split(/(?<=\n)/)
+function splitLines(text: string): string[] {
+  return text ? text.split(/(?<=\n)/) : []
 }
 
-/** Steps (diagonal probes plus snake moves) one diff may take before it settles for a block replacement. */
-const MAX_WORK = 5_000_000
-
-function myers(
-  a: ArrayLike<number>,
-  b: ArrayLike<number>,
-  maxEdits: number,
-): Array<'equal' | 'delete' | 'insert'> | undefined {
-  const n = a.length
-  const m = b.length
-  const max = n + m
-  const offset = max + 1
-  const v = new Int32Array(2 * max + 3)
-  // trace[d] holds v for diagonals -d-1..d+1 as they stood before round d: all backtracking needs, O(D²) in total.
-  const trace: Int32Array[] = []
-  let work = 0
-  for (let d = 0; d <= Math.min(max, maxEdits); d++) {
-    trace.push(v.slice(offset - d - 1, offset + d + 2))
-    for (let k = -d; k <= d; k += 2) {
-      let x =
-        k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
-      let y = x - k
-      const start = x
-      while (x < n && y < m && a[x] === b[y]) {
-        x++
-        y++
-      }
-      work += 1 + x - start
-      v[offset + k] = x
-      if (x >= n && y >= m) return backtrack(n, m, trace, d)
-    }
-    if (work > MAX_WORK) return undefined
+/** A unified diff with `context` lines around each change; CR before LF is not shown (the bytes are still diffed). */
+export function unifiedDiff(oldText: string, newText: string, context = 3): UnifiedDiff {
+  let hunks: DiffHunk[]
+  if (oldText === newText) hunks = []
+  else {
+    const patch = structuredPatch('', '', oldText, newText, undefined, undefined, { context, maxEditLength: MAX_EDITS })
+    hunks = patch ? patch.hunks.map(normalise) : [blockReplacement(oldText, newText, context)]
   }
-  return undefined
-}
-
-function backtrack(n: number, m: number, trace: Int32Array[], found: number): Array<'equal' | 'delete' | 'insert'> {
-  const ops: Array<'equal' | 'delete' | 'insert'> = []
-  let x = n
-  let y = m
-  for (let d = found; d >= 0; d--) {
-    const before = trace[d]!
-    const at = (k: number) => before[k + d + 1]!
-    const k = x - y
-    const prevK = k === -d || (k !== d && at(k - 1) < at(k + 1)) ? k + 1 : k - 1
-    const prevX = at(prevK)
-    const prevY = prevX - prevK
-    while (x > prevX && y > prevY) {
-      ops.push('equal')
-      x--
-      y--
-    }
-    if (d > 0) {
-      if (x === prevX) {
-        ops.push('insert')
-        y--
-      } else {
-        ops.push('delete')
-        x--
-      }
+  const lines: string[] = []
+  let added = 0
+  let removed = 0
+  for (const hunk of hunks) {
+    lines.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, ...hunk.lines)
+    for (const line of hunk.lines) {
+      if (line[0] === '+') added++
+      else if (line[0] === '-') removed++
     }
   }
-  return ops.reverse()
+  return { hunks, lines, added, removed }
 }
 
-export function diffLines(a: readonly string[], b: readonly string[], maxEdits = 2000): DiffOp[] {
+/** jsdiff numbers an empty side from the line after; GNU diff (and every reader) from the line before. */
+function normalise(hunk: DiffHunk): DiffHunk {
+  return {
+    oldStart: hunk.oldLines ? hunk.oldStart : hunk.oldStart - 1,
+    oldLines: hunk.oldLines,
+    newStart: hunk.newLines ? hunk.newStart : hunk.newStart - 1,
+    newLines: hunk.newLines,
+    lines: hunk.lines.map((line) => (line[0] === '\\' ? line : line.replace(/\r$/, ''))),
+  }
+}
+
+function pushLine(out: string[], sign: string, line: string): void {
+  out.push(sign + line.replace(/\r?\n$/, ''))
+  if (!line.endsWith('\n')) out.push(NO_NEWLINE)
+}
+
+/** The whole changed middle as removed-then-added lines, with `context` lines of the common ends around it. */
+function blockReplacement(oldText: string, newText: string, context: number): DiffHunk {
+  const a = splitLines(oldText)
+  const b = splitLines(newText)
   let start = 0
   while (start < a.length && start < b.length && a[start] === b[start]) start++
   let endA = a.length
@@ -86,93 +77,58 @@ export function diffLines(a: readonly string[], b: readonly string[], maxEdits =
     endA--
     endB--
   }
-  const midA = a.slice(start, endA)
-  const midB = b.slice(start, endB)
-  const ids = new Map<string, number>()
-  const idsOf = (lines: string[]) =>
-    Int32Array.from(lines, (line) => {
-      let id = ids.get(line)
-      if (id === undefined) ids.set(line, (id = ids.size))
-      return id
-    })
-  const script = myers(idsOf(midA), idsOf(midB), maxEdits)
-  let middle: DiffOp[]
-  if (script) {
-    middle = []
-    let i = 0
-    let j = 0
-    for (const op of script) {
-      if (op === 'equal') {
-        middle.push({ op, line: midA[i++]! })
-        j++
-      } else if (op === 'delete') middle.push({ op, line: midA[i++]! })
-      else middle.push({ op, line: midB[j++]! })
-    }
-  } else {
-    middle = [
-      ...midA.map((line): DiffOp => ({ op: 'delete', line })),
-      ...midB.map((line): DiffOp => ({ op: 'insert', line })),
-    ]
-  }
-  return [
-    ...a.slice(0, start).map((line): DiffOp => ({ op: 'equal', line })),
-    ...middle,
-    ...a.slice(endA).map((line): DiffOp => ({ op: 'equal', line })),
-  ]
-}
-
-export interface UnifiedDiff {
-  /** Hunks only (no file header), one string per output line. */
-  lines: string[]
-  added: number
-  removed: number
-}
-
-const NO_NEWLINE = '\\ No newline at end of file'
-
-/** A unified diff with `context` lines around each change; CR before LF is not shown. */
-export function unifiedDiff(oldText: string, newText: string, context = 3): UnifiedDiff {
-  const ops = diffLines(splitLines(oldText), splitLines(newText))
+  const from = Math.max(0, start - context)
+  const tail = Math.min(context, a.length - endA)
   const lines: string[] = []
-  let added = 0
-  let removed = 0
-  const changes: number[] = []
-  ops.forEach((op, i) => {
-    if (op.op !== 'equal') changes.push(i)
-  })
-  // Line numbers before each op, so hunk headers can be read off directly.
-  const oldBefore: number[] = []
-  const newBefore: number[] = []
-  let o = 0
-  let nw = 0
-  for (const op of ops) {
-    oldBefore.push(o)
-    newBefore.push(nw)
-    if (op.op !== 'insert') o++
-    if (op.op !== 'delete') nw++
+  for (const line of a.slice(from, start)) pushLine(lines, ' ', line)
+  for (const line of a.slice(start, endA)) pushLine(lines, '-', line)
+  for (const line of b.slice(start, endB)) pushLine(lines, '+', line)
+  for (const line of a.slice(endA, endA + tail)) pushLine(lines, ' ', line)
+  const oldLines = endA + tail - from
+  const newLines = endB + tail - from
+  return {
+    oldStart: oldLines ? from + 1 : from,
+    oldLines,
+    newStart: newLines ? from + 1 : from,
+    newLines,
+    lines,
   }
-  oldBefore.push(o)
-  newBefore.push(nw)
-  let c = 0
-  while (c < changes.length) {
-    const from = Math.max(0, changes[c]! - context)
-    let last = changes[c]!
-    while (c + 1 < changes.length && changes[c + 1]! - last <= 2 * context) last = changes[++c]!
-    c++
-    const to = Math.min(ops.length, last + context + 1)
-    const oldCount = oldBefore[to]! - oldBefore[from]!
-    const newCount = newBefore[to]! - newBefore[from]!
-    const oldStart = oldCount ? oldBefore[from]! + 1 : oldBefore[from]!
-    const newStart = newCount ? newBefore[from]! + 1 : newBefore[from]!
-    lines.push(`@@ -${oldStart},${oldCount} +${newStart},${newCount} @@`)
-    for (let i = from; i < to; i++) {
-      const { op, line } = ops[i]!
-      const sign = op === 'equal' ? ' ' : op === 'delete' ? '-' : '+'
-      if (op === 'insert') added++
-      if (op === 'delete') removed++
-      lines.push(sign + line.replace(/\r?\n$/, ''))
-      if (!line.endsWith('\n')) lines.push(NO_NEWLINE)
+}
+
+/**
+ * The diff as `details` for the log: at most `maxLines` diff lines, each cut to `maxLineChars` (a minified file's
+ * line could be megabytes); `omitted` counts what was left out.
+ */
+export function diffDetails(
+  path: string,
+  diff: UnifiedDiff,
+  options: { created: boolean; maxLines: number; maxLineChars: number },
+): DiffDetails {
+  const hunks: DiffHunk[] = []
+  let budget = options.maxLines
+  let omitted = 0
+  for (const hunk of diff.hunks) {
+    if (budget <= 0) {
+      omitted += hunk.lines.length
+      continue
     }
+    const kept = hunk.lines.slice(0, budget)
+    omitted += hunk.lines.length - kept.length
+    budget -= kept.length
+    hunks.push({
+      ...hunk,
+      lines: kept.map((line) =>
+        line.length > options.maxLineChars + 1 ? `${cutChars(line, options.maxLineChars + 1)} …` : line,
+      ),
+    })
   }
-  return { lines, added, removed }
+  return {
+    kind: 'diff',
+    path,
+    created: options.created,
+    added: diff.added,
+    removed: diff.removed,
+    hunks,
+    omitted,
+  }
 }

@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import { Type } from 'typebox'
 import { defineTool } from '@keel/tools'
 import type { Config } from './config.ts'
-import { unifiedDiff } from './diff.ts'
+import { DETAILS_DIFF_LINES, diffDetails, unifiedDiff } from './diff.ts'
 import { formatBytes, plural } from './format.ts'
 import { cutChars } from './lines.ts'
 import { readAll, replaceFile, withRegular } from './open.ts'
@@ -158,12 +158,20 @@ export function editTool(config: Config) {
           ? `1 replacement at line ${lines[0]}`
           : `${found.length} replacements at ${new Set(lines).size === 1 ? 'line' : 'lines'} ${listLines(lines)}`
       const endings = chosen.crlf ? '; CRLF line endings kept' : ''
-      return [
+      const result = [
         `Edited ${target.display}: ${where} (+${diff.added} -${diff.removed} lines${endings}).`,
         `--- ${target.display}`,
         `+++ ${target.display}`,
         ...shown,
       ].join('\n')
+      return {
+        content: [{ type: 'text', text: result }],
+        details: diffDetails(target.display, diff, {
+          created: false,
+          maxLines: DETAILS_DIFF_LINES,
+          maxLineChars: config.maxLineChars,
+        }),
+      }
     },
   })
 }

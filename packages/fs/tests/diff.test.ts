@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { diffLines, splitLines, unifiedDiff } from '@keel/fs'
+import { diffDetails, unifiedDiff } from '@keel/fs'
 import { applyUnifiedDiff } from './patch.ts'
 
 /** A deterministic pseudo-random generator, so a failure reproduces. */
@@ -75,19 +75,30 @@ describe('unifiedDiff', () => {
   })
 
   it('finds a minimal script for small changes', () => {
-    const ops = diffLines(splitLines('a\nb\nc\nd\n'), splitLines('a\nx\nc\nd\ne\n'))
-    expect(ops.filter((op) => op.op !== 'equal')).toEqual([
-      { op: 'delete', line: 'b\n' },
-      { op: 'insert', line: 'x\n' },
-      { op: 'insert', line: 'e\n' },
-    ])
+    const diff = unifiedDiff('a\nb\nc\nd\n', 'a\nx\nc\nd\ne\n')
+    expect(diff.lines.filter((line) => line[0] === '-' || line[0] === '+')).toEqual(['-b', '+x', '+e'])
+    expect(diff.hunks).toHaveLength(1)
   })
 
   it('falls back to one block replacement past the edit budget, still correct', () => {
-    const a = Array.from({ length: 50 }, (_, i) => `a${i}\n`)
-    const b = Array.from({ length: 50 }, (_, i) => `b${i}\n`)
-    const ops = diffLines(a, b, 10)
-    expect(ops.filter((op) => op.op === 'delete')).toHaveLength(50)
-    expect(ops.filter((op) => op.op === 'insert')).toHaveLength(50)
+    const a = Array.from({ length: 3000 }, (_, i) => `a${i}\n`).join('')
+    const b = Array.from({ length: 3000 }, (_, i) => `b${i}\n`).join('')
+    const diff = unifiedDiff(`head\n${a}tail\n`, `head\n${b}tail\n`)
+    expect(diff).toMatchObject({ added: 3000, removed: 3000 })
+    expect(diff.lines[0]).toBe('@@ -1,3002 +1,3002 @@')
+    expect(applyUnifiedDiff(`head\n${a}tail\n`, diff.lines)).toBe(`head\n${b}tail\n`)
+  })
+})
+
+describe('diffDetails', () => {
+  it('keeps the hunks for front ends, bounded in lines and line length, and counts what it left out', () => {
+    const before = Array.from({ length: 30 }, (_, i) => `l${i + 1}`).join('\n') + '\n'
+    const after = before.replace('l5\n', `${'x'.repeat(50)}\n`).replace('l25\n', 'twenty-five\n')
+    const details = diffDetails('a.txt', unifiedDiff(before, after), { created: false, maxLines: 9, maxLineChars: 10 })
+    expect(details).toMatchObject({ kind: 'diff', path: 'a.txt', created: false, added: 2, removed: 2 })
+    expect(details.hunks).toHaveLength(2)
+    expect(details.hunks[0]!.lines).toContain(`+${'x'.repeat(10)} …`)
+    expect(details.hunks[1]!.lines).toEqual([' l22'])
+    expect(details.omitted).toBe(7)
   })
 })

@@ -73,6 +73,11 @@ describe('file tools through the real agent loop', () => {
 
     const onDisk = readFileSync(file, 'utf8')
     expect(applyUnifiedDiff(ORIGINAL, diffOfResult(edit!))).toBe(onDisk)
+    // The log carries the diff as data for front ends; the model's message holds the text alone.
+    const logged = agent.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data)
+    expect(logged.map((data) => data.details?.kind)).toEqual([undefined, undefined, 'diff', undefined])
+    expect(logged[2]!.details).toMatchObject({ path: 'src/greet.ts', added: 2, removed: 1, omitted: 0 })
+    expect(JSON.stringify(agent.session.deriveMessages())).not.toContain('"details"')
     expect(onDisk).toBe(
       ORIGINAL.replace('  return `Bye, ${name}`', '  const polite = name.trim()\n  return `Goodbye, ${polite}`'),
     )

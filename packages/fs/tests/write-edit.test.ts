@@ -31,6 +31,31 @@ describe('write', () => {
     })
   })
 
+  it('gives front ends the change as `details`: all added for a new file, a real diff for an overwrite', async () => {
+    const created = await t.call('write', { path: 'd/new.txt', content: 'one\ntwo\n' })
+    expect(created.details).toEqual({
+      kind: 'diff',
+      path: 'd/new.txt',
+      created: true,
+      added: 2,
+      removed: 0,
+      omitted: 0,
+      hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 2, lines: ['+one', '+two'] }],
+    })
+    const overwritten = await t.call('write', { path: 'd/new.txt', content: 'one\n2\n' })
+    expect(overwritten.details).toMatchObject({
+      created: false,
+      added: 1,
+      removed: 1,
+      hunks: [{ lines: [' one', '-two', '+2'] }],
+    })
+    // A binary file's old bytes are no diff: the write still happens, with its summary alone.
+    t.put('d/blob.bin', Buffer.from([0, 1, 2, 0, 255]))
+    const binary = await t.call('write', { path: 'd/blob.bin', content: 'text now\n' })
+    expect(binary).toMatchObject({ isError: false })
+    expect(binary.details).toBeUndefined()
+  })
+
   it('refuses to write over a directory', async () => {
     expect(await t.run('write', { path: 'a/b', content: 'x' })).toEqual({
       isError: true,
@@ -65,6 +90,24 @@ describe('edit', () => {
     const after = disk('src/add.js').toString('utf8')
     expect(after).toBe('function add(a, b) {\n  // sum\n  return a + b\n}\n\nexport { add }\n')
     expect(applyUnifiedDiff(before, diffOfResult(text))).toBe(after)
+    const { details } = await t.call('edit', { path: 'src/add.js', old_string: '  // sum\n', new_string: '' })
+    expect(details).toEqual({
+      kind: 'diff',
+      path: 'src/add.js',
+      created: false,
+      added: 0,
+      removed: 1,
+      omitted: 0,
+      hunks: [
+        {
+          oldStart: 1,
+          oldLines: 5,
+          newStart: 1,
+          newLines: 4,
+          lines: [' function add(a, b) {', '-  // sum', '   return a + b', ' }', ' '],
+        },
+      ],
+    })
   })
 
   it('refuses an edit that matches twice, saying how many and where, and leaves the file alone', async () => {

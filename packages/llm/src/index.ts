@@ -46,7 +46,11 @@ export class LlmService extends Service {
     super(ctx, 'llm', true)
     this.retry = { attempts: options.attempts, baseDelayMs: options.baseDelayMs }
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
-    this.providers.set('scripted', (model, options) => new ScriptedAdapter(loadScript(model, options.cwd), model))
+    this.providers.set('scripted', (model, options) => {
+      const script = loadScript(model, options.cwd)
+      const window = script.contextWindow
+      return new ScriptedAdapter(script, model, typeof window === 'number' && window > 0 ? window : undefined)
+    })
   }
 
   register(provider: string, factory: ProviderFactory): () => void {

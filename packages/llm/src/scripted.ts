@@ -23,6 +23,8 @@ export interface ScriptStep {
 
 export interface Script {
   steps: ScriptStep[]
+  /** The context window the scripted model claims (front ends show the share in use); none when absent. */
+  contextWindow?: number
 }
 
 /** Shipped scripts; looked up by walking up so the same code works from sources and from the CLI bundle. */

@@ -23,9 +23,54 @@ export interface SessionEventMap {
   'assistant/message': { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage }
   /** `arguments` is the raw JSON string as the model sent it. */
   'tool/call': { turn: number; step: number; callId: string; name: string; arguments: string }
-  /** A tool call's outcome, exactly once per call (an error result when it failed or never ran). */
-  'tool/result': { turn: number; step: number; callId: string; content: (TextBlock | ImageBlock)[]; isError: boolean }
+  /**
+   * A tool call's outcome, exactly once per call (an error result when it failed or never ran). `details` is for
+   * front ends only (a file tool's diff); the model is sent `content` alone. Logs written before it existed have none.
+   */
+  'tool/result': {
+    turn: number
+    step: number
+    callId: string
+    content: (TextBlock | ImageBlock)[]
+    isError: boolean
+    details?: ToolResultDetails
+  }
 }
+
+/**
+ * One hunk of a unified diff. Each line starts with ' ' (context), '-' (removed), '+' (added) or '\' (the line before
+ * it has no final newline); the text after the sign is the file's, unescaped (front ends escape it). A hunk with
+ * `oldLines` 0 starts after line `oldStart` (GNU diff's convention), likewise for `newLines` 0.
+ */
+export interface DiffHunk {
+  oldStart: number
+  oldLines: number
+  newStart: number
+  newLines: number
+  lines: string[]
+}
+
+/** What `edit` or `write` changed in one file, so front ends draw the diff without parsing the result text. */
+export interface DiffDetails {
+  kind: 'diff'
+  /** The path as the tool showed it (relative to the cwd when inside it). */
+  path: string
+  /** The file did not exist before (`write` created it). */
+  created: boolean
+  added: number
+  removed: number
+  hunks: DiffHunk[]
+  /** Diff lines left out of `hunks` to keep the log small (0 when the whole diff is there). */
+  omitted: number
+}
+
+/** The call was cut short or never started because the turn was cancelled (front ends say "cancelled", not "error"). */
+export interface CancelledDetails {
+  kind: 'cancelled'
+}
+
+/** Structured data a tool result carries for front ends, by `kind`. */
+export type ToolResultDetails = DiffDetails | CancelledDetails
 
 export type SessionEventType = keyof SessionEventMap & string
 

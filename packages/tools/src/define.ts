@@ -1,5 +1,6 @@
 import type { Static, TSchema } from 'typebox'
 import type { ImageBlock, TextBlock } from '@keel/llm'
+import type { ToolResultDetails } from '@keel/session'
 
 /** The calling agent, as a tool sees it. Kept structural so @keel/tools does not depend on @keel/agent. */
 export interface ToolAgent {
@@ -36,8 +37,11 @@ export interface ToolExecution {
 
 export type ToolContent = (TextBlock | ImageBlock)[]
 
-/** What `execute` may return: plain text, content blocks, or an explicit error. */
-export type ToolOutput = string | { content: ToolContent; isError?: boolean }
+/**
+ * What `execute` may return: plain text, content blocks, or an explicit error; `details` rides along to the log for
+ * front ends (never to the model).
+ */
+export type ToolOutput = string | { content: ToolContent; isError?: boolean; details?: ToolResultDetails }
 
 export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'fetch' | 'think' | 'other'
 
@@ -72,7 +76,11 @@ export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): To
 export interface ToolResult {
   content: ToolContent
   isError: boolean
+  /** Recorded on `tool/result` for front ends (a file tool's diff); the model is sent `content` only. */
+  details?: ToolResultDetails
 }
+
+export type { CancelledDetails, DiffDetails, DiffHunk, ToolResultDetails } from '@keel/session'
 
 export function errorResult(message: string): ToolResult {
   return { isError: true, content: [{ type: 'text', text: `Error: ${message}` }] }

@@ -137,7 +137,11 @@ export class ToolRegistry extends Service {
         ...(input.sandbox ? { sandbox: input.sandbox } : {}),
       })
       if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }
-      return { isError: output.isError === true, content: output.content }
+      return {
+        isError: output.isError === true,
+        content: output.content,
+        ...(output.details ? { details: output.details } : {}),
+      }
     } catch (error) {
       if (input.signal.aborted) return errorResult('tool call aborted')
       return errorResult(error instanceof Error ? error.message : String(error))

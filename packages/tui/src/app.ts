@@ -10,7 +10,7 @@ import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
 import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
-import { Footer } from './footer.ts'
+import { contextWindowOf, Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
@@ -93,6 +93,7 @@ export class KeelApp {
     this.transcript = new TranscriptView({
       present: (name, args) => ctx.tools.present(name, args),
       subagentPlan: (callId) => subagentPlan(ctx, this.agent.session, callId),
+      requestRender: () => this.tui.requestRender(),
     })
     this.transcript.banner = [
       `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,
@@ -177,7 +178,12 @@ export class KeelApp {
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
-    this.footer.info = { ...this.footer.info, sessionId: agent.id, tokens: { ...this.state.tokens } }
+    this.footer.info = {
+      ...this.footer.info,
+      sessionId: agent.id,
+      tokens: { ...this.state.tokens },
+      contextWindow: contextWindowOf(this.options.ctx, agent.model),
+    }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
   }
@@ -215,6 +221,7 @@ export class KeelApp {
     }
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info.tokens = { ...this.state.tokens }
+    this.footer.info.contextWindow = contextWindowOf(this.options.ctx, this.agent.model)
     this.tui.requestRender()
   }
 

@@ -1,4 +1,4 @@
-import { textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
+import { type DiffDetails, textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 import { parseShellMessage } from './user-shell.ts'
 
@@ -17,7 +17,7 @@ export interface AssistantEntry {
   text: string
   reasoning: string
 }
-export type ToolStatus = 'running' | 'done' | 'error'
+export type ToolStatus = 'running' | 'done' | 'error' | 'cancelled'
 export interface ToolEntry {
   kind: 'tool'
   seq: number
@@ -29,6 +29,8 @@ export interface ToolEntry {
   startedAt: number
   endedAt?: number
   output: string
+  /** The file change an `edit` or `write` reported (its result's `details`); absent in logs written before it. */
+  diff?: DiffDetails
   /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
   decision?: SessionEventMap['permission/decision']
 }
@@ -67,7 +69,8 @@ export interface TranscriptState {
   entries: Entry[]
   /** The standing plan, by @keel/todo's one rule (`applyPlan`). */
   plan: TodoItem[] | null
-  tokens: { input: number; output: number }
+  /** Summed over the session's replies; `context` is the latest reply's input plus output: what the context holds. */
+  tokens: { input: number; output: number; context?: number }
   /** The turn now open on the log, if any. */
   openTurn: number | null
   /** Index into `entries` of each tool call's card. */
@@ -135,6 +138,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       if (event.data.usage) {
         state.tokens.input += event.data.usage.input
         state.tokens.output += event.data.usage.output
+        state.tokens.context = event.data.usage.input + event.data.usage.output
       }
       break
     }
@@ -177,13 +181,29 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     case 'tool/result': {
       const entry = state.entries[state.calls[event.data.callId] ?? -1]
       if (entry?.kind !== 'tool') break
-      entry.status = event.data.isError ? 'error' : 'done'
+      const details = event.data.details
       entry.endedAt = event.time
       entry.output = textOf(event.data.content)
+      entry.status = !event.data.isError
+        ? 'done'
+        : details?.kind === 'cancelled' || (!details && cancelledWording(entry.output))
+          ? 'cancelled'
+          : 'error'
+      if (details?.kind === 'diff') entry.diff = details
       break
     }
   }
   return state
+}
+
+/** A log written before results carried `details`: the wordings a cancelled call's result had then. */
+function cancelledWording(text: string): boolean {
+  const trimmed = text.trimEnd()
+  return (
+    trimmed === 'Error: the turn was cancelled before this tool call started.' ||
+    trimmed === 'Error: tool call aborted' ||
+    trimmed.endsWith('[cancelled by the user]')
+  )
 }
 
 /** The cold path: the same fold over a whole log. */

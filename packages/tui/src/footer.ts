@@ -1,11 +1,12 @@
 import { homedir } from 'node:os'
+import type { Context } from 'cordis'
 import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
 export function formatTokens(n: number): string {
   if (n < 1000) return String(n)
-  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 100_000 ? 1 : 0)}k`
   return `${(n / 1_000_000).toFixed(1)}M`
 }
 
@@ -20,11 +21,31 @@ export function shortModel(spec: string): string {
   return model.includes('/') ? `${spec.slice(0, slash)}/${model.slice(model.lastIndexOf('/') + 1)}` : spec
 }
 
+/**
+ * `12.3k tok · 9% of 128k`: the session's tokens and the share of the context window the latest request filled (its
+ * input plus its output, as the provider reported them). Without a known window, or before any usage, the tokens alone.
+ */
+export function usageText(tokens: FooterInfo['tokens'], contextWindow?: number): string {
+  const used = `${formatTokens(tokens.input + tokens.output)} tok`
+  if (!contextWindow || tokens.context === undefined) return used
+  const share = Math.min(100, Math.round((tokens.context / contextWindow) * 100))
+  return `${used} · ${share}% of ${formatTokens(contextWindow)}`
+}
+
+/** The window to measure against: the compaction config's when set (what compaction works to), else the model's. */
+export function contextWindowOf(ctx: Context, model: { contextWindow?: number }): number | undefined {
+  const compaction = ctx.get('compaction') as { config?: { contextWindow?: number } } | undefined
+  return compaction?.config?.contextWindow || model.contextWindow || undefined
+}
+
 export interface FooterInfo {
   model: string
   cwd: string
   sessionId: string
-  tokens: { input: number; output: number }
+  /** Summed over the session; `context` is the latest reply's input plus output, as the provider reported them. */
+  tokens: { input: number; output: number; context?: number }
+  /** Tokens the model accepts in one request, when known: the footer then shows the share in use. */
+  contextWindow?: number
   /** Shown first, highlighted: the scripted demo says so on every frame. */
   label?: string
 }
@@ -40,11 +61,10 @@ export class Footer implements Component {
   invalidate(): void {}
 
   render(width: number): string[] {
-    const { model, cwd, sessionId, tokens, label } = this.info
-    const total = tokens.input + tokens.output
+    const { model, cwd, sessionId, tokens, label, contextWindow } = this.info
     const parts = [
       escapeLine(shortModel(model)),
-      `${formatTokens(total)} tokens (${formatTokens(tokens.input)} in · ${formatTokens(tokens.output)} out)`,
+      usageText(tokens, contextWindow),
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
       `session ${escapeLine(sessionId.slice(0, 8))}`,
       escapeLine(shortPath(cwd)),

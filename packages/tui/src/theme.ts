@@ -1,4 +1,5 @@
 import type { EditorTheme, MarkdownTheme } from '@mariozechner/pi-tui'
+import { highlightCode } from './highlight.ts'
 import { style } from './style.ts'
 
 export const markdownTheme: MarkdownTheme = {
@@ -16,6 +17,7 @@ export const markdownTheme: MarkdownTheme = {
   italic: style.italic,
   strikethrough: style.strike,
   underline: style.underline,
+  highlightCode,
 }
 
 export const editorTheme: EditorTheme = {

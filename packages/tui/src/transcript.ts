@@ -1,11 +1,13 @@
-import { Markdown, truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
+import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
 import { planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { Entry, ToolEntry, TranscriptState, TurnEndEntry } from './fold.ts'
+import { diffCounts, renderDiff } from './diff-view.ts'
+import { onHighlighterReady } from './highlight.ts'
+import { renderMarkdown } from './markdown.ts'
 import { planLines } from './plan-panel.ts'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
 import { style, type Styler } from './style.ts'
-import { markdownTheme } from './theme.ts'
 import { renderShellEntry } from './user-shell.ts'
 
 /** Output lines a finished tool card shows before it is expanded. */
@@ -25,6 +27,8 @@ export interface TranscriptDeps {
   /** `ctx.tools.present`: a card's title from the tool's `presentCall`. */
   present(name: string, args: string): { title: string }
   subagentPlan?(callId: string): SubagentPlan | undefined
+  /** Asks for a frame: the code highlighter finished loading after code was drawn plain. */
+  requestRender?(): void
 }
 
 /** What streams in before the log has the whole message: `agent/delta` text, reasoning, tool output. */
@@ -107,7 +111,12 @@ export class TranscriptView implements Component {
   expanded = false
   private cache = new WeakMap<Entry, { width: number; expanded: boolean; lines: string[] }>()
 
-  constructor(private readonly deps: TranscriptDeps) {}
+  constructor(private readonly deps: TranscriptDeps) {
+    onHighlighterReady(() => {
+      this.invalidate()
+      deps.requestRender?.()
+    })
+  }
 
   note(level: NoteLevel, text: string): void {
     this.notes.push({ at: this.state?.entries.length ?? 0, level, text })
@@ -202,8 +211,7 @@ export class TranscriptView implements Component {
     }
     if (text.trim()) {
       lines.push('')
-      const markdown = new Markdown(escapeControls(text.trim()), 2, 0, markdownTheme)
-      for (const line of markdown.render(width)) lines.push(fit(line.replace(/\s+$/, ''), width))
+      for (const line of renderMarkdown(text.trim(), width)) lines.push(fit(line, width))
     }
     return lines
   }
@@ -211,7 +219,11 @@ export class TranscriptView implements Component {
   private renderTool(entry: ToolEntry, width: number): string[] {
     const elapsed = formatDuration((entry.endedAt ?? entry.startedAt) - entry.startedAt)
     const dot =
-      entry.status === 'running' ? style.yellow('●') : entry.status === 'done' ? style.green('●') : style.red('●')
+      entry.status === 'running' || entry.status === 'cancelled'
+        ? style.yellow('●')
+        : entry.status === 'done'
+          ? style.green('●')
+          : style.red('●')
     // A running card shows no ticking clock (the status line does): a card that scrolled above the viewport would
     // otherwise force pi-tui into a full redraw on every tick.
     const statusText =
@@ -219,18 +231,21 @@ export class TranscriptView implements Component {
         ? style.yellow('running')
         : entry.status === 'error'
           ? `${style.red('error')} ${style.dim(elapsed)}`
-          : style.dim(elapsed)
+          : entry.status === 'cancelled'
+            ? `${style.yellow('cancelled')} ${style.dim(elapsed)}`
+            : style.dim(elapsed)
+    const diff = entry.status === 'done' ? entry.diff : undefined
     const todos = entry.name === 'todo_write' ? todoArgs(entry.arguments) : undefined
     let title: string
     if (todos) {
       const summary = planSummary(todos)
       title = `${summary.done}/${summary.total} done${summary.active ? ` · ${summary.active}` : ''}${summary.moreActive ? ` +${summary.moreActive}` : ''}`
     } else {
-      title = this.deps.present(entry.name, entry.arguments).title
+      title = withoutToolName(this.deps.present(entry.name, entry.arguments).title, entry.name)
     }
     const name = style.bold(escapeLine(entry.name))
-    const head = `${dot} ${name} `
-    const tail = `  ${statusText}`
+    const head = title ? `${dot} ${name} ` : `${dot} ${name}`
+    const tail = `  ${diff ? `${diffCounts(diff)}  ` : ''}${statusText}`
     const room = Math.max(4, width - visibleWidth(head) - visibleWidth(tail))
     const lines = ['', fit(head + truncateToWidth(escapeLine(title), room, '…') + tail, width)]
     const body = entry.status === 'running' ? (this.live.output[entry.callId] ?? '') : entry.output
@@ -244,8 +259,15 @@ export class TranscriptView implements Component {
       // The decision line says why; the result repeats it for the model.
       if (this.expanded) lines.push(...this.outputLines(body, width))
     } else if (entry.status === 'error') {
-      lines.push(fit(`  ${style.red('✗ ' + escapeLine(errorReason(body)))}`, width))
-      if (this.expanded) lines.push(...this.outputLines(body, width))
+      // Ctrl+O shows the whole error, wrapped, where the card otherwise shows its one-line reason cut to the width.
+      if (this.expanded)
+        lines.push(...wrap(escapeControls(body.trimEnd()), width, style.red('  ✗ '), '    ', style.red))
+      else lines.push(fit(`  ${style.red('✗ ' + escapeLine(errorReason(body)))}`, width))
+    } else if (entry.status === 'cancelled') {
+      // The bare notice says nothing the status does; partial output (a bash cut short) is worth showing.
+      if (nonEmptyLines(body).length > 1) lines.push(...this.outputLines(body, width))
+    } else if (diff) {
+      lines.push(...renderDiff(diff, width, this.expanded))
     } else if (todos) {
       const dropped = nonEmptyLines(body).find((line) => line.startsWith('Removed without completing'))
       if (dropped) lines.push(fit(`  ${style.dim(escapeLine(dropped))}`, width))
@@ -299,6 +321,12 @@ export class TranscriptView implements Component {
     const styler: Styler = note.level === 'error' ? style.red : note.level === 'warn' ? style.yellow : style.dim
     return ['', ...wrap(escapeControls(note.text), width, '  ', '  ', styler)]
   }
+}
+
+/** A call's title without a leading tool name ("Edit a.txt" under `edit` reads "a.txt"): the card shows the name. */
+export function withoutToolName(title: string, name: string): string {
+  const [first, ...rest] = title.split(' ')
+  return first!.toLowerCase() === name.toLowerCase() ? rest.join(' ') : title
 }
 
 function tokens(count: number): string {

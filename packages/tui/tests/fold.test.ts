@@ -101,7 +101,7 @@ describe('transcript fold', () => {
       ['bash', 'done'],
       ['todo_write', 'done'],
       ['nope', 'error'],
-      ['bash', 'error'],
+      ['bash', 'cancelled'],
     ])
     expect(tools[1]!.output).toContain('one\ntwo')
     expect(tools[4]!.output).toContain('[cancelled by the user]')
@@ -111,7 +111,7 @@ describe('transcript fold', () => {
       { reason: 'aborted' },
     ])
     expect(live.entries[1]).toMatchObject({ kind: 'assistant', text: 'Looking.', reasoning: 'Plan first.' })
-    expect(live.tokens).toEqual({ input: 490, output: 30 })
+    expect(live.tokens).toEqual({ input: 490, output: 30, context: 143 })
     expect(live.openTurn).toBeNull()
   })
 

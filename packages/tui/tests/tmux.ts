@@ -41,6 +41,11 @@ export class Tmux {
       .join('\n')
   }
 
+  /** The visible screen with its colours and attributes as SGR codes (`capture-pane -e`). */
+  screenAnsi(name: string): string {
+    return this.run('capture-pane', '-p', '-e', '-t', name)
+  }
+
   type(name: string, text: string): void {
     this.run('send-keys', '-t', name, '-l', text)
   }

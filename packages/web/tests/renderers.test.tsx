@@ -3,7 +3,8 @@
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, test } from 'vitest'
 import { ToolRow, summaryOf } from '../src/client/components/ToolRow.tsx'
-import { addedRows, isCancelledResult, lastLines, parseUnifiedDiff } from '../src/client/diff.ts'
+import type { DiffDetails } from '@keel/session'
+import { isCancelledResult, lastLines, rowsOf } from '../src/client/diff.ts'
 import { highlight } from '../src/client/markdown/highlight.ts'
 import { Markdown, safeHref } from '../src/client/markdown/Markdown.tsx'
 import { foldUsage, type TranscriptItem } from '../src/client/store.ts'
@@ -11,7 +12,7 @@ import { foldUsage, type TranscriptItem } from '../src/client/store.ts'
 function toolItem(
   name: string,
   args: unknown,
-  result?: { isError: boolean; text: string },
+  result?: { isError: boolean; text: string; details?: DiffDetails | { kind: 'cancelled' } },
   title?: string,
 ): Extract<TranscriptItem, { kind: 'tool' }> {
   return {
@@ -128,29 +129,29 @@ describe('highlight', () => {
   })
 })
 
-// The edit tool's result format (packages/fs/src/edit.ts): summary, --- / +++ headers, then hunks.
-const EDIT_RESULT = [
-  'Edited src/a.ts: 1 replacement at line 3 (+2 -1 lines).',
-  '--- src/a.ts',
-  '+++ src/a.ts',
-  '@@ -1,4 +1,5 @@',
-  ' one',
-  ' two',
-  '-three',
-  '+THREE',
-  '+three and a half',
-  ' four',
-  '\\ No newline at end of file',
-].join('\n')
+// What packages/fs puts in an edit result's `details`, and the summary line its text starts with.
+const EDIT_SUMMARY = 'Edited src/a.ts: 1 replacement at line 3 (+2 -1 lines).'
+const EDIT_DETAILS: DiffDetails = {
+  kind: 'diff',
+  path: 'src/a.ts',
+  created: false,
+  added: 2,
+  removed: 1,
+  omitted: 0,
+  hunks: [
+    {
+      oldStart: 1,
+      oldLines: 4,
+      newStart: 1,
+      newLines: 5,
+      lines: [' one', ' two', '-three', '+THREE', '+three and a half', ' four', '\\ No newline at end of file'],
+    },
+  ],
+}
 
-describe('parseUnifiedDiff', () => {
+describe('diff rows from details', () => {
   test('reads rows with old and new line numbers', () => {
-    const parsed = parseUnifiedDiff(EDIT_RESULT)!
-    expect(parsed.summary).toBe('Edited src/a.ts: 1 replacement at line 3 (+2 -1 lines).')
-    expect(parsed.path).toBe('src/a.ts')
-    expect(parsed.added).toBe(2)
-    expect(parsed.removed).toBe(1)
-    expect(parsed.rows).toEqual([
+    expect(rowsOf(EDIT_DETAILS)).toEqual([
       { kind: 'hunk', text: '@@ -1,4 +1,5 @@' },
       { kind: 'context', text: 'one', oldLine: 1, newLine: 1 },
       { kind: 'context', text: 'two', oldLine: 2, newLine: 2 },
@@ -162,38 +163,26 @@ describe('parseUnifiedDiff', () => {
     ])
   })
 
-  test('numbers each hunk from its own header, and keeps the tool\'s "not shown" line as a note', () => {
-    const text = [
-      'Edited a: 2 replacements at lines 10, 40 (+2 -2 lines).',
-      '--- a',
-      '+++ a',
-      '@@ -10,1 +10,1 @@',
-      '-x',
-      '+y',
-      '@@ -40,2 +40,2 @@',
-      ' same',
-      '-p',
-      '+q',
-      '… 3 more diff lines not shown',
-    ].join('\n')
-    const rows = parseUnifiedDiff(text)!.rows
+  test('numbers each hunk from its own header; a new file counts from 1; lines the log left out are a note', () => {
+    const rows = rowsOf({
+      ...EDIT_DETAILS,
+      omitted: 3,
+      hunks: [
+        { oldStart: 10, oldLines: 1, newStart: 10, newLines: 1, lines: ['-x', '+y'] },
+        { oldStart: 40, oldLines: 2, newStart: 40, newLines: 2, lines: [' same', '-p', '+q'] },
+      ],
+    })
     expect(rows.find((row) => row.kind === 'del')).toEqual({ kind: 'del', text: 'x', oldLine: 10 })
     expect(rows.filter((row) => row.kind === 'add').map((row) => row.kind === 'add' && row.newLine)).toEqual([10, 41])
-    expect(rows.at(-1)).toEqual({ kind: 'note', text: '… 3 more diff lines not shown' })
-  })
-
-  test('answers undefined for text without a diff (errors, other tools, a stray "---" line)', () => {
-    expect(parseUnifiedDiff('Error: old_string was not found in a.ts.')).toBeUndefined()
-    expect(parseUnifiedDiff('--- a\n+++ b\nnot a hunk')).toBeUndefined()
-    expect(parseUnifiedDiff('')).toBeUndefined()
-  })
-
-  test('a created file is all added lines numbered from 1', () => {
-    expect(addedRows('a\nb\n')).toEqual([
+    expect(rows.at(-1)).toEqual({ kind: 'note', text: '… 3 more diff lines were not kept' })
+    const created = rowsOf({
+      ...EDIT_DETAILS,
+      hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 2, lines: ['+a', '+b'] }],
+    })
+    expect(created.slice(1)).toEqual([
       { kind: 'add', text: 'a', newLine: 1 },
       { kind: 'add', text: 'b', newLine: 2 },
     ])
-    expect(addedRows('')).toEqual([])
   })
 })
 
@@ -208,14 +197,17 @@ describe('tool rows', () => {
     expect(summary).toBe('edita.txt')
   })
 
-  test('an edit result renders coloured diff rows without a click, collapsed past 40 rows', () => {
+  test('an edit result renders coloured diff rows from its details without a click, collapsed past 40 rows', () => {
     const doc = dom(
       renderToStaticMarkup(
-        <ToolRow item={toolItem('edit', { path: 'src/a.ts' }, { isError: false, text: EDIT_RESULT })} />,
+        <ToolRow
+          item={toolItem('edit', { path: 'src/a.ts' }, { isError: false, text: EDIT_SUMMARY, details: EDIT_DETAILS })}
+        />,
       ),
     )
     const diff = doc.querySelector('[data-testid="diff"]')!
     expect(diff.closest('details')).toBeNull() // outside the collapsed body
+    expect(diff.querySelector('.diff-note')?.textContent).toBe(EDIT_SUMMARY)
     expect(diff.querySelectorAll('tr.diff-add').length).toBe(2)
     expect(diff.querySelectorAll('tr.diff-del').length).toBe(1)
     expect([...diff.querySelector('tr.diff-del')!.querySelectorAll('td')].map((td) => td.textContent)).toEqual([
@@ -225,47 +217,36 @@ describe('tool rows', () => {
     ])
     expect(doc.querySelector('[data-testid="diff-toggle"]')).toBeNull()
 
-    const long = [
-      'Edited b: 1 replacement at line 1 (+45 -0 lines).',
-      '--- b',
-      '+++ b',
-      '@@ -1,0 +1,45 @@',
-      ...Array.from({ length: 45 }, (_, i) => `+line ${i}`),
-    ].join('\n')
+    const long: DiffDetails = {
+      ...EDIT_DETAILS,
+      added: 45,
+      removed: 0,
+      hunks: [
+        {
+          oldStart: 0,
+          oldLines: 0,
+          newStart: 1,
+          newLines: 45,
+          lines: Array.from({ length: 45 }, (_, i) => `+line ${i}`),
+        },
+      ],
+    }
     const collapsed = dom(
-      renderToStaticMarkup(<ToolRow item={toolItem('edit', { path: 'b' }, { isError: false, text: long })} />),
+      renderToStaticMarkup(
+        <ToolRow item={toolItem('write', { path: 'b' }, { isError: false, text: 'Created b.', details: long })} />,
+      ),
     )
     expect(collapsed.querySelectorAll('tr.diff-row').length).toBe(40)
     expect(collapsed.querySelector('[data-testid="diff-toggle"]')?.textContent).toBe('Show all 46 lines')
   })
 
-  test('a write that created a file shows its content as added lines; an overwrite shows the summary', () => {
-    const created = dom(
-      renderToStaticMarkup(
-        <ToolRow
-          item={toolItem(
-            'write',
-            { path: 'n.txt', content: 'x\ny\n' },
-            { isError: false, text: 'Created n.txt: 4 bytes, 2 lines.' },
-          )}
-        />,
-      ),
+  test('a result logged without details (an older session) shows its text, with no diff guessed from it', () => {
+    const text = `${EDIT_SUMMARY}\n--- src/a.ts\n+++ src/a.ts\n@@ -1,1 +1,1 @@\n-a\n+b`
+    const doc = dom(
+      renderToStaticMarkup(<ToolRow item={toolItem('edit', { path: 'src/a.ts' }, { isError: false, text })} />),
     )
-    expect(created.querySelectorAll('tr.diff-add').length).toBe(2)
-    expect(created.querySelector('.diff-note')?.textContent).toBe('Created n.txt: 4 bytes, 2 lines.')
-    const over = dom(
-      renderToStaticMarkup(
-        <ToolRow
-          item={toolItem(
-            'write',
-            { path: 'n.txt', content: 'x' },
-            { isError: false, text: 'Overwrote n.txt: 1 byte, 1 line.' },
-          )}
-        />,
-      ),
-    )
-    expect(over.querySelectorAll('tr').length).toBe(0)
-    expect(over.querySelector('.diff-note')?.textContent).toBe('Overwrote n.txt: 1 byte, 1 line.')
+    expect(doc.querySelector('[data-testid="diff"]')).toBeNull()
+    expect(doc.querySelector('[data-testid="tool-preview"]')?.textContent).toContain('+b')
   })
 
   test.each([
@@ -275,6 +256,7 @@ describe('tool rows', () => {
     'partial output\n[cancelled by the user]',
   ])('a cancelled call reads cancelled, not error: %j', (text) => {
     expect(isCancelledResult(text)).toBe(true)
+    expect(isCancelledResult('Error: anything', { kind: 'cancelled' })).toBe(true)
     const doc = dom(
       renderToStaticMarkup(<ToolRow item={toolItem('bash', { command: 'sleep 9' }, { isError: true, text })} />),
     )

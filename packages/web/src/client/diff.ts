@@ -1,66 +1,41 @@
-// Reads the unified diff that the `edit` tool puts in its result text (packages/fs: a summary line, `--- path`,
-// `+++ path`, then `@@ -a,b +c,d @@` hunks) into rows with line numbers, for the coloured diff view.
+// An `edit`/`write` result's diff as rows with line numbers, for the coloured diff view. Read from the result's
+// `details` (packages/fs puts the hunks there); a result logged before `details` existed shows as plain text.
+import type { DiffDetails, ToolResultDetails } from '@keel/session'
 
 export type DiffRow =
   | { kind: 'hunk'; text: string }
   | { kind: 'add'; text: string; newLine: number }
   | { kind: 'del'; text: string; oldLine: number }
   | { kind: 'context'; text: string; oldLine: number; newLine: number }
-  /** `\ No newline at end of file`, or the tool's "… N more diff lines not shown". */
+  /** `\ No newline at end of file`, or how many diff lines the log did not keep. */
   | { kind: 'note'; text: string }
 
-export interface ParsedDiff {
-  /** Lines before the `---` header (the tool's summary). */
-  summary: string
-  path: string
-  rows: DiffRow[]
-  added: number
-  removed: number
-}
-
-const HUNK = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/
-
-/** The diff in a tool result, or undefined when the text holds none (an error, another tool's output). */
-export function parseUnifiedDiff(text: string): ParsedDiff | undefined {
-  const lines = text.split('\n')
-  const start = lines.findIndex(
-    (line, i) => line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ') && HUNK.test(lines[i + 2] ?? ''),
-  )
-  if (start < 0) return undefined
+/** The hunks as rows: a header row per hunk, then each line numbered on its side(s). */
+export function rowsOf(details: DiffDetails): DiffRow[] {
   const rows: DiffRow[] = []
-  let oldLine = 0
-  let newLine = 0
-  let added = 0
-  let removed = 0
-  for (const line of lines.slice(start + 2)) {
-    const hunk = HUNK.exec(line)
-    if (hunk) {
-      oldLine = Number(hunk[1])
-      newLine = Number(hunk[2])
-      rows.push({ kind: 'hunk', text: line })
-    } else if (line.startsWith('+')) {
-      rows.push({ kind: 'add', text: line.slice(1), newLine: newLine++ })
-      added++
-    } else if (line.startsWith('-')) {
-      rows.push({ kind: 'del', text: line.slice(1), oldLine: oldLine++ })
-      removed++
-    } else if (line.startsWith(' ')) {
-      rows.push({ kind: 'context', text: line.slice(1), oldLine: oldLine++, newLine: newLine++ })
-    } else if (line) {
-      rows.push({ kind: 'note', text: line })
+  for (const hunk of details.hunks) {
+    rows.push({ kind: 'hunk', text: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@` })
+    // An empty side starts after its line `start` (GNU convention), so its next line is start + 1 either way.
+    let oldLine = hunk.oldLines ? hunk.oldStart : hunk.oldStart + 1
+    let newLine = hunk.newLines ? hunk.newStart : hunk.newStart + 1
+    for (const line of hunk.lines) {
+      const text = line.slice(1)
+      if (line[0] === '+') rows.push({ kind: 'add', text, newLine: newLine++ })
+      else if (line[0] === '-') rows.push({ kind: 'del', text, oldLine: oldLine++ })
+      else if (line[0] === ' ') rows.push({ kind: 'context', text, oldLine: oldLine++, newLine: newLine++ })
+      else rows.push({ kind: 'note', text: line })
     }
   }
-  return { summary: lines.slice(0, start).join('\n'), path: lines[start]!.slice(4), rows, added, removed }
+  if (details.omitted) rows.push({ kind: 'note', text: `… ${details.omitted} more diff lines were not kept` })
+  return rows
 }
 
-/** A new file's content as added lines (what `write` created), numbered from 1. */
-export function addedRows(content: string): DiffRow[] {
-  const lines = content.replace(/\n$/, '').split('\n')
-  return content ? lines.map((text, i) => ({ kind: 'add', text, newLine: i + 1 })) : []
-}
-
-/** The result text of a call that was cancelled rather than failed (agent, tool registry and bash wordings). */
-export function isCancelledResult(text: string): boolean {
+/**
+ * A call that was cancelled rather than failed: the agent marks it (`details.kind === 'cancelled'`); a log written
+ * before that is read by the wordings the agent, the tool registry and bash used.
+ */
+export function isCancelledResult(text: string, details?: ToolResultDetails): boolean {
+  if (details) return details.kind === 'cancelled'
   const trimmed = text.trimEnd()
   return (
     trimmed === 'Error: the turn was cancelled before this tool call started.' ||

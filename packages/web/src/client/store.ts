@@ -15,6 +15,7 @@ import type {
   ServerFrame,
   UsageSummary,
 } from '../protocol.ts'
+import type { ToolResultDetails } from '@keel/session'
 import { parseDecision, type DecisionView } from './permission.ts'
 import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
 
@@ -25,6 +26,8 @@ const MAX_LIVE_OUTPUT = 8 * 1024
 export interface ToolResultView {
   isError: boolean
   text: string
+  /** The result's `details` (an edit's diff, a cancel), when the log has them. */
+  details?: ToolResultDetails
 }
 
 export type TranscriptItem =
@@ -410,7 +413,11 @@ export class ConversationStore {
       }
       case 'tool/result':
         this.updateCall(event.data.callId, {
-          result: { isError: event.data.isError === true, text: textOf(event.data.content) },
+          result: {
+            isError: event.data.isError === true,
+            text: textOf(event.data.content),
+            ...(event.data.details ? { details: event.data.details } : {}),
+          },
         })
         return
       case 'turn/end': {

@@ -1,5 +1,5 @@
 import { useState, type ReactNode } from 'react'
-import { addedRows, isCancelledResult, lastLines, parseUnifiedDiff, type DiffRow } from '../diff.ts'
+import { isCancelledResult, lastLines, rowsOf, type DiffRow } from '../diff.ts'
 import { decisionText } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentRun } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
@@ -26,7 +26,7 @@ export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 export function stateOf(item: ToolItem): ToolState {
   if (!item.result) return 'running'
   if (!item.result.isError) return 'ok'
-  return isCancelledResult(item.result.text) ? 'cancelled' : 'error'
+  return isCancelledResult(item.result.text, item.result.details) ? 'cancelled' : 'error'
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */
@@ -103,29 +103,11 @@ export function summaryOf(item: ToolItem): string {
   return first!.toLowerCase() === item.name.toLowerCase() ? rest.join(' ') : title
 }
 
-/** What an `edit` changed (the diff in its result) or what a `write` created (its content as added lines). */
+/** What an `edit` or `write` changed, from its result's `details`; none for a result logged without them. */
 function diffOf(item: ToolItem): { rows: DiffRow[]; note: string } | undefined {
-  if (!item.result || item.result.isError) return undefined
-  if (item.name === 'edit') {
-    const parsed = parseUnifiedDiff(item.result.text)
-    return parsed && { rows: parsed.rows, note: parsed.summary }
-  }
-  if (item.name === 'write') {
-    const content = contentArgument(item.arguments)
-    // Only a created file's lines are all additions; an overwrite shows the tool's summary alone.
-    const created = item.result.text.startsWith('Created ')
-    return { rows: created && content !== undefined ? addedRows(content) : [], note: item.result.text }
-  }
-  return undefined
-}
-
-function contentArgument(raw: string): string | undefined {
-  try {
-    const args = JSON.parse(raw) as { content?: unknown }
-    return typeof args.content === 'string' ? args.content : undefined
-  } catch {
-    return undefined
-  }
+  const details = item.result?.details
+  if (!item.result || item.result.isError || details?.kind !== 'diff') return undefined
+  return { rows: rowsOf(details), note: item.result.text.split('\n')[0]! }
 }
 
 /** Diffs longer than this are collapsed to their first rows until the reader expands them. */
