@@ -85,7 +85,7 @@ test.skipIf(skip)(
       }
 
     tmux.start('in', keel(`--model scripted/script.json`))
-    await until(has('SCRIPTED MODEL', 'scripted/script.json · 0 tokens'), 'the UI to start', 60_000, screen)
+    await until(has('SCRIPTED MODEL', 'scripted/script.json · 0 tok'), 'the UI to start', 60_000, screen)
 
     // The burst: `/plan` and Enter in one send-keys, then `plan` + Enter after the menu for `/` is already open.
     tmux.run('send-keys', '-t', 'in', '/plan', 'Enter')

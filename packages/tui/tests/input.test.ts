@@ -288,7 +288,7 @@ describe('/model', () => {
     await waitFor(() => screen(app).includes('Cannot switch to scripted/missing.json'), 'the failure')
     app.submit('/model scripted/other.json')
     await waitFor(() => screen(app).includes('Model: scripted/other.json from the next turn on.'), 'the switch')
-    expect(screen(app)).toContain('scripted/other.json · 0 tokens')
+    expect(screen(app)).toContain('scripted/other.json · 0 tok')
     expect(eventsOf(app, 'session/model').map((event) => event.data)).toEqual([{ spec: 'scripted/other.json' }])
     expect(lastModelChoice(app.agent.session.events)).toBe('scripted/other.json')
     app.submit('hello')
