@@ -1,4 +1,5 @@
-import type { LlmRequest, Message } from '@keel/llm'
+import type { LlmRequest } from '@keel/llm'
+import type { Message } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
 /** Tool output beyond this many characters is cut in the middle before the summariser sees it. */

@@ -2,16 +2,8 @@ import { randomUUID } from 'node:crypto'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import {
-  LlmError,
-  type FinishReason,
-  type ImageBlock,
-  type LlmAdapter,
-  type LlmRequest,
-  type Message,
-  type StreamChunk,
-  type TokenUsage,
-} from './types.ts'
+import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
 type ChatChunk = OpenAI.Chat.ChatCompletionChunk
