@@ -1,8 +1,9 @@
 // The gate's last word (.ci/run): reads vitest's JSON report and prints "N passed, N failed, N skipped". A failed
-// typecheck, a missing report, and any test that did not run in an end-to-end file (tmux, Chromium, bubblewrap)
-// each count as one failure, so a skipped tier cannot leave the gate green.
+// typecheck, knip findings (unused files, exports, dependencies), a missing report, and any test that did not run in
+// an end-to-end file (tmux, Chromium, bubblewrap) each count as one failure, so none can leave the gate green.
 //
 //   node --import tsx scripts/ci-summary.ts <report.json> <typecheck exit code> <end-to-end test files, one per line>
+//     [<knip exit code>]
 import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
@@ -16,18 +17,23 @@ export interface Report {
   testResults?: { name: string; assertionResults?: { title?: string; fullName?: string; status: string }[] }[]
 }
 
-/** `ok` is false when a typecheck failed or an end-to-end test did not run (vitest's own exit code covers the rest). */
+/**
+ * `ok` is false when a typecheck failed, knip found something, or an end-to-end test did not run (vitest's own exit
+ * code covers the rest).
+ */
 export function summarize(
   report: Report | undefined,
-  options: { typecheckFailed: boolean; e2eFiles: readonly string[] },
+  options: { typecheckFailed: boolean; knipFailed?: boolean; e2eFiles: readonly string[] },
 ): { lines: string[]; ok: boolean } {
-  const { typecheckFailed, e2eFiles } = options
+  const { typecheckFailed, knipFailed = false, e2eFiles } = options
   const r = report ?? {}
   const lines: string[] = []
   const passed = r.numPassedTests ?? 0
-  let failed = (r.numFailedTests ?? 0) + (typecheckFailed ? 1 : 0) + (r.numTotalTests === undefined ? 1 : 0)
+  let failed =
+    (r.numFailedTests ?? 0) + (typecheckFailed ? 1 : 0) + (knipFailed ? 1 : 0) + (r.numTotalTests === undefined ? 1 : 0)
   const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)
   if (typecheckFailed) lines.push('ci: typecheck failed (counted as one failure)')
+  if (knipFailed) lines.push('ci: knip found unused files, exports or dependencies (counted as one failure)')
   const problems: string[] = []
   for (const file of e2eFiles) {
     const result = (r.testResults ?? []).find((t) => t.name === file || t.name.endsWith(`/${file}`))
@@ -48,7 +54,7 @@ export function summarize(
     failed++
   }
   lines.push(`${passed} passed, ${failed} failed, ${skipped} skipped`)
-  return { lines, ok: problems.length === 0 && !typecheckFailed }
+  return { lines, ok: problems.length === 0 && !typecheckFailed && !knipFailed }
 }
 
 function invokedDirectly() {
@@ -60,13 +66,14 @@ function invokedDirectly() {
 }
 
 if (invokedDirectly()) {
-  const [path, typecheck, files = ''] = process.argv.slice(2)
+  const [path, typecheck, files = '', knip = '0'] = process.argv.slice(2)
   let report: Report | undefined
   try {
     report = JSON.parse(readFileSync(path, 'utf8'))
   } catch {}
   const { lines, ok } = summarize(report, {
     typecheckFailed: typecheck === '1',
+    knipFailed: knip !== '0',
     e2eFiles: files.split('\n').filter(Boolean),
   })
   for (const line of lines) console.log(line)

@@ -60,13 +60,28 @@ describe('the gate summary', () => {
     })
   })
 
-  test('the command line .ci/run calls exits 1 on a skipped end-to-end test', () => {
+  test('knip findings count as one failure beside the tests, and a clean knip changes nothing', () => {
+    const r = report({ 'packages/x/tests/a.test.ts': ['passed', 'passed'] })
+    expect(summarize(r, { typecheckFailed: false, knipFailed: true, e2eFiles: [] })).toEqual({
+      lines: [
+        'ci: knip found unused files, exports or dependencies (counted as one failure)',
+        '2 passed, 1 failed, 0 skipped',
+      ],
+      ok: false,
+    })
+    expect(summarize(r, { typecheckFailed: false, knipFailed: false, e2eFiles: [] })).toEqual({
+      lines: ['2 passed, 0 failed, 0 skipped'],
+      ok: true,
+    })
+  })
+
+  test('the command line .ci/run calls exits 1 on a skipped end-to-end test or on knip findings', () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-ci-summary-'))
     try {
       const path = join(dir, 'report.json')
       writeFileSync(path, JSON.stringify(report({ [E2E[0]!]: ['skipped'], [E2E[1]!]: ['passed'] })))
-      const run = (files: string) =>
-        spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '0', files], {
+      const run = (files: string, knip = '0') =>
+        spawnSync(process.execPath, ['--import', 'tsx', 'scripts/ci-summary.ts', path, '0', files, knip], {
           cwd: REPO_ROOT,
           encoding: 'utf8',
         })
@@ -74,6 +89,9 @@ describe('the gate summary', () => {
       expect(skipped.status).toBe(1)
       expect(skipped.stdout.trim().split('\n').at(-1)).toBe('1 passed, 1 failed, 1 skipped')
       expect(run(E2E[1]!).status).toBe(0)
+      const knip = run(E2E[1]!, '1')
+      expect(knip.status).toBe(1)
+      expect(knip.stdout.trim().split('\n').at(-1)).toBe('1 passed, 1 failed, 1 skipped')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
