@@ -216,7 +216,7 @@ function finishReason(stop: string | null | undefined): FinishReason {
  * verifies the signature; unsigned reasoning from other providers is dropped). Tool results become
  * `tool_result` blocks in a user turn; consecutive same-role messages merge into one turn, tool results first.
  */
-export function toAnthropicMessages(messages: readonly Message[]): Param[] {
+function toAnthropicMessages(messages: readonly Message[]): Param[] {
   const turns: { role: 'user' | 'assistant'; content: Block[] }[] = []
   const add = (role: 'user' | 'assistant', content: Block[]) => {
     if (!content.length) return

@@ -212,7 +212,7 @@ function usageOf(raw: OpenAI.CompletionUsage): TokenUsage {
  * `tool` message; images ride user messages as data URLs (tool-result images follow the run of tool messages in
  * one user message, since `tool` messages carry text only). Reasoning is never sent back.
  */
-export function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
+function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
   const out: ChatMessage[] = []
   if (system) out.push({ role: 'system', content: system })
   let toolImages: UserPart[] = []
