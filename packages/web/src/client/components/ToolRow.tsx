@@ -23,7 +23,7 @@ function prettyArguments(raw: string): string {
 
 export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 
-export function stateOf(item: ToolItem): ToolState {
+function stateOf(item: ToolItem): ToolState {
   if (!item.result) return 'running'
   if (!item.result.isError) return 'ok'
   return isCancelledResult(item.result.text) ? 'cancelled' : 'error'
@@ -129,7 +129,7 @@ function contentArgument(raw: string): string | undefined {
 }
 
 /** Diffs longer than this are collapsed to their first rows until the reader expands them. */
-export const DIFF_COLLAPSED_ROWS = 40
+const DIFF_COLLAPSED_ROWS = 40
 
 function DiffView({ diff }: { diff: { rows: DiffRow[]; note: string } }) {
   const [expanded, setExpanded] = useState(false)
