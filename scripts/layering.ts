@@ -7,7 +7,7 @@
 // - Every `@keel/*` a file imports is declared: in `dependencies` for `src/`, in either field for tests and scripts
 //   (those may reach any layer: a real-Loader test boots the CLI's composition).
 // - A "narrow" row of the doc (`llm` takes `session` only through `@keel/session/messages`) allows those
-//   specifiers only.
+//   specifiers only, and the module each one exports imports nothing (so taking it loads nothing else).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import ts from 'typescript'
@@ -77,6 +77,8 @@ export interface WorkspacePackage {
   name: string
   dependencies: Record<string, string>
   devDependencies: Record<string, string>
+  /** package.json `exports`: subpath (`.`, `./messages`) → file. */
+  exports: Record<string, string>
 }
 
 export interface ImportSite {
@@ -140,6 +142,7 @@ export function readWorkspace(root: string): { packages: WorkspacePackage[]; imp
       name: manifest.name,
       dependencies: manifest.dependencies ?? {},
       devDependencies: manifest.devDependencies ?? {},
+      exports: typeof manifest.exports === 'object' && manifest.exports ? manifest.exports : {},
     })
     const sites: ImportSite[] = []
     for (const path of sourceFiles(join(base, dir))) {
@@ -216,6 +219,22 @@ export function checkLayering(root: string, rules: Rules): string[] {
           `${where}, which packages/${p.dir}/package.json declares in neither dependencies nor devDependencies`,
         )
       }
+    }
+  }
+  for (const narrow of rules.narrow) {
+    const target = packages.find((p) => p.dir === narrow.imported)
+    for (const specifier of narrow.specifiers) {
+      const file = target?.exports[`.${specifier.slice(`@keel/${narrow.imported}`.length)}`]
+      if (!target || typeof file !== 'string') {
+        problems.push(`docs/architecture.md: ${specifier} is not an export of packages/${narrow.imported}/package.json`)
+        continue
+      }
+      const path = join(root, 'packages', target.dir, file)
+      const imported = ts.preProcessFile(readFileSync(path, 'utf8'), true, true).importedFiles
+      if (imported.length)
+        problems.push(
+          `${relative(root, path).split('\\').join('/')}: ${specifier} must import nothing, but imports ${imported.map((f) => f.fileName).join(', ')}`,
+        )
     }
   }
   for (const cycle of findCycles(edges))

@@ -36,7 +36,10 @@ afterEach(() => {
 
 /** A workspace of packages: dir → [package.json fields, files (path under the package → text)]. */
 function workspace(
-  packages: Record<string, [{ dependencies?: object; devDependencies?: object }, Record<string, string>]>,
+  packages: Record<
+    string,
+    [{ dependencies?: object; devDependencies?: object; exports?: object }, Record<string, string>]
+  >,
 ): string {
   const dir = mkdtempSync(join(tmpdir(), 'keel-layering-'))
   roots.push(dir)
@@ -52,7 +55,10 @@ function workspace(
 }
 
 const clean = () => ({
-  base: [{}, { 'src/index.ts': 'export const x = 1\n', 'src/types.ts': 'export type T = 1\n' }] as const,
+  base: [
+    { exports: { '.': './src/index.ts', './types': './src/types.ts' } },
+    { 'src/index.ts': 'export const x = 1\n', 'src/types.ts': 'export type T = 1\n' },
+  ] as const,
   mid: [{ dependencies: { '@keel/base': '0.1.0' } }, { 'src/index.ts': "import { x } from '@keel/base'\n" }] as const,
   side: [
     { dependencies: { '@keel/base': '0.1.0', '@keel/mid': '0.1.0' } },
@@ -129,9 +135,10 @@ describe('the checker', () => {
   it('names an undeclared import in src and in a test, and lets a test reach any layer when it declares it', () => {
     const fixture = clean() as unknown as Fixture
     fixture.base = [
-      { devDependencies: { '@keel/app': '0.1.0' } },
+      { devDependencies: { '@keel/app': '0.1.0' }, exports: { './types': './src/types.ts' } },
       {
         'src/index.ts': "import '@keel/mid'\n",
+        'src/types.ts': 'export type T = 1\n',
         'tests/a.test.ts': "import { boot } from '@keel/app'\nimport { y } from '@keel/side'\n",
       },
     ]
@@ -151,6 +158,17 @@ describe('the checker', () => {
     ]
     expect(checkLayering(workspace(fixture), rules)).toEqual([
       'packages/side/src/index.ts:1 imports @keel/base: side takes base only through @keel/base/types',
+    ])
+  })
+
+  it('names a narrow subpath whose module imports something', () => {
+    const fixture = clean() as unknown as Fixture
+    fixture.base = [
+      { exports: { '.': './src/index.ts', './types': './src/types.ts' } },
+      { 'src/index.ts': 'export const x = 1\n', 'src/types.ts': "import './index.ts'\nexport type T = 1\n" },
+    ]
+    expect(checkLayering(workspace(fixture), rules)).toEqual([
+      'packages/base/src/types.ts: @keel/base/types must import nothing, but imports ./index.ts',
     ])
   })
 
