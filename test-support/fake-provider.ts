@@ -15,7 +15,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export interface FakeToolCall {
+interface FakeToolCall {
   name: string
   /** An object is sent as its JSON text; a string is sent verbatim (so a test can send broken JSON). */
   arguments: unknown
@@ -62,7 +62,7 @@ export interface FakeReply {
   delayMs?: number
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string
   path: string
   headers: IncomingHttpHeaders

@@ -9,10 +9,10 @@ import { delimiter, join } from 'node:path'
 export const IN_CI = process.env.CI === 'true'
 
 /** Browser names looked up on PATH, in this order, when KEEL_CHROMIUM is not set. */
-export const CHROMIUM_NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'] as const
+const CHROMIUM_NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'] as const
 
 /** The first of `names` that is an executable file on PATH. */
-export function findOnPath(names: readonly string[]): string | undefined {
+function findOnPath(names: readonly string[]): string | undefined {
   for (const name of names) {
     for (const dir of (process.env.PATH ?? '').split(delimiter)) {
       if (!dir) continue
@@ -38,12 +38,11 @@ export function requireChromium(): string {
 }
 
 /** Whether `command` runs (`command --version`-style probe). */
-export function runs(command: string, args: readonly string[]): boolean {
+function runs(command: string, args: readonly string[]): boolean {
   const result = spawnSync(command, args, { stdio: 'ignore' })
   return !result.error && result.status === 0
 }
 
-export const HAS_TMUX = runs('tmux', ['-V'])
 export const HAS_BWRAP = runs('bwrap', ['--version'])
 
 /**

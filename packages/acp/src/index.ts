@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { DoorContext } from '@keel/cli'
+import type { DoorContext } from '@keel/door'
 import { type Config, useConfig } from './config.ts'
 
 export { Config, acpConfig, planEnabled } from './config.ts'

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { ndJsonStream } from '@agentclientprotocol/sdk'
-import type { DoorContext } from '@keel/cli'
+import type { DoorContext } from '@keel/door'
 import { AcpBridge } from './bridge.ts'
 import { planEnabled } from './config.ts'
 import { guardStdout } from './guard.ts'

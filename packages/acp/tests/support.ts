@@ -16,13 +16,13 @@ import type { Keel } from '../../../test-support/harness.ts'
 import { AcpBridge } from '../src/bridge.ts'
 
 /** How the test client answers `session/request_permission` (given the request and the request's abort signal). */
-export type PermissionResponder = (
+type PermissionResponder = (
   request: RequestPermissionRequest,
   signal: AbortSignal,
 ) => RequestPermissionResponse | Promise<RequestPermissionResponse>
 
 /** What an editor's "Allow" button sends. */
-export const allowOnce: PermissionResponder = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
+const allowOnce: PermissionResponder = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
 
 export interface TestClient {
   connection: ClientConnection

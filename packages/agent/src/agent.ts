@@ -1,13 +1,13 @@
 import type { Context } from 'cordis'
+import { LlmError, MessageAssembler, type LlmAdapter } from '@keel/llm'
 import {
-  LlmError,
-  MessageAssembler,
+  closeOpenTurn,
   toolCallsOf,
   type ContentBlock,
-  type LlmAdapter,
+  type Session,
   type ToolCallBlock,
-} from '@keel/llm'
-import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
+  type TurnEndReason,
+} from '@keel/session'
 import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'

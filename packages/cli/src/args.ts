@@ -47,7 +47,7 @@ export const FLAGS = {
   help: { type: 'boolean', short: 'h', help: 'Print this help' },
 } as const
 
-export const SUBCOMMANDS = {
+const SUBCOMMANDS = {
   serve: 'Start the web UI on 127.0.0.1 (prints a URL with an access token)',
   acp: 'Speak the Agent Client Protocol over stdio (for editors and automation)',
   'sessions list': 'List sessions of the working directory (--all for every directory), newest first',

@@ -96,7 +96,7 @@ export async function main(argv: string[]): Promise<number> {
         return await door({
           ctx,
           flags,
-          command,
+          prompt: command.kind === 'interactive' ? command.prompt : undefined,
           version: VERSION,
           cwd: workingDirectory(flags),
           modelSpec: modelSpec(flags),

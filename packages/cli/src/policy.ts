@@ -6,7 +6,7 @@ import { UsageError, type Command, type Flags } from './args.ts'
 export type ModeSource = 'flag' | 'env' | 'settings' | 'default'
 
 /** The mode each front door starts in when nothing else says: print mode has no one to ask. */
-export function doorDefault(command: Command['kind']): PermissionMode {
+function doorDefault(command: Command['kind']): PermissionMode {
   return command === 'print' ? 'auto' : 'ask'
 }
 
@@ -37,7 +37,7 @@ export function resolveMode(
   return { mode: doorDefault(command), source: 'default' }
 }
 
-export const YOLO_WARNING = 'keel: yolo mode: every tool runs without asking and commands run outside the sandbox'
+const YOLO_WARNING = 'keel: yolo mode: every tool runs without asking and commands run outside the sandbox'
 
 /**
  * Applies the run's policy to `ctx.permissions`: the mode and the `--allow` rules. Returns the lines to print on

@@ -9,7 +9,7 @@ import { UsageError, type Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 
 /** The prompt of a print run: the argument, the piped text, or the argument followed by the piped text. */
-export async function printPrompt(promptArg: string | undefined): Promise<string> {
+async function printPrompt(promptArg: string | undefined): Promise<string> {
   const piped = await readStdin(promptArg !== undefined)
   if (promptArg === undefined) return piped
   return piped ? `${promptArg}\n\n${fenced(piped)}` : promptArg
@@ -68,12 +68,12 @@ function turnUsage(events: readonly SessionEvent[], turn: number): { input: numb
 }
 
 /** A stream that stops being written to once it fails (a closed pipe, a hung-up terminal) instead of throwing. */
-export interface Output {
+interface Output {
   write(text: string): void
   readonly broken: boolean
 }
 
-export function guardedOutput(stream: NodeJS.WritableStream, onBroken: (error: NodeJS.ErrnoException) => void): Output {
+function guardedOutput(stream: NodeJS.WritableStream, onBroken: (error: NodeJS.ErrnoException) => void): Output {
   let broken = false
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (broken) return
@@ -91,7 +91,7 @@ export function guardedOutput(stream: NodeJS.WritableStream, onBroken: (error: N
 }
 
 /** Exit codes for the ways print mode is stopped from outside: 128 + the signal's number, as a shell reports it. */
-export const STOP_EXIT_CODES = { SIGINT: 130, SIGHUP: 129, SIGTERM: 143, EPIPE: 141 } as const
+const STOP_EXIT_CODES = { SIGINT: 130, SIGHUP: 129, SIGTERM: 143, EPIPE: 141 } as const
 /** How long a stopped run waits for its turn to close on the log before it exits anyway. */
 const STOP_GRACE_MS = 5000
 

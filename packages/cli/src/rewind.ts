@@ -14,7 +14,7 @@ import { escapeLine, type SessionEvent } from '@keel/session'
 import { UsageError, type Flags } from './args.ts'
 
 /** `--to 3` / `--at 3`: a turn number, 1 or more. */
-export function turnFlag(value: string | undefined, flag: string): number | undefined {
+function turnFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined
   if (!/^[1-9][0-9]*$/.test(value))
     throw new UsageError(`${flag} takes a turn number (1, 2, …), not ${JSON.stringify(value)}`)

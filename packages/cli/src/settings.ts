@@ -49,7 +49,7 @@ export interface ResolvedSettings {
   overrides: Record<string, Record<string, unknown>>
 }
 
-export async function readComposition(path: string): Promise<EntryOptions[]> {
+async function readComposition(path: string): Promise<EntryOptions[]> {
   const ext = path.slice(path.lastIndexOf('.'))
   try {
     const entries = await new LoaderFile(path, LoaderFile.writable[ext as keyof typeof LoaderFile.writable]).read()

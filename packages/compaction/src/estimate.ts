@@ -38,7 +38,7 @@ export function messageChars(message: Message): number {
 }
 
 /** A tool result's size as the model is sent it: a trimmed one counts its kept text and the note. */
-export function resultChars(
+function resultChars(
   callId: string,
   content: readonly (TextBlock | ImageBlock)[],
   trims: ReadonlyMap<string, number>,

@@ -1,10 +1,11 @@
-import type { LlmRequest, Message } from '@keel/llm'
+import type { LlmRequest } from '@keel/llm'
+import type { Message } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
 /** Tool output beyond this many characters is cut in the middle before the summariser sees it. */
-export const TOOL_RESULT_CHARS = 2_000
+const TOOL_RESULT_CHARS = 2_000
 /** Tool-call arguments beyond this many characters are cut the same way. */
-export const TOOL_ARGUMENT_CHARS = 600
+const TOOL_ARGUMENT_CHARS = 600
 
 export const SUMMARY_SYSTEM =
   'You turn the transcript of a coding-agent session into a handoff note for the agent that continues it. You never continue the work yourself, call tools, or address the user.'

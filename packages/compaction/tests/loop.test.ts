@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as compaction from '@keel/compaction'
 import { SUMMARY_HEADER, SUMMARY_SYSTEM, type CompactionOutcome } from '@keel/compaction'
-import type { Message, ScriptStep } from '@keel/llm'
-import { textOf, type SessionEvent } from '@keel/session'
+import type { ScriptStep } from '@keel/llm'
+import { textOf, type Message, type SessionEvent } from '@keel/session'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 
 const keels: Keel[] = []

@@ -24,7 +24,7 @@ export interface PathPolicy {
   allowOutsideCwd: boolean
 }
 
-export function cwdOf(exec: Pick<ToolExecution, 'agent'>): string {
+function cwdOf(exec: Pick<ToolExecution, 'agent'>): string {
   return exec.agent?.cwd ?? process.cwd()
 }
 

@@ -7,9 +7,9 @@ import { openRegular, readAll } from './open.ts'
 import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
-export const ALWAYS_SKIPPED = ['node_modules', '.git']
+const ALWAYS_SKIPPED = ['node_modules', '.git']
 
-export interface WalkEntry {
+interface WalkEntry {
   /** Relative to the walk root, `/`-separated. */
   path: string
   kind: 'file' | 'dir' | 'symlink' | 'other'

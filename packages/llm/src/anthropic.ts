@@ -1,16 +1,8 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import {
-  LlmError,
-  type FinishReason,
-  type ImageBlock,
-  type LlmAdapter,
-  type LlmRequest,
-  type Message,
-  type StreamChunk,
-  type TokenUsage,
-} from './types.ts'
+import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
 type Param = Anthropic.MessageParam
 type Block = Anthropic.ContentBlockParam
@@ -224,7 +216,7 @@ function finishReason(stop: string | null | undefined): FinishReason {
  * verifies the signature; unsigned reasoning from other providers is dropped). Tool results become
  * `tool_result` blocks in a user turn; consecutive same-role messages merge into one turn, tool results first.
  */
-export function toAnthropicMessages(messages: readonly Message[]): Param[] {
+function toAnthropicMessages(messages: readonly Message[]): Param[] {
   const turns: { role: 'user' | 'assistant'; content: Block[] }[] = []
   const add = (role: 'user' | 'assistant', content: Block[]) => {
     if (!content.length) return

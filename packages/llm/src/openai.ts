@@ -2,16 +2,8 @@ import { randomUUID } from 'node:crypto'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import {
-  LlmError,
-  type FinishReason,
-  type ImageBlock,
-  type LlmAdapter,
-  type LlmRequest,
-  type Message,
-  type StreamChunk,
-  type TokenUsage,
-} from './types.ts'
+import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
 type ChatChunk = OpenAI.Chat.ChatCompletionChunk
@@ -220,7 +212,7 @@ function usageOf(raw: OpenAI.CompletionUsage): TokenUsage {
  * `tool` message; images ride user messages as data URLs (tool-result images follow the run of tool messages in
  * one user message, since `tool` messages carry text only). Reasoning is never sent back.
  */
-export function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
+function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
   const out: ChatMessage[] = []
   if (system) out.push({ role: 'system', content: system })
   let toolImages: UserPart[] = []

@@ -41,13 +41,13 @@ export function checkedUrl(url: string, provider: string, model: string): string
 }
 
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
-export const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
+const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
 /**
  * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions). Each
  * SDK is imported here, when its first model is created, so a start-up never parses an SDK it does not use.
  */
-export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
+async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
   if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
   return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
 }

@@ -1,21 +1,6 @@
-import type { AssistantMessage, Message, TokenUsage } from '@keel/session'
-
-export type {
-  AssistantMessage,
-  ContentBlock,
-  ContentBlockMap,
-  ImageBlock,
-  Message,
-  MessageSource,
-  ReasoningBlock,
-  TextBlock,
-  TokenUsage,
-  ToolCallBlock,
-  ToolMessage,
-  ToolResultBlock,
-  UserMessage,
-} from '@keel/session'
-export { textOf, toolCallsOf } from '@keel/session'
+// Messages and token usage are the session log's shapes: @keel/session owns them and this package imports them as
+// types only, from the subpath that holds nothing else, so loading an adapter never loads the session store.
+import type { AssistantMessage, Message, TokenUsage } from '@keel/session/messages'
 
 /** What a model is told about one tool: exactly these three fields. */
 export interface ToolSchema {

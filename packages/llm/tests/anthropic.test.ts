@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../src/anthropic.ts'
 import { createAnthropic } from '../src/anthropic-provider.ts'
-import { LlmError, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import type { Message } from '@keel/session/messages'
+import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 // A model the SDK does not flag as deprecated (it warns on stdout for those).

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible } from '../src/openai-provider.ts'
 import { contextWindowFor } from '../src/providers.ts'
-import { LlmError, type LlmAdapter, type LlmRequest, type Message, type StreamChunk } from '../src/index.ts'
+import type { Message } from '@keel/session/messages'
+import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined

@@ -1,6 +1,7 @@
 import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
+import { textOf } from '@keel/session/messages'
 import * as llm from '../src/index.ts'
 import {
   LlmError,
@@ -50,7 +51,7 @@ async function run(stream: AsyncIterable<StreamChunk>): Promise<{ chunks: Stream
 function text(chunks: StreamChunk[]): string {
   const assembler = new MessageAssembler()
   for (const chunk of chunks) assembler.push(chunk)
-  return llm.textOf(assembler.message().content)
+  return textOf(assembler.message().content)
 }
 
 describe('ctx.llm with the real providers', () => {
@@ -213,7 +214,7 @@ describe('ScriptedAdapter', () => {
     ])
     expect(assembler.usage).toEqual({ input: 7, output: 3 })
     expect(assembler.finish).toBe('tool-calls')
-    expect(adapter.requests.map((r) => llm.textOf(r.messages[0]!.content))).toEqual([
+    expect(adapter.requests.map((r) => textOf(r.messages[0]!.content))).toEqual([
       'please do the child task',
       'parent prompt',
       'parent prompt',
@@ -232,7 +233,7 @@ describe('ScriptedAdapter', () => {
     const failed = await run(adapter.stream(sent, new AbortController().signal))
     expect(failed.error).toMatchObject({ kind: 'rate-limit', message: 'scripted 429' })
     ;(sent.messages[0]!.content[0] as { text: string }).text = 'mutated'
-    expect(llm.textOf(adapter.requests[0]!.messages[0]!.content)).toBe('q')
+    expect(textOf(adapter.requests[0]!.messages[0]!.content)).toBe('q')
     const ok = await run(adapter.stream(request('q'), new AbortController().signal))
     expect(ok.chunks.map((chunk) => chunk.type)).toEqual([
       'reasoning-delta',

@@ -3,6 +3,7 @@
 import { Context } from 'cordis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
+import { textOf } from '@keel/session/messages'
 import * as llm from '../src/index.ts'
 import { LlmError, MessageAssembler, type LlmAdapter, type StreamChunk } from '../src/index.ts'
 import { hello } from './stream-support.ts'
@@ -47,7 +48,7 @@ async function run(
 function text(chunks: StreamChunk[]): string {
   const assembler = new MessageAssembler()
   for (const chunk of chunks) assembler.push(chunk)
-  return llm.textOf(assembler.message().content)
+  return textOf(assembler.message().content)
 }
 
 describe.each(Object.entries(flavors))(

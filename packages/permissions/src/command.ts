@@ -173,7 +173,7 @@ function substitutions(word: ShNode, out: SimpleCommand[]): void {
  * The value of a word when it is fixed text (plain, quoted or escaped); null when part of it is only known at run
  * time (a parameter, a substitution, arithmetic, brace expansion, `$'…'`).
  */
-export function wordValue(word: ShNode): string | null {
+function wordValue(word: ShNode): string | null {
   if (!word) return null
   let value = ''
   for (const part of word.Parts ?? []) {

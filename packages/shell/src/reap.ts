@@ -49,7 +49,7 @@ const RETRIES = 5
 const RETRY_MS = 2
 
 /** Live processes carrying the marker (a zombie's environment reads empty, so the dead are never listed). */
-export async function markedPids(variable: string): Promise<number[]> {
+async function markedPids(variable: string): Promise<number[]> {
   let names: string[]
   try {
     names = await readdir(PROC)
@@ -80,7 +80,7 @@ export async function markedPids(variable: string): Promise<number[]> {
 }
 
 /** The same scan, synchronous, for the process `exit` hook where nothing asynchronous runs. */
-export function markedPidsSync(variable: string): number[] {
+function markedPidsSync(variable: string): number[] {
   let names: string[]
   try {
     names = readdirSync(PROC)
@@ -151,7 +151,7 @@ export async function killCall(mark: CallMark): Promise<number | 'some'> {
   return killed.size || (groupWasAlive ? 'some' : 0)
 }
 
-export function killCallSync(mark: CallMark): void {
+function killCallSync(mark: CallMark): void {
   for (let round = 0; round < 10; round++) {
     const pids = markedPidsSync(mark.variable)
     killAll(mark, pids)

@@ -1,6 +1,5 @@
 import type { Static, TSchema } from 'typebox'
-import type { ImageBlock, TextBlock } from '@keel/llm'
-import type { ToolResultDetails } from '@keel/session'
+import type { ImageBlock, TextBlock, ToolResultDetails } from '@keel/session'
 
 /** The calling agent, as a tool sees it. Kept structural so @keel/tools does not depend on @keel/agent. */
 export interface ToolAgent {

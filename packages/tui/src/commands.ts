@@ -13,11 +13,11 @@ export const COMMANDS = {
   quit: 'Exit Keel (also /exit, Ctrl+D on an empty editor, Ctrl+C twice)',
 } as const
 
-export type CommandName = keyof typeof COMMANDS
+type CommandName = keyof typeof COMMANDS
 
 const ALIASES: Record<string, CommandName> = { exit: 'quit', q: 'quit', h: 'help', '?': 'help' }
 
-export const KEYS: readonly [string, string][] = [
+const KEYS: readonly [string, string][] = [
   ['Enter', 'send (while a turn runs: queue)'],
   ['Shift+Enter / Alt+Enter', 'new line'],
   ['Up / Down', 'prompt history'],

@@ -6,18 +6,18 @@ import { parseShellMessage } from './user-shell.ts'
 // replays `session.events` through the same function, so what you saw live is what you see after `keel -c`.
 // Entries hold raw (unescaped) log text; views escape at render time.
 
-export interface UserEntry {
+interface UserEntry {
   kind: 'user'
   seq: number
   text: string
 }
-export interface AssistantEntry {
+interface AssistantEntry {
   kind: 'assistant'
   seq: number
   text: string
   reasoning: string
 }
-export type ToolStatus = 'running' | 'done' | 'error' | 'cancelled'
+type ToolStatus = 'running' | 'done' | 'error' | 'cancelled'
 export interface ToolEntry {
   kind: 'tool'
   seq: number
@@ -35,7 +35,7 @@ export interface ToolEntry {
   decision?: SessionEventMap['permission/decision']
 }
 /** A command the person ran with `!`, and its output (a `user/message` with source `shell`). */
-export interface ShellEntry {
+interface ShellEntry {
   kind: 'shell'
   seq: number
   command: string
@@ -49,13 +49,13 @@ export interface TurnEndEntry {
   message?: string
 }
 /** A turn ended while its plan still had open tasks (shown once, under the turn). */
-export interface OpenPlanEntry {
+interface OpenPlanEntry {
   kind: 'plan-open'
   seq: number
   open: string[]
 }
 /** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
-export interface CompactionEntry {
+interface CompactionEntry {
   kind: 'compaction'
   seq: number
   before: number

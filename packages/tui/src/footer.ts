@@ -4,18 +4,18 @@ import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
-export function formatTokens(n: number): string {
+function formatTokens(n: number): string {
   if (n < 1000) return String(n)
   if (n < 1_000_000) return `${(n / 1000).toFixed(n < 100_000 ? 1 : 0)}k`
   return `${(n / 1_000_000).toFixed(1)}M`
 }
 
-export function shortPath(path: string, home = homedir()): string {
+function shortPath(path: string, home = homedir()): string {
   return home && (path === home || path.startsWith(home + '/')) ? '~' + path.slice(home.length) : path
 }
 
 /** `scripted//abs/path/to/script.json` → `scripted/script.json`: a path is noise in a status line. */
-export function shortModel(spec: string): string {
+function shortModel(spec: string): string {
   const slash = spec.indexOf('/')
   const model = spec.slice(slash + 1)
   return model.includes('/') ? `${spec.slice(0, slash)}/${model.slice(model.lastIndexOf('/') + 1)}` : spec

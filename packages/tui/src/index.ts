@@ -1,5 +1,5 @@
 import { getCapabilities, ProcessTerminal, setCapabilities } from '@mariozechner/pi-tui'
-import type { DoorContext } from '@keel/cli'
+import type { DoorContext } from '@keel/door'
 import { modelSpecOf } from '@keel/agent'
 import { KeelApp } from './app.ts'
 import { scriptedLabel } from './model-switch.ts'
@@ -43,7 +43,7 @@ export async function runInteractive(door: DoorContext): Promise<number> {
   process.once('SIGTERM', onSignal)
   process.once('SIGHUP', onSignal)
   try {
-    return await app.run(door.command.kind === 'interactive' ? door.command.prompt : undefined)
+    return await app.run(door.prompt)
   } finally {
     process.off('SIGTERM', onSignal)
     process.off('SIGHUP', onSignal)

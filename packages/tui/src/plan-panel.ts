@@ -4,9 +4,9 @@ import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
 /** Lists longer than this collapse to a window around the active item. */
-export const COLLAPSE_ABOVE = 7
+const COLLAPSE_ABOVE = 7
 /** Items shown in the collapsed window. */
-export const WINDOW = 5
+const WINDOW = 5
 
 export interface PlanWindow {
   start: number

@@ -55,7 +55,7 @@ type Step =
   | { kind: 'refused'; prompt: TurnPrompt; scope: RewindScope; message: string; list: SelectList }
 
 /** The picker, shown as an overlay over the transcript; Esc goes back a step (closes it from the first). */
-export class RewindPicker implements Component {
+class RewindPicker implements Component {
   private step: Step
   private closed = false
 

@@ -4,7 +4,7 @@ import { TODO_STATUSES, type TodoItem } from '@keel/todo'
 import type { SubagentPlan } from './transcript.ts'
 
 /** The projection @keel/subagent registers on a parent session: `task` call id → the child's plan. */
-export const SUBAGENT_PLANS = 'subagentPlans'
+const SUBAGENT_PLANS = 'subagentPlans'
 
 function isTodo(value: unknown): value is TodoItem {
   const todo = value as TodoItem | null

@@ -11,7 +11,7 @@ import { style, type Styler } from './style.ts'
 import { renderShellEntry } from './user-shell.ts'
 
 /** Output lines a finished tool card shows before it is expanded. */
-export const OUTPUT_LINES = 4
+const OUTPUT_LINES = 4
 /** Lines an expanded card shows at most: a huge output must not stall every frame. */
 const EXPANDED_LINES = 400
 
@@ -79,7 +79,7 @@ function nonEmptyLines(text: string): string[] {
 }
 
 /** The one-line reason of a failed call: its `Error:` line, else its last line. */
-export function errorReason(output: string): string {
+function errorReason(output: string): string {
   const lines = nonEmptyLines(output)
   return lines.find((line) => line.startsWith('Error')) ?? lines[lines.length - 1] ?? 'failed'
 }

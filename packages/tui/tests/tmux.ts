@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export const HAS_TMUX = spawnSync('tmux', ['-V']).status === 0
-export const SKIP_REASON = 'tmux is not installed (apt-get install tmux); the end-to-end terminal tests need it'
+const SKIP_REASON = 'tmux is not installed (apt-get install tmux); the end-to-end terminal tests need it'
 // In CI a missing tmux is a failure, not a skip: the terminal UI would go untested.
 if (!HAS_TMUX && process.env.CI === 'true') throw new Error(SKIP_REASON)
 

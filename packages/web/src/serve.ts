@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
-import type { DoorContext } from '@keel/cli'
+import type { DoorContext } from '@keel/door'
 import { escapeLine, isSessionId } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'

@@ -15,7 +15,7 @@ const TYPES: Record<string, string> = {
  * The page may load only its own scripts and styles and talk only to this host. Model output is rendered as text
  * anyway; this is the second lock on the door.
  */
-export const CONTENT_SECURITY_POLICY = [
+const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

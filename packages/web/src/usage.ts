@@ -3,14 +3,14 @@ import { backscan, type SessionEvent } from '@keel/session'
 import type { UsageSummary } from './protocol.ts'
 
 /** Adds one event to a summary; events without reported usage leave it as it is. */
-export function addUsage(summary: UsageSummary, event: SessionEvent): UsageSummary {
+function addUsage(summary: UsageSummary, event: SessionEvent): UsageSummary {
   if (event.type !== 'assistant/message' || !event.data.usage) return summary
   const { input, output } = event.data.usage
   // A provider's `input` already counts cached tokens, so input + output is what the next request starts from.
   return { total: (summary.total ?? 0) + input + output, context: input + output }
 }
 
-export const NO_USAGE: UsageSummary = { total: 0 }
+const NO_USAGE: UsageSummary = { total: 0 }
 
 /** The summary over a log held in memory. */
 export function usageOfEvents(events: readonly SessionEvent[]): UsageSummary {

@@ -7,7 +7,7 @@ export type { TodoItem, TodoStatus }
 
 const STATUSES: readonly TodoStatus[] = ['pending', 'in_progress', 'completed']
 
-export function isTodoItem(value: unknown): value is TodoItem {
+function isTodoItem(value: unknown): value is TodoItem {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false
   const { content, status } = value as Record<string, unknown>
   return typeof content === 'string' && STATUSES.includes(status as TodoStatus)
@@ -33,7 +33,7 @@ export function parseTodoArgs(raw: unknown): TodoItem[] | null {
   return parseTodoList((args as { todos?: unknown }).todos)
 }
 
-export function countTodos(todos: readonly TodoItem[]): Record<TodoStatus, number> {
+function countTodos(todos: readonly TodoItem[]): Record<TodoStatus, number> {
   const counts: Record<TodoStatus, number> = { pending: 0, in_progress: 0, completed: 0 }
   for (const todo of todos) counts[todo.status]++
   return counts
@@ -50,7 +50,7 @@ export function countsLabel(todos: readonly TodoItem[]): string {
 }
 
 /** One line of text: the page shows item content in single-line slots. */
-export function oneLine(text: string): string {
+function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 

@@ -23,7 +23,7 @@ export const PAGE_MESSAGES = 50
 /** Live tool output kept per running call (the tail, where the news is). */
 const MAX_LIVE_OUTPUT = 8 * 1024
 
-export interface ToolResultView {
+interface ToolResultView {
   isError: boolean
   text: string
   /** The result's `details` (an edit's diff, a cancel), when the log has them. */
@@ -103,7 +103,7 @@ export function foldTodos(todos: readonly TodoItem[], entry: HistoryEntry): read
 }
 
 /** The value a tail page seeds the plan with: its projection, and an absent one is the empty list. */
-export function seedTodos(page: HistoryPage): readonly TodoItem[] {
+function seedTodos(page: HistoryPage): readonly TodoItem[] {
   const value = page.projections?.values.todos
   return (value === null || value === undefined ? null : parseTodoList(value)) ?? NO_TODOS
 }

@@ -23,7 +23,7 @@ function prettyArguments(raw: string): string {
 
 export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 
-export function stateOf(item: ToolItem): ToolState {
+function stateOf(item: ToolItem): ToolState {
   if (!item.result) return 'running'
   if (!item.result.isError) return 'ok'
   return isCancelledResult(item.result.text, item.result.details) ? 'cancelled' : 'error'
@@ -111,7 +111,7 @@ function diffOf(item: ToolItem): { rows: DiffRow[]; note: string } | undefined {
 }
 
 /** Diffs longer than this are collapsed to their first rows until the reader expands them. */
-export const DIFF_COLLAPSED_ROWS = 40
+const DIFF_COLLAPSED_ROWS = 40
 
 function DiffView({ diff }: { diff: { rows: DiffRow[]; note: string } }) {
   const [expanded, setExpanded] = useState(false)

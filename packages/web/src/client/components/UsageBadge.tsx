@@ -2,7 +2,7 @@ import { useSyncExternalStore } from 'react'
 import type { ConversationStore } from '../store.ts'
 
 /** 12345 → "12.3k", 1234567 → "1.23M". */
-export function compactCount(n: number): string {
+function compactCount(n: number): string {
   if (n < 1000) return String(n)
   if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`
   return `${(n / 1_000_000).toFixed(2)}M`

@@ -1,0 +1,44 @@
+// The contract between the `keel` binary and a front door (TUI, web host, ACP bridge). It lives below both so that a
+// front door never imports the CLI: the CLI imports the front doors and hands each one a DoorContext. Types only;
+// importing this module loads nothing.
+import type { Agent, LlmAdapter } from '@keel/agent'
+import type { InstructionFile } from '@keel/settings'
+import type { Context } from 'cordis'
+
+/** The command-line flags a front door reads. The CLI passes its parsed flags, which hold these and more. */
+export interface DoorFlags {
+  /** --base-url (or the settings' `baseUrl`): the server the model spec's provider talks to. */
+  'base-url'?: string
+  /** --port for `keel serve`. */
+  port?: string
+  /** --host for `keel serve`. */
+  host?: string
+  /** --all for `keel serve`: serve the sessions of every working directory. */
+  all?: boolean
+  /** --resume, already resolved to a whole session id. */
+  resume?: string
+  /** --continue: the latest session in the working directory. */
+  continue?: boolean
+}
+
+/** What the CLI hands a front door: a booted context and what the command line asked for. */
+export interface DoorContext {
+  ctx: Context
+  flags: DoorFlags
+  /** The prompt given on the command line (`keel "…"`), run as the first turn; only the TUI takes one. */
+  prompt?: string
+  version: string
+  /** The working directory (--cwd or the current one), absolute. */
+  cwd: string
+  /** The model spec the flags ask for (`provider/model`). */
+  modelSpec: string
+  /** The project instruction files (AGENTS.md / CLAUDE.md) an agent in `cwd` loads into its system prompt. */
+  instructionFiles: InstructionFile[]
+  /** A new agent, or the session --continue / --resume names, with the flags' model. */
+  openAgent(): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }>
+  /** The adapter for a `provider/model` spec, built as the CLI builds the flags' model (`/model` in the TUI). */
+  createModel(spec: string): Promise<LlmAdapter>
+}
+
+/** A front door's entry point: runs until the person is done and returns the process exit code. */
+export type FrontDoor = (door: DoorContext) => Promise<number>
