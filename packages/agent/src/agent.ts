@@ -7,7 +7,7 @@ import {
   type LlmAdapter,
   type ToolCallBlock,
 } from '@keel/llm'
-import { closeOpenTurn, type Session, type TurnEndReason } from '@keel/session'
+import { closeOpenTurn, errorLine, type Session, type TurnEndReason } from '@keel/session'
 import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
@@ -154,7 +154,7 @@ export class Agent implements ToolAgent {
       if (session.last && session.last.type !== 'turn/end') closeOpenTurn(session)
       session.append('turn/start', { turn, trigger: 'prompt' })
     } catch (error) {
-      return { ...result, reason: 'error', message: oneLine(error) } // nothing of this turn is on the log
+      return { ...result, reason: 'error', message: errorLine(error) } // nothing of this turn is on the log
     }
     this.lastTurn = turn
     try {
@@ -195,7 +195,7 @@ export class Agent implements ToolAgent {
         result.reason = 'aborted'
       } else {
         result.reason = 'error'
-        result.message = oneLine(error)
+        result.message = errorLine(error)
       }
     } finally {
       try {
@@ -206,7 +206,7 @@ export class Agent implements ToolAgent {
         })
       } catch (error) {
         // The turn stays open on the log, as in memory; the next prompt (or a resume) closes it as interrupted.
-        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: oneLine(error) })
+        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: errorLine(error) })
       }
     }
     return result
@@ -363,9 +363,4 @@ export class Agent implements ToolAgent {
       { surfaceOp: { op: 'append' } },
     )
   }
-}
-
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return text.split('\n')[0]!.slice(0, 500)
 }

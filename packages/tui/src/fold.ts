@@ -1,4 +1,5 @@
 import { textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
+import type {} from '@keel/compaction' // the compaction/end event
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 
 // The transcript is a fold over the session log. The live path feeds it each `session/event`; opening a session
@@ -44,7 +45,7 @@ export interface OpenPlanEntry {
   seq: number
   open: string[]
 }
-/** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
+/** Where a compaction (@keel/compaction's `compaction/end`) replaced older messages with a summary. */
 export interface CompactionEntry {
   kind: 'compaction'
   seq: number
@@ -142,21 +143,9 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
         output: '',
       })
       break
-    case 'compaction/end' as SessionEvent['type']: {
-      const data = (event as { data: unknown }).data as {
-        before?: number
-        after?: number
-        summarised?: number
-        error?: string
-      }
-      state.entries.push({
-        kind: 'compaction',
-        seq: event.seq,
-        before: data.before ?? 0,
-        after: data.after ?? 0,
-        summarised: data.summarised ?? 0,
-        ...(data.error ? { error: data.error } : {}),
-      })
+    case 'compaction/end': {
+      const { before, after, summarised, error } = event.data
+      state.entries.push({ kind: 'compaction', seq: event.seq, before, after, summarised, ...(error ? { error } : {}) })
       break
     }
     case 'permission/decision': {

@@ -5,7 +5,7 @@ import { KeelApp } from './app.ts'
 export { KeelApp, type AppOptions } from './app.ts'
 export { foldEvent, foldEvents, emptyTranscript, type TranscriptState, type Entry } from './fold.ts'
 export { PlanPanel, planLines, planWindow } from './plan-panel.ts'
-export { TranscriptView, type SubagentPlan } from './transcript.ts'
+export { TranscriptView } from './transcript.ts'
 export { guardLine } from './safe.ts'
 
 /** How the UI labels a scripted model, so nobody mistakes a demo for a model answering. */

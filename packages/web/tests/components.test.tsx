@@ -86,7 +86,7 @@ describe('ToolRow', () => {
     const html = renderToStaticMarkup(
       <ToolRow
         item={toolItem('task', { description: 'sub' }, { isError: false, text: XSS })}
-        run={{ status: 'running', todos: PLAN }}
+        run={{ sessionId: 'child-1', description: 'sub', status: 'running', todos: PLAN }}
       />,
     )
     expect(html).toContain('data-testid="subagent-plan"')
