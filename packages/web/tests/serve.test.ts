@@ -53,7 +53,7 @@ test('an edit to a module of another package that the client bundled makes the b
   at(join(out, 'index.html'), 2000)
   // A build from before the list was written cannot say what it bundled: stale.
   expect(clientIsFresh(source, out)).toBe(false)
-  writeFileSync(join(out, '.shared-sources.json'), JSON.stringify(['../../todo/src/plan.ts']))
+  writeFileSync(join(out, '.shared-sources.json'), JSON.stringify(['../../../todo/src/plan.ts']))
   expect(clientIsFresh(source, out)).toBe(true)
   at(join(dir, 'todo/src/plan.ts'), 3000)
   expect(clientIsFresh(source, out)).toBe(false)

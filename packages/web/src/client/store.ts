@@ -358,9 +358,8 @@ export class ConversationStore {
       this.partial = null
     } else if (event.type === 'assistant/message') {
       this.partial = null
-    } else if ((event.type as string) === 'permission/decision') {
-      const callId = (event.data as { callId?: unknown }).callId
-      if (typeof callId === 'string') this.settleAsk(this.sessionId, callId)
+    } else if (event.type === 'permission/decision') {
+      this.settleAsk(this.sessionId, event.data.callId)
     } else if (event.type === 'tool/result' && this.outputs[event.data.callId] !== undefined) {
       const { [event.data.callId]: _done, ...rest } = this.outputs
       this.outputs = rest
