@@ -143,7 +143,7 @@ describe('ApprovalCard and decisions', () => {
         item={{
           ...toolItem('bash', { command: 'rm -rf build' }),
           asked: true,
-          decision: { decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' },
+          decision: { callId: 'c1', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' },
         }}
       />,
     )

@@ -1,6 +1,6 @@
 import { useState, type ReactNode } from 'react'
 import { addedRows, isCancelledResult, lastLines, parseUnifiedDiff, type DiffRow } from '../diff.ts'
-import { decisionText } from '../permission.ts'
+import { describeDecision } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentPlan } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
 import { TodoList } from './TodoList.tsx'
@@ -213,7 +213,7 @@ function Row({
   after?: ReactNode
 }) {
   const state = stateOf(item)
-  const verdict = item.decision && decisionText(item.decision)
+  const verdict = item.decision && describeDecision(item.decision)
   return (
     <div className="tool-block" data-testid="tool-row" data-tool={item.name} data-state={state}>
       <details className="tool-row">
