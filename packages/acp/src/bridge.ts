@@ -188,7 +188,7 @@ export class AcpBridge {
   }
 
   private get mcp(): McpService | undefined {
-    return this.ctx.get('mcp') as McpService | undefined
+    return this.ctx.get('mcp')
   }
 
   private async loadSession(id: string, cwd: string, mcpServers: readonly McpServer[], client: AgentContext) {

@@ -7,6 +7,7 @@ import {
   type Session,
   type ToolCallBlock,
   type TurnEndReason,
+  errorLine,
 } from '@keel/session'
 import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
@@ -166,7 +167,7 @@ export class Agent implements ToolAgent {
       if (session.last && session.last.type !== 'turn/end') closeOpenTurn(session)
       session.append('turn/start', { turn, trigger: 'prompt' })
     } catch (error) {
-      return { ...result, reason: 'error', message: oneLine(error) } // nothing of this turn is on the log
+      return { ...result, reason: 'error', message: errorLine(error) } // nothing of this turn is on the log
     }
     this.lastTurn = turn
     try {
@@ -208,7 +209,7 @@ export class Agent implements ToolAgent {
         result.reason = 'aborted'
       } else {
         result.reason = 'error'
-        result.message = oneLine(error)
+        result.message = errorLine(error)
       }
     } finally {
       try {
@@ -219,7 +220,7 @@ export class Agent implements ToolAgent {
         })
       } catch (error) {
         // The turn stays open on the log, as in memory; the next prompt (or a resume) closes it as interrupted.
-        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: oneLine(error) })
+        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: errorLine(error) })
       }
     }
     return result
@@ -389,9 +390,4 @@ export class Agent implements ToolAgent {
       { surfaceOp: { op: 'append' } },
     )
   }
-}
-
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return text.split('\n')[0]!.slice(0, 500)
 }

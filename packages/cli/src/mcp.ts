@@ -6,7 +6,7 @@ import { workingDirectory } from './agent.ts'
 
 /** `ctx.mcp` when the composition loads `@keel/mcp` (a `--config` composition may leave it out). */
 export function mcpOf(ctx: Context): McpService | undefined {
-  return ctx.get('mcp') as McpService | undefined
+  return ctx.get('mcp')
 }
 
 /** `keel mcp list`: starts the configured servers, then prints each one's state, where it came from, and its tools. */

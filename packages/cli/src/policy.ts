@@ -49,7 +49,7 @@ export function applyPolicy(
   command: Command['kind'],
   env: NodeJS.ProcessEnv = process.env,
 ): string[] {
-  const permissions = ctx.get('permissions') as PermissionService | undefined
+  const permissions: PermissionService | undefined = ctx.get('permissions')
   if (!permissions) {
     if (flags.mode !== undefined || flags.yolo || flags.allow?.length)
       throw new UsageError(

@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
 import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
 import type {} from '@keel/permissions'
-import { openTasks, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
+import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { UsageError, type Flags } from './args.ts'
@@ -229,10 +229,7 @@ export async function runPrint(
         stopped === 'EPIPE' ? 'keel: stdout was closed; the turn was cancelled\n' : 'keel: the turn was cancelled\n',
       )
     const open = openTasks(standingPlan(agent.session.events))
-    if (format === 'text' && open.length)
-      err.write(
-        `keel: the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.map((c) => JSON.stringify(escapeLine(c))).join(', ')}\n`,
-      )
+    if (format === 'text' && open.length) err.write(`keel: ${openTasksNotice(open).text}\n`)
     if (format === 'text') err.write(`keel: session ${agent.id}\n`)
     if (stopped) return STOP_EXIT_CODES[stopped]
     if (out.broken) return STOP_EXIT_CODES.EPIPE

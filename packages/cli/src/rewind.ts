@@ -53,7 +53,7 @@ export function forkSession(ctx: Context, flags: Flags, id: string): string {
  * them, forks the conversation before that turn, and records the rewind on the original session.
  */
 export async function rewindSession(ctx: Context, flags: Flags, id: string): Promise<string> {
-  const checkpoints = ctx.get('checkpoints') as CheckpointService | undefined
+  const checkpoints: CheckpointService | undefined = ctx.get('checkpoints')
   if (!checkpoints) throw new UsageError('rewind needs @keel/checkpoint, which this composition does not load')
   const to = turnFlag(flags.to, '--to')
   if (flags.undo && to !== undefined) throw new UsageError('use either --to <turn> or --undo, not both')

@@ -1,6 +1,6 @@
 import { type Context, Service } from 'cordis'
 import { systemPrompt, type Agent } from '@keel/agent'
-import type { Session, SessionEvent } from '@keel/session'
+import { errorLine, type Session, type SessionEvent } from '@keel/session'
 import { chooseCut, type Cut } from './cut.ts'
 import { charsToTokens, estimateContext, messageChars, type ContextEstimate } from './estimate.ts'
 import { planToCarry } from './plan.ts'
@@ -119,7 +119,7 @@ export class Compaction extends Service {
     try {
       this.ctx.emit('compaction/running', agent, info)
     } catch (error) {
-      this.ctx.logger('compaction').warn(`a compaction/running listener threw: ${oneLine(error)}`)
+      this.ctx.logger('compaction').warn(`a compaction/running listener threw: ${errorLine(error)}`)
     }
   }
 
@@ -127,7 +127,7 @@ export class Compaction extends Service {
     try {
       this.ctx.emit('compaction/done', agent, outcome)
     } catch (error) {
-      this.ctx.logger('compaction').warn(`a compaction/done listener threw: ${oneLine(error)}`)
+      this.ctx.logger('compaction').warn(`a compaction/done listener threw: ${errorLine(error)}`)
     }
   }
 
@@ -179,7 +179,7 @@ export class Compaction extends Service {
     if (queued) {
       state.queued = undefined
       attempt = await this.run(agent, 'manual', signal, queued.signal).catch((error) => {
-        queued.resolve({ ok: false, reason: 'manual', before: 0, after: 0, summarised: 0, error: oneLine(error) })
+        queued.resolve({ ok: false, reason: 'manual', before: 0, after: 0, summarised: 0, error: errorLine(error) })
         throw error
       })
       queued.resolve(attempt)
@@ -282,7 +282,7 @@ export class Compaction extends Service {
         before,
         after: before,
         summarised: 0,
-        error: signal.aborted || caller?.aborted ? 'cancelled' : oneLine(error),
+        error: signal.aborted || caller?.aborted ? 'cancelled' : errorLine(error),
       }
       session.append('compaction/end', { turn, before, after: before, summarised: 0, error: outcome.error! })
       this.done(agent, outcome)
@@ -323,7 +323,7 @@ export class Compaction extends Service {
         before,
         after: before,
         summarised: 0,
-        error: signal?.aborted ? 'cancelled' : oneLine(error),
+        error: signal?.aborted ? 'cancelled' : errorLine(error),
       }
     }
     this.done(agent, outcome)
@@ -405,9 +405,4 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true })
     promise.then(done, fail).finally(() => signal.removeEventListener('abort', onAbort))
   })
-}
-
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return text.split('\n')[0]!.slice(0, 300)
 }

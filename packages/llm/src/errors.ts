@@ -1,3 +1,4 @@
+import { flattenLine } from '@keel/session/text'
 import { LlmError } from './types.ts'
 
 // Error mapping shared by both SDK adapters (both SDKs raise the same shapes: a status, a body, a cause).
@@ -24,7 +25,7 @@ export interface Failure {
 export function providerError(where: FailureContext, failure: Failure): LlmError {
   const { provider } = where
   const status = failure.status
-  const detail = oneLine(failure.message)
+  const detail = flattenLine(failure.message, 300)
   const tag = status ? `${status}${detail ? `: ${detail}` : ''}` : detail
   const type = failure.type ?? ''
   if (failure.connection) {
@@ -58,9 +59,4 @@ export function causeText(error: unknown): string {
     current = (current as { cause?: unknown }).cause
   }
   return parts.length ? parts.join(': ') : String((error as { message?: unknown })?.message ?? error)
-}
-
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat
 }

@@ -4,7 +4,7 @@ import { Projections } from './projections.ts'
 import { SessionStore } from './store.ts'
 
 export * from './types.ts'
-export * from './escape.ts'
+export * from './text.ts'
 export * from './messages.ts'
 export * from './json.ts'
 export * from './session.ts'

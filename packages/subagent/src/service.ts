@@ -1,7 +1,7 @@
 import { type Context, Service } from 'cordis'
 import { Type } from 'typebox'
 import type { Agent, LlmAdapter, TurnResult } from '@keel/agent'
-import type { Session, SessionEvent } from '@keel/session'
+import { errorLine, type Session, type SessionEvent } from '@keel/session'
 import { standingPlan } from '@keel/todo'
 import { defineTool, type ToolAgent, type ToolExecution, type ToolOutput } from '@keel/tools'
 import { describeTask, resultOf } from './describe.ts'
@@ -46,10 +46,6 @@ interface ParentAgent extends ToolAgent {
 function asParent(agent: ToolAgent | undefined): ParentAgent | undefined {
   const model = (agent as Partial<ParentAgent> | undefined)?.model
   return agent && model && typeof model.stream === 'function' ? (agent as ParentAgent) : undefined
-}
-
-function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 500)
 }
 
 /**
@@ -202,7 +198,7 @@ export class SubagentService extends Service {
         else exec.signal.addEventListener('abort', cancel, { once: true })
         result = await turn
       } catch (error) {
-        result = { reason: 'error', message: oneLine(error), text: '', turn: 0, steps: 0, toolCalls: 0 }
+        result = { reason: 'error', message: errorLine(error), text: '', turn: 0, steps: 0, toolCalls: 0 }
       }
       parent.session.append('subagent/end', {
         callId: exec.callId,

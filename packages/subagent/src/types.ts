@@ -3,6 +3,7 @@ import type { TodoItem } from '@keel/todo'
 
 /** Where a child stands, as the parent's UI shows it. */
 export type SubagentStatus = 'running' | 'completed' | 'error' | 'aborted'
+export const SUBAGENT_STATUSES: readonly SubagentStatus[] = ['running', 'completed', 'error', 'aborted']
 
 export interface SubagentPlan {
   /** The child's own session: its log holds its plan, tool calls and answer. */

@@ -6,6 +6,7 @@ import { snapshotProblem } from './validate.ts'
 
 export * from './types.ts'
 export * from './plan.ts'
+export * from './plan-file.ts'
 export * from './validate.ts'
 export * from './describe.ts'
 export * from './render.ts'

@@ -1,5 +1,12 @@
-import { backscan, type ProjectionDefinition, type SessionEvent } from '@keel/session'
-import type { TodoItem } from './types.ts'
+// The standing-plan rule and what the surfaces say about a plan, in one module every surface imports: print mode and
+// the TUI through `@keel/todo`, the web client through `@keel/todo/plan`. It must stay browser-safe: no Node
+// imports, and from other packages only types and `@keel/session/text` (tests/browser-safe.test.ts bundles it for
+// the browser and fails otherwise). The file read (`standingPlanFromFile`) lives in plan-file.ts.
+import type { ProjectionDefinition, SessionEvent } from '@keel/session'
+import { escapeLine } from '@keel/session/text'
+import { TODO_STATUSES, type TodoItem, type TodoStatus } from './types.ts'
+
+export * from './types.ts'
 
 /**
  * The one rule every surface uses: the standing plan is the latest `todo/write` not followed by a later
@@ -36,12 +43,6 @@ function standingPlanAt(length: number, at: (seq: number) => SessionEvent): Todo
     if (settled) return settled.value
   }
   return null
-}
-
-/** The standing plan of a session file, read from its end: stops at the first `todo/write` or `turn/start`. */
-export function standingPlanFromFile(path: string): { todos: TodoItem[] | null; bytesRead: number } {
-  const found = backscan(path, settlePlan)
-  return { todos: found.value ? found.value.value : null, bytesRead: found.bytesRead }
 }
 
 /** The latest plan ever written, even one a later turn cleared (for `/plan`). */
@@ -87,6 +88,31 @@ export function planSummary(todos: readonly TodoItem[]): PlanSummary {
 /** Tasks not completed, in order: what a turn that ends now leaves open. */
 export function openTasks(todos: readonly TodoItem[] | null): string[] {
   return (todos ?? []).filter((todo) => todo.status !== 'completed').map((todo) => todo.content)
+}
+
+/**
+ * The notice every surface shows when a turn ends with tasks still open, worded once: `head` is
+ * `the turn ended with 2 open tasks`, `names` the tasks quoted (escaped for a terminal, quotes and backslashes as in
+ * JSON), `text` the two joined by `: `. A surface may style the parts apart or capitalise the sentence; the words
+ * are these.
+ */
+export function openTasksNotice(open: readonly string[]): { head: string; names: string; text: string } {
+  const head = `the turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}`
+  const names = open.map((content) => JSON.stringify(escapeLine(content))).join(', ')
+  return { head, names, text: `${head}: ${names}` }
+}
+
+/** A value read from JSON is a todo item: a string `content` and a known `status` (extra keys are ignored). */
+export function isTodoItem(value: unknown): value is TodoItem {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false
+  const { content, status } = value as Record<string, unknown>
+  return typeof content === 'string' && TODO_STATUSES.includes(status as TodoStatus)
+}
+
+/** A list read from JSON (a projection value, a tool call's arguments): the items, copied, or null unless every one is well formed. */
+export function parseTodoList(value: unknown): TodoItem[] | null {
+  if (!Array.isArray(value) || !value.every(isTodoItem)) return null
+  return value.map(({ content, status }) => ({ content, status }))
 }
 
 export function countStatuses(todos: readonly TodoItem[]): { pending: number; in_progress: number; completed: number } {

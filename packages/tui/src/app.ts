@@ -3,6 +3,7 @@ import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@
 import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
+import type { Compaction } from '@keel/compaction'
 import type { Session, SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
@@ -486,18 +487,7 @@ export class KeelApp {
 
   /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
   private async compact(): Promise<void> {
-    const compaction = this.options.ctx.get('compaction') as
-      | {
-          compact(agent: Agent): Promise<{
-            ok: boolean
-            before: number
-            after: number
-            summarised: number
-            applied?: 'now' | 'next-request'
-            error?: string
-          }>
-        }
-      | undefined
+    const compaction: Compaction | undefined = this.options.ctx.get('compaction')
     if (!compaction) {
       this.transcript.note('warn', 'Compaction is not loaded (add @keel/compaction to the composition).')
       return

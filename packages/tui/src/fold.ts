@@ -1,4 +1,5 @@
 import { type DiffDetails, textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
+import type {} from '@keel/compaction' // the compaction/end event
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 import { parseShellMessage } from './user-shell.ts'
 
@@ -54,7 +55,7 @@ interface OpenPlanEntry {
   seq: number
   open: string[]
 }
-/** Where a compaction (@keel/compaction, read by shape) replaced older messages with a summary. */
+/** Where a compaction (@keel/compaction's `compaction/end`) replaced older messages with a summary. */
 interface CompactionEntry {
   kind: 'compaction'
   seq: number
@@ -156,21 +157,9 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
         output: '',
       })
       break
-    case 'compaction/end' as SessionEvent['type']: {
-      const data = (event as { data: unknown }).data as {
-        before?: number
-        after?: number
-        summarised?: number
-        error?: string
-      }
-      state.entries.push({
-        kind: 'compaction',
-        seq: event.seq,
-        before: data.before ?? 0,
-        after: data.after ?? 0,
-        summarised: data.summarised ?? 0,
-        ...(data.error ? { error: data.error } : {}),
-      })
+    case 'compaction/end': {
+      const { before, after, summarised, error } = event.data
+      state.entries.push({ kind: 'compaction', seq: event.seq, before, after, summarised, ...(error ? { error } : {}) })
       break
     }
     case 'permission/decision': {

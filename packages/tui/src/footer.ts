@@ -1,5 +1,6 @@
 import { homedir } from 'node:os'
 import type { Context } from 'cordis'
+import type {} from '@keel/compaction' // ctx.compaction
 import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
@@ -34,8 +35,7 @@ export function usageText(tokens: FooterInfo['tokens'], contextWindow?: number):
 
 /** The window to measure against: the compaction config's when set (what compaction works to), else the model's. */
 export function contextWindowOf(ctx: Context, model: { contextWindow?: number }): number | undefined {
-  const compaction = ctx.get('compaction') as { config?: { contextWindow?: number } } | undefined
-  return compaction?.config?.contextWindow || model.contextWindow || undefined
+  return ctx.get('compaction')?.config.contextWindow || model.contextWindow || undefined
 }
 
 export interface FooterInfo {

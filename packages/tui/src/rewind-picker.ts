@@ -12,7 +12,6 @@ import {
   previewRewind,
   turnPrompts,
   type Change,
-  type CheckpointService,
   type RewindOutcome,
   type RewindPreview,
   type RewindScope,
@@ -96,7 +95,7 @@ class RewindPicker implements Component {
     const { session } = this.host
     try {
       const preview = await previewRewind(
-        this.host.ctx.get('checkpoints') as CheckpointService | undefined,
+        this.host.ctx.get('checkpoints'),
         { id: session.id, cwd: session.header.cwd, events: session.events },
         { kind: 'turn', toTurn: prompt.turn, scope },
       )
@@ -135,11 +134,11 @@ class RewindPicker implements Component {
     const { ctx, session } = this.host
     let outcome: RewindOutcome
     try {
-      outcome = await performRewind(
-        { checkpoints: ctx.get('checkpoints') as CheckpointService | undefined, sessions: ctx.sessions },
-        preview,
-        { session, force, forceHint: 'pick the rewind again to see them' },
-      )
+      outcome = await performRewind({ checkpoints: ctx.get('checkpoints'), sessions: ctx.sessions }, preview, {
+        session,
+        force,
+        forceHint: 'pick the rewind again to see them',
+      })
     } catch (error) {
       // Files changed after the list was shown (or git failed): nothing was rewound; show why, offer the way back.
       const scope = preview.request.kind === 'turn' ? preview.request.scope : 'files'

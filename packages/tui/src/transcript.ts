@@ -1,5 +1,6 @@
 import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
-import { planSummary, type TodoItem } from '@keel/todo'
+import type { SubagentPlan } from '@keel/subagent'
+import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { Entry, ToolEntry, TranscriptState, TurnEndEntry } from './fold.ts'
 import { diffCounts, renderDiff } from './diff-view.ts'
@@ -14,14 +15,6 @@ import { renderShellEntry } from './user-shell.ts'
 const OUTPUT_LINES = 4
 /** Lines an expanded card shows at most: a huge output must not stall every frame. */
 const EXPANDED_LINES = 400
-
-/** A child's plan as @keel/subagent's `subagentPlans` projection gives it, keyed by the parent's `task` call id. */
-export interface SubagentPlan {
-  sessionId: string
-  description: string
-  status: string
-  todos: TodoItem[]
-}
 
 export interface TranscriptDeps {
   /** `ctx.tools.present`: a card's title from the tool's `presentCall`. */
@@ -168,14 +161,8 @@ export class TranscriptView implements Component {
         lines = renderTurnEnd(entry, width)
         break
       case 'plan-open': {
-        const names = entry.open.map((content) => `"${escapeLine(content)}"`).join(', ')
-        lines = [
-          fit(
-            style.yellow(`  ◌ turn ended with ${entry.open.length} open task${entry.open.length === 1 ? '' : 's'}: `) +
-              style.dim(names),
-            width,
-          ),
-        ]
+        const notice = openTasksNotice(entry.open)
+        lines = [fit(style.yellow(`  ◌ ${notice.head}: `) + style.dim(notice.names), width)]
         break
       }
       case 'compaction':
@@ -275,7 +262,7 @@ export class TranscriptView implements Component {
       lines.push(...this.outputLines(body, width))
     }
     const child = entry.name === 'task' ? this.deps.subagentPlan?.(entry.callId) : undefined
-    if (child?.todos.length) {
+    if (child?.todos?.length) {
       if (child.status === 'running')
         lines.push(...planLines(child.todos, width, { indent: '    ', title: child.description || 'Subagent plan' }))
       else

@@ -3,6 +3,8 @@ import type { SessionEvent } from '@keel/session'
 import { standingPlan } from '@keel/todo'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { emptyTranscript, foldEvent, foldEvents, type TranscriptState } from '../src/fold.ts'
+import { TranscriptView } from '../src/transcript.ts'
+import { plainLines } from './support.ts'
 
 let keel: Keel | undefined
 afterEach(async () => {
@@ -144,6 +146,25 @@ describe('open tasks at the end of a turn', () => {
     const open = live.entries.filter((entry) => entry.kind === 'plan-open')
     // Turn 1 ends with "Fix" in progress; turn 2 (error) and turn 3 (cancel) start with no plan standing.
     expect(open).toEqual([{ kind: 'plan-open', seq: expect.any(Number), open: ['Fix'] }])
+  })
+
+  test("the line under the turn uses @keel/todo's wording (openTasksNotice), escaped", () => {
+    let seq = 0
+    const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
+    const state = foldEvents([
+      event('turn/start', { turn: 1, trigger: 'prompt' }),
+      event('todo/write', {
+        todos: [
+          { content: 'Ask \x1b[2Jthe user', status: 'in_progress' },
+          { content: 'Done', status: 'completed' },
+          { content: 'Finish', status: 'pending' },
+        ],
+      }),
+      event('turn/end', { turn: 1, reason: 'completed' }),
+    ])
+    const view = new TranscriptView({ present: () => ({ title: '' }) })
+    view.reset(state)
+    expect(plainLines(view.render(120))).toContain('  ◌ the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"')
   })
 
   test('tool calls since the last plan write are counted within the turn', () => {

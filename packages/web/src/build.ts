@@ -1,6 +1,6 @@
-import { existsSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /**
@@ -48,15 +48,58 @@ function stamp(dir: string, mtimeMs: number): void {
   }
 }
 
-/** The built client exists and is newer than every client source file. */
+/**
+ * Beside the build (a dot file, so never served): the files outside src/client that went into it, relative to
+ * src/client. The client imports the browser-safe entries of other packages (`@keel/todo/plan`, …), and an edit
+ * there must rebuild it too.
+ */
+const SHARED_SOURCES = '.shared-sources.json'
+
+function sharedSources(out: string): string[] | undefined {
+  try {
+    const list: unknown = JSON.parse(readFileSync(join(out, SHARED_SOURCES), 'utf8'))
+    return Array.isArray(list) && list.every((file) => typeof file === 'string') ? list : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The newest modification time among the client's sources: src/client and the shared files the build listed. */
+function newestSource(source: string, shared: readonly string[]): number {
+  let newest = newestMtime(source)
+  for (const file of shared) newest = Math.max(newest, statSync(resolve(source, file)).mtimeMs)
+  return newest
+}
+
+/**
+ * The built client exists and is newer than every source it was built from: src/client and the modules of other
+ * packages it bundled. A build without the list of those (or naming a file that is gone) is stale.
+ */
 export function clientIsFresh(source = clientSourceDir(), out = clientDistDir()): boolean {
   // Without sources (an installed package) the shipped build is the only one there is.
   if (!existsSync(source) && existsSync(join(out, 'index.html'))) return true
   try {
-    return statSync(join(out, 'index.html')).mtimeMs >= newestMtime(source)
+    const shared = sharedSources(out)
+    return shared !== undefined && statSync(join(out, 'index.html')).mtimeMs >= newestSource(source, shared)
   } catch {
     return false
   }
+}
+
+/** The files of a Vite build outside `source` and outside node_modules, relative to `source`. */
+function sharedModules(result: unknown, source: string): string[] {
+  const files = new Set<string>()
+  for (const output of Array.isArray(result) ? result : [result]) {
+    for (const chunk of (output as { output?: { type: string; moduleIds?: string[] }[] }).output ?? []) {
+      for (const id of chunk.type === 'chunk' ? (chunk.moduleIds ?? []) : []) {
+        // Virtual modules (a NUL prefix) and query-suffixed ids are not files of ours.
+        if (!isAbsolute(id) || id.includes('node_modules') || id.includes('?')) continue
+        const path = relative(source, id)
+        if (path.startsWith('..')) files.add(path)
+      }
+    }
+  }
+  return [...files].sort()
 }
 
 /**
@@ -85,10 +128,11 @@ export async function ensureClientBuilt(
   }
   const [{ build }, { default: react }] = tools
   options.log?.('keel: building the web client (once after each change to packages/web/src/client)')
+  const startedAt = Date.now()
   const sourcesAsOf = newestMtime(source)
   const temp = `${out}.tmp-${process.pid}-${Date.now()}`
   try {
-    await build({
+    const result = await build({
       root: source,
       base: './',
       configFile: false,
@@ -105,7 +149,12 @@ export async function ensureClientBuilt(
         chunkSizeWarningLimit: 1024,
       },
     })
-    stamp(temp, sourcesAsOf)
+    const shared = sharedModules(result, source)
+    writeFileSync(join(temp, SHARED_SOURCES), `${JSON.stringify(shared, null, 2)}\n`)
+    // Shared files are known only now; one edited while the build ran stays newer than the stamp, so the next start
+    // rebuilds (as a src/client file edited meanwhile does).
+    const sharedAsOf = shared.map((file) => statSync(resolve(source, file)).mtimeMs).filter((time) => time < startedAt)
+    stamp(temp, Math.max(sourcesAsOf, ...sharedAsOf))
     rmSync(out, { recursive: true, force: true })
     try {
       renameSync(temp, out)

@@ -14,8 +14,16 @@ import {
   type RewindScope,
   type TurnPrompt,
 } from '@keel/checkpoint'
-import type { Projections } from '@keel/session'
-import { isSessionId, type Session, type SessionEvent, type SessionHeader, type SessionSummary } from '@keel/session'
+import type { Compaction } from '@keel/compaction'
+import type { SubagentService } from '@keel/subagent'
+import {
+  errorLine,
+  isSessionId,
+  type Session,
+  type SessionEvent,
+  type SessionHeader,
+  type SessionSummary,
+} from '@keel/session'
 import { AllowedHosts, checkHost, checkOrigin, tokenCookieName, type AccessRefusal } from './access.ts'
 import { readBodyLimited } from './body.ts'
 import { WebAsks } from './asks.ts'
@@ -23,7 +31,6 @@ import { EventHub } from './events.ts'
 import { HeldAgents } from './held.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
-  type CompactResult,
   DEFAULT_PAGE_MESSAGES,
   MAX_PAGE_MESSAGES,
   type CallView,
@@ -79,19 +86,6 @@ export class RpcFailure extends Error {
 const MAX_BODY_BYTES = 1024 * 1024
 const MAX_PROMPT_CHARS = 200_000
 
-/** What the host needs of `ctx.subagents` (another package; read structurally, and only if it is composed). */
-interface SubagentPlansSource {
-  plans(session: Session): unknown
-  onChanged(listener: (session: Session, key: string, value: unknown, seq: number) => void): () => void
-}
-
-function subagentsOf(ctx: Context): SubagentPlansSource | undefined {
-  const service = ctx.get('subagents') as Partial<SubagentPlansSource> | undefined
-  return typeof service?.plans === 'function' && typeof service.onChanged === 'function'
-    ? (service as SubagentPlansSource)
-    : undefined
-}
-
 /**
  * The `keel serve` host: JSON RPC under `/api/<method>`, a server-sent event stream of live frames at `/api/events`,
  * and the built client. Prompts run on agents this host holds, one running turn per session.
@@ -137,8 +131,9 @@ export class WebHost {
           this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
       }),
     )
-    const subagents = subagentsOf(ctx)
-    const projections = ctx.get('projections') as Projections | undefined
+    // Optional plugins, reached through their typed service declarations; absent when not composed.
+    const subagents: SubagentService | undefined = ctx.get('subagents')
+    const projections = ctx.get('projections')
     if (projections) {
       this.disposers.push(
         projections.onChanged((session, key, value, seq) => {
@@ -337,7 +332,7 @@ export class WebHost {
       return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
     },
     'session.compact': async (params) => {
-      const compaction = this.ctx.get('compaction') as { compact(agent: Agent): Promise<CompactResult> } | undefined
+      const compaction: Compaction | undefined = this.ctx.get('compaction')
       if (!compaction)
         throw new RpcFailure('unavailable', 'compaction is not loaded (add @keel/compaction to the composition)')
       const agent = this.agentFor(this.scopedSessionId(params))
@@ -382,7 +377,7 @@ export class WebHost {
   }
 
   private checkpoints(): CheckpointService | undefined {
-    return this.ctx.get('checkpoints') as CheckpointService | undefined
+    return this.ctx.get('checkpoints')
   }
 
   private async rewindPreview(params: Record<string, unknown>): Promise<RewindPreviewInfo> {
@@ -483,17 +478,16 @@ export class WebHost {
   /** The window shown is the one compaction works against: its configured window first, else the model's. */
   private modelInfo(): ModelInfo {
     const { provider, model, contextWindow } = this.options.model
-    const compaction = this.ctx.get('compaction') as { config?: { contextWindow?: number } } | undefined
-    const window = compaction?.config?.contextWindow || contextWindow
+    const window = this.ctx.get('compaction')?.config.contextWindow || contextWindow
     return window ? { provider, model, contextWindow: window } : { provider, model }
   }
 
   private liveProjections(session: Session): ProjectionsBlock {
-    const projections = this.ctx.get('projections') as Projections | undefined
+    const projections = this.ctx.get('projections')
     const block: ProjectionsBlock = projections
       ? (projections.snapshot(session) as ProjectionsBlock)
       : { asOfSeq: session.seq - 1, values: {} }
-    const subagents = subagentsOf(this.ctx)
+    const subagents = this.ctx.get('subagents')
     if (subagents && 'subagentPlans' in block.values)
       block.values = { ...block.values, subagentPlans: subagents.plans(session) }
     return block
@@ -505,7 +499,7 @@ export class WebHost {
    * the `subagent/end` events it holds instead.
    */
   private fileProjections(path: string, lastSeq: number, page: readonly SessionEvent[]): ProjectionsBlock {
-    const projections = this.ctx.get('projections') as Projections | undefined
+    const projections = this.ctx.get('projections')
     const values: ProjectionsBlock['values'] = {}
     if (projections?.has('todos')) values.todos = standingPlanOfFile(path, lastSeq, page).todos
     return { asOfSeq: lastSeq, values }
@@ -653,18 +647,14 @@ function failure(code: RpcErrorCode, message: string): RpcResult<never> {
 function toRpcError(error: unknown): RpcError {
   if (error instanceof RpcFailure) return { code: error.code, message: error.message }
   if (error instanceof PageRequestError) return { code: 'bad-request', message: error.message }
-  if (error instanceof RewindConflictError) return { code: 'conflict', message: oneLine(error) }
+  if (error instanceof RewindConflictError) return { code: 'conflict', message: errorLine(error) }
   // No checkpoints for that turn, checkpoints off in that directory, or git failing: the files cannot go back.
-  if (error instanceof RewindError) return { code: 'unavailable', message: oneLine(error) }
+  if (error instanceof RewindError) return { code: 'unavailable', message: errorLine(error) }
   const name = (error as Error)?.name
-  const message = oneLine(error)
+  const message = errorLine(error)
   if (name === 'SessionNotFoundError') return { code: 'not-found', message }
   if (name === 'SessionLockedError') return { code: 'busy', message }
   return { code: 'internal', message }
-}
-
-function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 500)
 }
 
 function sessionIdOf(params: Record<string, unknown>): string {

@@ -1,11 +1,12 @@
 // The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
 // can import it without pulling in anything from Node.
 import type { AgentDelta, AgentStatus } from '@keel/agent'
+import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
-export type { AgentDelta, AgentStatus, PermissionAnswer, PermissionAsk, SessionEvent, TodoItem }
+export type { AgentDelta, AgentStatus, CompactionOutcome, PermissionAnswer, PermissionAsk, SessionEvent, TodoItem }
 
 export type RpcErrorCode =
   | 'unauthorized'
@@ -124,8 +125,8 @@ export interface RpcMethods {
     params: { sessionId: string; callId: string } & PermissionAnswer
     value: { accepted: boolean }
   }
-  /** Summarise older turns now (needs @keel/compaction in the composition). */
-  'session.compact': { params: { sessionId: string }; value: CompactResult }
+  /** Summarise older turns now (needs @keel/compaction in the composition): what it did, as @keel/compaction says. */
+  'session.compact': { params: { sessionId: string }; value: CompactionOutcome }
   /** What "Rewind to here" on the prompt at `seq` would do: the files that change and the conflicts. Changes nothing. */
   'session.rewindPreview': { params: RewindParams; value: RewindPreviewInfo }
   /**
@@ -168,17 +169,6 @@ export interface RewindDone {
   changed: number
   /** The person's changes that were overwritten (they agreed). */
   overwrote: string[]
-}
-
-/** What a manual compaction did (the shape of @keel/compaction's outcome; token figures are estimates). */
-export interface CompactResult {
-  ok: boolean
-  before: number
-  after: number
-  summarised: number
-  /** `next-request` when the session was idle: the summary is committed at the start of the next request. */
-  applied?: 'now' | 'next-request'
-  error?: string
 }
 
 export type RpcMethod = keyof RpcMethods

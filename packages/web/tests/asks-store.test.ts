@@ -1,10 +1,10 @@
 // The page's side of permission asks: cards from frames and from the tail page, gone when decided, and the
 // decision line on the call's row.
 import { describe, expect, test } from 'vitest'
-import { describeDecision, type PermissionAsk } from '@keel/permissions'
+import type { PermissionAsk } from '@keel/permissions'
 import { Session } from '@keel/session'
 import { ConversationStore, type HistorySource } from '../src/client/store.ts'
-import { decisionText, parseDecision } from '../src/client/permission.ts'
+import { parseDecision } from '../src/client/permission.ts'
 import { pageOfEvents } from '../src/history.ts'
 import type { HistoryPage, ServerFrame } from '../src/protocol.ts'
 import { header } from './log-fixture.ts'
@@ -118,12 +118,19 @@ describe('ConversationStore: permission asks', () => {
 
   test('decisions read by shape, in the words of @keel/permissions (the terminal UI and sessions show)', () => {
     expect(parseDecision({ callId: 'c', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' })).toEqual({
+      callId: 'c',
       decision: 'deny',
       scope: 'rule',
       rule: 'bash(rm:*)',
     })
-    expect(parseDecision({ decision: 'maybe', scope: 'once' })).toBeUndefined()
-    expect(parseDecision({ decision: 'allow', scope: 'forever' })).toBeUndefined()
+    expect(parseDecision({ callId: 'c', decision: 'maybe', scope: 'once' })).toBeUndefined()
+    expect(parseDecision({ callId: 'c', decision: 'allow', scope: 'forever' })).toBeUndefined()
+    expect(parseDecision({ decision: 'allow', scope: 'once' })).toBeUndefined()
+    expect(parseDecision({ callId: 'c', decision: 'deny', scope: 'mode', mode: 'nope' })).toEqual({
+      callId: 'c',
+      decision: 'deny',
+      scope: 'mode',
+    })
     expect(parseDecision(null)).toBeUndefined()
     for (const decision of ['allow', 'deny'] as const) {
       for (const scope of ['once', 'always', 'rule', 'mode'] as const) {
@@ -131,9 +138,12 @@ describe('ConversationStore: permission asks', () => {
           {},
           { rule: 'bash(npm test:*)' },
           { rule: 'edit(src/a.ts)', file: '/repo/.keel/settings.json' },
+          { mode: 'auto' as const },
+          { interrupted: true },
         ]) {
+          // Every decision the log can hold reads back whole, so the page's words are describeDecision's.
           const data = { callId: 'c', decision, scope, ...extra }
-          expect(decisionText(parseDecision(data)!)).toBe(describeDecision(data))
+          expect(parseDecision(data)).toEqual(data)
         }
       }
     }

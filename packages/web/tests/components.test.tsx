@@ -86,7 +86,7 @@ describe('ToolRow', () => {
     const html = renderToStaticMarkup(
       <ToolRow
         item={toolItem('task', { description: 'sub' }, { isError: false, text: XSS })}
-        run={{ status: 'running', todos: PLAN }}
+        run={{ sessionId: 'child-1', description: 'sub', status: 'running', todos: PLAN }}
       />,
     )
     expect(html).toContain('data-testid="subagent-plan"')
@@ -143,7 +143,7 @@ describe('ApprovalCard and decisions', () => {
         item={{
           ...toolItem('bash', { command: 'rm -rf build' }),
           asked: true,
-          decision: { decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' },
+          decision: { callId: 'c1', decision: 'deny', scope: 'rule', rule: 'bash(rm:*)' },
         }}
       />,
     )

@@ -68,19 +68,20 @@ describe('parsing untrusted shapes', () => {
     }
   })
 
-  test('subagentPlans: well-formed runs are kept, the rest skipped', () => {
+  test('subagentPlans: whole plans are kept, the rest skipped', () => {
     expect(
       parseSubagentPlans({
         a: { sessionId: 's', description: 'd', status: 'running', todos: null },
-        b: { todos: parallel },
+        b: { sessionId: 's', description: 'd', status: 'completed', todos: parallel },
         c: parallel,
-        d: { todos: [{ content: 'x' }] },
+        d: { sessionId: 's', description: 'd', status: 'running', todos: [{ content: 'x' }] },
         e: 'nope',
+        f: { todos: parallel },
+        g: { sessionId: 's', description: 'd', status: 'finished', todos: null },
       }),
     ).toEqual({
       a: { sessionId: 's', description: 'd', status: 'running', todos: null },
-      b: { todos: parallel },
-      c: { todos: parallel },
+      b: { sessionId: 's', description: 'd', status: 'completed', todos: parallel },
     })
     for (const value of [null, undefined, [], 'x', 3]) expect(parseSubagentPlans(value)).toEqual({})
   })

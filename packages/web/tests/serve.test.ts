@@ -1,6 +1,6 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { SESSION_FORMAT_VERSION, sessionPath } from '@keel/session'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clientDistDir, clientIsFresh, clientSourceDir, ensureClientBuilt } from '../src/build.ts'
@@ -25,10 +25,41 @@ function newest(dir: string): number {
 
 test('the built client is fresh, and dated to its sources so it never makes the CLI bundle look stale', () => {
   expect(clientIsFresh()).toBe(true)
+  // The build lists the modules of other packages it bundled (the browser-safe entries) beside itself.
+  const shared: string[] = JSON.parse(readFileSync(join(clientDistDir(), '.shared-sources.json'), 'utf8'))
+  expect(shared).toEqual(expect.arrayContaining(['../../../todo/src/plan.ts', '../../../session/src/text.ts']))
   const built = newest(clientDistDir())
-  const sources = newest(clientSourceDir())
+  const sources = Math.max(
+    newest(clientSourceDir()),
+    ...shared.map((file) => statSync(resolve(clientSourceDir(), file)).mtimeMs),
+  )
   expect(built).toBeGreaterThanOrEqual(sources)
   expect(built - sources).toBeLessThan(1)
+})
+
+test('an edit to a module of another package that the client bundled makes the build stale', () => {
+  const dir = mkdtempSync(join(scratch, 'fresh-'))
+  const source = join(dir, 'web/src/client')
+  const out = join(dir, 'web/client-dist')
+  mkdirSync(source, { recursive: true })
+  mkdirSync(out, { recursive: true })
+  writeFileSync(join(source, 'main.tsx'), '')
+  mkdirSync(join(dir, 'todo/src'), { recursive: true })
+  writeFileSync(join(dir, 'todo/src/plan.ts'), '')
+  writeFileSync(join(out, 'index.html'), '')
+  const at = (path: string, seconds: number) => utimesSync(path, seconds, seconds)
+  at(join(source, 'main.tsx'), 1000)
+  at(join(dir, 'todo/src/plan.ts'), 1000)
+  at(join(out, 'index.html'), 2000)
+  // A build from before the list was written cannot say what it bundled: stale.
+  expect(clientIsFresh(source, out)).toBe(false)
+  writeFileSync(join(out, '.shared-sources.json'), JSON.stringify(['../../../todo/src/plan.ts']))
+  expect(clientIsFresh(source, out)).toBe(true)
+  at(join(dir, 'todo/src/plan.ts'), 3000)
+  expect(clientIsFresh(source, out)).toBe(false)
+  at(join(dir, 'todo/src/plan.ts'), 1000)
+  rmSync(join(dir, 'todo/src/plan.ts'))
+  expect(clientIsFresh(source, out)).toBe(false)
 })
 
 describe('keel serve (the real binary)', () => {

@@ -355,10 +355,12 @@ describe('ConversationStore: live events', () => {
       type: 'session/projection',
       sessionId: ID,
       key: 'subagentPlans',
-      value: { c1: { sessionId: 's1', status: 'completed', todos: null }, bad: { todos: 'x' } },
+      value: { c1: { sessionId: 's1', description: 'd', status: 'completed', todos: null }, bad: { todos: 'x' } },
       seq: session.seq - 1,
     })
-    expect(store.getSnapshot().subagentPlans).toEqual({ c1: { sessionId: 's1', status: 'completed', todos: null } })
+    expect(store.getSnapshot().subagentPlans).toEqual({
+      c1: { sessionId: 's1', description: 'd', status: 'completed', todos: null },
+    })
     store.accept({ type: 'session/projection', sessionId: ID, key: 'subagentPlans', value: {}, seq: 0 })
     expect(Object.keys(store.getSnapshot().subagentPlans)).toEqual(['c1'])
   })
@@ -434,7 +436,10 @@ describe("open tasks at a turn's end", () => {
     await store.open()
     const notices = store.getSnapshot().items.filter((item) => item.kind === 'notice')
     expect(notices).toEqual([
-      expect.objectContaining({ tone: 'info', text: 'Turn ended with 2 open tasks: "Write the fix", "Run the tests"' }),
+      expect.objectContaining({
+        tone: 'info',
+        text: 'The turn ended with 2 open tasks: "Write the fix", "Run the tests"',
+      }),
     ])
   })
 })

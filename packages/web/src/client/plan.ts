@@ -1,23 +1,12 @@
-// Plan helpers for the page. Everything here reads untrusted JSON (model-written tool arguments, projection values
-// from another package), so every shape is checked and anything unexpected yields null rather than a guess. (The
-// summaries in @keel/todo assume validated lists, and importing that package would pull Node code into the bundle.)
-import type { TodoItem, TodoStatus } from '@keel/todo'
+// Plan helpers for the page. The rules (the standing plan, the open-tasks notice, what a todo item or a subagent
+// plan is) come from the packages that own them, through their browser-safe entries; what is here reads untrusted
+// JSON (model-written tool arguments, projection values over the wire) into those shapes, so anything unexpected
+// yields null rather than a guess.
+import { flattenLine } from '@keel/session/text'
+import { SUBAGENT_STATUSES, type SubagentPlan, type SubagentStatus } from '@keel/subagent/plans'
+import { countStatuses, parseTodoList, type TodoItem, type TodoStatus } from '@keel/todo/plan'
 
-export type { TodoItem, TodoStatus }
-
-const STATUSES: readonly TodoStatus[] = ['pending', 'in_progress', 'completed']
-
-function isTodoItem(value: unknown): value is TodoItem {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return false
-  const { content, status } = value as Record<string, unknown>
-  return typeof content === 'string' && STATUSES.includes(status as TodoStatus)
-}
-
-/** A list of well-formed items, or null. */
-export function parseTodoList(value: unknown): TodoItem[] | null {
-  if (!Array.isArray(value) || !value.every(isTodoItem)) return null
-  return value.map(({ content, status }) => ({ content, status }))
-}
+export type { SubagentPlan, TodoItem, TodoStatus }
 
 /** The list in a `todo_write` call's raw arguments, or null when they are not JSON of that shape. */
 export function parseTodoArgs(raw: unknown): TodoItem[] | null {
@@ -33,25 +22,14 @@ export function parseTodoArgs(raw: unknown): TodoItem[] | null {
   return parseTodoList((args as { todos?: unknown }).todos)
 }
 
-function countTodos(todos: readonly TodoItem[]): Record<TodoStatus, number> {
-  const counts: Record<TodoStatus, number> = { pending: 0, in_progress: 0, completed: 0 }
-  for (const todo of todos) counts[todo.status]++
-  return counts
-}
-
 /** `1 completed · 2 in progress · 1 pending`, leaving out statuses nobody has. */
 export function countsLabel(todos: readonly TodoItem[]): string {
-  const counts = countTodos(todos)
+  const counts = countStatuses(todos)
   const parts: string[] = []
   if (counts.completed) parts.push(`${counts.completed} completed`)
   if (counts.in_progress) parts.push(`${counts.in_progress} in progress`)
   if (counts.pending) parts.push(`${counts.pending} pending`)
   return parts.join(' · ')
-}
-
-/** One line of text: the page shows item content in single-line slots. */
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim()
 }
 
 export interface RowSummary {
@@ -63,48 +41,32 @@ export interface RowSummary {
 
 /** The `todo_write` row's summary. An error row (a rejected write) keeps the summary but drops the suffix. */
 export function todoRowSummary(todos: readonly TodoItem[], isError = false): RowSummary {
-  const counts = countTodos(todos)
+  const counts = countStatuses(todos)
   const active = todos.filter((todo) => todo.status === 'in_progress')
-  const named = active.length ? oneLine(active[0]!.content) : ''
+  const named = active.length ? flattenLine(active[0]!.content) : ''
   const summary = `${counts.completed}/${todos.length} completed${named ? ` · ${named}` : ''}`
   const extra = named ? active.length - 1 : 0
   return { summary, suffix: extra > 0 && !isError ? `+${extra}` : null }
 }
 
-/** A delegated task's run as the page shows it under the `task` row. */
-export interface SubagentRun {
-  sessionId?: string
-  description?: string
-  status?: string
-  todos: TodoItem[] | null
-}
-
-/**
- * The `subagentPlans` projection (call id → run) as far as it can be read: entries whose `todos` is a valid list or
- * null are kept, a bare list is taken as the todos; anything else is skipped.
- */
-export function parseSubagentPlans(value: unknown): Record<string, SubagentRun> {
-  const out: Record<string, SubagentRun> = {}
+/** The `subagentPlans` projection (call id → plan) as far as it can be read: whole plans are kept, the rest skipped. */
+export function parseSubagentPlans(value: unknown): Record<string, SubagentPlan> {
+  const out: Record<string, SubagentPlan> = {}
   if (!value || typeof value !== 'object' || Array.isArray(value)) return out
   for (const [callId, entry] of Object.entries(value as Record<string, unknown>)) {
-    const run = parseRun(entry)
-    if (run) out[callId] = run
+    const plan = parseSubagentPlan(entry)
+    if (plan) out[callId] = plan
   }
   return out
 }
 
-export function parseRun(entry: unknown): SubagentRun | null {
-  if (Array.isArray(entry)) {
-    const todos = parseTodoList(entry)
-    return todos ? { todos } : null
-  }
-  if (!entry || typeof entry !== 'object') return null
-  const record = entry as Record<string, unknown>
-  const todos = record.todos === null || record.todos === undefined ? null : parseTodoList(record.todos)
-  if (todos === null && record.todos !== null && record.todos !== undefined) return null
-  const run: SubagentRun = { todos }
-  if (typeof record.sessionId === 'string') run.sessionId = record.sessionId
-  if (typeof record.description === 'string') run.description = record.description
-  if (typeof record.status === 'string') run.status = record.status
-  return run
+/** One delegated task's plan read from JSON: the shape @keel/subagent's projection holds, or null. */
+export function parseSubagentPlan(entry: unknown): SubagentPlan | null {
+  if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return null
+  const { sessionId, description, status, todos } = entry as Record<string, unknown>
+  if (typeof sessionId !== 'string' || typeof description !== 'string') return null
+  if (!SUBAGENT_STATUSES.includes(status as SubagentStatus)) return null
+  const list = todos === null ? null : parseTodoList(todos)
+  if (list === null && todos !== null) return null
+  return { sessionId, description, status: status as SubagentStatus, todos: list }
 }

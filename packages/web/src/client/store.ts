@@ -2,7 +2,7 @@
 //
 // It holds a window of the log (the tail page, then older pages prepended) plus live events from the event
 // stream, and derives a ConversationSnapshot from it. The plan (`todos`) follows the one rule every Keel surface
-// uses: a `todo/write` sets it, the next `turn/start` clears it. A window rebuilt from a tail page starts from the
+// uses, imported from @keel/todo/plan (`settlePlan`: a `todo/write` sets it, the next `turn/start` clears it). A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
 import type {
@@ -16,8 +16,10 @@ import type {
   UsageSummary,
 } from '../protocol.ts'
 import type { ToolResultDetails } from '@keel/session'
+import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
+import { openTasks, openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
 import { parseDecision, type DecisionView } from './permission.ts'
-import { parseRun, parseSubagentPlans, parseTodoList, type SubagentRun, type TodoItem } from './plan.ts'
+import { parseSubagentPlan, parseSubagentPlans } from './plan.ts'
 
 export const PAGE_MESSAGES = 50
 /** Live tool output kept per running call (the tail, where the news is). */
@@ -42,7 +44,7 @@ export type TranscriptItem =
       arguments: string
       view?: CallView
       result?: ToolResultView
-      run?: SubagentRun
+      run?: SubagentPlan
       /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
       asked?: boolean
       decision?: DecisionView
@@ -66,7 +68,7 @@ export interface ConversationSnapshot {
   olderError: string | null
   todos: readonly TodoItem[]
   /** Delegated tasks of the current turn by call id, from the host's `subagentPlans` projection (if it has one). */
-  subagentPlans: Readonly<Record<string, SubagentRun>>
+  subagentPlans: Readonly<Record<string, SubagentPlan>>
   /** The host's model (from the tail page). */
   model: ModelInfo | null
   /** Token usage over the whole log: the tail page's figures plus the replies logged since. */
@@ -94,12 +96,15 @@ export function foldUsage(usage: UsageSummary, entry: HistoryEntry): UsageSummar
   return usage.total === undefined ? { context: used } : { total: usage.total + used, context: used }
 }
 
-/** The plan fold: the latest `todo/write` stands until the next `turn/start`. Returns `todos` itself for other events. */
+/**
+ * The standing plan after one more event, by @keel/todo's rule (`settlePlan`), with no plan as the empty list.
+ * Returns `todos` itself for events that leave it alone. The list is checked: a malformed one reads as no plan.
+ */
 export function foldTodos(todos: readonly TodoItem[], entry: HistoryEntry): readonly TodoItem[] {
-  const { event } = entry
-  if (event.type === 'turn/start') return todos.length ? NO_TODOS : todos
-  if (event.type === 'todo/write') return parseTodoList((event.data as { todos?: unknown }).todos) ?? NO_TODOS
-  return todos
+  const settled = settlePlan(entry.event)
+  if (!settled) return todos
+  if (settled.value === null) return todos.length ? NO_TODOS : todos
+  return parseTodoList(settled.value) ?? NO_TODOS
 }
 
 /** The value a tail page seeds the plan with: its projection, and an absent one is the empty list. */
@@ -113,7 +118,7 @@ export class ConversationStore {
   private items: TranscriptItem[] = []
   private readonly callIndex = new Map<string, number>()
   private todos: readonly TodoItem[] = NO_TODOS
-  private plans: Record<string, SubagentRun> = {}
+  private plans: Record<string, SubagentPlan> = {}
   private plansSeq = -1
   private running = false
   private model: ModelInfo | null = null
@@ -356,9 +361,8 @@ export class ConversationStore {
       this.partial = null
     } else if (event.type === 'assistant/message') {
       this.partial = null
-    } else if ((event.type as string) === 'permission/decision') {
-      const callId = (event.data as { callId?: unknown }).callId
-      if (typeof callId === 'string') this.settleAsk(this.sessionId, callId)
+    } else if (event.type === 'permission/decision') {
+      this.settleAsk(this.sessionId, event.data.callId)
     } else if (event.type === 'tool/result' && this.outputs[event.data.callId] !== undefined) {
       const { [event.data.callId]: _done, ...rest } = this.outputs
       this.outputs = rest
@@ -423,59 +427,52 @@ export class ConversationStore {
       case 'turn/end': {
         const notice = turnNotice(event.data.reason, event.data.message)
         if (notice) this.items.push({ kind: 'notice', key, seq, ...notice })
-        const open = this.itemPlan.filter((todo) => todo.status !== 'completed').map((todo) => `"${todo.content}"`)
-        if (open.length)
+        const open = openTasks(this.itemPlan)
+        if (open.length) {
+          const { text } = openTasksNotice(open)
+          // The notice's words, as a sentence of its own on the page.
           this.items.push({
             kind: 'notice',
             key: `${key}-open`,
             seq,
             tone: 'info',
-            text: `Turn ended with ${open.length} open task${open.length === 1 ? '' : 's'}: ${open.join(', ')}`,
+            text: text[0]!.toUpperCase() + text.slice(1),
           })
+        }
         return
       }
-      default: {
-        const type = event.type as string
-        // Permission asks and decisions (events of @keel/permissions, read by shape): marks on the call's row.
-        if (type === 'permission/request' || type === 'permission/decision') {
-          const data = event.data as unknown as { callId?: unknown }
-          if (typeof data?.callId !== 'string') return
-          if (type === 'permission/request') this.updateCall(data.callId, { asked: true })
-          else {
-            const decision = parseDecision(event.data)
-            if (decision) this.updateCall(data.callId, { decision })
-          }
-          return
-        }
-        // Compaction (events of @keel/compaction, read by shape): one line where it happened.
-        if (type === 'compaction/end') {
-          const data = event.data as unknown as { before?: number; after?: number; summarised?: number; error?: string }
-          this.items.push(
-            data.error
-              ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${data.error}` }
-              : {
-                  kind: 'notice',
-                  key,
-                  seq,
-                  tone: 'info',
-                  text: `Context compacted: ${data.summarised ?? 0} messages summarised, ~${data.before ?? '?'} → ~${data.after ?? '?'} tokens`,
-                },
-          )
-          return
-        }
-        // Delegated tasks (events of @keel/subagent, read by shape so the page works with or without it).
-        if (type !== 'subagent/start' && type !== 'subagent/end') return
-        const data = event.data as unknown as Record<string, unknown>
-        if (typeof data?.callId !== 'string') return
-        const previous = this.callItem(data.callId)?.run
-        const run = parseRun({
-          ...previous,
-          sessionId: data.sessionId ?? previous?.sessionId,
-          description: data.description ?? previous?.description,
-          status: type === 'subagent/start' ? 'running' : statusOfReason(data.reason),
-          todos: type === 'subagent/end' ? (data.todos ?? null) : (previous?.todos ?? null),
-        })
-        if (run) this.updateCall(data.callId, { run })
+      case 'permission/request':
+        this.updateCall(event.data.callId, { asked: true })
+        return
+      case 'permission/decision': {
+        const decision = parseDecision(event.data)
+        if (decision) this.updateCall(event.data.callId, { decision })
+        return
+      }
+      case 'compaction/end': {
+        const { error, summarised, before, after } = event.data
+        this.items.push(
+          error
+            ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${error}` }
+            : {
+                kind: 'notice',
+                key,
+                seq,
+                tone: 'info',
+                text: `Context compacted: ${summarised} messages summarised, ~${before} → ~${after} tokens`,
+              },
+        )
+        return
+      }
+      case 'subagent/start':
+      case 'subagent/end': {
+        // The task row's run, by @keel/subagent's own fold over this one call; a malformed run is not shown.
+        const { callId } = event.data
+        const previous = this.callItem(callId)?.run
+        const next = applySubagentPlans(previous ? { [callId]: previous } : {}, event)[callId]
+        const run = next === previous ? undefined : parseSubagentPlan(next)
+        if (run) this.updateCall(callId, { run })
+        return
       }
     }
   }
@@ -550,12 +547,6 @@ function textOf(content: unknown, type = 'text'): string {
   let out = ''
   for (const block of content) if (block?.type === type && typeof block.text === 'string') out += block.text
   return out
-}
-
-function statusOfReason(reason: unknown): string {
-  if (reason === 'completed' || reason === 'max-tokens') return 'completed'
-  if (reason === 'aborted') return 'aborted'
-  return 'error'
 }
 
 function turnNotice(reason: string, message?: string): { text: string; tone: 'info' | 'error' } | undefined {

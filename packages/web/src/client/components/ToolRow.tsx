@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from 'react'
 import { isCancelledResult, lastLines, rowsOf, type DiffRow } from '../diff.ts'
-import { decisionText } from '../permission.ts'
-import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentRun } from '../plan.ts'
+import { describeDecision } from '../permission.ts'
+import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentPlan } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
 import { TodoList } from './TodoList.tsx'
 
@@ -30,7 +30,7 @@ function stateOf(item: ToolItem): ToolState {
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */
-export function ToolRow({ item, output, run }: { item: ToolItem; output?: string; run?: SubagentRun }) {
+export function ToolRow({ item, output, run }: { item: ToolItem; output?: string; run?: SubagentPlan }) {
   if (item.name === 'todo_write') {
     const todos = parseTodoArgs(item.arguments)
     if (todos) {
@@ -58,7 +58,7 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
       )
     }
   }
-  const nested = item.name === 'task' && run ? <SubagentPlan run={run} /> : null
+  const nested = item.name === 'task' && run ? <SubagentPlanView run={run} /> : null
   const diff = diffOf(item)
   const state = stateOf(item)
   const tail = output && !item.result ? output : item.result && !item.result.isError ? item.result.text : ''
@@ -195,7 +195,7 @@ function Row({
   after?: ReactNode
 }) {
   const state = stateOf(item)
-  const verdict = item.decision && decisionText(item.decision)
+  const verdict = item.decision && describeDecision(item.decision)
   return (
     <div className="tool-block" data-testid="tool-row" data-tool={item.name} data-state={state}>
       <details className="tool-row">
@@ -229,12 +229,12 @@ function Row({
 }
 
 /** A delegated task's own plan, nested under its `task` row. */
-function SubagentPlan({ run }: { run: SubagentRun }) {
+function SubagentPlanView({ run }: { run: SubagentPlan }) {
   const todos = run.todos ?? []
   return (
     <div className="subagent-plan" data-testid="subagent-plan">
       <div className="subagent-head">
-        <span className="subagent-status">{run.status ?? 'running'}</span>
+        <span className="subagent-status">{run.status}</span>
         {todos.length > 0 && <span className="subagent-counts">{countsLabel(todos)}</span>}
       </div>
       {todos.length > 0 && <TodoList todos={todos} compact />}
