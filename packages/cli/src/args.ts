@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { closest } from '@keel/session'
 
 export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
 
@@ -86,35 +87,6 @@ export class UsageError extends Error {
     super(message)
     this.name = 'UsageError'
   }
-}
-
-/** Edit distance where swapping two neighbouring letters costs one (`--modle` is one step from `--model`). */
-function distance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
-    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  )
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
-    }
-  }
-  return d[a.length]![b.length]!
-}
-
-export function closest(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined
-  let score = Infinity
-  for (const candidate of candidates) {
-    const d = distance(word, candidate)
-    if (d < score) {
-      score = d
-      best = candidate
-    }
-  }
-  return score <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined
 }
 
 export function parse(argv: string[]): { command: Command; flags: Flags } {

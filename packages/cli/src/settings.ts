@@ -12,7 +12,8 @@ import {
   type SettingsFile,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp'
-import { closest, DEFAULT_MODEL, type Flags } from './args.ts'
+import { closest } from '@keel/session'
+import { DEFAULT_MODEL, type Flags } from './args.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /** Settings keys that are not a plugin's own config, with the shape each must have. */

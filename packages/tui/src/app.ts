@@ -4,7 +4,7 @@ import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
-import type { Session, SessionEvent } from '@keel/session'
+import { closest, type Session, type SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
@@ -361,8 +361,7 @@ export class KeelApp {
     this.transcript.note('command', text)
     const parsed = parseCommand(text)
     if ('unknown' in parsed) {
-      // The commands start with different letters, so the first letter is a fair guess at a typo.
-      const known = parsed.unknown && Object.keys(COMMANDS).find((name) => name[0] === parsed.unknown[0])
+      const known = parsed.unknown && closest(parsed.unknown, Object.keys(COMMANDS))
       this.transcript.note(
         'warn',
         `Unknown command /${parsed.unknown}${known ? ` (did you mean /${known}?)` : ''}. /help lists the commands.`,

@@ -197,6 +197,9 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(app)).toContain('Esc')
     app.submit('/nwe')
     expect(screen(app)).toContain('Unknown command /nwe (did you mean /new?)')
+    // /rewind and /resume share a first letter: the guess is by spelling, not by the first letter.
+    app.submit('/rewnd')
+    expect(screen(app)).toContain('Unknown command /rewnd (did you mean /rewind?)')
     app.submit('/new')
     expect(app.agent.id).not.toBe(firstId)
     expect(screen(app)).not.toContain('remember me')
