@@ -2,10 +2,20 @@
 // Runs the esbuild bundle (dist/, made by `npm install` or `node scripts/build.mjs`) when it is newer than every
 // source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code. An installed
 // package (npm install -g) has no sources, only the bundle.
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+
+// `keel --version` alone is answered here, before any bundle or source is looked at: the version is a field of a
+// file every install has. Anything else (even `--version` with other arguments) goes through the parser.
+const argv = process.argv.slice(2)
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+  const { version } = JSON.parse(readFileSync(`${root}packages/cli/package.json`, 'utf8'))
+  process.stdout.write(`keel ${version}\n`)
+} else {
+  process.exitCode = await (await loadMain())(argv)
+}
 
 function newestSource(dir, newest = 0) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -33,12 +43,9 @@ function bundleIsFresh() {
   }
 }
 
-let main
-if (bundleIsFresh()) {
-  ;({ main } = await import('../dist/bin.js'))
-} else {
+async function loadMain() {
+  if (bundleIsFresh()) return (await import('../dist/bin.js')).main
   const { register } = await import('tsx/esm/api')
   register()
-  ;({ main } = await import('../packages/cli/src/bin.ts'))
+  return (await import('../packages/cli/src/bin.ts')).main
 }
-process.exitCode = await main(process.argv.slice(2))

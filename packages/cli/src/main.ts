@@ -56,7 +56,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     // The settings' model and base URL reach every front door through the flags they would have come from.
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
-    ctx = await boot({ composition, overrides: settings?.overrides })
+    // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
+    ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }

@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { LoaderFile, type EntryOptions } from '@cordisjs/loader'
+import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
 import {
   flatten,
@@ -13,6 +13,8 @@ import {
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp'
 import { closest, DEFAULT_MODEL, type Flags } from './args.ts'
+import { DEFAULT_COMPOSITION } from './boot.ts'
+import { SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /** Settings keys that are not a plugin's own config, with the shape each must have. */
@@ -50,8 +52,11 @@ export interface ResolvedSettings {
 }
 
 export async function readComposition(path: string): Promise<EntryOptions[]> {
+  // The shipped file is also compiled in (composition.ts): reading it needs no YAML parser.
+  if (resolve(path) === DEFAULT_COMPOSITION) return structuredClone(SHIPPED_COMPOSITION) as EntryOptions[]
   const ext = path.slice(path.lastIndexOf('.'))
   try {
+    const { LoaderFile } = await import('@cordisjs/loader')
     const entries = await new LoaderFile(path, LoaderFile.writable[ext as keyof typeof LoaderFile.writable]).read()
     return Array.isArray(entries) ? entries : []
   } catch {
