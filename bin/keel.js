@@ -2,21 +2,32 @@
 // Runs the esbuild bundle (dist/, made by `npm install` or `node scripts/build.mjs`) when it is newer than every
 // source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code. An installed
 // package (npm install -g) has no sources, only the bundle.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
+//
+// CommonJS (bin/package.json says so): Node starts a CommonJS entry a few milliseconds sooner than an ES module one,
+// which is most of what `keel --version` costs over bare Node. Everything else is ESM, loaded with import().
+const { existsSync, readdirSync, readFileSync, statSync } = require('node:fs')
+const { join } = require('node:path')
+const { pathToFileURL } = require('node:url')
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = join(__dirname, '..')
 
 // `keel --version` alone is answered here, before any bundle or source is looked at: the version is a field of a
 // file every install has. Anything else (even `--version` with other arguments) goes through the parser.
 const argv = process.argv.slice(2)
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
-  const { version } = JSON.parse(readFileSync(`${root}packages/cli/package.json`, 'utf8'))
+  const { version } = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8'))
   process.stdout.write(`keel ${version}\n`)
 } else {
+  run().catch((error) => {
+    process.stderr.write(`keel: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exitCode = 1
+  })
+}
+
+async function run() {
   keepYoungGenerationSmall()
-  process.exitCode = await (await loadMain())(argv)
+  const main = await loadMain()
+  process.exitCode = await main(argv)
 }
 
 /**
@@ -28,7 +39,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
  */
 function keepYoungGenerationSmall() {
   const major = Number(process.versions.v8.split('.')[0])
-  if (major >= 11 && major <= 13) setFlagsFromString('--semi-space-growth-factor=1')
+  if (major >= 11 && major <= 13) require('node:v8').setFlagsFromString('--semi-space-growth-factor=1')
 }
 
 function newestSource(dir, newest = 0) {
@@ -48,18 +59,18 @@ function newestSource(dir, newest = 0) {
 }
 
 function bundleIsFresh() {
-  if (!existsSync(`${root}packages/cli/src/bin.ts`)) return true
+  if (!existsSync(join(root, 'packages/cli/src/bin.ts'))) return true
   if (process.env.KEEL_FROM_SOURCE) return false
   try {
-    return statSync(`${root}dist/bin.js`).mtimeMs >= newestSource(`${root}packages`)
+    return statSync(join(root, 'dist/bin.js')).mtimeMs >= newestSource(join(root, 'packages'))
   } catch {
     return false
   }
 }
 
 async function loadMain() {
-  if (bundleIsFresh()) return (await import('../dist/bin.js')).main
+  if (bundleIsFresh()) return (await import(pathToFileURL(join(root, 'dist/bin.js')).href)).main
   const { register } = await import('tsx/esm/api')
   register()
-  return (await import('../packages/cli/src/bin.ts')).main
+  return (await import(pathToFileURL(join(root, 'packages/cli/src/bin.ts')).href)).main
 }
