@@ -25,21 +25,8 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
 }
 
 async function run() {
-  keepYoungGenerationSmall()
   const main = await loadMain()
   process.exitCode = await main(argv)
-}
-
-/**
- * V8 doubles the young generation each time a scavenge finds much of it alive, which loading a few megabytes of
- * code (the shell parser, the sandbox runtime) does at once: the heap then holds ~30 MB of mostly empty semi-spaces
- * for the rest of the run. Keeping it at its starting size costs a few more (small, sub-millisecond) scavenges and
- * keeps the peak resident set ~12 MB lower (bench/agent.bench.ts). Only V8 versions known to have the flag are told:
- * an unknown flag prints an error.
- */
-function keepYoungGenerationSmall() {
-  const major = Number(process.versions.v8.split('.')[0])
-  if (major >= 11 && major <= 13) require('node:v8').setFlagsFromString('--semi-space-growth-factor=1')
 }
 
 function newestSource(dir, newest = 0) {
