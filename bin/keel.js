@@ -2,10 +2,32 @@
 // Runs the esbuild bundle (dist/, made by `npm install` or `node scripts/build.mjs`) when it is newer than every
 // source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code. An installed
 // package (npm install -g) has no sources, only the bundle.
-import { existsSync, readdirSync, statSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+//
+// CommonJS (bin/package.json says so): Node starts a CommonJS entry a few milliseconds sooner than an ES module one,
+// which is most of what `keel --version` costs over bare Node. Everything else is ESM, loaded with import().
+const { existsSync, readdirSync, readFileSync, statSync } = require('node:fs')
+const { join } = require('node:path')
+const { pathToFileURL } = require('node:url')
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = join(__dirname, '..')
+
+// `keel --version` alone is answered here, before any bundle or source is looked at: the version is a field of a
+// file every install has. Anything else (even `--version` with other arguments) goes through the parser.
+const argv = process.argv.slice(2)
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+  const { version } = JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8'))
+  process.stdout.write(`keel ${version}\n`)
+} else {
+  run().catch((error) => {
+    process.stderr.write(`keel: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exitCode = 1
+  })
+}
+
+async function run() {
+  const main = await loadMain()
+  process.exitCode = await main(argv)
+}
 
 function newestSource(dir, newest = 0) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -24,21 +46,18 @@ function newestSource(dir, newest = 0) {
 }
 
 function bundleIsFresh() {
-  if (!existsSync(`${root}packages/cli/src/bin.ts`)) return true
+  if (!existsSync(join(root, 'packages/cli/src/bin.ts'))) return true
   if (process.env.KEEL_FROM_SOURCE) return false
   try {
-    return statSync(`${root}dist/bin.js`).mtimeMs >= newestSource(`${root}packages`)
+    return statSync(join(root, 'dist/bin.js')).mtimeMs >= newestSource(join(root, 'packages'))
   } catch {
     return false
   }
 }
 
-let main
-if (bundleIsFresh()) {
-  ;({ main } = await import('../dist/bin.js'))
-} else {
+async function loadMain() {
+  if (bundleIsFresh()) return (await import(pathToFileURL(join(root, 'dist/bin.js')).href)).main
   const { register } = await import('tsx/esm/api')
   register()
-  ;({ main } = await import('../packages/cli/src/bin.ts'))
+  return (await import(pathToFileURL(join(root, 'packages/cli/src/bin.ts')).href)).main
 }
-process.exitCode = await main(process.argv.slice(2))

@@ -213,6 +213,11 @@ export class Agent implements ToolAgent {
       }
     } finally {
       try {
+        await this.ctx.parallel('agent/before-turn-end', this)
+      } catch (error) {
+        if (result.reason !== 'error') Object.assign(result, { reason: 'error', message: errorLine(error) })
+      }
+      try {
         session.append('turn/end', {
           turn,
           reason: result.reason,
@@ -299,6 +304,12 @@ export class Agent implements ToolAgent {
       }
       const batch = calls.slice(i, j)
       i = j
+      await this.ctx.parallel(
+        'agent/before-tools',
+        this,
+        batch.map((call) => call.name),
+        signal,
+      )
       for (const call of batch)
         this.session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
       if (signal.aborted) {

@@ -30,6 +30,18 @@ declare module 'cordis' {
      */
     'agent/prepare'(agent: Agent, signal: AbortSignal): Promise<void>
     /**
+     * Before a batch of tool calls is logged and run, with the tools' names. Awaited: a listener holds back tools
+     * until work it started at `agent/prepare` is done (checkpoint finishes its snapshot, so no tool changes a file
+     * before the state it would restore is recorded).
+     * @mode parallel
+     */
+    'agent/before-tools'(agent: Agent, tools: readonly string[], signal: AbortSignal): Promise<void>
+    /**
+     * Before `turn/end` is written, however the turn ends. Awaited; what a listener appends lands inside the turn.
+     * @mode parallel
+     */
+    'agent/before-turn-end'(agent: Agent): Promise<void>
+    /**
      * The request is built and about to be sent. Listeners may replace entries of `request.messages` (a fresh array)
      * to change what the model sees, never what the log holds: compaction cuts an oversized tool result here.
      * @mode emit

@@ -73,7 +73,16 @@ export class CheckpointService extends Service {
     readonly config: CheckpointConfig,
   ) {
     super(ctx, 'checkpoints', true)
-    ctx.on('agent/prepare', (agent, signal) => this.beforeRequest(agent, signal))
+    // The snapshot runs beside the model request instead of before it (it is tens to hundreds of milliseconds of
+    // git), and every tool that may change a file, and the turn's end, wait for it: the state it records is still
+    // the state before anything of this step changed.
+    ctx.on('agent/prepare', async (agent) => this.startSnapshot(agent))
+    ctx.on('agent/before-tools', async (agent, tools) => {
+      if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.pending.get(agent)
+    })
+    ctx.on('agent/before-turn-end', async (agent) => {
+      await this.pending.get(agent)
+    })
     ctx.inject(['invariants'], (ctx) => ctx.invariants.allowBetweenTurns('checkpoint/restore'))
   }
 
@@ -99,9 +108,32 @@ export class CheckpointService extends Service {
     }
   }
 
-  private async beforeRequest(agent: Agent, _signal: AbortSignal): Promise<void> {
+  /** The snapshot each agent has under way (it never rejects: a failure is a `checkpoint/warning`). */
+  private readonly pending = new WeakMap<Agent, Promise<void>>()
+
+  /**
+   * Starts the snapshot this request needs, after the one still under way (whether the next is needed is read from
+   * the log, which must hold the previous one first). Returns at once: the snapshot is not on the request's path.
+   */
+  private startSnapshot(agent: Agent): void {
     // A subagent works in its parent's directory during the parent's `task` call; the parent's snapshots cover it.
     if (!this.config.enabled || agent.depth > 0) return
+    const previous = this.pending.get(agent)
+    const next = (async () => {
+      await previous
+      try {
+        await this.snapshot(agent)
+      } catch (error) {
+        this.ctx.emit(
+          'checkpoint/warning',
+          `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`,
+        )
+      }
+    })()
+    this.pending.set(agent, next)
+  }
+
+  private async snapshot(agent: Agent): Promise<void> {
     const kind = needsSnapshot(agent.session.events)
     if (!kind) return
     const directory = this.directory(agent.cwd)

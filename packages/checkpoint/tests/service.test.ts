@@ -1,7 +1,8 @@
 // Snapshots through the real agent loop: one at each turn start, one after a step that may have changed files
 // (only when the tree changed), none after read-only steps; limits turn checkpoints off with one warning.
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { SessionEvent } from '@keel/session'
 import * as checkpointPlugin from '../src/index.ts'
@@ -49,6 +50,62 @@ describe('checkpoint snapshots', () => {
     expect(all[2]!.tree).toBe(all[1]!.tree)
     // Snapshots are off the model surface.
     expect(JSON.stringify(agent.session.deriveMessages())).not.toContain('checkpoint')
+  })
+
+  test('the snapshot runs beside the request, but a tool that changes files waits for it: it records the state before', async () => {
+    // The scripted model answers at once, long before the snapshot's git processes are done, so without the wait
+    // the tool below would run first. It records whether this turn's snapshot was on the log when it started.
+    keel = await makeKeel({
+      steps: [
+        { toolCalls: [{ name: 'read', arguments: {} }] },
+        { toolCalls: [{ name: 'touch', arguments: {} }] },
+        { text: 'done' },
+      ],
+      plugins: [[checkpointPlugin, config]],
+    })
+    const cwd = keel.cwd
+    writeFileSync(join(cwd, 'f.txt'), 'before\n')
+    const seen: Record<string, boolean> = {}
+    const snapshotted = (agent: { session: { events: readonly SessionEvent[] } }) =>
+      snapshots(agent.session.events).some((s) => s.turn === 1 && s.kind === 'turn-start')
+    keel.ctx.tools.register({
+      name: 'read',
+      description: 'reads nothing (a read-only tool, which need not wait)',
+      parameters: Type.Object({}),
+      execute: () => 'ok',
+    })
+    keel.ctx.tools.register({
+      name: 'touch',
+      description: 'changes f.txt',
+      parameters: Type.Object({}),
+      execute: (_args, exec) => {
+        seen.touch = snapshotted(exec.agent!)
+        writeFileSync(join(cwd, 'f.txt'), 'after\n')
+        return 'changed'
+      },
+    })
+    const agent = keel.agent()
+    await agent.prompt('go')
+    expect(seen.touch).toBe(true)
+    const taken = snapshots(agent.session.events)
+    expect(taken.map((s) => [s.turn, s.kind])).toEqual([
+      [1, 'turn-start'],
+      [1, 'change'],
+    ])
+    // Rewinding to the turn's start brings back the file as it was before the tool ran.
+    const plan = await keel.ctx.checkpoints.plan(agent.session.events, cwd, 1, agent.id)
+    await keel.ctx.checkpoints.apply(plan, cwd, agent.session)
+    expect(readFileSync(join(cwd, 'f.txt'), 'utf8')).toBe('before\n')
+  })
+
+  test('a turn that ends before its snapshot is done still has it, inside the turn', async () => {
+    keel = await makeKeel({ steps: [{ text: 'at once' }], plugins: [[checkpointPlugin, config]] })
+    writeFileSync(join(keel.cwd, 'f.txt'), 'x\n')
+    const agent = keel.agent()
+    await agent.prompt('go')
+    const types = agent.session.events.map((e) => e.type)
+    expect(types.indexOf('checkpoint/snapshot')).toBeGreaterThan(types.indexOf('turn/start'))
+    expect(types.indexOf('checkpoint/snapshot')).toBeLessThan(types.indexOf('turn/end'))
   })
 
   test('a directory over the file limit gets one warning and no snapshots; rewind then says why', async () => {

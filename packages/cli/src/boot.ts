@@ -1,38 +1,12 @@
 import { readFileSync } from 'node:fs'
-import { dirname, isAbsolute, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { Context, Logger } from 'cordis'
-import { Loader } from '@cordisjs/loader'
+import { resolve } from 'node:path'
+import { Context, type ForkScope, Logger } from 'cordis'
+import { SHIPPED_COMPOSITION } from './composition.ts'
+import type { KeelLoader } from './loader.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 import { shipped } from './root.ts'
 
 export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
-
-/**
- * The cordis Loader, adapted: plugin names resolve to Keel's built-ins first, then relative to the composition
- * file (not to the loader package), settings replace entry configs in memory, and the file is never written back.
- */
-export class KeelLoader extends Loader {
-  async refresh(): Promise<void> {
-    // Entry id → the config it loads with instead of the file's (from settings files), passed in boot's plugin config.
-    const overrides = (this.config as { overrides?: Record<string, Record<string, unknown>> }).overrides ?? {}
-    const entries = await this.file.read()
-    this.root.update(entries.map((entry) => (overrides[entry.id] ? { ...entry, config: overrides[entry.id] } : entry)))
-  }
-
-  async import(name: string): Promise<unknown> {
-    const builtin = BUILTIN_PLUGINS[name]
-    if (builtin) return builtin()
-    if (name.startsWith('.') || isAbsolute(name)) {
-      return import(pathToFileURL(resolve(dirname(fileURLToPath(this.url)), name)).href)
-    }
-    return import(name)
-  }
-
-  write(): void {
-    // Deliberately empty: the Loader would persist entry changes into the user's file.
-  }
-}
 
 export class BootError extends Error {
   constructor(message: string) {
@@ -42,6 +16,10 @@ export class BootError extends Error {
 }
 
 export interface BootOptions {
+  /**
+   * A composition file, loaded through the cordis Loader. Without one, the shipped composition (SHIPPED_COMPOSITION,
+   * the same plugins and configs as packages/cli/keel.yml) is wired directly: no YAML, no Loader, no resolving.
+   */
   composition?: string
   /** Also load the dev-mode invariants (KEEL_DEV=1 does this too). */
   dev?: boolean
@@ -61,13 +39,22 @@ export function quietCordisLogger(): void {
     Logger.targets.push({ colors: 0, print: (text: string) => process.stderr.write(text + '\n') })
 }
 
-/** Boots a cordis Context from a composition file and waits until every entry is loaded; load errors are fatal. */
+/** The plugins a lean boot loaded, in order, so shutdown can unload them as the Loader would its entries. */
+const leanForks = new WeakMap<Context, ForkScope[]>()
+
+/**
+ * Boots a cordis Context, from a composition file or the shipped composition, and waits until every plugin is
+ * loaded and the required services are up; load errors are fatal.
+ */
 export async function boot(options: BootOptions = {}): Promise<Context> {
-  const composition = resolve(options.composition ?? DEFAULT_COMPOSITION)
-  try {
-    readFileSync(composition)
-  } catch {
-    throw new BootError(`cannot read composition file ${composition}`)
+  const composition = options.composition === undefined ? undefined : resolve(options.composition)
+  const where = composition ?? DEFAULT_COMPOSITION
+  if (composition) {
+    try {
+      readFileSync(composition)
+    } catch {
+      throw new BootError(`cannot read composition file ${composition}`)
+    }
   }
   quietCordisLogger()
   const ctx = new Context()
@@ -79,33 +66,55 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
     if (process.env.KEEL_DEBUG)
       process.stderr.write(`keel: ${warning instanceof Error ? warning.message : String(warning)}\n`)
   })
-  ctx.plugin(KeelLoader, { name: 'keel', filename: composition, overrides: options.overrides ?? {} } as never)
-  await ctx.start()
-  const loader = ctx.get('loader') as KeelLoader
-  if (options.dev || process.env.KEEL_DEV === '1') await loader.create({ name: '@keel/session/dev' })
-  const required = options.require ?? ['sessions', 'tools', 'llm', 'agents']
-  const deadline = Date.now() + 10_000
-  while (Date.now() < deadline) {
-    if (errors.length) break
-    const entries = [...loader.entries()]
-    if (entries.every((entry) => entry.fork || entry.disabled) && required.every((key) => ctx.get(key))) break
-    await new Promise((done) => setTimeout(done, 2))
+  const dev = options.dev || process.env.KEEL_DEV === '1'
+  let settled: () => boolean
+  if (composition) {
+    const { KeelLoader } = await import('./loader.ts')
+    ctx.plugin(KeelLoader, { name: 'keel', filename: composition, overrides: options.overrides ?? {} } as never)
+    await ctx.start()
+    const loader = ctx.get('loader') as KeelLoader
+    if (dev) await loader.create({ name: '@keel/session/dev' })
+    settled = () => [...loader.entries()].every((entry) => entry.fork || entry.disabled)
+  } else {
+    const entries = [...SHIPPED_COMPOSITION, ...(dev ? [{ id: 'dev', name: '@keel/session/dev' }] : [])]
+    // Every module first (they load in parallel), then the plugins in composition order, as the Loader would.
+    const modules = await Promise.all(entries.map((entry) => BUILTIN_PLUGINS[entry.name]!()))
+    const forks = entries.map((entry, i) =>
+      ctx.plugin(modules[i] as never, options.overrides?.[entry.id] ?? entry.config),
+    )
+    leanForks.set(ctx, forks)
+    await ctx.start()
+    settled = () => true
   }
+  const required = options.require ?? ['sessions', 'tools', 'llm', 'agents']
+  const up = () => settled() && required.every((key) => ctx.get(key))
+  const deadline = Date.now() + 10_000
+  while (!errors.length && !up() && Date.now() < deadline) await new Promise((done) => setTimeout(done, 2))
   await ctx.lifecycle.flush()
   if (errors.length) {
     await shutdown(ctx)
-    throw new BootError(`${composition}: ${errors[0]}`)
+    throw new BootError(`${where}: ${errors[0]}`)
   }
   const missing = required.filter((key) => !ctx.get(key))
-  if (missing.length) throw new BootError(`${composition}: these services did not start: ${missing.join(', ')}`)
+  if (missing.length) throw new BootError(`${where}: these services did not start: ${missing.join(', ')}`)
   return ctx
 }
 
 /**
- * Unloads every entry, which closes sessions (flushing files, releasing locks). The context itself is not stopped:
+ * Unloads every plugin, which closes sessions (flushing files, releasing locks). The context itself is not stopped:
  * @cordisjs/loader 0.13.1 throws while removing its own service, and nothing is left running by then.
  */
 export async function shutdown(ctx: Context): Promise<void> {
+  const forks = leanForks.get(ctx)
+  if (forks) {
+    leanForks.delete(ctx)
+    for (const fork of forks) {
+      try {
+        fork.dispose()
+      } catch {}
+    }
+    return
+  }
   const loader = ctx.get('loader') as KeelLoader | undefined
   try {
     await loader?.stop()

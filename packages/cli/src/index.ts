@@ -1,5 +1,7 @@
 export { main, VERSION } from './main.ts'
 export { FRONT_DOORS } from './doors.ts'
-export { boot, shutdown, quietCordisLogger, KeelLoader, BootError, DEFAULT_COMPOSITION } from './boot.ts'
+export { boot, shutdown, quietCordisLogger, BootError, DEFAULT_COMPOSITION } from './boot.ts'
+export { KeelLoader } from './loader.ts'
+export { SHIPPED_COMPOSITION } from './composition.ts'
 export { parse, helpText, FLAGS, UsageError, DEFAULT_MODEL, type Command, type Flags } from './args.ts'
 export { openAgent, workingDirectory, modelSpec, latestSessionId } from './agent.ts'

@@ -23,6 +23,7 @@ import { RewindError } from '@keel/checkpoint'
 import { resolveSessionId } from './session-id.ts'
 import { describeSettings, resolveSettings } from './settings.ts'
 import { missingKeyHelp } from './first-run.ts'
+import { stopYoungGenerationGrowth } from './memory.ts'
 
 export const VERSION: string = JSON.parse(readFileSync(shipped('packages/cli/package.json'), 'utf8')).version
 
@@ -58,7 +59,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     // The settings' model and base URL reach every front door through the flags they would have come from.
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
-    ctx = await boot({ composition, overrides: settings?.overrides })
+    // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
+    ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
+    stopYoungGenerationGrowth()
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }

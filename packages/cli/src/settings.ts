@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { LoaderFile, type EntryOptions } from '@cordisjs/loader'
+import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
 import {
   flatten,
@@ -14,6 +14,8 @@ import {
 import { validateServers } from '@keel/mcp'
 import { closest } from '@keel/session'
 import { DEFAULT_MODEL, type Flags } from './args.ts'
+import { DEFAULT_COMPOSITION } from './boot.ts'
+import { SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /** Settings keys that are not a plugin's own config, with the shape each must have. */
@@ -51,8 +53,11 @@ export interface ResolvedSettings {
 }
 
 async function readComposition(path: string): Promise<EntryOptions[]> {
+  // The shipped file is also compiled in (composition.ts): reading it needs no YAML parser.
+  if (resolve(path) === DEFAULT_COMPOSITION) return structuredClone(SHIPPED_COMPOSITION) as EntryOptions[]
   const ext = path.slice(path.lastIndexOf('.'))
   try {
+    const { LoaderFile } = await import('@cordisjs/loader')
     const entries = await new LoaderFile(path, LoaderFile.writable[ext as keyof typeof LoaderFile.writable]).read()
     return Array.isArray(entries) ? entries : []
   } catch {

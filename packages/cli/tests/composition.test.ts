@@ -1,14 +1,29 @@
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { Context } from 'cordis'
-import { boot, DEFAULT_COMPOSITION, KeelLoader, shutdown } from '../src/boot.ts'
+import { LoaderFile } from '@cordisjs/loader'
+import { ScriptedAdapter } from '@keel/llm'
+import { boot, DEFAULT_COMPOSITION, shutdown } from '../src/boot.ts'
+import { SHIPPED_COMPOSITION } from '../src/composition.ts'
+import { KeelLoader } from '../src/loader.ts'
 import { BUILTIN_PLUGINS } from '../src/plugins.ts'
 
-let ctx: Context | undefined
+const booted: Context[] = []
 afterEach(async () => {
-  if (ctx) await shutdown(ctx)
-  ctx = undefined
+  for (const ctx of booted.splice(0)) await shutdown(ctx)
 })
+async function start(options: Parameters<typeof boot>[0] = {}): Promise<Context> {
+  const ctx = await boot(options)
+  booted.push(ctx)
+  return ctx
+}
+
+/** What a model sees of a booted Keel: the tools with their schemas, and an agent's system prompt. */
+function modelView(ctx: Context) {
+  const tools = ctx.tools.schemas()
+  const agent = ctx.agents.create({ cwd: process.cwd(), model: new ScriptedAdapter({ steps: [] }), persist: false })
+  return { tools, system: agent.systemText(tools.map((tool) => tool.name)) }
+}
 
 describe('the shipped composition', () => {
   test.each(Object.keys(BUILTIN_PLUGINS))('%s is a named-export plugin the Loader keeps as is', async (name) => {
@@ -20,13 +35,20 @@ describe('the shipped composition', () => {
     expect(loader.unwrapExports(ns)).toBe(ns)
   })
 
-  test('every plugin loads through the real Loader, and the file is not rewritten', async () => {
+  test('the compiled-in composition is keel.yml, entry by entry', async () => {
+    const file = await new LoaderFile(DEFAULT_COMPOSITION, LoaderFile.writable['.yml']).read()
+    expect(SHIPPED_COMPOSITION).toEqual(file)
+  })
+
+  test('keel.yml through the real Loader loads every plugin, and the file is not rewritten', async () => {
     const before = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-    ctx = await boot({ dev: true })
+    const ctx = await start({ composition: DEFAULT_COMPOSITION, dev: true })
     const loader = ctx.get('loader') as KeelLoader
     const entries = [...loader.entries()]
-    const names = before.match(/name: '([^']+)'/g)!.map((line) => line.slice(7, -1))
-    expect(entries.map((entry) => entry.options.name)).toEqual([...names, '@keel/session/dev'])
+    expect(entries.map((entry) => entry.options.name)).toEqual([
+      ...SHIPPED_COMPOSITION.map((entry) => entry.name),
+      '@keel/session/dev',
+    ])
     for (const entry of entries) expect(entry.fork, entry.options.name).toBeDefined()
     for (const key of ['sessions', 'projections', 'invariants', 'llm', 'tools', 'agents'])
       expect(ctx.get(key), key).toBeDefined()
@@ -36,8 +58,34 @@ describe('the shipped composition', () => {
     expect(readFileSync(DEFAULT_COMPOSITION, 'utf8')).toBe(before)
   })
 
+  test('the lean boot (no --config) and the Loader over keel.yml give the same tools, schemas and system prompt', async () => {
+    const lean = await start()
+    expect(lean.get('loader')).toBeUndefined()
+    const loaded = await start({ composition: DEFAULT_COMPOSITION })
+    expect(loaded.get('loader')).toBeDefined()
+    const a = modelView(lean)
+    const b = modelView(loaded)
+    expect(a.tools.map((tool) => tool.name)).toEqual(b.tools.map((tool) => tool.name))
+    expect(JSON.stringify(a.tools)).toBe(JSON.stringify(b.tools))
+    expect(a.system).toBe(b.system)
+    // The same services, configured alike.
+    for (const key of ['sessions', 'projections', 'llm', 'tools', 'agents', 'sandbox', 'permissions', 'subagents'])
+      expect([key, !!lean.get(key)]).toEqual([key, !!loaded.get(key)])
+    for (const key of ['agents', 'checkpoints', 'compaction', 'mcp'] as const) {
+      const config = (lean.get(key) as { config?: unknown }).config
+      expect(config, key).toBeTypeOf('object')
+      expect(config, key).toEqual((loaded.get(key) as { config?: unknown }).config)
+    }
+  })
+
+  test('settings overrides reach the plugin on both boots', async () => {
+    const overrides = { todo: { allowParallelInProgress: true } }
+    for (const ctx of [await start({ overrides }), await start({ composition: DEFAULT_COMPOSITION, overrides })])
+      expect(ctx.tools.get('todo_write')!.description).not.toMatch(/Keep exactly one task in_progress/)
+  })
+
   test('the composition is the default: todo_write runs under the single in-progress policy', async () => {
-    ctx = await boot()
+    const ctx = await start()
     expect(ctx.tools.get('todo_write')!.description).toMatch(/Keep exactly one task in_progress/)
   })
 })

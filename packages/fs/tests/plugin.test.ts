@@ -114,8 +114,8 @@ describe('through the real Loader', () => {
 
   test('the shipped composition loads @keel/fs next to bash and todo_write, and is not rewritten', async () => {
     const before = readFileSync(DEFAULT_COMPOSITION, 'utf8')
-    expect(before).toMatch(/- id: fs\n {2}name: '@keel\/fs'/)
-    const ctx = await booted.boot()
+    expect(before).toMatch(/- id: fs\n {2}name: ["']@keel\/fs["']/)
+    const ctx = await booted.boot({ composition: DEFAULT_COMPOSITION })
     await waitFor(() => FS_TOOLS.every((name) => ctx.tools.get(name)), 'fs tools')
     const names = ctx.tools.names()
     for (const name of [...FS_TOOLS, 'bash', 'todo_write']) expect(names).toContain(name)
