@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest'
 import { ApprovalCard } from '../src/client/components/ApprovalCard.tsx'
 import { TodoPanel } from '../src/client/components/TodoPanel.tsx'
 import { ToolRow } from '../src/client/components/ToolRow.tsx'
+import { harnessLabel } from '../src/client/components/Transcript.tsx'
 import type { TranscriptItem } from '../src/client/store.ts'
 import type { TodoItem } from '../src/client/plan.ts'
 
@@ -154,4 +155,11 @@ describe('ApprovalCard and decisions', () => {
     )
     expect(waiting).toContain('Waiting for approval')
   })
+})
+
+test("a message the harness put in the person's place says what it is: a summary, a command the person ran, context", () => {
+  expect(harnessLabel('compaction')).toBe('Summary of earlier conversation')
+  expect(harnessLabel('shell')).toBe('You ran a command (with ! in the terminal)')
+  expect(harnessLabel('context')).toBe('Context')
+  expect(harnessLabel('constructor')).toBe('Context')
 })

@@ -1,5 +1,6 @@
 import { useDeferredValue, useEffect, useLayoutEffect, useRef, useState } from 'react'
 import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
+import type { MessageSource } from '@keel/session/messages'
 import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
 import { ApprovalCard, type AnswerAsk } from './ApprovalCard.tsx'
 import { RewindCard, type RewindActions } from './RewindCard.tsx'
@@ -88,16 +89,23 @@ export function Transcript({
   )
 }
 
+/** What a message the harness put in the person's place is, by its `source` (the person's own prompts have none). */
+const HARNESS_LABELS: Record<Exclude<MessageSource, 'user'>, string> = {
+  compaction: 'Summary of earlier conversation',
+  shell: 'You ran a command (with ! in the terminal)',
+  context: 'Context',
+}
+
+export function harnessLabel(source: string): string {
+  return Object.hasOwn(HARNESS_LABELS, source) ? HARNESS_LABELS[source as keyof typeof HARNESS_LABELS] : 'Context'
+}
+
 function UserMessage({ item, rewind }: { item: Extract<TranscriptItem, { kind: 'user' }>; rewind?: RewindActions }) {
   const [rewinding, setRewinding] = useState(false)
   return (
     <>
       <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
-        {item.source !== 'user' && (
-          <div className="message-label">
-            {item.source === 'compaction' ? 'Summary of earlier conversation' : 'Context'}
-          </div>
-        )}
+        {item.source !== 'user' && <div className="message-label">{harnessLabel(item.source)}</div>}
         <div className="message-text">{item.text}</div>
         {rewind && !rewinding && (
           <button
