@@ -1,10 +1,11 @@
 // Rewind and fork through the real binary: two turns that edit, create and delete files (with `edit` and `bash`),
 // then rewinds to each turn's start, a refused conflict, an undo, and the forked conversation with its plan.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
+import { fileTree } from '../../../test-support/files.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-rewind-'))
@@ -24,21 +25,6 @@ function script(name: string, steps: unknown[]): string {
   const path = join(scratch, `${name}.json`)
   writeFileSync(path, JSON.stringify({ steps }))
   return `scripted/${path}`
-}
-
-/** Every file under `dir` but the project's .git, with its content. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (at: string) => {
-    for (const name of readdirSync(at)) {
-      const path = join(at, name)
-      if (path === join(dir, '.git')) continue
-      if (statSync(path).isDirectory()) walk(path)
-      else out[relative(dir, path)] = readFileSync(path, 'utf8')
-    }
-  }
-  walk(dir)
-  return out
 }
 
 function gitState(dir: string): string {
@@ -70,7 +56,7 @@ describe('keel sessions rewind and fork', () => {
       cwd,
     })
     const gitBefore = gitState(cwd)
-    const start = tree(cwd)
+    const start = fileTree(cwd, ['.git'])
 
     const first = keel(
       [
@@ -88,7 +74,7 @@ describe('keel sessions rewind and fork', () => {
     )
     expect(first.status, first.stderr).toBe(0)
     const id = /keel: session (\S+)/.exec(first.stderr)![1]!
-    const afterOne = tree(cwd)
+    const afterOne = fileTree(cwd, ['.git'])
     expect(afterOne).toMatchObject({ 'a.txt': 'two\n', 'made.txt': 'new\n' })
     expect(afterOne['gone.txt']).toBeUndefined()
 
@@ -107,7 +93,7 @@ describe('keel sessions rewind and fork', () => {
       cwd,
     )
     expect(second.status, second.stderr).toBe(0)
-    const afterTwo = tree(cwd)
+    const afterTwo = fileTree(cwd, ['.git'])
     expect(afterTwo).toMatchObject({ 'a.txt': 'three\n', 'later.txt': 'later\n' })
 
     // The person edits a file the rewind would restore: refused, naming it, and nothing changes.
@@ -117,14 +103,14 @@ describe('keel sessions rewind and fork', () => {
     expect(refused.stderr).toContain(
       "these files changed since the agent's last checkpoint and would be overwritten: a.txt (use --force",
     )
-    expect(tree(cwd)['a.txt']).toBe('my own edit\n')
+    expect(fileTree(cwd, ['.git'])['a.txt']).toBe('my own edit\n')
     writeFileSync(join(cwd, 'a.txt'), 'three\n')
 
     // Back to the start of turn 2, files and conversation.
     const toTwo = keel(['sessions', 'rewind', id, '--to', '2'], cwd)
     expect(toTwo.status, toTwo.stderr).toBe(0)
     expect(toTwo.stdout).toContain('Files that change (2):\n  restore  a.txt\n  delete   later.txt\n')
-    expect(tree(cwd)).toEqual(afterOne)
+    expect(fileTree(cwd, ['.git'])).toEqual(afterOne)
     const fork = /is session (\S+): keel -r/.exec(toTwo.stdout)![1]!
 
     // Back to the start of turn 1, files only: exactly the starting tree; ignored files and the project's .git untouched.
@@ -132,13 +118,13 @@ describe('keel sessions rewind and fork', () => {
     expect(toOne.status, toOne.stderr).toBe(0)
     expect(toOne.stdout).toContain('  recreate gone.txt')
     expect(toOne.stdout).not.toContain('is session')
-    expect(tree(cwd)).toEqual(start)
+    expect(fileTree(cwd, ['.git'])).toEqual(start)
     expect(gitState(cwd)).toBe(gitBefore)
 
     // --undo puts back what the last rewind replaced.
     const undo = keel(['sessions', 'rewind', id, '--undo'], cwd)
     expect(undo.status, undo.stderr).toBe(0)
-    expect(tree(cwd)).toEqual(afterOne)
+    expect(fileTree(cwd, ['.git'])).toEqual(afterOne)
 
     // The rewinds are on the original's log; the fork holds turn 1 with its plan and continues on its own.
     const shown = keel(['sessions', 'show', id], cwd)

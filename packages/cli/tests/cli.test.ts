@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { cwdSlug } from '@keel/session'
-import { closest } from '@keel/session'
+import { closest } from '@keel/session/text'
 import { FLAGS, helpText, parse } from '../src/args.ts'
 import { HAS_BWRAP, IN_CI } from '../../../test-support/system-tools.ts'
 

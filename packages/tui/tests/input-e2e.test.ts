@@ -1,7 +1,7 @@
 // The editor's input side in the real `keel` binary in tmux: a burst of keys, `@` completion, `!command` in ask
 // mode, `/model` switching from the scripted model to a fake OpenAI-compatible provider on 127.0.0.1, and `keel -c`
 // reopening with the chosen model.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,26 +9,13 @@ import { afterAll, expect, test } from 'vitest'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 import { startFakeProvider, type FakeProvider } from '../../../test-support/fake-provider.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
+import { onlySessionEvents } from '../../../test-support/files.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal input test')
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 
 let cleanup: (() => Promise<void>) | undefined
 afterAll(() => cleanup?.())
-
-function logEvents(home: string): { type: string; data: Record<string, unknown> }[] {
-  const dir = join(home, 'sessions')
-  for (const slug of readdirSync(dir)) {
-    const file = readdirSync(join(dir, slug)).find((name) => name.endsWith('.jsonl'))
-    if (file)
-      return readFileSync(join(dir, slug, file), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .slice(1)
-        .map((line) => JSON.parse(line))
-  }
-  return []
-}
 
 /** The text of every user message in an OpenAI chat-completions request body. */
 function userTexts(body: { messages: { role: string; content: unknown }[] }): string[] {
@@ -152,7 +139,7 @@ test.skipIf(skip)(
     tmux.key('in', 'Enter')
     await until(() => tmux.exitStatus('in') !== undefined, 'keel to exit', 10_000, screen)
     expect(tmux.exitStatus('in')).toBe(0)
-    const events = logEvents(home)
+    const events = onlySessionEvents(home)
     expect(events.filter((event) => event.type === 'session/model').map((event) => event.data)).toEqual([
       { spec: 'openai/gpt-fake' },
     ])

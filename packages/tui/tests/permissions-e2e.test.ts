@@ -1,6 +1,6 @@
 // Asking in the terminal UI: the real `keel` binary in tmux, `ask` mode (the TUI's default), the scripted model
 // asking for a command to deny, one to allow once, a write to allow always, and one to cancel with Ctrl+C.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -8,6 +8,7 @@ import { afterAll, expect, test } from 'vitest'
 import { processRunning } from './support.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
+import { onlySessionEvents } from '../../../test-support/files.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal approval test')
 
@@ -16,21 +17,6 @@ const SCRIPT = fileURLToPath(new URL('./fixtures/permissions.json', import.meta.
 
 let cleanup: (() => void) | undefined
 afterAll(() => cleanup?.())
-
-/** The log events of the one session under `home`. */
-function logEvents(home: string): { type: string; data: Record<string, unknown> }[] {
-  const dir = join(home, 'sessions')
-  for (const slug of readdirSync(dir)) {
-    const file = readdirSync(join(dir, slug)).find((name) => name.endsWith('.jsonl'))
-    if (file)
-      return readFileSync(join(dir, slug, file), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .slice(1)
-        .map((line) => JSON.parse(line))
-  }
-  return []
-}
 
 test.skipIf(skip)(
   'keel in tmux asks under the tool card: n denies, y allows once, a always, ctrl+c cancels; keel -c shows the decisions',
@@ -130,7 +116,7 @@ test.skipIf(skip)(
     // The swallowed keys never reached the editor.
     expect(screen()).not.toContain('zq')
 
-    const events = logEvents(home)
+    const events = onlySessionEvents(home)
     const decisions = events.filter((event) => event.type === 'permission/decision').map((event) => event.data)
     expect(decisions).toEqual([
       { callId: 'call-rm', decision: 'deny', scope: 'once' },

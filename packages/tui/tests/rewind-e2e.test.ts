@@ -1,30 +1,17 @@
 // `/rewind` in the real `keel` binary in tmux: two turns that change files (edit, a bash create and delete), a
 // rewind refused while the person's own edit is in the way, a rewind of files and conversation that really puts the
 // tree back and continues in a fork showing the earlier history and plan, and a files-only rewind from the fork.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
 import { IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
+import { fileTree } from '../../../test-support/files.ts'
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const skip = skipWithout('tmux', HAS_TMUX, 'the /rewind terminal test')
-
-/** Every file under `dir`, with its content. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (at: string) => {
-    for (const name of readdirSync(at)) {
-      const path = join(at, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else out[relative(dir, path)] = readFileSync(path, 'utf8')
-    }
-  }
-  walk(dir)
-  return out
-}
 
 /** The events of a session file (line 1, the header, first). */
 function log(home: string, id: string): { type: string; [key: string]: unknown }[] {
@@ -83,7 +70,7 @@ test.skipIf(skip)(
     mkdirSync(cwd)
     writeFileSync(join(cwd, 'a.txt'), 'one\n')
     writeFileSync(join(cwd, 'gone.txt'), 'delete me\n')
-    const start = tree(cwd)
+    const start = fileTree(cwd)
 
     tmux.start(
       'r',
@@ -96,6 +83,12 @@ test.skipIf(skip)(
         const s = screen()
         return parts.every((part) => s.includes(part))
       }
+    // A turn has ended when its text is on screen and the status line no longer offers to cancel it (the turn-end
+    // snapshot may still be running after the text arrives; /rewind waits for nothing and says a turn is running).
+    const ended =
+      (...parts: string[]) =>
+      () =>
+        has(...parts)() && !screen().includes('esc to cancel')
     const send = (text: string) => {
       tmux.type('r', text)
       tmux.key('r', 'Enter')
@@ -103,12 +96,12 @@ test.skipIf(skip)(
     await until(has('SCRIPTED MODEL', '─────'), 'the UI to start', 60_000, screen)
 
     send('first change')
-    await until(has('Turn one done.'), 'turn one', 30_000, screen)
-    const afterOne = tree(cwd)
+    await until(ended('Turn one done.'), 'turn one', 30_000, screen)
+    const afterOne = fileTree(cwd)
     expect(afterOne).toEqual({ 'a.txt': 'two\n', 'made.txt': 'new\n' })
     send('second change')
-    await until(has('Turn two done.'), 'turn two', 30_000, screen)
-    expect(tree(cwd)).toMatchObject({ 'a.txt': 'three\n', 'later.txt': 'later\n' })
+    await until(ended('Turn two done.'), 'turn two', 30_000, screen)
+    expect(fileTree(cwd)).toMatchObject({ 'a.txt': 'three\n', 'later.txt': 'later\n' })
 
     // The person edits a file the rewind would restore: the picker lists it as a conflict and Cancel is under the cursor.
     writeFileSync(join(cwd, 'a.txt'), 'my own edit\n')
@@ -129,8 +122,8 @@ test.skipIf(skip)(
     await until(has('pick the prompt'), 'back to the prompts', 10_000, screen)
     tmux.key('r', 'Escape')
     await until(() => !screen().includes('pick the prompt'), 'the picker to close', 10_000, screen)
-    expect(tree(cwd)['a.txt']).toBe('my own edit\n')
-    expect(tree(cwd)['later.txt']).toBe('later\n')
+    expect(fileTree(cwd)['a.txt']).toBe('my own edit\n')
+    expect(fileTree(cwd)['later.txt']).toBe('later\n')
 
     // Without the conflict: back to the start of turn 2, files and conversation.
     writeFileSync(join(cwd, 'a.txt'), 'three\n')
@@ -143,7 +136,7 @@ test.skipIf(skip)(
     expect(screen()).not.toContain('Changed by you')
     tmux.key('r', 'Enter') // Rewind
     await until(has('Continuing in session'), 'the fork to open', 15_000, screen)
-    expect(tree(cwd)).toEqual(afterOne)
+    expect(fileTree(cwd)).toEqual(afterOne)
     const fork = /Continuing in session (\S+), forked from (\S+) before turn 2/.exec(screen().replace(/\n\s*/g, ' '))
     expect(fork, screen()).not.toBeNull()
     const [, forkId, originalId] = fork!
@@ -162,7 +155,7 @@ test.skipIf(skip)(
 
     // The fork goes on by itself: the rewound prompt is sent again from the editor.
     tmux.key('r', 'Enter')
-    await until(has('Answered from the fork.'), 'a turn in the fork', 30_000, screen)
+    await until(ended('Answered from the fork.'), 'a turn in the fork', 30_000, screen)
     expect(log(home, forkId!).filter((e) => e.type === 'turn/start').length).toBe(2)
 
     // Files only, from the fork, back to the start of turn 1: exactly the starting tree, and the fork stays open.
@@ -177,7 +170,7 @@ test.skipIf(skip)(
     expect(screen()).not.toContain('continues in a new session')
     tmux.key('r', 'Enter')
     await until(has('Rewound the files to the start of turn 1'), 'the files rewound', 15_000, screen)
-    expect(tree(cwd)).toEqual(start)
+    expect(fileTree(cwd)).toEqual(start)
     expect(screen()).toContain(forkId!.slice(0, 8))
 
     send('/quit')

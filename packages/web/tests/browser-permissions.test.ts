@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
-import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
 
 const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web approval browser tests')
 
@@ -74,22 +74,7 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
       { KEEL_HOME: home },
       work,
     )
-    const { chromium } = await import('playwright-core')
-    context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-      executablePath: requireChromium(),
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1100, height: 760 },
-    })
+    context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
   }, 180_000)
 
   test('both tabs show the card, the first answer decides, a reload shows a waiting card again, decisions render', async () => {

@@ -3,14 +3,15 @@
 // and the conflict and will not rewind until the person agrees to overwrite it; then the tree on disk is the one
 // before the second prompt and the page continues in the fork, listed under its origin, with turn 1 and its plan.
 // A files-only rewind from the fork then gives back the starting tree.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
-import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { fileTree } from '../../../test-support/files.ts'
 
 const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web rewind browser test')
 
@@ -26,20 +27,6 @@ afterAll(async () => {
   await served?.stop()
   rmSync(scratch, { recursive: true, force: true })
 })
-
-/** Every file under `dir`, with its content. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (at: string) => {
-    for (const name of readdirSync(at)) {
-      const path = join(at, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else out[relative(dir, path)] = readFileSync(path, 'utf8')
-    }
-  }
-  walk(dir)
-  return out
-}
 
 /** The events of a session's log file (the header first). */
 function log(id: string): { type: string; [key: string]: unknown }[] {
@@ -97,28 +84,13 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
       { KEEL_HOME: home },
       work,
     )
-    const { chromium } = await import('playwright-core')
-    context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-      executablePath: requireChromium(),
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1100, height: 800 },
-    })
+    context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 800 })
   }, 180_000)
 
   test('the card lists files and conflicts, refuses until the person agrees, rewinds the disk and opens the fork', async () => {
     writeFileSync(join(work, 'a.txt'), 'one\n')
     writeFileSync(join(work, 'gone.txt'), 'delete me\n')
-    const start = tree(work)
+    const start = fileTree(work)
     const page: Page = context!.pages()[0] ?? (await context!.newPage())
     const pageErrors: string[] = []
     page.on('pageerror', (error) => pageErrors.push(error.message))
@@ -132,7 +104,7 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
     await send('first change')
     await expect.poll(() => assistant.last().textContent(), { timeout: 20_000 }).toBe('Turn one done.')
     await expect.poll(() => page.getByTestId('send').count(), { timeout: 15_000 }).toBe(1)
-    const afterOne = tree(work)
+    const afterOne = fileTree(work)
     expect(afterOne).toEqual({ 'a.txt': 'two\n', 'made.txt': 'new\n' })
     await send('second change')
     await expect.poll(() => assistant.last().textContent(), { timeout: 20_000 }).toBe('Turn two done.')
@@ -151,7 +123,7 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
     expect(await card.textContent()).toContain('continues in a new session')
     // Refused until the person ticks the box that names their changes.
     expect(await card.getByTestId('rewind-go').isDisabled()).toBe(true)
-    expect(tree(work)['a.txt']).toBe('my own edit\n')
+    expect(fileTree(work)['a.txt']).toBe('my own edit\n')
     await card.getByTestId('rewind-overwrite').check()
     mkdirSync(ARTIFACTS, { recursive: true })
     await card.screenshot({ path: join(ARTIFACTS, 'web-rewind-card.png'), animations: 'disabled', caret: 'hide' })
@@ -160,7 +132,7 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
     // The page moves to the fork; the disk is as it was before the second prompt.
     await expect.poll(() => sessionOf(page), { timeout: 15_000 }).not.toBe(original)
     const fork = sessionOf(page)!
-    expect(tree(work)).toEqual(afterOne)
+    expect(fileTree(work)).toEqual(afterOne)
     await expect
       .poll(() => page.getByTestId('rewind-info').textContent(), { timeout: 15_000 })
       .toContain('Rewound 2 files to the start of turn 2.')
@@ -201,7 +173,7 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
     await expect
       .poll(() => page.getByTestId('rewind-info').textContent(), { timeout: 15_000 })
       .toBe('Rewound 3 files to the start of turn 1.')
-    expect(tree(work)).toEqual(start)
+    expect(fileTree(work)).toEqual(start)
     expect(sessionOf(page)).toBe(fork)
     expect(pageErrors).toEqual([])
   }, 180_000)

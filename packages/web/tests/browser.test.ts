@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ensureClientBuilt } from '../src/build.ts'
-import { REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
 
-import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 
 const skip = skipWithout('Chromium', CHROMIUM !== undefined, 'the web UI browser tests')
 
@@ -79,22 +79,7 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
       { KEEL_HOME: join(scratch, 'home') },
       scratch,
     )
-    const { chromium } = await import('playwright-core')
-    context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-      executablePath: requireChromium(),
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1100, height: 760 },
-    })
+    context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
   }, 180_000)
 
   test('a plan appears and updates live, survives a reload from the tail page, renders markup as text, and clears on the next turn', async () => {

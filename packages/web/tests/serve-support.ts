@@ -2,6 +2,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { BrowserContext } from 'playwright-core'
+import { requireChromium } from '../../../test-support/system-tools.ts'
 
 export const REPO = join(import.meta.dirname, '../../..')
 
@@ -107,4 +109,27 @@ export function writeComposition(path: string, extra: readonly string[]): string
     ].join('\n') + '\n',
   )
   return path
+}
+
+/** Headless Chromium with its own profile (cookies persist across pages, as the token cookie needs), quiet on the network. */
+export async function launchBrowser(
+  profile: string,
+  viewport: { width: number; height: number },
+): Promise<BrowserContext> {
+  const { chromium } = await import('playwright-core')
+  return chromium.launchPersistentContext(profile, {
+    executablePath: requireChromium(),
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport,
+  })
 }
