@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { closest } from '@keel/session'
+import { closest } from '@keel/session/text'
 
 export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
 

@@ -12,7 +12,7 @@ import {
   type SettingsFile,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp'
-import { closest } from '@keel/session'
+import { closest } from '@keel/session/text'
 import { DEFAULT_MODEL, type Flags } from './args.ts'
 import { DEFAULT_COMPOSITION } from './boot.ts'
 import { SHIPPED_COMPOSITION } from './composition.ts'

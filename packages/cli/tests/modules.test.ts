@@ -31,10 +31,11 @@ writeFileSync(
 )
 
 /**
- * The packages behind the modules a run of keel loaded: `hono`, `@keel/web`, ... A bundle chunk names what it holds
- * in esbuild's `// node_modules/<package>/…` and `// packages/<name>/…` comments; a source file by its path.
+ * The module files a run of keel loaded, relative to the repository: `node_modules/hono/dist/index.js`,
+ * `packages/web/src/...`. A bundle chunk names what it holds in esbuild's `// node_modules/<package>/…` and
+ * `// packages/<name>/…` comments; a source file by its path.
  */
-async function packagesLoaded(args: string[]): Promise<Set<string>> {
+async function modulesLoaded(args: string[]): Promise<Set<string>> {
   const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
   writeFileSync(list, '')
   const child = spawn(
@@ -49,23 +50,32 @@ async function packagesLoaded(args: string[]): Promise<Set<string>> {
   const code = await new Promise((done) => child.on('close', done))
   expect(code).toBe(0)
   const found = new Set<string>()
-  const name = (path: string) => {
-    const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)
-    if (dep) return dep[1]!
-    const own = /(?:^|\/)packages\/([^/]+)\//.exec(path)
-    return own ? `@keel/${own[1]}` : undefined
-  }
   for (const url of readFileSync(list, 'utf8').split('\n').filter(Boolean)) {
     const path = fileURLToPath(url)
-    const direct = name(path.slice(root.length))
-    if (direct && !path.startsWith(join(root, 'dist'))) found.add(direct)
-    if (!path.startsWith(join(root, 'dist'))) continue
-    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm)) {
-      const held = name(match[1]!)
-      if (held) found.add(held)
+    if (!path.startsWith(join(root, 'dist'))) {
+      found.add(path.slice(root.length).replace(/^\//, ''))
+      continue
     }
+    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm))
+      found.add(match[1]!)
   }
   return found
+}
+
+/** The packages behind module files: `hono`, `@keel/web`, ... */
+function packagesOf(modules: Set<string>): Set<string> {
+  const found = new Set<string>()
+  for (const path of modules) {
+    const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)
+    const own = /(?:^|\/)packages\/([^/]+)\//.exec(path)
+    if (dep) found.add(dep[1]!)
+    else if (own) found.add(`@keel/${own[1]}`)
+  }
+  return found
+}
+
+async function packagesLoaded(args: string[]): Promise<Set<string>> {
+  return packagesOf(await modulesLoaded(args))
 }
 
 const FRONT_DOORS = [
@@ -85,7 +95,7 @@ describe('modules loaded', () => {
   test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime or the Anthropic SDK', async () => {
     const fake = await startFakeProvider([{ text: 'ok' }])
     try {
-      const loaded = await packagesLoaded([
+      const modules = await modulesLoaded([
         '-p',
         'hi',
         '--model',
@@ -93,6 +103,7 @@ describe('modules loaded', () => {
         '--base-url',
         `${fake.url}/v1`,
       ])
+      const loaded = packagesOf(modules)
       expect(loaded).toContain('openai')
       expect(loaded).toContain('@keel/agent')
       for (const heavy of [
@@ -118,11 +129,14 @@ describe('modules loaded', () => {
       expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
-  test('keel --version and --help load the argument table, not cordis or a plugin', async () => {
+  test('keel --version and --help load the argument table (and the text helpers it suggests with), not cordis or a plugin', async () => {
+    // @keel/session/text (`closest`, for "did you mean") and what it imports; the session package's root entry would
+    // bring cordis.
+    const textEntry = ['packages/session/src/text.ts', 'packages/session/src/escape.ts']
     for (const flag of ['--version', '--help']) {
-      const loaded = await packagesLoaded([flag])
+      const modules = [...(await modulesLoaded([flag]))].filter((path) => !textEntry.includes(path))
       expect(
-        [...loaded].filter(
+        [...packagesOf(new Set(modules))].filter(
           (name) => name !== '@keel/cli' && name !== 'tsx' && name !== 'get-tsconfig' && name !== 'esbuild',
         ),
         flag,
