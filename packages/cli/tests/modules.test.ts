@@ -92,7 +92,7 @@ const FRONT_DOORS = [
 ]
 
 describe('modules loaded', () => {
-  test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime or the Anthropic SDK', async () => {
+  test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime, the Anthropic SDK or all of TypeBox', async () => {
     const fake = await startFakeProvider([{ text: 'ok' }])
     try {
       const modules = await modulesLoaded([
@@ -116,6 +116,15 @@ describe('modules loaded', () => {
       ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
+      // TypeBox by name, not its namespace (which keeps its TypeScript-syntax parser), and its JSON Schema engine
+      // for tool arguments, not typebox/compile (which adds the whole Value module).
+      const typebox = [...modules].filter((path) => path.includes('node_modules/typebox/'))
+      expect(typebox.length).toBeGreaterThan(0)
+      for (const part of ['build/type/script/parser', 'build/compile/', 'build/value/'])
+        expect(
+          typebox.filter((path) => path.includes(part)),
+          `keel -p loaded typebox/${part}`,
+        ).toEqual([])
     } finally {
       await fake.close()
     }
