@@ -138,6 +138,17 @@ describe('modules loaded', () => {
       expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
+  test('keel -p loads the shell parser for a command with shell syntax, not for plain commands', async () => {
+    const script = (command: string) => {
+      const file = join(scratch, `bash-${Math.random().toString(36).slice(2)}.json`)
+      const steps = [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { text: 'ok' }]
+      writeFileSync(file, JSON.stringify({ steps }))
+      return `scripted/${file}`
+    }
+    expect(await packagesLoaded(['-p', 'hi', '--model', script('echo plain words')])).not.toContain('mvdan-sh')
+    expect(await packagesLoaded(['-p', 'hi', '--model', script('echo piped | cat')])).toContain('mvdan-sh')
+  }, 120_000)
+
   test('keel --version and --help load the argument table (and the text helpers it suggests with), not cordis or a plugin', async () => {
     // @keel/session/text (`closest`, for "did you mean") and what it imports; the session package's root entry would
     // bring cordis.
