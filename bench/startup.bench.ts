@@ -1,6 +1,8 @@
 // Start-up figures of the shipped composition, each beside bare Node measured in the same loop (runs interleaved,
 // so a load spike from elsewhere hits both): `keel --version`, `keel --help`, `keel -p` spawn → first model
 // request, and `keel serve` spawn → its page answered. Prints medians and ratios; asserts nothing.
+// KEEL_BENCH_COMPARE=<dir>[,<dir>…] runs the keel figures of other built checkouts in the same loop (say, the code
+// before a change, checked out elsewhere with its own dist/), so both see the same load.
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -10,7 +12,7 @@ import { startFakeProvider } from '../test-support/fake-provider.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const keelBin = join(root, 'bin/keel.js')
+const checkouts = [root, ...(process.env.KEEL_BENCH_COMPARE?.split(',').filter(Boolean) ?? [])]
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-startup-'))
 // The agent works in its own folder: with KEEL_HOME inside it, each run would checkpoint the sessions and
 // checkpoint repository of the runs before it, and the figures would grow run by run.
@@ -27,7 +29,7 @@ function run(args: string[]): Promise<number> {
 }
 
 /** Spawns `keel serve --port 0`, and resolves with the time until its page answered 200; then stops it. */
-async function serveReady(): Promise<number> {
+async function serveReady(keelBin: string): Promise<number> {
   const started = performance.now()
   const child = spawn(process.execPath, [keelBin, 'serve', '--port', '0', '--model', 'scripted/demo'], {
     cwd: work,
@@ -53,29 +55,45 @@ async function serveReady(): Promise<number> {
   return elapsed
 }
 
-const samples: Record<string, number[]> = { node: [], version: [], help: [], first: [], serve: [] }
+const FIGURES = ['version', 'help', 'first', 'serve'] as const
+const nodeSamples: number[] = []
+const samples = checkouts.map(() => ({
+  version: [] as number[],
+  help: [] as number[],
+  first: [] as number[],
+  serve: [] as number[],
+}))
 const load = loadavg()[0]!
 for (let i = 0; i < RUNS; i++) {
-  samples.node!.push(await run(['-e', '']))
-  samples.version!.push(await run([keelBin, '--version']))
-  samples.help!.push(await run([keelBin, '--help']))
-  const fake = await startFakeProvider([{ text: 'ok' }])
-  const started = Date.now()
-  await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
-  if (fake.requests[0]) samples.first!.push(fake.requests[0].at - started)
-  await fake.close()
-  samples.serve!.push(await serveReady())
+  nodeSamples.push(await run(['-e', '']))
+  // Each run starts with a different checkout: whichever goes first after bare Node was measured slower.
+  for (let turn = 0; turn < checkouts.length; turn++) {
+    const index = (i + turn) % checkouts.length
+    const keelBin = join(checkouts[index]!, 'bin/keel.js')
+    const mine = samples[index]!
+    mine.version.push(await run([keelBin, '--version']))
+    mine.help.push(await run([keelBin, '--help']))
+    const fake = await startFakeProvider([{ text: 'ok' }])
+    const started = Date.now()
+    await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
+    if (fake.requests[0]) mine.first.push(fake.requests[0].at - started)
+    await fake.close()
+    mine.serve.push(await serveReady(keelBin))
+  }
 }
-const node = median(samples.node!)
+const node = median(nodeSamples)
+const LABELS: Record<(typeof FIGURES)[number], string> = {
+  version: 'keel --version',
+  help: 'keel --help',
+  first: 'keel -p: spawn → first model request',
+  serve: 'keel serve: spawn → page served',
+}
 row(`load average ${load.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}, ${RUNS} runs each`, '')
 row('node -e "" (baseline)', ms(node))
-row('keel --version', ms(median(samples.version!)), ratio(median(samples.version!), node), 'vs bare node')
-row('keel --help', ms(median(samples.help!)), ratio(median(samples.help!), node), 'vs bare node')
-row(
-  'keel -p: spawn → first model request',
-  ms(median(samples.first!)),
-  ratio(median(samples.first!), node),
-  'vs bare node',
-)
-row('keel serve: spawn → page served', ms(median(samples.serve!)), ratio(median(samples.serve!), node), 'vs bare node')
+for (const figure of FIGURES)
+  for (const [index, checkout] of checkouts.entries()) {
+    const value = median(samples[index]![figure])
+    const label = checkouts.length > 1 ? `${LABELS[figure]} (${checkout})` : LABELS[figure]
+    row(label, ms(value), ratio(value, node), 'vs bare node')
+  }
 rmSync(scratch, { recursive: true, force: true })

@@ -2,11 +2,13 @@
 // TypeScript, and builds the web client when it is missing or stale. bin/keel.js uses the bundle only while it is
 // newer than every source file. `npm install` (prepare) and `npm pack` run this.
 import { build } from 'esbuild'
-import { existsSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const quiet = process.argv.includes('--quiet')
+// `--metafile=<file>` writes esbuild's metafile (the bytes each module keeps in each chunk) for size work.
+const metafile = process.argv.find((arg) => arg.startsWith('--metafile='))?.slice('--metafile='.length)
 
 // The web client first: `keel serve` from an installed package serves this build and cannot make one.
 const { register } = await import('tsx/esm/api')
@@ -17,7 +19,8 @@ await unregister()
 
 // Build beside dist/ and swap it in, so a keel process starting meanwhile never sees a half-written bundle.
 const next = `${root}dist.next-${process.pid}`
-await build({
+const result = await build({
+  metafile: metafile !== undefined,
   entryPoints: [`${root}packages/cli/src/bin.ts`],
   outdir: next,
   bundle: true,
@@ -41,6 +44,7 @@ await build({
     js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);",
   },
 })
+if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile))
 const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)

@@ -31,10 +31,11 @@ writeFileSync(
 )
 
 /**
- * The packages behind the modules a run of keel loaded: `hono`, `@keel/web`, ... A bundle chunk names what it holds
- * in esbuild's `// node_modules/<package>/…` and `// packages/<name>/…` comments; a source file by its path.
+ * The module files a run of keel loaded, relative to the repository: `node_modules/hono/dist/index.js`,
+ * `packages/web/src/...`, and `dist/bin.js` and its chunks when it ran the bundle. A bundle chunk names what it
+ * holds in esbuild's `// node_modules/<package>/…` and `// packages/<name>/…` comments; a source file by its path.
  */
-async function packagesLoaded(args: string[]): Promise<Set<string>> {
+async function modulesLoaded(args: string[]): Promise<Set<string>> {
   const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
   writeFileSync(list, '')
   const child = spawn(
@@ -49,23 +50,30 @@ async function packagesLoaded(args: string[]): Promise<Set<string>> {
   const code = await new Promise((done) => child.on('close', done))
   expect(code).toBe(0)
   const found = new Set<string>()
-  const name = (path: string) => {
-    const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)
-    if (dep) return dep[1]!
-    const own = /(?:^|\/)packages\/([^/]+)\//.exec(path)
-    return own ? `@keel/${own[1]}` : undefined
-  }
   for (const url of readFileSync(list, 'utf8').split('\n').filter(Boolean)) {
     const path = fileURLToPath(url)
-    const direct = name(path.slice(root.length))
-    if (direct && !path.startsWith(join(root, 'dist'))) found.add(direct)
+    found.add(path.slice(root.length).replace(/^\//, ''))
     if (!path.startsWith(join(root, 'dist'))) continue
-    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm)) {
-      const held = name(match[1]!)
-      if (held) found.add(held)
-    }
+    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm))
+      found.add(match[1]!)
   }
   return found
+}
+
+/** The packages behind module files: `hono`, `@keel/web`, ... */
+function packagesOf(modules: Set<string>): Set<string> {
+  const found = new Set<string>()
+  for (const path of modules) {
+    const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)
+    const own = /(?:^|\/)packages\/([^/]+)\//.exec(path)
+    if (dep) found.add(dep[1]!)
+    else if (own) found.add(`@keel/${own[1]}`)
+  }
+  return found
+}
+
+async function packagesLoaded(args: string[]): Promise<Set<string>> {
+  return packagesOf(await modulesLoaded(args))
 }
 
 const FRONT_DOORS = [
@@ -82,10 +90,10 @@ const FRONT_DOORS = [
 ]
 
 describe('modules loaded', () => {
-  test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime or the Anthropic SDK', async () => {
+  test('keel -p with an OpenAI-compatible model loads its SDK, not a front door, MCP, the sandbox runtime, the Anthropic SDK or all of TypeBox', async () => {
     const fake = await startFakeProvider([{ text: 'ok' }])
     try {
-      const loaded = await packagesLoaded([
+      const modules = await modulesLoaded([
         '-p',
         'hi',
         '--model',
@@ -93,6 +101,7 @@ describe('modules loaded', () => {
         '--base-url',
         `${fake.url}/v1`,
       ])
+      const loaded = packagesOf(modules)
       expect(loaded).toContain('openai')
       expect(loaded).toContain('@keel/agent')
       for (const heavy of [
@@ -105,6 +114,19 @@ describe('modules loaded', () => {
       ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
+      // TypeBox by name, not its namespace (which keeps its TypeScript-syntax parser), and its JSON Schema engine
+      // for tool arguments, not typebox/compile (which adds the whole Value module). Only the bundle is tree-shaken:
+      // from the sources (after an edit, before `npm run build`) Node loads TypeBox's whole index. CI runs the bundle.
+      const typebox = [...modules].filter((path) => path.includes('node_modules/typebox/'))
+      expect(typebox.length).toBeGreaterThan(0)
+      const parts = modules.has('dist/bin.js')
+        ? ['build/type/script/parser', 'build/compile/', 'build/value/']
+        : ['build/compile/']
+      for (const part of parts)
+        expect(
+          typebox.filter((path) => path.includes(part)),
+          `keel -p loaded typebox/${part}`,
+        ).toEqual([])
     } finally {
       await fake.close()
     }
@@ -118,14 +140,27 @@ describe('modules loaded', () => {
       expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
-  test('keel --version and --help load the argument table, not cordis or a plugin', async () => {
+  test('keel -p loads the shell parser for a command with shell syntax, not for plain commands', async () => {
+    const script = (command: string) => {
+      const file = join(scratch, `bash-${Math.random().toString(36).slice(2)}.json`)
+      const steps = [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { text: 'ok' }]
+      writeFileSync(file, JSON.stringify({ steps }))
+      return `scripted/${file}`
+    }
+    expect(await packagesLoaded(['-p', 'hi', '--model', script('echo plain words')])).not.toContain('mvdan-sh')
+    expect(await packagesLoaded(['-p', 'hi', '--model', script('echo piped | cat')])).toContain('mvdan-sh')
+  }, 120_000)
+
+  test('keel --version and --help load the argument table (and the text helpers it suggests with), not cordis or a plugin', async () => {
+    // @keel/session/text (`closest`, for "did you mean") and what it imports; the session package's root entry would
+    // bring cordis.
+    const textEntry = ['packages/session/src/text.ts', 'packages/session/src/escape.ts']
     for (const flag of ['--version', '--help']) {
-      const loaded = await packagesLoaded([flag])
-      // @keel/session/text (edit distance for "did you mean") imports nothing; the whole session package would
-      // bring cordis, which stays on the list below.
-      const allowed = ['@keel/cli', '@keel/session', 'tsx', 'get-tsconfig', 'esbuild']
+      const modules = [...(await modulesLoaded([flag]))].filter((path) => !textEntry.includes(path))
       expect(
-        [...loaded].filter((name) => !allowed.includes(name)),
+        [...packagesOf(new Set(modules))].filter(
+          (name) => name !== '@keel/cli' && name !== 'tsx' && name !== 'get-tsconfig' && name !== 'esbuild',
+        ),
         flag,
       ).toEqual([])
     }

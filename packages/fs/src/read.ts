@@ -1,6 +1,5 @@
 import { resolve } from 'node:path'
-import { Type } from 'typebox'
-import { defineTool, type ToolOutput } from '@keel/tools'
+import { defineTool, type ToolOutput, Type } from '@keel/tools'
 import type { Config } from './config.ts'
 import { formatBytes, plural } from './format.ts'
 import { readLineWindow } from './lines.ts'

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path'
-import { Type } from 'typebox'
-import { defineTool } from '@keel/tools'
+import { defineTool, Type } from '@keel/tools'
 import type { Config } from './config.ts'
 import { DETAILS_DIFF_LINES, diffDetails, unifiedDiff } from './diff.ts'
 import { countLines, plural } from './format.ts'

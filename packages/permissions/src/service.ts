@@ -1,7 +1,7 @@
 import { type Context, Service } from 'cordis'
 import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
-import { loadShellParser } from './command.ts'
+import { loadShellParser, needsShellParser } from './command.ts'
 import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
@@ -140,7 +140,7 @@ export class PermissionService extends Service {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
-    if (access.command !== undefined) await loadShellParser()
+    if (access.command !== undefined && needsShellParser(access.command)) await loadShellParser()
     const sandbox =
       access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
     if (!sandbox.available)

@@ -1,7 +1,6 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { Type } from 'typebox'
-import { defineTool } from '@keel/tools'
+import { defineTool, Type } from '@keel/tools'
 import type { SandboxService, WrappedCommand } from '@keel/sandbox'
 import { CappedOutput } from './output.ts'
 import { runCommand, type RunOutcome } from './run.ts'

@@ -1,5 +1,4 @@
-import { Type } from 'typebox'
-import { defineTool } from '@keel/tools'
+import { defineTool, Type } from '@keel/tools'
 import { describeTodoWrite, resultText } from './describe.ts'
 import { standingPlanOf } from './plan.ts'
 import { TODO_STATUSES, type TodoItem } from './types.ts'
