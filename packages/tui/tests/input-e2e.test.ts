@@ -10,6 +10,7 @@ import { skipWithout } from '../../../test-support/system-tools.ts'
 import { startFakeProvider, type FakeProvider } from '../../../test-support/fake-provider.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
 import { onlySessionEvents } from '../../../test-support/files.ts'
+import { writeComposition } from '../../../test-support/composition.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal input test')
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -43,18 +44,10 @@ test.skipIf(skip)(
     }
     fake = await startFakeProvider([{ text: 'Reply from the fake provider.' }, { text: 'Reopened on the fake.' }])
     // No sandbox in this composition, so ask mode asks about every command (as in permissions-e2e).
-    writeFileSync(
-      join(cwd, 'keel.yml'),
-      [
-        "- { id: session, name: '@keel/session' }",
-        "- { id: llm, name: '@keel/llm' }",
-        "- { id: tools, name: '@keel/tools' }",
-        "- { id: agent, name: '@keel/agent' }",
-        "- { id: shell, name: '@keel/shell' }",
-        "- { id: fs, name: '@keel/fs' }",
-        "- { id: permissions, name: '@keel/permissions' }",
-      ].join('\n') + '\n',
-    )
+    writeComposition(join(cwd, 'keel.yml'), [
+      "- { id: fs, name: '@keel/fs' }",
+      "- { id: permissions, name: '@keel/permissions' }",
+    ])
     writeFileSync(join(cwd, 'script.json'), JSON.stringify({ steps: [{ text: 'Reply from the script.' }] }))
     writeFileSync(join(cwd, '.gitignore'), 'build/\n')
     mkdirSync(join(cwd, 'src/parser'), { recursive: true })

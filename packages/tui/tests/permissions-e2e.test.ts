@@ -1,6 +1,6 @@
 // Asking in the terminal UI: the real `keel` binary in tmux, `ask` mode (the TUI's default), the scripted model
 // asking for a command to deny, one to allow once, a write to allow always, and one to cancel with Ctrl+C.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,6 +9,7 @@ import { processRunning } from './support.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
 import { onlySessionEvents } from '../../../test-support/files.ts'
+import { writeComposition } from '../../../test-support/composition.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal approval test')
 
@@ -29,18 +30,10 @@ test.skipIf(skip)(
       rmSync(home, { recursive: true, force: true })
       rmSync(cwd, { recursive: true, force: true })
     }
-    writeFileSync(
-      join(cwd, 'keel.yml'),
-      [
-        "- { id: session, name: '@keel/session' }",
-        "- { id: llm, name: '@keel/llm' }",
-        "- { id: tools, name: '@keel/tools' }",
-        "- { id: agent, name: '@keel/agent' }",
-        "- { id: shell, name: '@keel/shell' }",
-        "- { id: fs, name: '@keel/fs' }",
-        "- { id: permissions, name: '@keel/permissions' }",
-      ].join('\n') + '\n',
-    )
+    writeComposition(join(cwd, 'keel.yml'), [
+      "- { id: fs, name: '@keel/fs' }",
+      "- { id: permissions, name: '@keel/permissions' }",
+    ])
     const keel = (flags: string) =>
       `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --config keel.yml --model 'scripted/${SCRIPT}' ${flags}; echo "[keel exited $?]"; sleep 600`
     const screen = (history = false) => tmux.screen('ask', history)

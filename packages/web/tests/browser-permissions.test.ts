@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, type Served, serveScripted } from './serve-support.ts'
+import { writeComposition } from '../../../test-support/composition.ts'
 
 const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web approval browser tests')
 
@@ -60,20 +61,7 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
     writeComposition(join(scratch, 'keel.yml'), [
       "- { id: permissions, name: '@keel/permissions', config: { mode: ask } }",
     ])
-    served = await serve(
-      [
-        '--port',
-        '0',
-        '--model',
-        `scripted/${join(scratch, 'script.json')}`,
-        '--cwd',
-        work,
-        '--config',
-        join(scratch, 'keel.yml'),
-      ],
-      { KEEL_HOME: home },
-      work,
-    )
+    served = await serveScripted(scratch, work, home)
     context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
   }, 180_000)
 

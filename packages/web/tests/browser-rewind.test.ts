@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, type Served, serveScripted } from './serve-support.ts'
+import { writeComposition } from '../../../test-support/composition.ts'
 import { fileTree } from '../../../test-support/files.ts'
 
 const skip = skipWithout('chromium', CHROMIUM !== undefined, 'the web rewind browser test')
@@ -70,20 +71,7 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
       "- { id: todo, name: '@keel/todo' }",
       "- { id: checkpoint, name: '@keel/checkpoint', config: { enabled: true, maxFiles: 50000, maxBytes: 500000000 } }",
     ])
-    served = await serve(
-      [
-        '--port',
-        '0',
-        '--model',
-        `scripted/${join(scratch, 'script.json')}`,
-        '--cwd',
-        work,
-        '--config',
-        join(scratch, 'keel.yml'),
-      ],
-      { KEEL_HOME: home },
-      work,
-    )
+    served = await serveScripted(scratch, work, home)
     context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 800 })
   }, 180_000)
 

@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ensureClientBuilt } from '../src/build.ts'
-import { launchBrowser, REPO, serve, type Served, writeComposition } from './serve-support.ts'
+import { launchBrowser, REPO, type Served, serveScripted } from './serve-support.ts'
+import { writeComposition } from '../../../test-support/composition.ts'
 
 import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 
@@ -65,20 +66,7 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
       "  name: '@keel/todo'",
       '  config: { allowParallelInProgress: true }',
     ])
-    served = await serve(
-      [
-        '--port',
-        '0',
-        '--model',
-        `scripted/${join(scratch, 'script.json')}`,
-        '--cwd',
-        scratch,
-        '--config',
-        join(scratch, 'keel.yml'),
-      ],
-      { KEEL_HOME: join(scratch, 'home') },
-      scratch,
-    )
+    served = await serveScripted(scratch, scratch, join(scratch, 'home'))
     context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
   }, 180_000)
 

@@ -1,6 +1,5 @@
 // Runs the real `keel serve` binary and reads the URL it prints.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BrowserContext } from 'playwright-core'
 import { requireChromium } from '../../../test-support/system-tools.ts'
@@ -93,22 +92,12 @@ export async function serve(
 }
 
 /**
- * A small composition for the browser tests: the core plugins and the shell, plus `extra` YAML entries; written to
- * `path` and returned.
+ * `keel serve` for a browser test: the scripted model `<scratch>/script.json` and the composition `<scratch>/keel.yml`
+ * (see `writeComposition`), in `cwd`, with `home` as `KEEL_HOME`.
  */
-export function writeComposition(path: string, extra: readonly string[]): string {
-  writeFileSync(
-    path,
-    [
-      "- { id: session, name: '@keel/session' }",
-      "- { id: llm, name: '@keel/llm' }",
-      "- { id: tools, name: '@keel/tools' }",
-      "- { id: agent, name: '@keel/agent' }",
-      "- { id: shell, name: '@keel/shell' }",
-      ...extra,
-    ].join('\n') + '\n',
-  )
-  return path
+export function serveScripted(scratch: string, cwd: string, home: string): Promise<Served> {
+  const args = ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', cwd]
+  return serve([...args, '--config', join(scratch, 'keel.yml')], { KEEL_HOME: home }, cwd)
 }
 
 /** Headless Chromium with its own profile (cookies persist across pages, as the token cookie needs), quiet on the network. */
