@@ -103,6 +103,15 @@ function plainLines(code: string): string[] {
 }
 
 /**
+ * Longer code stays plain: highlighting is synchronous on the UI thread, and a model can write a block of any size.
+ * Streaming redraws a message on every delta, so finished blocks are kept (by language and text) instead of being
+ * highlighted again each time.
+ */
+export const HIGHLIGHT_MAX_CHARS = 50_000
+const HIGHLIGHTED_MAX = 100
+const highlighted = new Map<string, string[]>()
+
+/**
  * pi-tui's `highlightCode` hook: one terminal line per line of `code`. A named language lowlight knows is used; an
  * unnamed or unknown one stays plain (guessing the language of a shell transcript paints it at random).
  */
@@ -112,10 +121,17 @@ export function highlightCode(code: string, lang?: string): string[] {
     return plainLines(code)
   }
   const language = lang?.trim().split(/\s/)[0]?.toLowerCase()
-  if (!language || !lowlight.registered(language)) return plainLines(code)
+  if (!language || !lowlight.registered(language) || code.length > HIGHLIGHT_MAX_CHARS) return plainLines(code)
+  const key = `${language}\u0000${code}`
+  const cached = highlighted.get(key)
+  if (cached) return [...cached]
+  let lines: string[]
   try {
-    return toLines(lowlight.highlight(language, code))
+    lines = toLines(lowlight.highlight(language, code))
   } catch {
-    return plainLines(code)
+    lines = plainLines(code)
   }
+  if (highlighted.size >= HIGHLIGHTED_MAX) highlighted.delete(highlighted.keys().next().value!)
+  highlighted.set(key, lines)
+  return [...lines]
 }

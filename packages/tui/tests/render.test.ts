@@ -3,7 +3,7 @@ import type { DiffDetails } from '@keel/session'
 import { DIFF_COLLAPSED_LINES, diffRows, renderDiff } from '../src/diff-view.ts'
 import { foldEvents } from '../src/fold.ts'
 import { Footer, usageText } from '../src/footer.ts'
-import { highlightCode, loadHighlighter } from '../src/highlight.ts'
+import { HIGHLIGHT_MAX_CHARS, highlightCode, loadHighlighter } from '../src/highlight.ts'
 import { renderMarkdown } from '../src/markdown.ts'
 import { TranscriptView, withoutToolName } from '../src/transcript.ts'
 import { plain, plainLines } from './support.ts'
@@ -70,6 +70,16 @@ describe('Markdown to terminal lines', () => {
     expect(line).toContain('\x1b[90m// note\x1b[39m')
     // No language named: no guessing, the block is drawn plain in the code colour.
     expect(highlightCode('const x = 1')).toEqual(['\x1b[33mconst x = 1\x1b[39m'])
+  })
+
+  test('code longer than the highlight limit stays plain (highlighting is synchronous), and a repeat is the same lines', async () => {
+    await loadHighlighter()
+    const long = 'const x = 1\n'.repeat(Math.ceil(HIGHLIGHT_MAX_CHARS / 12) + 1)
+    expect(highlightCode(long, 'ts').every((line) => !line.includes('\x1b[35m'))).toBe(true)
+    const first = highlightCode('let y = 2', 'ts')
+    expect(first[0]).toContain('\x1b[35mlet\x1b[39m')
+    first[0] = 'changed by a caller'
+    expect(highlightCode('let y = 2', 'ts')[0]).toContain('\x1b[35mlet\x1b[39m')
   })
 
   test('raw HTML stays text, and control characters from the model (in prose, code and entities) are inert', async () => {

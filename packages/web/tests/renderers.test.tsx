@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest'
 import { ToolRow, summaryOf } from '../src/client/components/ToolRow.tsx'
 import type { DiffDetails } from '@keel/session'
 import { isCancelledResult, lastLines, rowsOf } from '../src/client/diff.ts'
+import { HIGHLIGHT_MAX_CHARS, highlighted } from '../src/client/markdown/CodeBlock.tsx'
 import { highlight } from '../src/client/markdown/highlight.ts'
 import { Markdown, safeHref } from '../src/client/markdown/Markdown.tsx'
 import { foldUsage, type TranscriptItem } from '../src/client/store.ts'
@@ -126,6 +127,11 @@ describe('highlight', () => {
     expect(highlight('ls -la', 'sh')).toBeDefined()
     expect(highlight('x', 'no-such-language')).toBeUndefined()
     expect(highlight('x', '')).toBeUndefined()
+  })
+
+  test('a code block longer than the limit is not highlighted (the page would freeze on it)', () => {
+    expect(highlighted(highlight, 'const a = 1', 'ts')).toBeDefined()
+    expect(highlighted(highlight, 'x'.repeat(HIGHLIGHT_MAX_CHARS + 1), 'ts')).toBeUndefined()
   })
 })
 

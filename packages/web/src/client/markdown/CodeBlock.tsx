@@ -14,8 +14,11 @@ function loadHighlighter(): Promise<Highlight> {
 /** Highlighted trees by language and source, so a block re-rendered with the same text is not highlighted again. */
 const cache = new Map<string, ReactNode | undefined>()
 const CACHE_MAX = 200
+/** Longer code stays plain: highlighting runs on the page's main thread, and a model can write a block of any size. */
+export const HIGHLIGHT_MAX_CHARS = 50_000
 
-function highlighted(highlight: Highlight, code: string, language: string): ReactNode | undefined {
+export function highlighted(highlight: Highlight, code: string, language: string): ReactNode | undefined {
+  if (code.length > HIGHLIGHT_MAX_CHARS) return undefined
   const key = `${language}\u0000${code}`
   if (cache.has(key)) return cache.get(key)
   const html = highlight(code, language)
