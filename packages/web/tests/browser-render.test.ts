@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import { writeDemo } from '../scripts/demo-session.ts'
 import { ensureClientBuilt } from '../src/build.ts'
-import { serve, type Served } from './serve-support.ts'
+import { chromiumOptions, serve, type Served } from './serve-support.ts'
 
-import { CHROMIUM, requireChromium, skipWithout } from '../../../test-support/system-tools.ts'
+import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
 
 const skip = skipWithout('Chromium', CHROMIUM !== undefined, 'the web renderer browser tests')
 
@@ -50,20 +50,7 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
       scratch,
     )
     const { chromium } = await import('playwright-core')
-    browser = await chromium.launch({
-      executablePath: requireChromium(),
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
+    browser = await chromium.launch(chromiumOptions())
   }, 180_000)
 
   test('Markdown, highlighted code, coloured diffs, output previews and usage on a desktop page', async () => {

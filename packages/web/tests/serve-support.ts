@@ -100,13 +100,9 @@ export function serveScripted(scratch: string, cwd: string, home: string): Promi
   return serve([...args, '--config', join(scratch, 'keel.yml')], { KEEL_HOME: home }, cwd)
 }
 
-/** Headless Chromium with its own profile (cookies persist across pages, as the token cookie needs), quiet on the network. */
-export async function launchBrowser(
-  profile: string,
-  viewport: { width: number; height: number },
-): Promise<BrowserContext> {
-  const { chromium } = await import('playwright-core')
-  return chromium.launchPersistentContext(profile, {
+/** How the browser tests start Chromium: headless, and quiet on the network (no updates, sync or QUIC). */
+export function chromiumOptions() {
+  return {
     executablePath: requireChromium(),
     headless: true,
     args: [
@@ -119,6 +115,14 @@ export async function launchBrowser(
       '--disable-component-update',
       '--disable-sync',
     ],
-    viewport,
-  })
+  }
+}
+
+/** Headless Chromium with its own profile (cookies persist across pages, as the token cookie needs), quiet on the network. */
+export async function launchBrowser(
+  profile: string,
+  viewport: { width: number; height: number },
+): Promise<BrowserContext> {
+  const { chromium } = await import('playwright-core')
+  return chromium.launchPersistentContext(profile, { ...chromiumOptions(), viewport })
 }
