@@ -54,7 +54,13 @@ export function causeText(error: unknown): string {
   let current: unknown = error
   for (let depth = 0; current && depth < 5; depth++) {
     const message = (current as { message?: unknown }).message
-    if (typeof message === 'string' && message && !/^(Connection error\.|fetch failed)$/.test(message))
+    // A wrapper that repeats its cause's message adds nothing.
+    if (
+      typeof message === 'string' &&
+      message &&
+      message !== parts.at(-1) &&
+      !/^(Connection error\.|fetch failed)$/.test(message)
+    )
       parts.push(message)
     current = (current as { cause?: unknown }).cause
   }

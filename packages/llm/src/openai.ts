@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
+import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import { ConnectionError, type EventStream, HttpStatusError, postEventStream } from './event-stream.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
 import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
-
-type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam
-type ChatChunk = OpenAI.Chat.ChatCompletionChunk
-type UserPart = OpenAI.Chat.ChatCompletionContentPartText | OpenAI.Chat.ChatCompletionContentPartImage
+import type {
+  ChatChunk,
+  ChatMessage,
+  ChatRequest,
+  ChatToolCall,
+  ChatToolCallDelta,
+  ChatUsage,
+  UserPart,
+} from './openai-wire.ts'
 
 export interface OpenAiAdapterOptions {
   /** Provider name as the user typed it (`deepseek`, `openai`, `openrouter`, `openai-compatible`). */
@@ -29,14 +34,16 @@ export interface OpenAiAdapterOptions {
 }
 
 /**
- * OpenAI-compatible chat-completions adapter (DeepSeek, OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio)
- * on the official `openai` SDK. The SDK's own retries are off: `withRetries` in index.ts owns retry policy.
+ * OpenAI-compatible chat-completions adapter (DeepSeek, OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio):
+ * a streamed POST to `<baseURL>/chat/completions` on node:http (event-stream.ts). No retries here: `withRetries` in
+ * index.ts owns retry policy, IdleWatch the silences.
  */
 export class OpenAiAdapter implements LlmAdapter {
   readonly provider: string
   readonly model: string
   readonly contextWindow?: number
-  private readonly client: OpenAI
+  private readonly url: string
+  private readonly headers: Record<string, string>
   private readonly where: FailureContext
 
   constructor(readonly options: OpenAiAdapterOptions) {
@@ -44,22 +51,20 @@ export class OpenAiAdapter implements LlmAdapter {
     this.model = options.model
     this.contextWindow = options.contextWindow
     this.where = { provider: options.provider, keyVariable: options.keyVariable, baseURL: options.baseURL }
-    this.client = new OpenAI({
-      baseURL: options.baseURL,
-      // The SDK refuses to start without a key; a keyless server gets a placeholder that the null header removes.
-      apiKey: options.apiKey ?? 'unused',
-      defaultHeaders: { ...options.headers, ...(options.apiKey ? {} : { Authorization: null }) },
-      // Pass these explicitly so the SDK does not read OPENAI_* variables from process.env for other providers.
-      organization: options.organization ?? null,
-      project: options.project ?? null,
-      webhookSecret: null,
-      maxRetries: 0,
-      logLevel: 'off',
-    })
+    this.url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`
+    this.headers = {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      'user-agent': 'keel',
+      ...options.headers,
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      ...(options.organization ? { 'openai-organization': options.organization } : {}),
+      ...(options.project ? { 'openai-project': options.project } : {}),
+    }
   }
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
-    const body: OpenAI.Chat.ChatCompletionCreateParamsStreaming = {
+    const body: ChatRequest = {
       model: this.model,
       messages: toChatMessages(request.system, request.messages),
       stream: true,
@@ -78,10 +83,14 @@ export class OpenAiAdapter implements LlmAdapter {
     if (request.maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = request.maxTokens
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, this.provider)
-    let iterator: AsyncIterator<ChatChunk>
+    let response: EventStream
     try {
-      const response = await watch.wait(this.client.chat.completions.create(body, { signal: watch.signal }), false)
-      iterator = response[Symbol.asyncIterator]()
+      const pending = postEventStream(this.url, {
+        headers: this.headers,
+        body: JSON.stringify(body),
+        signal: watch.signal,
+      })
+      response = await watch.wait(pending, false)
     } catch (error) {
       throw this.failure(error, signal, false)
     }
@@ -93,25 +102,24 @@ export class OpenAiAdapter implements LlmAdapter {
     let started = false
     try {
       for (;;) {
-        let next: IteratorResult<ChatChunk>
+        let chunk: ChatChunk
         try {
-          next = await watch.wait(iterator.next(), started)
+          const next = await watch.wait(response.events.next(), started)
+          if (next.done || next.value.data.startsWith('[DONE]')) {
+            done = true
+            break
+          }
+          chunk = JSON.parse(next.value.data) as ChatChunk
         } catch (error) {
           throw this.failure(error, signal, true)
         }
-        if (next.done) {
-          done = true
-          break
-        }
-        const chunk = next.value
+        // An error inside a 200 stream (OpenAI, OpenRouter and vLLM send one when generation fails).
+        if (chunk.error) throw this.failure(chunk, signal, true)
         started = true
         if (chunk.usage) usage = usageOf(chunk.usage)
         const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
         if (!choice) continue
-        const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & {
-          reasoning_content?: string | null
-          reasoning?: string | null
-        }
+        const delta = choice.delta ?? {}
         const reasoning = delta.reasoning_content ?? delta.reasoning
         if (typeof reasoning === 'string' && reasoning) yield { type: 'reasoning-delta', text: reasoning }
         if (typeof delta.content === 'string' && delta.content) yield { type: 'text-delta', text: delta.content }
@@ -120,9 +128,8 @@ export class OpenAiAdapter implements LlmAdapter {
       }
     } finally {
       // A consumer that stops early (or a failure above) must not leave the HTTP stream running.
-      if (!done) Promise.resolve(iterator.return?.()).catch(() => {})
+      if (!done) response.close()
     }
-    // The SDK ends the iteration quietly when the request is aborted mid-stream.
     if (signal.aborted) throw new LlmError('aborted', 'request aborted')
     if (!finish)
       throw new LlmError(
@@ -135,20 +142,36 @@ export class OpenAiAdapter implements LlmAdapter {
 
   private failure(error: unknown, signal: AbortSignal, midStream: boolean): LlmError {
     if (error instanceof LlmError) return error
-    if (signal.aborted || error instanceof APIUserAbortError) return new LlmError('aborted', 'request aborted')
-    if (error instanceof APIConnectionError)
-      return providerError(this.where, { connection: true, message: causeText(error) })
-    if (error instanceof APIError) {
-      const body = error.error as { message?: unknown; type?: unknown } | undefined
-      const message = typeof body?.message === 'string' ? body.message : error.message.replace(/^\d{3}\s+/, '')
-      return providerError(this.where, {
-        status: error.status,
-        type: typeof body?.type === 'string' ? body.type : error.type,
-        message,
-      })
-    }
+    if (signal.aborted) return new LlmError('aborted', 'request aborted')
+    if (error instanceof ConnectionError)
+      return providerError(this.where, { connection: true, midStream: error.midStream, message: causeText(error) })
+    if (error instanceof HttpStatusError)
+      return providerError(this.where, { status: error.status, ...errorBody(error.body) })
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
+    const inStream = (error as ChatChunk | undefined)?.error
+    if (inStream) return providerError(this.where, describe(inStream))
     return providerError(this.where, { connection: true, midStream, message: causeText(error) })
+  }
+}
+
+/** An error body as providers send it: `{"error": {"message", "type"}}`, `{"error": "text"}`, or plain text. */
+function errorBody(text: string): { message: string; type?: string } {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return { message: text.trim() }
+  }
+  const error = (parsed as { error?: unknown } | null)?.error ?? parsed
+  return describe(error)
+}
+
+function describe(error: unknown): { message: string; type?: string } {
+  if (typeof error === 'string') return { message: error }
+  const { message, type } = (error ?? {}) as { message?: unknown; type?: unknown }
+  return {
+    message: typeof message === 'string' ? message : JSON.stringify(error),
+    type: typeof type === 'string' ? type : undefined,
   }
 }
 
@@ -161,7 +184,7 @@ class ToolCallTracker {
   /** Tool calls started so far; also the next slot. */
   count = 0;
 
-  *push(delta: OpenAI.Chat.ChatCompletionChunk.Choice.Delta.ToolCall): Generator<StreamChunk> {
+  *push(delta: ChatToolCallDelta): Generator<StreamChunk> {
     const index = typeof delta.index === 'number' ? delta.index : this.byIndex.size
     let call = this.byIndex.get(index)
     // Some servers reuse index 0 for every call; a new id at a known index is a new call.
@@ -197,10 +220,9 @@ function finishReason(reason: string, sawToolCalls: boolean): FinishReason {
   return 'stop'
 }
 
-function usageOf(raw: OpenAI.CompletionUsage): TokenUsage {
-  const extra = raw as OpenAI.CompletionUsage & { prompt_cache_hit_tokens?: number }
+function usageOf(raw: ChatUsage): TokenUsage {
   const usage: TokenUsage = { input: raw.prompt_tokens ?? 0, output: raw.completion_tokens ?? 0 }
-  const cached = raw.prompt_tokens_details?.cached_tokens ?? extra.prompt_cache_hit_tokens
+  const cached = raw.prompt_tokens_details?.cached_tokens ?? raw.prompt_cache_hit_tokens
   if (typeof cached === 'number' && cached > 0) usage.cacheRead = cached
   const reasoning = raw.completion_tokens_details?.reasoning_tokens
   if (typeof reasoning === 'number' && reasoning > 0) usage.reasoning = reasoning
@@ -241,7 +263,7 @@ function toChatMessages(system: string, messages: readonly Message[]): ChatMessa
       })
     } else if (message.role === 'assistant') {
       let text = ''
-      const toolCalls: OpenAI.Chat.ChatCompletionMessageFunctionToolCall[] = []
+      const toolCalls: ChatToolCall[] = []
       for (const block of message.content) {
         if (block.type === 'text') text += block.text
         else if (block.type === 'tool-call')
@@ -271,6 +293,6 @@ function toChatMessages(system: string, messages: readonly Message[]): ChatMessa
   return out
 }
 
-function imagePart(block: ImageBlock): OpenAI.Chat.ChatCompletionContentPartImage {
+function imagePart(block: ImageBlock): UserPart {
   return { type: 'image_url', image_url: { url: `data:${block.mediaType};base64,${block.data}` } }
 }

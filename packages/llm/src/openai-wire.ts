@@ -1,0 +1,57 @@
+// The chat-completions wire shapes Keel sends and reads, as OpenAI documents them; compatible servers add fields
+// (DeepSeek's `reasoning_content` and `prompt_cache_hit_tokens`, Ollama's and vLLM's `reasoning`). Only what the
+// adapter touches is typed; a server's extra fields pass through unread.
+
+export type UserPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+
+export interface ChatToolCall {
+  id: string
+  type: 'function'
+  function: { name: string; arguments: string }
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string | UserPart[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string }
+
+export interface ChatRequest {
+  model: string
+  messages: ChatMessage[]
+  stream: true
+  stream_options: { include_usage: boolean }
+  tools?: { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[]
+  max_tokens?: number
+  max_completion_tokens?: number
+}
+
+export interface ChatToolCallDelta {
+  index?: number
+  id?: string
+  function?: { name?: string; arguments?: string }
+}
+
+export interface ChatUsage {
+  prompt_tokens?: number
+  completion_tokens?: number
+  prompt_tokens_details?: { cached_tokens?: number }
+  completion_tokens_details?: { reasoning_tokens?: number }
+  prompt_cache_hit_tokens?: number
+}
+
+export interface ChatChunk {
+  choices?: {
+    index?: number
+    delta?: {
+      content?: string | null
+      reasoning_content?: string | null
+      reasoning?: string | null
+      tool_calls?: ChatToolCallDelta[]
+    }
+    finish_reason?: string | null
+  }[]
+  usage?: ChatUsage | null
+  /** Sent inside a 200 stream when the server fails mid-generation. */
+  error?: unknown
+}
