@@ -1,8 +1,26 @@
 // Bundles the keel CLI into dist/ with esbuild so a cold start loads one module graph instead of compiling
 // TypeScript, and builds the web client when it is missing or stale. bin/keel.js uses the bundle only while it is
 // newer than every source file. `npm install` (prepare) and `npm pack` run this.
-import { build } from 'esbuild'
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+//
+// The chunks are CommonJS (`dist/*.cjs`), loaded by bin/keel.js with V8's code cache (`dist/code-cache/`): Node 20
+// can give cached bytecode to a script but not to an ES module, and compiling the chunks was about a third of a
+// cold `keel -p`. esbuild splits only ES modules, so the bundle is built as ESM chunks first and each chunk is then
+// rewritten as CommonJS. A short scripted `keel -p` run (and a `keel serve` that answers one page) fills the cache.
+import { build, transform } from 'esbuild'
+import { init as initLexer, parse as parseModule } from 'es-module-lexer'
+import { spawn } from 'node:child_process'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -18,11 +36,12 @@ await ensureClientBuilt({ log: quiet ? undefined : (line) => console.log(line) }
 await unregister()
 
 // Build beside dist/ and swap it in, so a keel process starting meanwhile never sees a half-written bundle.
+const esm = `${root}dist.esm-${process.pid}`
 const next = `${root}dist.next-${process.pid}`
 const result = await build({
   metafile: metafile !== undefined,
   entryPoints: [`${root}packages/cli/src/bin.ts`],
-  outdir: next,
+  outdir: esm,
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -40,13 +59,89 @@ const result = await build({
     'tsx',
     '@anthropic-ai/sandbox-runtime',
   ],
-  banner: {
-    js: "import { createRequire as __keelRequire } from 'node:module'; const require = __keelRequire(import.meta.url);",
-  },
 })
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile))
+mkdirSync(next)
+await initLexer
+for (const name of readdirSync(esm)) {
+  // esbuild's `// packages/…` and `// node_modules/…` lines say which module each part of a chunk holds (the modules
+  // test reads them); a transform drops plain comments and keeps legal ones (`//!`).
+  const source = routeDynamicImports(readFileSync(join(esm, name), 'utf8')).replace(
+    /^\/\/ ((?:node_modules|packages)\/\S+)$/gm,
+    '//! $1',
+  )
+  const { code } = await transform(source, {
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    // bin/keel.js passes each chunk its own file URL under this name.
+    define: { 'import.meta.url': '__keelUrl' },
+    logLevel: 'warning',
+  })
+  writeFileSync(join(next, name.replace(/\.js$/, '.cjs')), code)
+}
+rmSync(esm, { recursive: true, force: true })
 const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)
 rmSync(old, { recursive: true, force: true })
-if (!quiet) console.log('keel: built dist/bin.js')
+await fillCodeCache()
+if (!quiet) console.log('keel: built dist/bin.cjs')
+
+/**
+ * Every `import(…)` of a chunk becomes `__keelImport(…)`, which bin/keel.js passes in: Node 20 loses the dynamic-import
+ * callback of a script compiled from cached bytecode ("A dynamic import callback was not specified"), so no import()
+ * may stay in a chunk. The helper loads a chunk (`./<chunk>.js`) itself and anything else (vite, the sandbox runtime,
+ * a composition's plugin) with Node's own import(). es-module-lexer finds them: a regular expression would also match
+ * the word in strings and comments.
+ */
+function routeDynamicImports(source) {
+  const [imports] = parseModule(source)
+  let out = ''
+  let at = 0
+  for (const entry of imports) {
+    if (entry.d < 0) continue // a static import or export; the CommonJS transform turns it into require()
+    out += `${source.slice(at, entry.ss)}__keelImport`
+    at = entry.d
+  }
+  return out + source.slice(at)
+}
+
+/**
+ * Runs the new bundle the way a person would, with KEEL_WRITE_CODE_CACHE set so bin/keel.js writes the bytecode of
+ * every chunk it ran to dist/code-cache/ as it exits: a one-step scripted `keel -p`, then `keel serve` until its
+ * page has been served. A failure only costs speed (chunks without a cache compile as usual), so it warns.
+ */
+async function fillCodeCache() {
+  const scratch = mkdtempSync(join(tmpdir(), 'keel-code-cache-'))
+  const env = { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_WRITE_CODE_CACHE: '1', KEEL_FROM_SOURCE: '' }
+  const keel = (args) => spawn(process.execPath, [`${root}bin/keel.js`, ...args], { cwd: scratch, env })
+  try {
+    const script = join(scratch, 'one-step.json')
+    writeFileSync(script, JSON.stringify({ steps: [{ text: 'ok' }] }))
+    const print = keel(['-p', 'hi', '--model', `scripted/${script}`])
+    const code = await new Promise((done) => print.on('close', done))
+    if (code !== 0) throw new Error(`keel -p exited ${code}`)
+    const serve = keel(['serve', '--port', '0', '--model', `scripted/${script}`])
+    const closed = new Promise((done) => serve.on('close', done))
+    try {
+      const url = await new Promise((resolve, reject) => {
+        let out = ''
+        serve.stdout.on('data', (chunk) => {
+          out += chunk
+          const found = /http:\/\/\S+/.exec(out)?.[0]
+          if (found) resolve(found)
+        })
+        serve.on('close', (code) => reject(new Error(`keel serve exited ${code}`)))
+      })
+      await (await fetch(url)).text()
+    } finally {
+      serve.kill('SIGTERM')
+      await closed
+    }
+  } catch (error) {
+    console.warn(`keel: warning: the code cache was not filled (${error.message}); start-up is slower, nothing else`)
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}

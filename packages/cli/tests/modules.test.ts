@@ -1,7 +1,9 @@
 // What each command loads: print mode must not parse a front door's dependencies (React, pi-tui, hono, the ACP
 // SDK), the MCP SDK when no server is configured, the sandbox runtime before a sandboxed call, or a provider SDK
 // it does not use; --version and --help load no more than the argument table. Runs bin/keel.js as users do (the
-// bundle when it is fresh, the sources otherwise) with a loader hook that records every module file it loads.
+// bundle when it is fresh, the sources otherwise) and records every module file it loads: an ES module loader hook
+// for the sources and node_modules, and for the bundle's chunks (which bin/keel.js compiles itself, with their code
+// cache, through vm.Script) a preload that notes each script's file name.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,6 +26,21 @@ export async function load(url, context, next) {
 }
 `,
 )
+// bin/keel.js reads `vm.Script` when it compiles a chunk, so this subclass sees every chunk the bundle runs.
+const chunks = join(scratch, 'chunks.cjs')
+writeFileSync(
+  chunks,
+  `const vm = require('node:vm')
+const { appendFileSync } = require('node:fs')
+const { pathToFileURL } = require('node:url')
+vm.Script = class extends vm.Script {
+  constructor(code, options) {
+    super(code, options)
+    if (options && options.filename) appendFileSync(process.env.KEEL_MODULE_LIST, pathToFileURL(options.filename).href + '\\n')
+  }
+}
+`,
+)
 const register = join(scratch, 'register.mjs')
 writeFileSync(
   register,
@@ -32,15 +49,15 @@ writeFileSync(
 
 /**
  * The module files a run of keel loaded, relative to the repository: `node_modules/hono/dist/index.js`,
- * `packages/web/src/...`, and `dist/bin.js` and its chunks when it ran the bundle. A bundle chunk names what it
- * holds in esbuild's `// node_modules/<package>/…` and `// packages/<name>/…` comments; a source file by its path.
+ * `packages/web/src/...`, and `dist/bin.cjs` and its chunks when it ran the bundle. A bundle chunk names what it
+ * holds in esbuild's `//! node_modules/<package>/…` and `//! packages/<name>/…` comments; a source file by its path.
  */
 async function modulesLoaded(args: string[]): Promise<Set<string>> {
   const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
   writeFileSync(list, '')
   const child = spawn(
     process.execPath,
-    [`--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
+    [`--require=${chunks}`, `--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
     {
       cwd: scratch,
       env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list },
@@ -54,7 +71,7 @@ async function modulesLoaded(args: string[]): Promise<Set<string>> {
     const path = fileURLToPath(url)
     found.add(path.slice(root.length).replace(/^\//, ''))
     if (!path.startsWith(join(root, 'dist'))) continue
-    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:node_modules|packages)\/\S+)$/gm))
+    for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/! ((?:node_modules|packages)\/\S+)$/gm))
       found.add(match[1]!)
   }
   return found
@@ -119,7 +136,7 @@ describe('modules loaded', () => {
       // from the sources (after an edit, before `npm run build`) Node loads TypeBox's whole index. CI runs the bundle.
       const typebox = [...modules].filter((path) => path.includes('node_modules/typebox/'))
       expect(typebox.length).toBeGreaterThan(0)
-      const parts = modules.has('dist/bin.js')
+      const parts = modules.has('dist/bin.cjs')
         ? ['build/type/script/parser', 'build/compile/', 'build/value/']
         : ['build/compile/']
       for (const part of parts)
