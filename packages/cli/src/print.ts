@@ -1,3 +1,4 @@
+import { fstatSync, readFileSync, statSync } from 'node:fs'
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
 import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
@@ -27,6 +28,8 @@ function fenced(text: string): string {
  * open by a parent that never writes) is given up after a short wait instead of hanging the run.
  */
 async function readStdin(optional: boolean): Promise<string> {
+  const atOnce = stdinAtOnce()
+  if (atOnce !== undefined) return atOnce.trim()
   const stdin = process.stdin
   if (stdin.isTTY) return ''
   if (!optional) {
@@ -54,6 +57,22 @@ async function readStdin(optional: boolean): Promise<string> {
     stdin.once('end', finish)
     stdin.once('error', finish)
   })
+}
+
+/**
+ * stdin that needs no waiting: a file (`keel -p … < notes.md`) is read whole, and /dev/null (a run from cron, CI or
+ * `nohup`) is empty. Both skip process.stdin, whose stream costs a cold run about 5 ms before the first request.
+ * Anything else (a pipe, a terminal) is undefined.
+ */
+function stdinAtOnce(): string | undefined {
+  try {
+    const stat = fstatSync(0)
+    if (stat.isFile()) return readFileSync(0, 'utf8')
+    if (stat.isCharacterDevice() && stat.rdev === statSync('/dev/null').rdev) return ''
+  } catch {
+    // No stdin at all (closed descriptor): the stream below reports it as it always did.
+  }
+  return undefined
 }
 
 /** Tokens the turn's model requests reported, summed. */

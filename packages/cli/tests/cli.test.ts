@@ -1,5 +1,14 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
@@ -19,6 +28,8 @@ function keel(
     cwd?: string
     env?: Record<string, string | undefined>
     input?: string
+    /** stdin is this file (`keel … < file`) instead of a pipe carrying `input`. */
+    stdinFrom?: string
     wrap?: string[]
   } = {},
 ) {
@@ -34,7 +45,9 @@ function keel(
     cwd: options.cwd ?? scratch,
     env: env as NodeJS.ProcessEnv,
     encoding: 'utf8',
-    input: options.input ?? '',
+    ...(options.stdinFrom === undefined
+      ? { input: options.input ?? '' }
+      : { stdio: [openSync(options.stdinFrom, 'r'), 'pipe', 'pipe'] }),
     timeout: 120_000,
   })
 }
@@ -177,6 +190,23 @@ describe('keel -p (print mode)', () => {
   test('the prompt may come on stdin', () => {
     const result = keel(['-p', '--model', script('stdin', [{ text: 'got it' }])], { input: 'from stdin\n' })
     expect(result.stdout).toBe('got it\n')
+  })
+
+  test('stdin from a file joins the prompt; stdin from /dev/null adds nothing', () => {
+    const notes = join(scratch, 'notes.md')
+    writeFileSync(notes, 'the notes ```quoted```\n')
+    const steps = [
+      { when: 'Summarise\n\n````\nthe notes ```quoted```\n````', text: 'file seen' },
+      { when: 'Summarise', text: 'prompt only' },
+    ]
+    const fromFile = keel(['-p', 'Summarise', '--model', script('file-stdin', steps)], { stdinFrom: notes })
+    expect(fromFile.stdout, fromFile.stderr).toBe('file seen\n')
+    const fromNull = keel(['-p', 'Summarise', '--model', script('null-stdin', steps)], { stdinFrom: '/dev/null' })
+    expect(fromNull.stdout, fromNull.stderr).toBe('prompt only\n')
+    const fileAlone = keel(['-p', '--model', script('file-alone', [{ when: 'the notes', text: 'alone' }])], {
+      stdinFrom: notes,
+    })
+    expect(fileAlone.stdout, fileAlone.stderr).toBe('alone\n')
   })
 
   test('a turn that ends in error exits non-zero with one line', () => {
