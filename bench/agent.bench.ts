@@ -38,20 +38,21 @@ function run(
 const keelBin = join(root, 'bin/keel.js')
 const RUNS = 7
 
-// 1. A 7-step scripted tool loop, whole run, and peak RSS.
-{
+// 1. A 7-step scripted tool loop, whole run, and peak RSS: once with plain-word commands (`echo 0`, split on spaces),
+// once with shell syntax (`true && echo 0`, which loads the shell parser).
+async function toolLoop(label: string, command: (i: number) => string): Promise<void> {
   const steps = []
   for (let i = 0; i < 6; i++)
     steps.push({
       toolCalls: [
         {
           name: i % 2 ? 'todo_write' : 'bash',
-          arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: `echo ${i}` },
+          arguments: i % 2 ? { todos: [{ content: `step ${i}`, status: 'in_progress' }] } : { command: command(i) },
         },
       ],
     })
   steps.push({ text: 'done' })
-  const script = join(scratch, 'seven.json')
+  const script = join(scratch, `seven-${label.replace(/\W+/g, '-')}.json`)
   writeFileSync(script, JSON.stringify({ steps }))
   const walls: number[] = []
   const rss: number[] = []
@@ -66,9 +67,11 @@ const RUNS = 7
     )
     rss.push(Number(readFileSync(rssFile, 'utf8')) / 1024)
   }
-  row('keel -p: 7-step scripted tool loop, wall (median)', ms(median(walls)))
-  row('keel -p: peak RSS (median)', `${median(rss).toFixed(1)} MB`)
+  row(`keel -p: 7-step scripted tool loop (${label}), wall (median)`, ms(median(walls)))
+  row(`keel -p: peak RSS (${label}, median)`, `${median(rss).toFixed(1)} MB`)
 }
+await toolLoop('echo N', (i) => `echo ${i}`)
+await toolLoop('true && echo N', (i) => `true && echo ${i}`)
 
 // 2. Harness overhead per step as the session grows (in process, scripted model, no tools).
 {

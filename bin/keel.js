@@ -3,16 +3,14 @@
 // source file; otherwise runs the TypeScript sources through tsx, so an edit never runs stale code. An installed
 // package (npm install -g) has no sources, only the bundle.
 //
-// The bundle's chunks are CommonJS scripts loaded here with V8's code cache (dist/code-cache/, filled by the build):
-// bytecode that was compiled once is read instead of compiled again on every start (see scripts/build.mjs).
+// The bundle's chunks are CommonJS scripts that bundle-loader.js runs with V8's code cache: bytecode compiled once
+// is read instead of compiled again on every start.
 //
 // CommonJS (bin/package.json says so): Node starts a CommonJS entry a few milliseconds sooner than an ES module one,
 // which is most of what `keel --version` costs over bare Node. Everything else is ESM, loaded with import().
-const { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } = require('node:fs')
-const { createRequire } = require('node:module')
+const { existsSync, readdirSync, readFileSync, statSync } = require('node:fs')
 const { join } = require('node:path')
 const { pathToFileURL } = require('node:url')
-const vm = require('node:vm')
 
 const root = join(__dirname, '..')
 
@@ -61,55 +59,11 @@ function bundleIsFresh() {
 }
 
 async function loadMain() {
-  if (bundleIsFresh()) return loadBundle(join(root, 'dist')).main
+  if (bundleIsFresh()) {
+    const { loadBundle } = require('./bundle-loader.js')
+    return loadBundle(join(root, 'dist')).main
+  }
   const { register } = await import('tsx/esm/api')
   register()
   return (await import(pathToFileURL(join(root, 'packages/cli/src/bin.ts')).href)).main
-}
-
-/**
- * Loads dist/bin.cjs and, as they are required, the chunks it names. Each chunk is compiled with its cached bytecode
- * when dist/code-cache/ has one V8 accepts (same V8, same flags, same source length; the build writes the bundle and
- * its cache together). With KEEL_WRITE_CODE_CACHE set, the bytecode of every chunk that ran is written there on exit.
- */
-function loadBundle(dist) {
-  const cacheDir = join(dist, 'code-cache')
-  const loaded = new Map()
-  const scripts = []
-  const load = (name) => {
-    const known = loaded.get(name)
-    if (known) return known.exports
-    const module = { exports: {} }
-    loaded.set(name, module)
-    const file = join(dist, name)
-    let cachedData
-    try {
-      cachedData = readFileSync(join(cacheDir, name))
-    } catch {}
-    // The same wrapper as Node's own for CommonJS, plus the two names the build rewrote chunks to use.
-    const script = new vm.Script(
-      `(function (exports, require, module, __filename, __dirname, __keelUrl, __keelImport) {${readFileSync(file, 'utf8')}\n})`,
-      { filename: file, cachedData },
-    )
-    scripts.push({ name, script })
-    const nodeRequire = createRequire(file)
-    const require = (id) => (id.startsWith('./') ? load(chunkName(id)) : nodeRequire(id))
-    script.runInThisContext()(module.exports, require, module, file, dist, pathToFileURL(file).href, importAny)
-    return module.exports
-  }
-  // The build made every import() of a chunk call this (scripts/build.mjs says why). Bare names resolve from here as
-  // from dist/: both sit beside the same node_modules.
-  const importAny = (id) =>
-    id.startsWith('./') && id.endsWith('.js') ? Promise.resolve().then(() => load(chunkName(id))) : import(id)
-  if (process.env.KEEL_WRITE_CODE_CACHE)
-    process.on('exit', () => {
-      mkdirSync(cacheDir, { recursive: true })
-      for (const { name, script } of scripts) writeFileSync(join(cacheDir, name), script.createCachedData())
-    })
-  return load('bin.cjs')
-}
-
-/** `./chunk-ABC.js`, as esbuild named it in the ES module build, is `chunk-ABC.cjs` in dist/. */
-function chunkName(id) {
-  return id.slice(2).replace(/\.js$/, '.cjs')
 }

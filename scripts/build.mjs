@@ -5,7 +5,8 @@
 // The chunks are CommonJS (`dist/*.cjs`), loaded by bin/keel.js with V8's code cache (`dist/code-cache/`): Node 20
 // can give cached bytecode to a script but not to an ES module, and compiling the chunks was about a third of a
 // cold `keel -p`. esbuild splits only ES modules, so the bundle is built as ESM chunks first and each chunk is then
-// rewritten as CommonJS. A short scripted `keel -p` run (and a `keel serve` that answers one page) fills the cache.
+// rewritten as CommonJS. A short scripted `keel -p` run (and a `keel serve` that answers one page) fills the cache;
+// bin/bundle-loader.js loads the chunks and writes the cache of any that had none.
 import { build, transform } from 'esbuild'
 import { init as initLexer, parse as parseModule } from 'es-module-lexer'
 import { spawn } from 'node:child_process'
@@ -78,7 +79,12 @@ for (const name of readdirSync(esm)) {
     define: { 'import.meta.url': '__keelUrl' },
     logLevel: 'warning',
   })
-  writeFileSync(join(next, name.replace(/\.js$/, '.cjs')), code)
+  // Wrapped here, as Node wraps a CommonJS file, so the loader compiles the file's text as it is: a wrapper added at
+  // run time would copy the whole source once more (3 MB for the shell parser's chunk) on every start.
+  writeFileSync(
+    join(next, name.replace(/\.js$/, '.cjs')),
+    `(function (exports, require, module, __filename, __dirname, __keelUrl, __keelImport) {${code}\n})`,
+  )
 }
 rmSync(esm, { recursive: true, force: true })
 const old = `${root}dist.old-${process.pid}`
@@ -108,13 +114,13 @@ function routeDynamicImports(source) {
 }
 
 /**
- * Runs the new bundle the way a person would, with KEEL_WRITE_CODE_CACHE set so bin/keel.js writes the bytecode of
- * every chunk it ran to dist/code-cache/ as it exits: a one-step scripted `keel -p`, then `keel serve` until its
- * page has been served. A failure only costs speed (chunks without a cache compile as usual), so it warns.
+ * Runs the new bundle the way a person would: a one-step scripted `keel -p`, then `keel serve` until its page has
+ * been served. Each writes the bytecode of the chunks it ran to dist/code-cache/ as it exits (bin/bundle-loader.js).
+ * A failure only costs speed (chunks without a cache compile as usual, and write one), so it warns.
  */
 async function fillCodeCache() {
   const scratch = mkdtempSync(join(tmpdir(), 'keel-code-cache-'))
-  const env = { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_WRITE_CODE_CACHE: '1', KEEL_FROM_SOURCE: '' }
+  const env = { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_FROM_SOURCE: '' }
   const keel = (args) => spawn(process.execPath, [`${root}bin/keel.js`, ...args], { cwd: scratch, env })
   try {
     const script = join(scratch, 'one-step.json')
