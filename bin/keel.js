@@ -32,9 +32,10 @@ async function run() {
   process.exitCode = await main(argv)
 }
 
-/** What esbuild bundles; a README or a shipped YAML file is read at run time, and editing one leaves the bundle fresh. */
-const CODE = /\.(ts|tsx|js|mjs|cjs|json)$/
-
+/**
+ * The newest modification time of the code esbuild bundles. A README or a shipped YAML file is read at run time, so
+ * editing one leaves the bundle fresh.
+ */
 function newestSource(dir, newest = 0) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (
@@ -46,7 +47,7 @@ function newestSource(dir, newest = 0) {
       continue
     const path = `${dir}/${entry.name}`
     if (entry.isDirectory()) newest = newestSource(path, newest)
-    else if (CODE.test(entry.name)) newest = Math.max(newest, statSync(path).mtimeMs)
+    else if (/\.(ts|tsx|js|mjs|cjs|json)$/.test(entry.name)) newest = Math.max(newest, statSync(path).mtimeMs)
   }
   return newest
 }

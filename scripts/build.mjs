@@ -145,6 +145,8 @@ async function fillCodeCache() {
       serve.kill('SIGTERM')
       await closed
     }
+    // Both runs exited cleanly; without a cache they did not run this bundle (bin/keel.js took it for stale).
+    if (!existsSync(join(root, 'dist', 'code-cache'))) throw new Error('the runs did not use the new bundle')
   } catch (error) {
     console.warn(`keel: warning: the code cache was not filled (${error.message}); start-up is slower, nothing else`)
   } finally {
