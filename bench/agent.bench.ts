@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startFakeProvider } from '../test-support/fake-provider.ts'
 import { makeKeel } from '../test-support/harness.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
@@ -38,9 +39,10 @@ function run(
 const keelBin = join(root, 'bin/keel.js')
 const RUNS = 7
 
-// 1. A 7-step scripted tool loop, whole run, and peak RSS: once with plain-word commands (`echo 0`, split on spaces),
-// once with shell syntax (`true && echo 0`, which loads the shell parser).
-async function toolLoop(label: string, command: (i: number) => string): Promise<void> {
+// 1. A 7-step tool loop, whole run, and peak RSS: scripted with plain-word commands (`echo 0`, split on spaces) and
+// with shell syntax (`true && echo 0`, which loads the shell parser), then the plain loop from a fake provider on
+// 127.0.0.1 through the OpenAI-compatible adapter.
+async function toolLoop(label: string, command: (i: number) => string, overHttp = false): Promise<void> {
   const steps = []
   for (let i = 0; i < 6; i++)
     steps.push({
@@ -58,20 +60,21 @@ async function toolLoop(label: string, command: (i: number) => string): Promise<
   const rss: number[] = []
   for (let i = 0; i < RUNS; i++) {
     const rssFile = join(scratch, `rss-${i}`)
-    walls.push(
-      (
-        await run([`--import=${rssProbe}`, keelBin, '-p', 'go', '--model', `scripted/${script}`], {
-          KEEL_RSS_FILE: rssFile,
-        })
-      ).ms,
-    )
+    // Over HTTP: the same replies streamed by the fake provider, through the OpenAI-compatible adapter.
+    const fake = overHttp ? await startFakeProvider(structuredClone(steps)) : undefined
+    const model = fake
+      ? ['--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`]
+      : ['--model', `scripted/${script}`]
+    walls.push((await run([`--import=${rssProbe}`, keelBin, '-p', 'go', ...model], { KEEL_RSS_FILE: rssFile })).ms)
+    await fake?.close()
     rss.push(Number(readFileSync(rssFile, 'utf8')) / 1024)
   }
-  row(`keel -p: 7-step scripted tool loop (${label}), wall (median)`, ms(median(walls)))
+  row(`keel -p: 7-step tool loop (${label}), wall (median)`, ms(median(walls)))
   row(`keel -p: peak RSS (${label}, median)`, `${median(rss).toFixed(1)} MB`)
 }
-await toolLoop('echo N', (i) => `echo ${i}`)
-await toolLoop('true && echo N', (i) => `true && echo ${i}`)
+await toolLoop('scripted, echo N', (i) => `echo ${i}`)
+await toolLoop('scripted, true && echo N', (i) => `true && echo ${i}`)
+await toolLoop('OpenAI-compatible over HTTP, echo N', (i) => `echo ${i}`, true)
 
 // 2. Harness overhead per step as the session grows (in process, scripted model, no tools).
 {
