@@ -4,8 +4,10 @@
 // for each chunk compiled, whether V8 took its cached bytecode.
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
+import { writeChunkRecorder } from '../../test-support/chunk-recorder.ts'
 
 const root = join(import.meta.dirname, '../..')
 const scratch = join(root, '.keel-test', `code-cache-${process.pid}`)
@@ -14,20 +16,7 @@ mkdirSync(scratch, { recursive: true })
 cpSync(join(root, 'dist'), dist, { recursive: true })
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-const recorder = join(scratch, 'record.cjs')
-writeFileSync(
-  recorder,
-  `const vm = require('node:vm')
-const { appendFileSync } = require('node:fs')
-vm.Script = class extends vm.Script {
-  constructor(code, options) {
-    super(code, options)
-    const took = options.cachedData !== undefined && !this.cachedDataRejected
-    appendFileSync(process.env.RECORD, require('node:path').basename(options.filename) + ' ' + (took ? 'cached' : 'compiled') + '\\n')
-  }
-}
-`,
-)
+const recorder = writeChunkRecorder(scratch)
 const script = join(scratch, 'one.json')
 writeFileSync(script, JSON.stringify({ steps: [{ text: 'ok' }] }))
 
@@ -39,7 +28,7 @@ function printRun(name: string): Map<string, 'cached' | 'compiled'> {
     .main(['-p', 'hi', '--model', ${JSON.stringify(`scripted/${script}`)}]).then((code) => { process.exitCode = code })`
   const result = spawnSync(process.execPath, ['--require', recorder, '-e', run], {
     cwd: scratch,
-    env: { ...process.env, KEEL_HOME: join(scratch, 'home'), RECORD: record },
+    env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_CHUNK_LIST: record },
     encoding: 'utf8',
   })
   expect(result.status, result.stderr).toBe(0)
@@ -48,7 +37,10 @@ function printRun(name: string): Map<string, 'cached' | 'compiled'> {
     readFileSync(record, 'utf8')
       .trim()
       .split('\n')
-      .map((line) => line.split(' ') as [string, 'cached' | 'compiled']),
+      .map((line) => {
+        const [url, how] = line.split(' ') as [string, 'cached' | 'compiled']
+        return [basename(fileURLToPath(url)), how]
+      }),
   )
 }
 

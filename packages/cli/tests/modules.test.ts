@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, test } from 'vitest'
+import { writeChunkRecorder } from '../../../test-support/chunk-recorder.ts'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -26,21 +27,7 @@ export async function load(url, context, next) {
 }
 `,
 )
-// bin/keel.js reads `vm.Script` when it compiles a chunk, so this subclass sees every chunk the bundle runs.
-const chunks = join(scratch, 'chunks.cjs')
-writeFileSync(
-  chunks,
-  `const vm = require('node:vm')
-const { appendFileSync } = require('node:fs')
-const { pathToFileURL } = require('node:url')
-vm.Script = class extends vm.Script {
-  constructor(code, options) {
-    super(code, options)
-    if (options && options.filename) appendFileSync(process.env.KEEL_MODULE_LIST, pathToFileURL(options.filename).href + '\\n')
-  }
-}
-`,
-)
+const chunks = writeChunkRecorder(scratch)
 const register = join(scratch, 'register.mjs')
 writeFileSync(
   register,
@@ -60,15 +47,15 @@ async function modulesLoaded(args: string[]): Promise<Set<string>> {
     [`--require=${chunks}`, `--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
     {
       cwd: scratch,
-      env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list },
+      env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list, KEEL_CHUNK_LIST: list },
       stdio: 'ignore',
     },
   )
   const code = await new Promise((done) => child.on('close', done))
   expect(code).toBe(0)
   const found = new Set<string>()
-  for (const url of readFileSync(list, 'utf8').split('\n').filter(Boolean)) {
-    const path = fileURLToPath(url)
+  for (const line of readFileSync(list, 'utf8').split('\n').filter(Boolean)) {
+    const path = fileURLToPath(line.split(' ')[0]!) // a chunk's line ends in ` cached` or ` compiled`
     found.add(path.slice(root.length).replace(/^\//, ''))
     if (!path.startsWith(join(root, 'dist'))) continue
     for (const match of readFileSync(path, 'utf8').matchAll(/^\/\/! ((?:node_modules|packages)\/\S+)$/gm))
