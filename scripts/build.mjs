@@ -11,6 +11,7 @@ import { build, transform } from 'esbuild'
 import { init as initLexer, parse as parseModule } from 'es-module-lexer'
 import { spawn } from 'node:child_process'
 import {
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -49,17 +50,10 @@ const result = await build({
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
-  // Build tools and the browser driver are loaded from node_modules when (rarely) needed. The sandbox runtime finds
-  // its helper binaries (vendor/seccomp) next to its own files, so it must stay where npm put it.
-  external: [
-    'vite',
-    '@vitejs/plugin-react',
-    'playwright-core',
-    'esbuild',
-    'typescript',
-    'tsx',
-    '@anthropic-ai/sandbox-runtime',
-  ],
+  // Build tools and the browser driver are loaded from node_modules when (rarely) needed; an installed package has
+  // none. The sandbox runtime is bundled: a global install has no node_modules, and without the runtime every command
+  // would be denied. Bundled, it looks for its seccomp helpers beside the bundle (copied below).
+  external: ['vite', '@vitejs/plugin-react', 'playwright-core', 'esbuild', 'typescript', 'tsx'],
 })
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile))
 mkdirSync(next)
@@ -87,6 +81,11 @@ for (const name of readdirSync(esm)) {
   )
 }
 rmSync(esm, { recursive: true, force: true })
+// The runtime's prebuilt apply-seccomp helpers and BPF filters (x64, arm64): bundled, it finds them in
+// <bundle dir>/vendor/seccomp/<arch>/.
+const runtime = fileURLToPath(new URL('../', import.meta.resolve('@anthropic-ai/sandbox-runtime')))
+for (const arch of ['x64', 'arm64'])
+  cpSync(join(runtime, 'vendor', 'seccomp', arch), join(next, 'vendor', 'seccomp', arch), { recursive: true })
 const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)

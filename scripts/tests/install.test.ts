@@ -1,10 +1,12 @@
 // The published package, end to end: `npm pack` the checkout, install the tarball into a temporary prefix (offline:
-// the package has no dependencies to fetch), and run the installed `keel` from a folder outside the checkout.
+// the package has no dependencies to fetch), and run the installed `keel` from a folder outside the checkout,
+// including a command in its sandbox (the runtime is bundled; bubblewrap is the system's).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
+import { HAS_BWRAP, skipWithout } from '../../test-support/system-tools.ts'
 
 const root = join(import.meta.dirname, '../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-install-'))
@@ -52,6 +54,43 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
   })
   expect(print.status, print.stderr).toBe(0)
   expect(JSON.parse(print.stdout)).toMatchObject({ reason: 'completed', model: 'scripted/demo' })
+
+  // A command in auto mode runs in the sandbox, which a global install must carry itself (it has no node_modules):
+  // it runs at all, cannot write outside its folder, and the seccomp helper the runtime finds beside the bundle
+  // refuses a Unix socket (EPERM; without the filter, connecting to a missing socket says ENOENT).
+  if (!skipWithout('bubblewrap', HAS_BWRAP, 'the installed sandbox')) {
+    // Outside the cwd and the temp dir (both writable in the sandbox): the checkout's ignored test folder.
+    mkdirSync(join(root, '.keel-test'), { recursive: true })
+    const outside = join(root, '.keel-test', `outside-${process.pid}.txt`)
+    const probe = `require('net').createConnection('/nonexistent.sock').on('error', (e) => console.log('unix:', e.code))`
+    const steps = [
+      { toolCalls: [{ name: 'bash', arguments: { command: `echo no > ${outside}; echo wrote $?` } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: `${process.execPath} -e "${probe}"` } }] },
+      { text: 'checked' },
+    ]
+    writeFileSync(join(elsewhere, 'sandbox.json'), JSON.stringify({ steps }))
+    const sandboxed = spawnSync(
+      keel,
+      ['-p', 'go', '--model', 'scripted/sandbox.json', '--output-format', 'stream-json'],
+      {
+        cwd: elsewhere,
+        env,
+        encoding: 'utf8',
+      },
+    )
+    expect(sandboxed.status, sandboxed.stderr).toBe(0)
+    expect(sandboxed.stderr).not.toContain('sandbox is off')
+    const results = sandboxed.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((event) => event.type === 'tool/result')
+      .map((event) => event.data.content.map((block: { text?: string }) => block.text ?? '').join(''))
+    expect(results).toHaveLength(2)
+    expect(results[0]).toMatch(/wrote [1-9]/)
+    expect(existsSync(outside)).toBe(false)
+    expect(results[1]).toContain('unix: EPERM')
+  }
 
   const serve = spawn(keel, ['serve', '--port', '0', '--model', 'scripted/demo'], { cwd: elsewhere, env })
   try {
