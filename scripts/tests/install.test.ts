@@ -2,8 +2,17 @@
 // the package has no dependencies to fetch), and run the installed `keel` from a folder outside the checkout,
 // including a command in its sandbox (the runtime is bundled; bubblewrap is the system's).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { HAS_BWRAP, skipWithout } from '../../test-support/system-tools.ts'
@@ -59,12 +68,14 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
   // it runs at all, cannot write outside its folder, and the seccomp helper the runtime finds beside the bundle
   // refuses a Unix socket (EPERM; without the filter, connecting to a missing socket says ENOENT).
   if (!skipWithout('bubblewrap', HAS_BWRAP, 'the installed sandbox')) {
-    // Outside the cwd and the temp dir (both writable in the sandbox): the checkout's ignored test folder.
-    mkdirSync(join(root, '.keel-test'), { recursive: true })
-    const outside = join(root, '.keel-test', `outside-${process.pid}.txt`)
+    // A file outside the cwd and the temp dir (both writable in the sandbox): in the home folder, or else the checkout,
+    // whichever is not itself under the temp dir (a CI clone usually is).
+    const tmp = realpathSync(tmpdir())
+    const outsideDir = [homedir(), root].map((dir) => realpathSync(dir)).find((dir) => !`${dir}/`.startsWith(`${tmp}/`))
+    const outside = outsideDir && join(outsideDir, `.keel-install-probe-${process.pid}`)
     const probe = `require('net').createConnection('/nonexistent.sock').on('error', (e) => console.log('unix:', e.code))`
     const steps = [
-      { toolCalls: [{ name: 'bash', arguments: { command: `echo no > ${outside}; echo wrote $?` } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: `echo no > ${outside ?? '/'}; echo wrote $?` } }] },
       { toolCalls: [{ name: 'bash', arguments: { command: `${process.execPath} -e "${probe}"` } }] },
       { text: 'checked' },
     ]
@@ -88,7 +99,11 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
       .map((event) => event.data.content.map((block: { text?: string }) => block.text ?? '').join(''))
     expect(results).toHaveLength(2)
     expect(results[0]).toMatch(/wrote [1-9]/)
-    expect(existsSync(outside)).toBe(false)
+    if (outside) {
+      const escaped = existsSync(outside)
+      rmSync(outside, { force: true })
+      expect(escaped, `the sandboxed command wrote ${outside}`).toBe(false)
+    }
     expect(results[1]).toContain('unix: EPERM')
   }
 
