@@ -7,6 +7,7 @@ import {
   readFileSync,
   rmSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -207,6 +208,20 @@ describe('keel -p (print mode)', () => {
       stdinFrom: notes,
     })
     expect(fileAlone.stdout, fileAlone.stderr).toBe('alone\n')
+  })
+
+  test('stdin past 10 MB is refused in one line, whether an endless device or a large file', () => {
+    const model = script('never', [{ text: 'never asked' }])
+    const endless = keel(['-p', 'Summarise', '--model', model], { stdinFrom: '/dev/zero' })
+    const large = join(scratch, 'large.log')
+    writeFileSync(large, '')
+    truncateSync(large, 11 * 1024 * 1024)
+    const fromFile = keel(['-p', '--model', model], { stdinFrom: large })
+    for (const result of [endless, fromFile]) {
+      expect(result.status, result.stderr).toBe(2)
+      expect(result.stdout).toBe('')
+      expect(result.stderr).toMatch(/^keel: stdin holds more than 10 MB, too much for one prompt; [^\n]*\n$/)
+    }
   })
 
   test('a turn that ends in error exits non-zero with one line', () => {
