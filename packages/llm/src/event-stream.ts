@@ -30,7 +30,10 @@ export class ConnectionError extends Error {
 }
 
 export interface EventStream {
-  /** The events in order; ends when the response ends, throws ConnectionError when it breaks off. */
+  /**
+   * The events in order; ends when the response ends, throws ConnectionError when it breaks off and SyntaxError for
+   * an event longer than EVENT_LIMIT.
+   */
   events: AsyncIterator<EventSourceMessage>
   /** Stops reading and closes the connection (a consumer that leaves early). */
   close(): void
@@ -46,6 +49,11 @@ export interface EventStreamRequest {
 const ERROR_BODY_LIMIT = 64 * 1024
 /** Events read ahead of the consumer before the socket is paused. */
 const HIGH_WATER = 256
+/**
+ * The most text one event may carry. A server that streams a line without end would otherwise grow the parser's
+ * buffer until memory runs out, and the idle timeout never fires while bytes keep coming.
+ */
+const EVENT_LIMIT = 16 * 1024 * 1024
 
 export async function postEventStream(url: string, options: EventStreamRequest): Promise<EventStream> {
   const target = new URL(url)
@@ -118,15 +126,26 @@ function readEvents(
       resolve({ value: undefined, done: true })
     }
   }
+  /** Characters fed since the last event ended: the size of the one being parsed, at most. */
+  let pending = 0
   const parser = createParser({
     onEvent: (event) => {
+      pending = 0
       queue.push(event)
       if (queue.length >= HIGH_WATER) response.pause()
       settle()
     },
   })
   response.setEncoding('utf8')
-  response.on('data', (chunk: string) => parser.feed(chunk))
+  response.on('data', (chunk: string) => {
+    if (failure !== undefined) return
+    pending += chunk.length
+    parser.feed(chunk)
+    if (pending <= EVENT_LIMIT) return
+    failure = new SyntaxError(`an event longer than ${EVENT_LIMIT / 1024 / 1024} MB`)
+    request.destroy()
+    settle()
+  })
   response.on('error', () => {}) // 'close' below says what happened
   response.on('close', () => {
     release()
@@ -146,10 +165,6 @@ function readEvents(
           waiter = { resolve, reject }
           settle()
         }),
-      return: async () => {
-        close()
-        return { value: undefined, done: true }
-      },
     },
   }
 }

@@ -104,6 +104,25 @@ describe('OpenAI-compatible adapter on the wire', () => {
     expect(missing.message).toBe('openai-compatible: request rejected (404: model "m" not found, try pulling it first)')
   })
 
+  it('gives up on an event that never ends (more than 16 MB) instead of buffering it, and closes the connection', async () => {
+    let closed!: () => void
+    const gone = new Promise<void>((done) => {
+      closed = done
+    })
+    const adapter = await rawServer(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.on('close', closed)
+      const piece = 'x'.repeat(1024 * 1024)
+      res.write('data: ')
+      // A line without end, written until the client hangs up (the server never stops on its own).
+      while (!res.destroyed) if (!res.write(piece)) await new Promise((done) => res.once('drain', done))
+    })
+    const error = await failure(adapter.stream(hello, new AbortController().signal))
+    expect(error.kind).toBe('server')
+    expect(error.message).toMatch(/malformed response from .* \(an event longer than 16 MB\)$/)
+    await gone
+  })
+
   it('says the stream ended early when the body ends cleanly without a finish reason', async () => {
     const adapter = await rawServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
