@@ -7,48 +7,30 @@ import * as subagentPlugin from '@keel/subagent'
 import type { Session } from '@keel/session'
 import { defineTool } from '@keel/tools'
 import type { TodoItem } from '@keel/todo'
-import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
-import { KeelApp } from '../src/app.ts'
+import { type makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
+import type { KeelApp } from '../src/app.ts'
 import { foldEvents } from '../src/fold.ts'
 import { TranscriptView } from '../src/transcript.ts'
 import { subagentPlan } from '../src/subagent.ts'
-import { plain, plainLines, processRunning, RecordingTerminal } from './support.ts'
+import { appIdle, type StartedApp, startApp, stopApps } from './app-harness.ts'
+import { plain, plainLines, processRunning } from './support.ts'
 
 let keel: Keel | undefined
-let app: KeelApp | undefined
-afterEach(async () => {
-  await app?.quit()
-  app = undefined
-  await keel?.dispose()
-  keel = undefined
-})
+afterEach(stopApps)
 
 const ESC = '\x1b'
 const todos = (...statuses: TodoItem['status'][]) => ({
   todos: statuses.map((status, i) => ({ content: `Step ${i + 1}`, status })),
 })
 
-async function start(
-  steps: ScriptStep[],
-  options: Parameters<typeof makeKeel>[0] = {},
-): Promise<{ app: KeelApp; terminal: RecordingTerminal; done: Promise<number> }> {
-  keel = await makeKeel({ steps, ...options })
-  const terminal = new RecordingTerminal(100, 40)
-  app = new KeelApp({
-    ctx: keel.ctx,
-    terminal,
-    agent: keel.agent(),
-    cwd: keel.cwd,
-    modelSpec: 'scripted/test',
-    version: '0.0.0-test',
-  })
-  const done = app.run()
-  return { app, terminal, done }
+async function start(steps: ScriptStep[], options: Parameters<typeof makeKeel>[0] = {}): Promise<StartedApp> {
+  const started = await startApp(steps, options)
+  keel = started.keel
+  return started
 }
 
 const screen = (a: KeelApp, width = 100) => plainLines(a.frame(width)).join('\n')
-const idle = (a: KeelApp) =>
-  waitFor(() => a.agent.status === 'idle' && a.status.runningSince === undefined, 'the turn to end', 15_000)
+const idle = appIdle
 
 describe('interactive app (in-process, recording terminal)', () => {
   test('live rendering equals a cold rebuild of the same log, plan panel included', async () => {
@@ -222,8 +204,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(first.app)).toContain('Press Ctrl+C again to exit')
     first.terminal.type('\x03')
     await expect(first.done).resolves.toBe(0)
-    await app!.quit()
-    await keel!.dispose()
+    await stopApps()
     const second = await start([])
     second.terminal.type('\x04')
     await expect(second.done).resolves.toBe(0)

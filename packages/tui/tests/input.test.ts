@@ -7,22 +7,19 @@ import { lastModelChoice } from '@keel/agent'
 import type { ScriptStep } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
 import { textOf, type SessionEvent } from '@keel/session'
-import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
-import { KeelApp } from '../src/app.ts'
+import { type makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
+import type { KeelApp } from '../src/app.ts'
 import { atToken, KeelAutocomplete, matchPaths, PathIndex } from '../src/complete.ts'
 import { foldEvents } from '../src/fold.ts'
 import { modelList, parseModelArg } from '../src/model-switch.ts'
 import { parseShellMessage, shellMessage } from '../src/user-shell.ts'
-import { plainLines, processRunning, RecordingTerminal } from './support.ts'
+import { appIdle, type StartedApp, startApp, stopApps } from './app-harness.ts'
+import { plainLines, processRunning, type RecordingTerminal } from './support.ts'
 
 let keel: Keel | undefined
-let app: KeelApp | undefined
 const dirs: string[] = []
 afterEach(async () => {
-  await app?.quit()
-  app = undefined
-  await keel?.dispose()
-  keel = undefined
+  await stopApps()
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
 
@@ -36,27 +33,14 @@ function tree(files: Record<string, string>): string {
   return root
 }
 
-async function start(
-  steps: ScriptStep[],
-  options: Parameters<typeof makeKeel>[0] = {},
-): Promise<{ app: KeelApp; terminal: RecordingTerminal }> {
-  keel = await makeKeel({ steps, ...options })
-  const terminal = new RecordingTerminal(100, 40)
-  app = new KeelApp({
-    ctx: keel.ctx,
-    terminal,
-    agent: keel.agent(),
-    cwd: keel.cwd,
-    modelSpec: 'scripted/script',
-    version: '0.0.0-test',
-  })
-  void app.run()
-  return { app, terminal }
+async function start(steps: ScriptStep[], options: Parameters<typeof makeKeel>[0] = {}): Promise<StartedApp> {
+  const started = await startApp(steps, options, { modelSpec: 'scripted/script' })
+  keel = started.keel
+  return started
 }
 
 const screen = (a: KeelApp) => plainLines(a.frame(100)).join('\n')
-const idle = (a: KeelApp) =>
-  waitFor(() => a.agent.status === 'idle' && a.status.runningSince === undefined, 'the UI to be idle', 15_000)
+const idle = (a: KeelApp) => appIdle(a, 'the UI to be idle')
 /** Keys typed one after another with no turn of the event loop between them: one burst, as one stdin chunk. */
 const burst = (terminal: RecordingTerminal, keys: string) => {
   for (const key of keys) terminal.type(key)

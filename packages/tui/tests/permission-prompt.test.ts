@@ -3,12 +3,12 @@ import { afterEach, describe, expect, test } from 'vitest'
 import * as permissionsPlugin from '@keel/permissions'
 import type { PermissionAsk } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
-import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
-import { KeelApp } from '../src/app.ts'
+import { waitFor } from '../../../test-support/harness.ts'
 import { foldEvents } from '../src/fold.ts'
 import { PermissionPrompt } from '../src/permission-prompt.ts'
 import { TranscriptView } from '../src/transcript.ts'
-import { plainLines, RecordingTerminal } from './support.ts'
+import { startApp, stopApps } from './app-harness.ts'
+import { plainLines } from './support.ts'
 
 const ask = (over: Partial<PermissionAsk> = {}): PermissionAsk => ({
   sessionId: 's1',
@@ -181,47 +181,31 @@ describe('decisions in the transcript', () => {
 })
 
 describe('the app as the asker (in-process, recording terminal)', () => {
-  let keel: Keel | undefined
-  let app: KeelApp | undefined
-  afterEach(async () => {
-    await app?.quit()
-    app = undefined
-    await keel?.dispose()
-    keel = undefined
-  })
+  afterEach(stopApps)
 
   test('registers while it runs; y answers; the live transcript equals the cold rebuild; the notice shows once', async () => {
-    keel = await makeKeel({
-      steps: [
+    const { keel, app, terminal } = await startApp(
+      [
         { toolCalls: [{ id: 'call-1', name: 'bash', arguments: { command: 'echo one > one.txt' } }] },
         { toolCalls: [{ id: 'call-2', name: 'bash', arguments: { command: 'echo two > two.txt' } }] },
         { text: 'Both asked.' },
       ],
-      plugins: [[permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }]],
-    })
-    const terminal = new RecordingTerminal(100, 40)
-    app = new KeelApp({
-      ctx: keel.ctx,
-      terminal,
-      agent: keel.agent(),
-      cwd: keel.cwd,
-      modelSpec: 'scripted/test',
-      version: 'test',
-    })
-    void app.run('go')
-    const screen = () => plainLines(app!.frame(100)).join('\n')
-    await waitFor(() => app!.prompt.active?.callId === 'call-1', 'the first ask', 15_000)
+      { plugins: [[permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }]] },
+      { prompt: 'go' },
+    )
+    const screen = () => plainLines(app.frame(100)).join('\n')
+    await waitFor(() => app.prompt.active?.callId === 'call-1', 'the first ask', 15_000)
     expect(screen()).toContain('◆ Allow bash: echo one > one.txt?')
     terminal.type('y')
-    await waitFor(() => app!.prompt.active?.callId === 'call-2', 'the second ask', 15_000)
+    await waitFor(() => app.prompt.active?.callId === 'call-2', 'the second ask', 15_000)
     terminal.type('\x1b')
-    await waitFor(() => app!.agent.status === 'idle', 'the turn to end', 15_000)
+    await waitFor(() => app.agent.status === 'idle', 'the turn to end', 15_000)
     const text = screen()
     expect(text).toMatch(/● bash echo one > one\.txt[^\n]*\n {2}✓ allowed once by the user/)
     expect(text).toMatch(/● bash echo two > two\.txt[^\n]*\n {2}✗ denied once by the user/)
     // Without a sandbox plugin the service says once why every command is asked about.
     expect(text.match(/the sandbox is off/g)).toHaveLength(1)
-    const cold = new TranscriptView({ present: (name, args) => keel!.ctx.tools.present(name, args) })
+    const cold = new TranscriptView({ present: (name, args) => keel.ctx.tools.present(name, args) })
     cold.reset(foldEvents(app.agent.session.events))
     cold.banner = app.transcript.banner
     cold.notes = app.transcript.notes

@@ -2,36 +2,18 @@
 // escapes prompt text, says why the files cannot go back and offers the way back, and a conversation-only rewind
 // continues in the fork with the prompt back in the editor.
 import { afterEach, expect, test } from 'vitest'
-import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
-import { KeelApp } from '../src/app.ts'
-import { plain, RecordingTerminal } from './support.ts'
+import { waitFor } from '../../../test-support/harness.ts'
+import { appIdle, startApp, stopApps } from './app-harness.ts'
+import { plain } from './support.ts'
 
-let keel: Keel | undefined
-let app: KeelApp | undefined
-afterEach(async () => {
-  await app?.quit()
-  app = undefined
-  await keel?.dispose()
-  keel = undefined
-})
+afterEach(stopApps)
 
 const ENTER = '\r'
 const DOWN = '\x1b[B'
 
 test('/rewind without checkpoints: files refused with a reason, conversation only forks and continues there', async () => {
-  keel = await makeKeel({ steps: [{ text: 'first answer' }, { text: 'second answer' }] })
-  const terminal = new RecordingTerminal(100, 40)
-  app = new KeelApp({
-    ctx: keel.ctx,
-    terminal,
-    agent: keel.agent(),
-    cwd: keel.cwd,
-    modelSpec: 'scripted/test',
-    version: '0.0.0-test',
-  })
-  void app.run()
-  const a = app
-  const idle = () => waitFor(() => a.agent.status === 'idle' && a.status.runningSince === undefined, 'the turn', 15_000)
+  const { keel, app: a, terminal } = await startApp([{ text: 'first answer' }, { text: 'second answer' }])
+  const idle = () => appIdle(a, 'the turn')
   /** What has been drawn since `from` (the terminal's own output, overlays included), colours removed. */
   const drawnSince = (from: number) => plain(terminal.output.slice(from))
   const waitDrawn = (from: number, text: string) =>
