@@ -121,6 +121,9 @@ export class CheckpointService extends Service {
     const previous = this.pending.get(agent)
     const next = (async () => {
       await previous
+      // The request this step is preparing goes out first: starting git costs the main thread a few ms of forking,
+      // and no tool can change a file before the snapshot is done (agent/before-tools waits for it).
+      await new Promise((done) => setImmediate(done))
       try {
         await this.snapshot(agent)
       } catch (error) {

@@ -61,7 +61,8 @@ export async function main(argv: string[]): Promise<number> {
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
     // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
     ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
-    stopYoungGenerationGrowth()
+    // Soon, not now: in print mode the event loop's next turn comes once the first model request is out.
+    setImmediate(stopYoungGenerationGrowth)
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
