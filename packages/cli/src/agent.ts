@@ -1,16 +1,8 @@
-import { resolve } from 'node:path'
 import type { Context } from 'cordis'
 import { lastModelChoice, type Agent, type LlmAdapter } from '@keel/agent'
-import { DEFAULT_MODEL, UsageError, type Flags } from './args.ts'
+import { modelSpec, UsageError, workingDirectory, type Flags } from './args.ts'
+import type { FirstRequest } from './first-request.ts'
 import { mcpOf } from './mcp.ts'
-
-export function workingDirectory(flags: Flags): string {
-  return resolve(flags.cwd ?? process.cwd())
-}
-
-export function modelSpec(flags: Flags): string {
-  return flags.model ?? process.env.KEEL_MODEL ?? DEFAULT_MODEL
-}
 
 /** The latest top-level session of a directory that has a prompt, for --continue (an empty one is nothing to continue). */
 export function latestSessionId(ctx: Context, cwd: string): string | undefined {
@@ -25,11 +17,16 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
 export async function openAgent(
   ctx: Context,
   flags: Flags,
-  { modelFlag }: { modelFlag: string | undefined } = { modelFlag: flags.model },
+  { modelFlag, first }: { modelFlag: string | undefined; first?: FirstRequest } = { modelFlag: flags.model },
 ): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
   void mcpOf(ctx)?.ready(cwd)
+  // Print mode's first request already sent (first-request.ts; only ever for a new session): the agent takes it over.
+  if (first) {
+    const { sessionId, model, instructions } = first
+    return { agent: ctx.agents.create({ cwd, model, sessionId, instructions }), repairs: [], resumed: false }
+  }
   let id = flags.resume
   if (flags.continue) {
     id = latestSessionId(ctx, cwd)

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closest } from '@keel/session/text'
 
@@ -161,4 +162,12 @@ export function helpText(version: string): string {
     '  instructions: $KEEL_HOME/AGENTS.md, then AGENTS.md (or CLAUDE.md) from the project root down',
   )
   return lines.join('\n')
+}
+
+export function workingDirectory(flags: Flags): string {
+  return resolve(flags.cwd ?? process.cwd())
+}
+
+export function modelSpec(flags: Flags): string {
+  return flags.model ?? process.env.KEEL_MODEL ?? DEFAULT_MODEL
 }

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Context, type ForkScope, Logger } from 'cordis'
-import { SHIPPED_COMPOSITION } from './composition.ts'
+import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import type { KeelLoader } from './loader.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
-import { shipped } from './root.ts'
 
-export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
+export { DEFAULT_COMPOSITION }
 
 export class BootError extends Error {
   constructor(message: string) {
@@ -79,10 +78,14 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
     const entries = [...SHIPPED_COMPOSITION, ...(dev ? [{ id: 'dev', name: '@keel/session/dev' }] : [])]
     // Every module first (they load in parallel), then the plugins in composition order, as the Loader would.
     const modules = await Promise.all(entries.map((entry) => BUILTIN_PLUGINS[entry.name]!()))
-    const forks = entries.map((entry, i) =>
-      ctx.plugin(modules[i] as never, options.overrides?.[entry.id] ?? entry.config),
-    )
+    const forks: ForkScope[] = []
     leanForks.set(ctx, forks)
+    for (const [i, entry] of entries.entries()) {
+      forks.push(ctx.plugin(modules[i] as never, options.overrides?.[entry.id] ?? entry.config))
+      // A turn of the event loop between plugins: print mode's first request may be in flight (first-request.ts),
+      // and its DNS lookup, connection and TLS handshake move on only when the event loop runs.
+      await new Promise((done) => setImmediate(done))
+    }
     await ctx.start()
     settled = () => true
   }

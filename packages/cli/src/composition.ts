@@ -2,6 +2,9 @@
 // cordis Loader. tests/composition.test.ts keeps it equal to the file, entry by entry, and checks that both boots give
 // the same tools, schemas and system prompt.
 import type { EntryOptions } from '@cordisjs/loader'
+import { shipped } from './root.ts'
+
+export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
 
 export const SHIPPED_COMPOSITION: readonly EntryOptions[] = [
   { id: 'session', name: '@keel/session' },

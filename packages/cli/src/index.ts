@@ -3,5 +3,15 @@ export { FRONT_DOORS } from './doors.ts'
 export { boot, shutdown, quietCordisLogger, BootError, DEFAULT_COMPOSITION } from './boot.ts'
 export { KeelLoader } from './loader.ts'
 export { SHIPPED_COMPOSITION } from './composition.ts'
-export { parse, helpText, FLAGS, UsageError, DEFAULT_MODEL, type Command, type Flags } from './args.ts'
-export { openAgent, workingDirectory, modelSpec, latestSessionId } from './agent.ts'
+export {
+  parse,
+  helpText,
+  FLAGS,
+  UsageError,
+  DEFAULT_MODEL,
+  modelSpec,
+  workingDirectory,
+  type Command,
+  type Flags,
+} from './args.ts'
+export { openAgent, latestSessionId } from './agent.ts'

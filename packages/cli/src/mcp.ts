@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import type { McpService, ServerStatus } from '@keel/mcp'
 import { escapeLine } from '@keel/session'
 import type { Flags } from './args.ts'
-import { workingDirectory } from './agent.ts'
+import { workingDirectory } from './args.ts'
 
 /** `ctx.mcp` when the composition loads `@keel/mcp` (a `--config` composition may leave it out). */
 export function mcpOf(ctx: Context): McpService | undefined {

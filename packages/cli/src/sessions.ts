@@ -4,7 +4,7 @@ import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummar
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { Flags } from './args.ts'
-import { workingDirectory } from './agent.ts'
+import { workingDirectory } from './args.ts'
 
 // Every field below comes from a log file, which anyone (or any model) may have shaped: each one is escaped on its
 // way to the terminal, numbers included (a hand-written file can hold a string where a number belongs).

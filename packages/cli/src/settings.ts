@@ -11,11 +11,10 @@ import {
   type Merged,
   type SettingsFile,
 } from '@keel/settings'
-import { validateServers } from '@keel/mcp'
+import { validateServers } from '@keel/mcp/config'
 import { closest } from '@keel/session/text'
 import { DEFAULT_MODEL, type Flags } from './args.ts'
-import { DEFAULT_COMPOSITION } from './boot.ts'
-import { SHIPPED_COMPOSITION } from './composition.ts'
+import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /** Settings keys that are not a plugin's own config, with the shape each must have. */

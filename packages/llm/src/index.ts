@@ -2,12 +2,15 @@ import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { registerProviders } from './providers.ts'
+import { type RetryPolicy, withRetries } from './retries.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
-import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
+import { LlmError, type LlmAdapter } from './types.ts'
 
 export * from './types.ts'
 export * from './scripted.ts'
 export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
+export { type RetryPolicy, withRetries } from './retries.ts'
+export { PROVIDER_NAMES } from './providers.ts'
 
 export interface ProviderOptions {
   baseUrl?: string
@@ -25,10 +28,6 @@ declare module 'cordis' {
   }
 }
 
-export interface RetryPolicy {
-  attempts: number
-  baseDelayMs: number
-}
 export interface LlmServiceOptions extends RetryPolicy {
   idleTimeoutMs?: number
 }
@@ -84,40 +83,6 @@ export class LlmService extends Service {
     return withRetries(adapter, this.retry)
   }
 }
-
-export function withRetries(adapter: LlmAdapter, policy: RetryPolicy): LlmAdapter {
-  if (adapter instanceof ScriptedAdapter) return adapter
-  return {
-    provider: adapter.provider,
-    model: adapter.model,
-    contextWindow: adapter.contextWindow,
-    async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
-      for (let attempt = 1; ; attempt++) {
-        let started = false
-        try {
-          for await (const chunk of adapter.stream(request, signal)) {
-            started = true
-            yield chunk
-          }
-          return
-        } catch (error) {
-          const failure =
-            error instanceof LlmError
-              ? error
-              : new LlmError(signal.aborted ? 'aborted' : 'network', (error as Error)?.message ?? String(error))
-          if (signal.aborted || started || !failure.retryable || attempt >= policy.attempts) {
-            if (failure.retryable && attempt > 1) failure.message += ` (after ${attempt} attempts)`
-            throw failure
-          }
-          await new Promise((done) => setTimeout(done, policy.baseDelayMs * 2 ** (attempt - 1)))
-        }
-      }
-    },
-  }
-}
-
-/** Providers backed by real SDKs (see providers.ts). */
-export const PROVIDER_NAMES = ['deepseek', 'openai', 'openrouter', 'openai-compatible', 'anthropic'] as const
 
 export const name = 'keel-llm'
 export interface Config {

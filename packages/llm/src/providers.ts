@@ -43,17 +43,20 @@ export function checkedUrl(url: string, provider: string, model: string): string
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
 const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
+/** Providers backed by real APIs. */
+export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
+
 /**
  * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions). Each
  * SDK is imported here, when its first model is created, so a start-up never parses an SDK it does not use.
  */
-async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
+export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
   if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
   return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
 }
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */
 export function registerProviders(llm: LlmService): void {
-  for (const provider of [...OPENAI_PROVIDERS, 'anthropic'])
+  for (const provider of PROVIDER_NAMES)
     llm.register(provider, (model, options) => createProvider(provider, model, options))
 }

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { keelHome } from '@keel/session'
+import { keelHome } from '@keel/session/paths'
 import { projectDirs } from './root.ts'
 
 export type Settings = Record<string, unknown>

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { keelHome } from '@keel/session'
+import { keelHome } from '@keel/session/paths'
 import { projectDirs } from './root.ts'
 
 /** Total bytes of instruction text that go into the system prompt. */

@@ -1,0 +1,105 @@
+// A command once the plugins are up: boots cordis with the shipped composition (or --config's), applies the run's
+// policy, runs the command or starts its front door, and unloads the plugins after. main.ts loads this module once
+// the arguments, the settings and (for print mode) the prompt are known, and the first request may be on its way.
+import type { Context } from 'cordis'
+import { loadInstructions } from '@keel/settings'
+import { escapeLine } from '@keel/session'
+import { modelSpec, UsageError, workingDirectory, type Command, type Flags } from './args.ts'
+import { createModel, openAgent } from './agent.ts'
+import { FRONT_DOORS } from './doors.ts'
+import { boot, shutdown } from './boot.ts'
+import type { FirstRequest } from './first-request.ts'
+import { runPrint } from './print.ts'
+import { applyPolicy } from './policy.ts'
+import { listSessions, showSession } from './sessions.ts'
+import { listMcp } from './mcp.ts'
+import { forkSession, rewindSession } from './rewind.ts'
+import { resolveSessionId } from './session-id.ts'
+import type { ResolvedSettings } from './settings.ts'
+import { stopYoungGenerationGrowth } from './memory.ts'
+
+export interface CommandRun {
+  command: Exclude<Command, { kind: 'help' | 'version' | 'config' }>
+  flags: Flags
+  settings: ResolvedSettings | undefined
+  /** `--model` as typed: a reopened session keeps its own /model choice unless this names one. */
+  modelFlag: string | undefined
+  version: string
+  /** Print mode's prompt, read already. */
+  prompt?: string
+  /** Print mode's first request, when it was sent before boot. */
+  first?: FirstRequest
+  /** What print mode keeps its first request's tools under (first-request.ts). */
+  toolsKey?: string
+}
+
+export async function runCommand(run: CommandRun): Promise<number> {
+  const { command, settings, modelFlag, prompt, first, toolsKey, version: VERSION } = run
+  let { flags } = run
+  let ctx: Context | undefined
+  try {
+    // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
+    ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
+    // Soon, not now: in print mode the event loop's next turn comes once the first model request is out.
+    setImmediate(stopYoungGenerationGrowth)
+    // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
+    if (command.kind !== 'interactive') warnSkippedSessions(ctx)
+    if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
+    if (
+      command.kind === 'print' ||
+      command.kind === 'interactive' ||
+      command.kind === 'serve' ||
+      command.kind === 'acp'
+    ) {
+      for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
+    }
+    switch (command.kind) {
+      case 'print':
+        return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey })
+      case 'sessions-list':
+        process.stdout.write(listSessions(ctx, flags) + '\n')
+        return 0
+      case 'sessions-show':
+        process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
+        return 0
+      case 'mcp-list':
+        process.stdout.write((await listMcp(ctx, flags)) + '\n')
+        return 0
+      case 'sessions-rewind':
+        process.stdout.write((await rewindSession(ctx, flags, resolveSessionId(ctx, command.id))) + '\n')
+        return 0
+      case 'sessions-fork':
+        process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
+        return 0
+      default: {
+        const load = FRONT_DOORS[command.kind]
+        if (!load) throw new UsageError(`${command.kind} mode is not available in this build`)
+        const door = await load()
+        const booted = ctx
+        return await door({
+          ctx,
+          flags,
+          prompt: command.kind === 'interactive' ? command.prompt : undefined,
+          version: VERSION,
+          cwd: workingDirectory(flags),
+          modelSpec: modelSpec(flags),
+          instructionFiles: loadInstructions(workingDirectory(flags)).files,
+          openAgent: () => openAgent(booted, flags, { modelFlag }),
+          createModel: (spec) => createModel(booted, flags, spec),
+        })
+      }
+    }
+  } finally {
+    if (ctx) await shutdown(ctx)
+  }
+}
+
+/** One line on stderr per entry of KEEL_HOME that is not a session (a FIFO, a symlink, a bad header…), once per run. */
+function warnSkippedSessions(ctx: Context): void {
+  const warned = new Set<string>()
+  ctx.on('session/skipped', (path, problem) => {
+    if (warned.has(path)) return
+    warned.add(path)
+    process.stderr.write(`keel: warning: ${escapeLine(path)}: ${escapeLine(problem)}\n`)
+  })
+}
