@@ -1,6 +1,7 @@
 // Start-up figures of the shipped composition, each beside bare Node measured in the same loop (runs interleaved,
 // so a load spike from elsewhere hits both): `keel --version`, `keel --help`, `keel -p` spawn → first model
-// request, and `keel serve` spawn → its page answered. Prints medians and ratios; asserts nothing.
+// request, `keel -p` spawn → exit when the model takes 300 ms to its first token (what a person waits for), and
+// `keel serve` spawn → its page answered. Prints medians and ratios; asserts nothing.
 // KEEL_BENCH_COMPARE=<dir>[,<dir>…] runs the keel figures of other built checkouts in the same loop (say, the code
 // before a change, checked out elsewhere with its own dist/), so both see the same load.
 //
@@ -60,6 +61,17 @@ async function serveReady(keelBin: string): Promise<number> {
   return elapsed
 }
 
+/** A model that thinks this long before its first token (print mode's boot overlaps it; see first-request.ts). */
+const THINKING_MS = 300
+
+/** Spawn → exit of `keel -p` against a fake OpenAI-compatible server that thinks THINKING_MS before answering. */
+async function answered(keelBin: string): Promise<number> {
+  const fake = await startFakeProvider([{ text: 'ok', firstTokenMs: THINKING_MS }])
+  const elapsed = await run([keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`])
+  await fake.close()
+  return elapsed
+}
+
 /** Spawn → the first request of `keel -p` against a fake OpenAI-compatible server, or undefined if none came. */
 async function firstRequest(keelBin: string, runEnv: NodeJS.ProcessEnv): Promise<number | undefined> {
   const fake = await startFakeProvider([{ text: 'ok' }])
@@ -69,13 +81,14 @@ async function firstRequest(keelBin: string, runEnv: NodeJS.ProcessEnv): Promise
   return fake.requests[0] && fake.requests[0].at - started
 }
 
-const FIGURES = ['version', 'help', 'first', 'serve', 'firstWithoutCerts'] as const
+const FIGURES = ['version', 'help', 'first', 'answered', 'serve', 'firstWithoutCerts'] as const
 const nodeSamples: number[] = []
 const nodeWithoutCerts: number[] = []
 const samples = checkouts.map(() => ({
   version: [] as number[],
   help: [] as number[],
   first: [] as number[],
+  answered: [] as number[],
   serve: [] as number[],
   firstWithoutCerts: [] as number[],
 }))
@@ -92,6 +105,7 @@ for (let i = 0; i < RUNS; i++) {
     mine.help.push(await run([keelBin, '--help']))
     const first = await firstRequest(keelBin, env)
     if (first !== undefined) mine.first.push(first)
+    mine.answered.push(await answered(keelBin))
     mine.serve.push(await serveReady(keelBin))
     const withoutCerts = extraCaCerts ? await firstRequest(keelBin, envWithoutCerts) : undefined
     if (withoutCerts !== undefined) mine.firstWithoutCerts.push(withoutCerts)
@@ -102,6 +116,7 @@ const LABELS: Record<(typeof FIGURES)[number], string> = {
   version: 'keel --version',
   help: 'keel --help',
   first: 'keel -p: spawn → first model request',
+  answered: `keel -p: spawn → exit, model thinking ${THINKING_MS} ms`,
   serve: 'keel serve: spawn → page served',
   firstWithoutCerts: 'keel -p: first request, without NODE_EXTRA_CA_CERTS',
 }

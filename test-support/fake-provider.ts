@@ -60,6 +60,8 @@ export interface FakeReply {
   stallBeforeHeaders?: boolean
   /** Pause before each SSE event. */
   delayMs?: number
+  /** Pause once, after the response headers and before the first event: a model thinking before it answers. */
+  firstTokenMs?: number
 }
 
 interface RecordedRequest {
@@ -157,7 +159,7 @@ function anthropicErrorType(status: number): string {
   return 'invalid_request_error'
 }
 
-/** Writes SSE events one by one, honouring `delayMs`, `disconnectAfter`, `stallAfter` and `hang`. */
+/** Writes SSE events one by one, honouring `firstTokenMs`, `delayMs`, `disconnectAfter`, `stallAfter` and `hang`. */
 async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
   let closed = false
@@ -168,6 +170,10 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
   const all = reply.hang ? events.content : [...events.content, ...events.tail]
   const limit = Math.min(reply.disconnectAfter ?? Infinity, reply.stallAfter ?? Infinity)
   if (reply.stallAfter === 0) res.flushHeaders()
+  if (reply.firstTokenMs) {
+    res.flushHeaders()
+    await new Promise((done) => setTimeout(done, reply.firstTokenMs))
+  }
   for (const [i, event] of all.entries()) {
     if (closed || i >= limit) break
     if (reply.delayMs) await new Promise((done) => setTimeout(done, reply.delayMs))
