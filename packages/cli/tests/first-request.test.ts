@@ -54,13 +54,13 @@ describe('in process', () => {
   }
 
   /** The request the agent builds for a new session, as Agent.step does. */
-  function agentRequest(first: { sessionId: string }, sent: LlmRequest, change: Partial<LlmRequest> = {}): LlmRequest {
+  /** The request the agent builds for a new session, as Agent.step does: a fresh object with the same fields. */
+  function agentRequest(first: { sessionId: string }, sent: LlmRequest): LlmRequest {
     return {
       system: sent.system,
       messages: structuredClone(sent.messages),
       tools: structuredClone(sent.tools),
       sessionId: first.sessionId,
-      ...change,
     }
   }
 
@@ -69,8 +69,7 @@ describe('in process', () => {
     try {
       const first = await send(fake.url)
       expect(first).toBeDefined()
-      await new Promise((done) => setTimeout(done, 200))
-      expect(fake.requests).toHaveLength(1) // sent before anyone asked for a stream
+      await until(() => fake.requests.length === 1) // sent before anyone asked for a stream
       const body = fake.requests[0]!.body
       expect(body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['read'])
       expect(body.messages.at(-1)).toMatchObject({ role: 'user' })
@@ -199,7 +198,8 @@ describe('end to end', () => {
   const work = join(scratch, 'e2e-work')
   mkdirSync(work, { recursive: true })
   const recorder = writeChunkRecorder(scratch)
-  // Beside the chunk recorder: a line when the first HTTP request is made.
+  // Beside the chunk recorder: a line when the first HTTP request has been written to its socket, all of it (made is
+  // not enough: a request made and then held behind a busy event loop reaches the server no sooner).
   const requestMark = join(scratch, 'request-mark.cjs')
   writeFileSync(
     requestMark,
@@ -208,9 +208,11 @@ const { appendFileSync } = require('node:fs')
 const request = http.request
 let marked = false
 http.request = function (...args) {
-  if (!marked && process.env.KEEL_CHUNK_LIST) appendFileSync(process.env.KEEL_CHUNK_LIST, 'REQUEST\\n')
+  const made = request.apply(this, args)
+  if (!marked && process.env.KEEL_CHUNK_LIST)
+    made.once('finish', () => appendFileSync(process.env.KEEL_CHUNK_LIST, 'REQUEST\\n'))
   marked = true
-  return request.apply(this, args)
+  return made
 }
 `,
   )
