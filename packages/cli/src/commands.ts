@@ -8,6 +8,7 @@ import { modelSpec, UsageError, workingDirectory, type Command, type Flags } fro
 import { createModel, openAgent } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
 import { boot, shutdown } from './boot.ts'
+import type { StartedDoor } from '@keel/door'
 import type { FirstRequest } from './first-request.ts'
 import { runPrint } from './print.ts'
 import { applyPolicy } from './policy.ts'
@@ -31,10 +32,12 @@ export interface CommandRun {
   first?: FirstRequest
   /** What print mode keeps its first request's tools under (first-request.ts). */
   toolsKey?: string
+  /** What the front door started before the boot (doors.ts, FRONT_DOOR_STARTS). */
+  started?: StartedDoor
 }
 
 export async function runCommand(run: CommandRun): Promise<number> {
-  const { command, settings, modelFlag, prompt, first, toolsKey, version: VERSION } = run
+  const { command, settings, modelFlag, prompt, first, toolsKey, started, version: VERSION } = run
   let { flags } = run
   let ctx: Context | undefined
   try {
@@ -78,6 +81,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
         const booted = ctx
         return await door({
           ctx,
+          started,
           flags,
           prompt: command.kind === 'interactive' ? command.prompt : undefined,
           version: VERSION,

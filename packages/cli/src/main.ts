@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { helpText, modelSpec, parse, UsageError, workingDirectory } from './args.ts'
 import type { CommandRun } from './commands.ts'
 import { DEFAULT_COMPOSITION } from './composition.ts'
+import { FRONT_DOOR_STARTS } from './doors.ts'
 import { type FirstRequest, sendFirstRequest, toolsKey } from './first-request.ts'
 import { resolveMode } from './mode.ts'
 import { printPrompt } from './print-prompt.ts'
@@ -30,6 +31,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0
   }
   let first: FirstRequest | undefined
+  let started: CommandRun['started']
   try {
     checkCwd(flags.cwd)
     const composition = flags.config ?? DEFAULT_COMPOSITION
@@ -66,11 +68,19 @@ export async function main(argv: string[]): Promise<number> {
         if (first) await new Promise((done) => setImmediate(done))
       }
     }
+    // A front door's first half (keel serve listens and serves its page while the plugins boot). Not with --config:
+    // a composition file can fail to load, and nothing should be served before it did.
+    const start = FRONT_DOOR_STARTS[command.kind]
+    if (start && !flags.config) {
+      started = await (await start())({ flags, cwd: workingDirectory(flags), modelSpec: modelSpec(flags) })
+      run.started = started
+    }
     return await (await import('./commands.ts')).runCommand(run)
   } catch (error) {
     return (await import('./failure.ts')).fail(error)
   } finally {
     first?.discard()
+    await started?.abandon()
   }
 }
 

@@ -21,9 +21,32 @@ export interface DoorFlags {
   continue?: boolean
 }
 
+/** What the CLI knows before the plugins boot: enough for a front door to start what needs none of them. */
+export interface DoorPrelude {
+  flags: DoorFlags
+  /** The working directory (--cwd or the current one), absolute. */
+  cwd: string
+  /** The model spec the flags ask for (`provider/model`). */
+  modelSpec: string
+}
+
+/** What a front door started before the boot; the door takes it over through `DoorContext.started`. */
+export interface StartedDoor {
+  /** Undoes the start when the door never runs (the boot failed); a no-op once the door has taken it over. */
+  abandon(): Promise<void>
+}
+
+/**
+ * A front door's optional first half, run before the boot (`keel serve` listens and serves its page meanwhile).
+ * Undefined when this run cannot start early; the door then does everything after the boot.
+ */
+export type FrontDoorStart = (prelude: DoorPrelude) => Promise<StartedDoor | undefined>
+
 /** What the CLI hands a front door: a booted context and what the command line asked for. */
 export interface DoorContext {
   ctx: Context
+  /** What this door's FrontDoorStart returned before the boot, if it ran. */
+  started?: StartedDoor
   flags: DoorFlags
   /** The prompt given on the command line (`keel "…"`), run as the first turn; only the TUI takes one. */
   prompt?: string

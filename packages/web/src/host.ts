@@ -54,13 +54,14 @@ import { requestToken, tokenMatches } from './token.ts'
 import { usageOfEvents, usageOfFile } from './usage.ts'
 
 export interface WebHostOptions {
-  ctx: Context
+  /** The booted context; without it (and `model`) the host waits for `attach()`, serving the page meanwhile. */
+  ctx?: Context
   /** Sessions of this directory are listed and served; new sessions work here. */
   cwd: string
   /** Serve the sessions of every working directory (`keel serve --all`), each resumed in its own directory. */
   all?: boolean
   /** The model that new and resumed sessions use. */
-  model: LlmAdapter
+  model?: LlmAdapter
   token: string
   /** Serve the built client from this folder; without it the host answers the API only. */
   clientDir?: string
@@ -93,8 +94,11 @@ const MAX_PROMPT_CHARS = 200_000
 export class WebHost {
   readonly app: Hono
   readonly hub = new EventHub()
-  private readonly asks: WebAsks
-  private readonly ctx: Context
+  private asksOf: WebAsks | undefined
+  private booted: { ctx: Context; model: LlmAdapter } | undefined
+  /** Resolved by attach(): until then the page is served and the API waits. */
+  private readonly attached: Promise<void>
+  private markAttached!: () => void
   private readonly held: HeldAgents
   private readonly turns = new Map<string, Promise<unknown>>()
   /** Sessions with a manual compaction in flight or waiting for the next request: their agent holds it, so stays open. */
@@ -107,7 +111,9 @@ export class WebHost {
   private closed = false
 
   constructor(private readonly options: WebHostOptions) {
-    const ctx = (this.ctx = options.ctx)
+    this.attached = new Promise((done) => {
+      this.markAttached = done
+    })
     this.held = new HeldAgents({
       maxOpen: Math.max(1, options.maxOpenSessions ?? DEFAULT_MAX_OPEN_SESSIONS),
       idleMs: options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS,
@@ -118,6 +124,17 @@ export class WebHost {
         this.rewinding.has(agent.id),
       close: (agent) => this.ctx.agents.close(agent),
     })
+    this.app = this.routes()
+    if (options.ctx && options.model) this.attach(options.ctx, options.model)
+  }
+
+  /**
+   * Hands the host the booted context and the model: `keel serve` listens and serves its page while the plugins
+   * boot (serve.ts), and the API answers from here on (requests that came meanwhile were held, not refused).
+   */
+  attach(ctx: Context, model: LlmAdapter): void {
+    if (this.booted) throw new Error('the web host is attached already')
+    this.booted = { ctx, model }
     this.disposers.push(
       ctx.on('session/event', (session, event) => {
         if (this.hub.size && this.sessionInScope(session))
@@ -151,8 +168,23 @@ export class WebHost {
         }),
       )
     }
-    this.asks = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
-    this.app = this.routes()
+    this.asksOf = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
+    this.markAttached()
+  }
+
+  private get ctx(): Context {
+    if (!this.booted) throw new RpcFailure('unavailable', 'keel is still starting')
+    return this.booted.ctx
+  }
+
+  private get asks(): WebAsks {
+    if (!this.asksOf) throw new RpcFailure('unavailable', 'keel is still starting')
+    return this.asksOf
+  }
+
+  private get model(): LlmAdapter {
+    if (!this.booted) throw new RpcFailure('unavailable', 'keel is still starting')
+    return this.booted.model
   }
 
   /**
@@ -183,7 +215,7 @@ export class WebHost {
     ])
     clearTimeout(timer)
     // Cancelled turns ended their asks; anything still waiting is declined.
-    this.asks.close()
+    this.asksOf?.close()
     const held = this.held.values()
     this.held.clear()
     for (const agent of held) {
@@ -238,6 +270,8 @@ export class WebHost {
       if (!tokenMatches(this.options.token, requestToken(c.req.raw, getCookie(c, this.cookieName())))) {
         return c.json(failure('unauthorized', 'missing or wrong token; open the URL that keel serve printed'), 401)
       }
+      // Until the plugins are up (serve.ts listens before they boot) the API waits; the page itself does not.
+      await this.attached
       await next()
     })
     app.get('/api/events', () => this.hub.open(this.hello()))
@@ -305,7 +339,7 @@ export class WebHost {
       all: this.options.all === true,
     }),
     'session.create': () => {
-      const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.options.model, fileNow: true })
+      const agent = this.ctx.agents.create({ cwd: this.options.cwd, model: this.model, fileNow: true })
       this.held.add(agent)
       const session = this.infoOf(agent.session)
       this.hub.broadcast({ type: 'session/created', session })
@@ -477,7 +511,7 @@ export class WebHost {
 
   /** The window shown is the one compaction works against: its configured window first, else the model's. */
   private modelInfo(): ModelInfo {
-    const { provider, model, contextWindow } = this.options.model
+    const { provider, model, contextWindow } = this.model
     const window = this.ctx.get('compaction')?.config.contextWindow || contextWindow
     return window ? { provider, model, contextWindow: window } : { provider, model }
   }
@@ -543,7 +577,7 @@ export class WebHost {
     }
     let agent: Agent
     try {
-      agent = this.ctx.agents.resume(sessionId, { model: this.options.model }).agent
+      agent = this.ctx.agents.resume(sessionId, { model: this.model }).agent
     } catch (error) {
       if ((error as Error)?.name === 'SessionNotFoundError')
         throw new RpcFailure('not-found', `no session with id ${sessionId}`)

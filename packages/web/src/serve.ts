@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
-import type { DoorContext } from '@keel/door'
+import type { DoorContext, DoorPrelude, StartedDoor } from '@keel/door'
+import { loadScript } from '@keel/llm'
+import { createProvider, PROVIDER_NAMES } from '@keel/llm/providers'
 import { escapeLine, isSessionId } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'
@@ -9,34 +11,108 @@ import { WebHost } from './host.ts'
 import { sessionFileCwd } from './scope.ts'
 import { newToken } from './token.ts'
 
+/** What startServe began: the host listening with its URL printed, waiting for the booted plugins. */
+interface StartedServe extends StartedDoor {
+  host: WebHost
+  server: ServerType
+  /** runServe took the host over: from now on it closes it, and abandon() does nothing. */
+  take(): void
+}
+
+/**
+ * `keel serve`'s first half, before the plugins boot: checks the model can be made (a missing key fails now, before
+ * any URL is printed), builds the client if needed, listens, and prints the URL. The page is served from now on; the
+ * API waits until runServe attaches the booted context. Undefined when the run must boot first: --resume and
+ * --continue name their session in the URL, and a provider only a composition registers is unknown until then.
+ */
+export async function startServe(prelude: DoorPrelude): Promise<StartedServe | undefined> {
+  const { flags, cwd, modelSpec } = prelude
+  if (flags.resume || flags.continue) return undefined
+  const bind = resolveBind(flags)
+  if (!(await modelCanBeMade(modelSpec, flags['base-url'], cwd))) return undefined
+  const clientDir = await ensureClientBuilt({ log: err })
+  const token = newToken()
+  const host = new WebHost({ cwd, all: flags.all === true, token, clientDir })
+  const { server, port } = await listenOrClose(host, bind.host, bind.port)
+  host.listening(bind.host, port, extraHosts())
+  printUrl(bind.host, port, token, undefined)
+  let taken = false
+  return {
+    host,
+    server,
+    take() {
+      taken = true
+    },
+    async abandon() {
+      if (taken) return
+      taken = true
+      await host.close()
+      await closeServer(server)
+    },
+  }
+}
+
+/**
+ * The checks `ctx.llm.create` makes for the models Keel ships (a key, a URL, a script that exists), made before the
+ * plugins are up; false for a provider only a composition registers.
+ */
+async function modelCanBeMade(spec: string, baseUrl: string | undefined, cwd: string): Promise<boolean> {
+  const slash = spec.indexOf('/')
+  if (slash <= 0 || slash === spec.length - 1) return false
+  const provider = spec.slice(0, slash)
+  const model = spec.slice(slash + 1)
+  if (provider === 'scripted') {
+    loadScript(model, cwd)
+    return true
+  }
+  if (!(PROVIDER_NAMES as readonly string[]).includes(provider)) return false
+  await createProvider(provider, model, { cwd, env: process.env, baseUrl })
+  return true
+}
+
+const err = (line: string) => process.stderr.write(line + '\n')
+
+function printUrl(bindHost: string, port: number, token: string, focus: string | undefined): void {
+  process.stdout.write(`Keel web UI: ${originOf(bindHost, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
+}
+
 /**
  * `keel serve`: builds the client if needed, listens (127.0.0.1:4317 by default; `--port 0` takes any free port),
  * prints the URL with its access token on stdout, and runs until SIGINT, SIGTERM or SIGHUP (a closed terminal). Stopping
  * cancels running turns, which kills their commands and closes each turn on its log; a second signal exits at once
- * (the shell plugin's exit hook still kills the commands).
+ * (the shell plugin's exit hook still kills the commands). When startServe ran before the boot, the host is already
+ * listening and this attaches the booted context to it.
  */
 export async function runServe(door: DoorContext): Promise<number> {
   const { ctx, flags } = door
   const bind = resolveBind(flags)
-  const focus = initialSession(door)
-  const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
-  const err = (line: string) => process.stderr.write(line + '\n')
-  const clientDir = await ensureClientBuilt({ log: err })
-  const token = newToken()
   const all = flags.all === true
-  const host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir })
+  let host: WebHost
+  let server: ServerType
+  const started = door.started as StartedServe | undefined
+  if (started) {
+    started.take()
+    ;({ host, server } = started)
+    try {
+      host.attach(ctx, await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd }))
+    } catch (error) {
+      await host.close()
+      await closeServer(server)
+      throw error
+    }
+  } else {
+    const focus = initialSession(door)
+    const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
+    const clientDir = await ensureClientBuilt({ log: err })
+    const token = newToken()
+    host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir })
+    let port: number
+    ;({ server, port } = await listenOrClose(host, bind.host, bind.port))
+    host.listening(bind.host, port, extraHosts())
+    printUrl(bind.host, port, token, focus)
+  }
   // Said once per run by @keel/permissions (why the sandbox is off, a rule that could not be saved).
   const stopNotices = ctx.on('permission/notice', (text) => err(`keel: ${escapeLine(text)}`))
-  let server: ServerType
-  let port: number
-  try {
-    ;({ server, port } = await listen(host, bind.host, bind.port))
-  } catch (error) {
-    await host.close()
-    throw error
-  }
-  host.listening(bind.host, port, extraHosts())
-  process.stdout.write(`Keel web UI: ${originOf(bind.host, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
   err(
     all
       ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`
@@ -51,11 +127,28 @@ export async function runServe(door: DoorContext): Promise<number> {
   err('keel: stopping')
   stopNotices()
   await host.close()
-  await new Promise<void>((done) => {
+  await closeServer(server)
+  return 0
+}
+
+async function listenOrClose(
+  host: WebHost,
+  hostname: string,
+  port: number,
+): Promise<{ server: ServerType; port: number }> {
+  try {
+    return await listen(host, hostname, port)
+  } catch (error) {
+    await host.close()
+    throw error
+  }
+}
+
+function closeServer(server: ServerType): Promise<void> {
+  return new Promise<void>((done) => {
     server.close(() => done())
     ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
   })
-  return 0
 }
 
 function listen(host: WebHost, hostname: string, port: number): Promise<{ server: ServerType; port: number }> {

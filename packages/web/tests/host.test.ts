@@ -6,6 +6,7 @@ import type { ScriptStep } from '@keel/llm'
 import { isLoopback, resolveBind } from '../src/bind.ts'
 import type { HistoryPage } from '../src/protocol.ts'
 import { tokenMatches } from '../src/token.ts'
+import { WebHost } from '../src/host.ts'
 import { hostFixture, makeHost, openEvents, TOKEN, waitFor, type HostFixture } from './host-support.ts'
 
 const PLAN = [
@@ -103,6 +104,52 @@ describe('access', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('before the plugins are up', () => {
+  test('a host without a context serves the page and trades the token for its cookie; the API waits for attach()', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-web-client-'))
+    try {
+      writeFileSync(join(dir, 'index.html'), '<!doctype html><title>t</title>')
+      const host = new WebHost({ cwd: dir, token: TOKEN, clientDir: dir })
+      host.listening('127.0.0.1', 80)
+      const page = await host.app.request('/')
+      expect(page.status).toBe(200)
+      expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
+      const bootstrap = await host.app.request(`/?token=${TOKEN}`)
+      expect(bootstrap.status).toBe(303)
+      expect(bootstrap.headers.get('set-cookie')).toContain(`keel_token_80=${TOKEN}`)
+      // The token is still checked at once; a right one waits.
+      const denied = await host.app.request('/api/session.list', { method: 'POST', body: '{}' })
+      expect(denied.status).toBe(401)
+      let answered = false
+      const listing = Promise.resolve(
+        host.app.request('/api/session.list', {
+          method: 'POST',
+          body: '{}',
+          headers: { authorization: `Bearer ${TOKEN}` },
+        }),
+      ).then(async (response) => {
+        answered = true
+        return response.json()
+      })
+      await new Promise((done) => setTimeout(done, 100))
+      expect(answered).toBe(false)
+      const f = await setup()
+      host.attach(f.k.ctx, f.k.model)
+      expect(await listing).toEqual({ ok: true, value: { sessions: [], cwd: dir, all: false } })
+      expect(() => host.attach(f.k.ctx, f.k.model)).toThrow(/attached already/)
+      await host.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a host closed before it was attached ends quietly', async () => {
+    const host = new WebHost({ cwd: tmpdir(), token: TOKEN })
+    host.listening('127.0.0.1', 80)
+    await host.close()
   })
 })
 

@@ -206,6 +206,89 @@ describe('keel serve (the real binary)', () => {
     }
   }, 120_000)
 
+  test('the URL is printed before the plugins boot, and the page and API then work', async () => {
+    // A preload notes the chunks the bundle loads and the moment the URL line is written, in order.
+    const list = join(scratch, 'early-order.txt')
+    writeFileSync(list, '')
+    const preload = join(scratch, 'early-order.cjs')
+    writeFileSync(
+      preload,
+      `const vm = require('node:vm')
+const { appendFileSync } = require('node:fs')
+vm.Script = class extends vm.Script {
+  constructor(code, options) {
+    super(code, options)
+    if (options && options.filename) appendFileSync(${JSON.stringify(list)}, options.filename + '\\n')
+  }
+}
+const write = process.stdout.write.bind(process.stdout)
+process.stdout.write = (chunk, ...rest) => {
+  if (String(chunk).startsWith('Keel web UI:')) appendFileSync(${JSON.stringify(list)}, 'URL\\n')
+  return write(chunk, ...rest)
+}
+`,
+    )
+    const served = await serve(
+      ['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch],
+      { KEEL_HOME: home, NODE_OPTIONS: `--require=${preload}` },
+      scratch,
+    )
+    try {
+      const page = await fetch(served.url)
+      expect(page.status).toBe(200)
+      const listed = await fetch(`${served.origin}/api/session.list`, {
+        method: 'POST',
+        body: '{}',
+        headers: { authorization: `Bearer ${served.token}` },
+      })
+      expect(await listed.json()).toMatchObject({ ok: true, value: { cwd: scratch } })
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
+    const order = readFileSync(list, 'utf8').trim().split('\n')
+    const url = order.indexOf('URL')
+    // The shell plugin's code loads with the boot and for nothing else: the URL must come before it.
+    const boot = order.findIndex(
+      (file) => file !== 'URL' && readFileSync(file, 'utf8').includes('//! packages/shell/src/'),
+    )
+    expect(boot, 'the run did not use the bundle').toBeGreaterThan(0)
+    expect(url, order.join('\n')).toBeGreaterThanOrEqual(0)
+    expect(url).toBeLessThan(boot)
+  })
+
+  test('a start the boot never takes over (the boot failed) is abandoned: the port is closed again', async () => {
+    const { startServe } = await import('../src/serve.ts')
+    const started = await startServe({ flags: { port: '0' }, cwd: scratch, modelSpec: `scripted/${script}` })
+    expect(started).toBeDefined()
+    const { port } = started!.server.address() as { port: number }
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200)
+    await started!.abandon()
+    await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow()
+    // --resume and --continue name their session in the URL: those start after the boot.
+    expect(await startServe({ flags: { port: '0', continue: true }, cwd: scratch, modelSpec: 'scripted/demo' })).toBe(
+      undefined,
+    )
+  })
+
+  test('a model that cannot be made is refused with one line before any URL is printed', async () => {
+    const child = runKeel(
+      ['serve', '--port', '0', '--model', 'openai/gpt-4o'],
+      { KEEL_HOME: home, OPENAI_API_KEY: '' },
+      scratch,
+    )
+    let out = ''
+    let err = ''
+    child.stdout!.on('data', (chunk) => {
+      out += chunk
+    })
+    child.stderr!.on('data', (chunk) => {
+      err += chunk
+    })
+    expect(await exitOf(child)).toBe(2)
+    expect(out).toBe('')
+    expect(err).toContain('OPENAI_API_KEY')
+  })
+
   test('--host 0.0.0.0 is refused with one line', async () => {
     const child = runKeel(
       ['serve', '--host', '0.0.0.0', '--model', `scripted/${script}`],
