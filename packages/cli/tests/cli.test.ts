@@ -498,6 +498,10 @@ describe('keel -p against a provider that speaks the real wire format', () => {
     ])
     try {
       const home = join(scratch, 'fake-home')
+      // A folder of its own: the shared scratch holds every earlier test's KEEL_HOME (17,000 files by now), which the
+      // checkpoint before each step would copy, turning a 5 s loop into 13 s alone and past the timeout under load.
+      const work = join(scratch, 'fake-loop')
+      mkdirSync(work)
       const { spawn } = await import('node:child_process')
       const child = spawn(
         process.execPath,
@@ -510,7 +514,7 @@ describe('keel -p against a provider that speaks the real wire format', () => {
           '--base-url',
           `${fake.url}/v1`,
         ],
-        { cwd: scratch, env: { ...process.env, KEEL_HOME: home } },
+        { cwd: work, env: { ...process.env, KEEL_HOME: home } },
       )
       let stdout = ''
       let stderr = ''
