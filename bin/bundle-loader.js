@@ -47,9 +47,12 @@ function loadBundle(dist) {
     return module.exports
   }
   // Every import() in a chunk calls this instead (scripts/build.mjs says why). A bare name resolves from here as it
-  // would from dist/: both sit beside the same node_modules.
+  // would from dist/: both sit beside the same node_modules. A chunk loads on the event loop's next turn, not in the
+  // same run of microtasks: what a start already has going (print mode's first request on its way, keel serve's page
+  // being asked for) moves on between the chunks the boot loads.
+  const nextTurn = () => new Promise((done) => setImmediate(done))
   const importAny = (id) =>
-    id.startsWith('./') && id.endsWith('.js') ? Promise.resolve().then(() => load(chunkName(id))) : import(id)
+    id.startsWith('./') && id.endsWith('.js') ? nextTurn().then(() => load(chunkName(id))) : import(id)
 
   process.on('exit', () => {
     const missing = compiled.map((chunk, index) => ({ ...chunk, index })).filter((chunk) => !chunk.cached)
