@@ -1,9 +1,11 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { SESSION_FORMAT_VERSION, sessionPath } from '@keel/session'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clientDistDir, clientIsFresh, clientSourceDir, ensureClientBuilt } from '../src/build.ts'
+import { writeChunkRecorder } from '../../../test-support/chunk-recorder.ts'
 import { exitOf, runKeel, serve } from './serve-support.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-serve-'))
@@ -207,30 +209,25 @@ describe('keel serve (the real binary)', () => {
   }, 120_000)
 
   test('the URL is printed before the plugins boot, and the page and API then work', async () => {
-    // A preload notes the chunks the bundle loads and the moment the URL line is written, in order.
+    // Preloads note the chunks the bundle loads (test-support's chunk recorder) and the moment the URL line is
+    // written, in order, in one list.
     const list = join(scratch, 'early-order.txt')
     writeFileSync(list, '')
-    const preload = join(scratch, 'early-order.cjs')
+    const recorder = writeChunkRecorder(scratch)
+    const urlMark = join(scratch, 'url-mark.cjs')
     writeFileSync(
-      preload,
-      `const vm = require('node:vm')
-const { appendFileSync } = require('node:fs')
-vm.Script = class extends vm.Script {
-  constructor(code, options) {
-    super(code, options)
-    if (options && options.filename) appendFileSync(${JSON.stringify(list)}, options.filename + '\\n')
-  }
-}
+      urlMark,
+      `const { appendFileSync } = require('node:fs')
 const write = process.stdout.write.bind(process.stdout)
 process.stdout.write = (chunk, ...rest) => {
-  if (String(chunk).startsWith('Keel web UI:')) appendFileSync(${JSON.stringify(list)}, 'URL\\n')
+  if (String(chunk).startsWith('Keel web UI:')) appendFileSync(process.env.KEEL_CHUNK_LIST, 'URL\\n')
   return write(chunk, ...rest)
 }
 `,
     )
     const served = await serve(
       ['--port', '0', '--model', `scripted/${script}`, '--cwd', scratch],
-      { KEEL_HOME: home, NODE_OPTIONS: `--require=${preload}` },
+      { KEEL_HOME: home, KEEL_CHUNK_LIST: list, NODE_OPTIONS: `--require=${recorder} --require=${urlMark}` },
       scratch,
     )
     try {
@@ -245,7 +242,11 @@ process.stdout.write = (chunk, ...rest) => {
     } finally {
       expect(await served.stop()).toBe(0)
     }
-    const order = readFileSync(list, 'utf8').trim().split('\n')
+    // A chunk's line is its file URL, then ` cached` or ` compiled`.
+    const order = readFileSync(list, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => (line === 'URL' ? line : fileURLToPath(line.split(' ')[0]!)))
     const url = order.indexOf('URL')
     // The shell plugin's code loads with the boot and for nothing else: the URL must come before it.
     const boot = order.findIndex(
