@@ -63,15 +63,17 @@ export async function main(argv: string[]): Promise<number> {
           toolsKey: run.toolsKey,
         })
         run.first = first
-        // Nothing below gives the event loop a turn until the plugins are up: let the request's socket connect and
-        // write now (a local server has the request at once; boot.ts yields between plugins for a remote handshake).
+        // Let the request's socket connect and write now: a local server has the request at once, and the chunks and
+        // plugins the boot loads give a remote handshake more turns of the event loop.
         if (first) await new Promise((done) => setImmediate(done))
       }
     }
-    // A front door's first half (keel serve listens and serves its page while the plugins boot). Not with --config:
-    // a composition file can fail to load, and nothing should be served before it did.
+    // A front door's first half (keel serve listens and serves its page while the plugins boot). Not with --config
+    // (a composition file can fail to load) or --allow (a rule can fail to parse): nothing is served before what can
+    // still fail has been checked; a bad --mode or KEEL_MODE is refused here.
     const start = FRONT_DOOR_STARTS[command.kind]
-    if (start && !flags.config) {
+    if (start && !flags.config && !flags.allow?.length) {
+      resolveMode(flags, process.env, undefined, command.kind)
       started = await (await start())({ flags, cwd: workingDirectory(flags), modelSpec: modelSpec(flags) })
       run.started = started
     }

@@ -288,6 +288,18 @@ process.stdout.write = (chunk, ...rest) => {
     expect(await exitOf(child)).toBe(2)
     expect(out).toBe('')
     expect(err).toContain('OPENAI_API_KEY')
+    // A bad --mode too: nothing is served before the flags are checked.
+    const badMode = runKeel(
+      ['serve', '--port', '0', '--mode', 'sideways', '--model', `scripted/${script}`],
+      { KEEL_HOME: home },
+      scratch,
+    )
+    let modeOut = ''
+    badMode.stdout!.on('data', (chunk) => {
+      modeOut += chunk
+    })
+    expect(await exitOf(badMode)).toBe(2)
+    expect(modeOut).toBe('')
   })
 
   test('--host 0.0.0.0 is refused with one line', async () => {
