@@ -6,7 +6,17 @@
 // is written on exit: to dist/code-cache/ when this install can write there (a checkout; the build's own runs), else
 // to $KEEL_HOME/code-cache/<node>-<arch>-<bundle>/. A cache is only ever speed: any failure to read or write one is
 // ignored.
-const { accessSync, constants, mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs')
+const {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} = require('node:fs')
 const { createRequire } = require('node:module')
 const { join } = require('node:path')
 const { pathToFileURL } = require('node:url')
@@ -33,10 +43,7 @@ function loadBundle(dist) {
     const module = { exports: {} }
     loaded.set(name, module)
     const file = join(dist, name)
-    let cachedData
-    try {
-      cachedData = readFileSync(join(cacheDir, name))
-    } catch {}
+    const cachedData = readCachedData(join(cacheDir, name))
     // Each chunk is one function expression: Node's CommonJS wrapper, plus the two names the build rewrote chunks to
     // use (scripts/build.mjs).
     const script = new vm.Script(readFileSync(file, 'utf8'), { filename: file, cachedData })
@@ -66,6 +73,31 @@ function loadBundle(dist) {
     } catch {}
   })
   return load('bin.cjs')
+}
+
+/** Bytecode of a chunk is a few MB at most; a bigger file is not a cache this loader wrote. */
+const CACHE_LIMIT = 64 * 1024 * 1024
+
+/**
+ * A chunk's cached bytecode, or undefined unless it is a regular file under CACHE_LIMIT: the cache may live under
+ * KEEL_HOME, where a FIFO or a link to /dev/zero would otherwise hang or flood every start. Opened without following
+ * a link and without blocking, and checked after the open, so nothing can be swapped in between.
+ */
+function readCachedData(path) {
+  let fd
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch {
+    return undefined
+  }
+  try {
+    const stats = fstatSync(fd)
+    return stats.isFile() && stats.size <= CACHE_LIMIT ? readFileSync(fd) : undefined
+  } catch {
+    return undefined
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /** dist/code-cache when this process may write it, else a folder of its own under KEEL_HOME for this Node and bundle. */

@@ -2,8 +2,18 @@
 // whose cache is missing is compiled as usual and has one from the next run on. Runs a copy of dist/ (inside the
 // checkout, so the shipped files are found by walking up) through bin/bundle-loader.js, with a preload that notes,
 // for each chunk compiled, whether V8 took its cached bytecode.
-import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
@@ -30,6 +40,8 @@ function printRun(name: string): Map<string, 'cached' | 'compiled'> {
     cwd: scratch,
     env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_CHUNK_LIST: record },
     encoding: 'utf8',
+    // A start that blocks on a cache file fails here instead of stalling the run.
+    timeout: 60_000,
   })
   expect(result.status, result.stderr).toBe(0)
   expect(result.stdout).toBe('ok\n')
@@ -59,4 +71,20 @@ test('a chunk without a cache is compiled, written on exit, and read from the ca
   const next = printRun('refilled')
   expect(next.get(main)).toBe('cached')
   expect([...next].filter(([, how]) => how === 'compiled')).toEqual([])
+})
+
+test('a FIFO or a link to /dev/zero where a cache file belongs is passed over, not read, and replaced on exit', () => {
+  const names = readdirSync(join(dist, 'code-cache'))
+  const main = names.find((name) => name.startsWith('main-'))!
+  const other = names.find((name) => name.startsWith('chunk-'))!
+  rmSync(join(dist, 'code-cache', main))
+  execFileSync('mkfifo', [join(dist, 'code-cache', main)])
+  rmSync(join(dist, 'code-cache', other))
+  symlinkSync('/dev/zero', join(dist, 'code-cache', other))
+  const chunks = printRun('special-files')
+  expect(chunks.get(main)).toBe('compiled')
+  expect(chunks.get(other)).toBe('compiled')
+  expect(lstatSync(join(dist, 'code-cache', main)).isFile()).toBe(true)
+  expect(lstatSync(join(dist, 'code-cache', other)).isFile()).toBe(true)
+  expect(printRun('after-special-files').get(main)).toBe('cached')
 })

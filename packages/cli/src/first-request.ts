@@ -10,7 +10,7 @@
 // plain run is sent early: a new session of a real provider, no --config, no --allow and no MCP server (their tools
 // are only known once the servers are up).
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
 import type { LlmAdapter, LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
@@ -48,9 +48,34 @@ export function toolsKey(version: string, overrides: Record<string, unknown> | u
   return createHash('sha256').update(inputs).digest('hex').slice(0, 32)
 }
 
+/** Far more than the shipped tools' schemas (about 20 KB); anything bigger is not ours. */
+const CACHE_LIMIT = 4 * 1024 * 1024
+
+/**
+ * The cache file's text, or undefined unless it is a regular file under CACHE_LIMIT. KEEL_HOME is a folder anyone can
+ * put things in: opened without following a link and without blocking, a FIFO or a link to /dev/zero put there
+ * cannot hang or flood the start.
+ */
+function readCache(file: string): string | undefined {
+  let fd: number
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch {
+    return undefined
+  }
+  try {
+    const stats = fstatSync(fd)
+    return stats.isFile() && stats.size <= CACHE_LIMIT ? readFileSync(fd, 'utf8') : undefined
+  } catch {
+    return undefined
+  } finally {
+    closeSync(fd)
+  }
+}
+
 function storedTools(key: string): readonly ToolSchema[] | undefined {
   try {
-    const stored = JSON.parse(readFileSync(cacheFile(), 'utf8')) as StoredTools
+    const stored = JSON.parse(readCache(cacheFile()) ?? '') as StoredTools
     return stored.key === key && Array.isArray(stored.tools) ? stored.tools : undefined
   } catch {
     return undefined
@@ -62,9 +87,7 @@ export function rememberTools(key: string, tools: readonly ToolSchema[]): void {
   try {
     const text = JSON.stringify({ key, tools } satisfies StoredTools)
     const file = cacheFile()
-    try {
-      if (readFileSync(file, 'utf8') === text) return
-    } catch {}
+    if (readCache(file) === text) return
     mkdirSync(dirname(file), { recursive: true })
     const temporary = `${file}.${process.pid}.tmp`
     writeFileSync(temporary, text)

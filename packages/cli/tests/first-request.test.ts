@@ -3,8 +3,17 @@
 // agent's sent. End to end: the second run of `keel -p` in a KEEL_HOME sends its request before cordis loads, and
 // the run is otherwise the same; stored tools that went stale cost a request, not a wrong answer; a bad flag sends
 // nothing.
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -150,6 +159,17 @@ describe('in process', () => {
     } finally {
       server.closeAllConnections()
       await new Promise((done) => server.close(done))
+    }
+  })
+
+  test('a FIFO or a link to /dev/zero where the stored tools belong is passed over at once, and replaced', async () => {
+    const file = join(home, 'cache/first-request.json')
+    for (const make of [() => execFileSync('mkfifo', [file]), () => symlinkSync('/dev/zero', file)]) {
+      rmSync(file, { force: true })
+      make()
+      expect(await send('http://127.0.0.1:9')).toBeUndefined() // reading either would hang or fill memory
+      rememberTools(key, TOOLS)
+      expect(lstatSync(file).isFile()).toBe(true)
     }
   })
 
