@@ -14,7 +14,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, ren
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
 import type { LlmAdapter, LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
-import { createProvider, PROVIDER_NAMES } from '@keel/llm/providers'
+import { createProvider, PROVIDER_NAMES, splitSpec } from '@keel/llm/providers'
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
 import type { ContentBlock } from '@keel/session/messages'
@@ -110,9 +110,8 @@ export interface FirstRequestOptions {
 export async function sendFirstRequest(options: FirstRequestOptions): Promise<FirstRequest | undefined> {
   const { flags, cwd, spec, overrides } = options
   if (flags.config || flags.resume || flags.continue || flags.fork || flags.allow?.length) return undefined
-  const slash = spec.indexOf('/')
-  const provider = spec.slice(0, slash)
-  if (slash <= 0 || !(PROVIDER_NAMES as readonly string[]).includes(provider)) return undefined
+  const split = splitSpec(spec)
+  if (!split || !(PROVIDER_NAMES as readonly string[]).includes(split.provider)) return undefined
   if (Object.keys((overrides?.mcp?.servers as object | undefined) ?? {}).length) return undefined
   try {
     if (Object.keys(readProjectServers(cwd).servers).length) return undefined
@@ -129,7 +128,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
   }
   let adapter: LlmAdapter
   try {
-    const made = await createProvider(provider, spec.slice(slash + 1), {
+    const made = await createProvider(split.provider, split.model, {
       cwd,
       env: process.env,
       baseUrl: flags['base-url'],

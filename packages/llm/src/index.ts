@@ -1,7 +1,7 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
-import { registerProviders } from './providers.ts'
+import { registerProviders, splitSpec } from './providers.ts'
 import { type RetryPolicy, withRetries } from './retries.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter } from './types.ts'
@@ -64,17 +64,16 @@ export class LlmService extends Service {
   }
 
   async create(spec: string, options: Partial<ProviderOptions> = {}): Promise<LlmAdapter> {
-    const slash = spec.indexOf('/')
-    if (slash <= 0 || slash === spec.length - 1)
-      throw new LlmError('config', `--model must be <provider>/<model>, got ${JSON.stringify(spec)}`)
-    const provider = spec.slice(0, slash)
+    const split = splitSpec(spec)
+    if (!split) throw new LlmError('config', `--model must be <provider>/<model>, got ${JSON.stringify(spec)}`)
+    const { provider, model } = split
     const factory = this.providers.get(provider)
     if (!factory)
       throw new LlmError(
         'config',
         `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`,
       )
-    const adapter = await factory(spec.slice(slash + 1), {
+    const adapter = await factory(model, {
       cwd: options.cwd ?? process.cwd(),
       env: options.env ?? process.env,
       baseUrl: options.baseUrl,

@@ -43,6 +43,13 @@ export function checkedUrl(url: string, provider: string, model: string): string
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
 const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
+/** `provider/model` split at its first slash, or undefined when either side is empty. */
+export function splitSpec(spec: string): { provider: string; model: string } | undefined {
+  const slash = spec.indexOf('/')
+  if (slash <= 0 || slash === spec.length - 1) return undefined
+  return { provider: spec.slice(0, slash), model: spec.slice(slash + 1) }
+}
+
 /** Providers backed by real APIs. */
 export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
 

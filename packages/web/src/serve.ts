@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 import { serve, type ServerType } from '@hono/node-server'
 import type { DoorContext, DoorPrelude, StartedDoor } from '@keel/door'
 import { loadScript } from '@keel/llm'
-import { createProvider, PROVIDER_NAMES } from '@keel/llm/providers'
+import { createProvider, PROVIDER_NAMES, splitSpec } from '@keel/llm/providers'
 import { escapeLine, isSessionId } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'
@@ -57,16 +57,14 @@ export async function startServe(prelude: DoorPrelude): Promise<StartedServe | u
  * plugins are up; false for a provider only a composition registers.
  */
 async function modelCanBeMade(spec: string, baseUrl: string | undefined, cwd: string): Promise<boolean> {
-  const slash = spec.indexOf('/')
-  if (slash <= 0 || slash === spec.length - 1) return false
-  const provider = spec.slice(0, slash)
-  const model = spec.slice(slash + 1)
-  if (provider === 'scripted') {
-    loadScript(model, cwd)
+  const split = splitSpec(spec)
+  if (!split) return false
+  if (split.provider === 'scripted') {
+    loadScript(split.model, cwd)
     return true
   }
-  if (!(PROVIDER_NAMES as readonly string[]).includes(provider)) return false
-  await createProvider(provider, model, { cwd, env: process.env, baseUrl })
+  if (!(PROVIDER_NAMES as readonly string[]).includes(split.provider)) return false
+  await createProvider(split.provider, split.model, { cwd, env: process.env, baseUrl })
   return true
 }
 
@@ -91,15 +89,10 @@ export async function runServe(door: DoorContext): Promise<number> {
   let server: ServerType
   const started = door.started as StartedServe | undefined
   if (started) {
+    // Taken over once the model is made: if that fails, the CLI abandons the start, which closes the port.
+    started.host.attach(ctx, await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd }))
     started.take()
     ;({ host, server } = started)
-    try {
-      host.attach(ctx, await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd }))
-    } catch (error) {
-      await host.close()
-      await closeServer(server)
-      throw error
-    }
   } else {
     const focus = initialSession(door)
     const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
