@@ -16,6 +16,15 @@ afterEach(async () => {
   server = undefined
 })
 
+/** A promise that settles when the server sees its response closed (`closed` is the 'close' listener). */
+function closing(): { gone: Promise<void>; closed: () => void } {
+  let closed!: () => void
+  const gone = new Promise<void>((done) => {
+    closed = done
+  })
+  return { gone, closed }
+}
+
 /** Serves every request with `handle`; resolves with an adapter pointed at it. */
 async function rawServer(handle: (req: IncomingMessage, res: ServerResponse) => void) {
   server = createServer((req, res) => {
@@ -105,10 +114,7 @@ describe('OpenAI-compatible adapter on the wire', () => {
   })
 
   it('gives up on an event that never ends (more than 16 MB) instead of buffering it, and closes the connection', async () => {
-    let closed!: () => void
-    const gone = new Promise<void>((done) => {
-      closed = done
-    })
+    const { gone, closed } = closing()
     const adapter = await rawServer(async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.on('close', closed)
@@ -134,10 +140,7 @@ describe('OpenAI-compatible adapter on the wire', () => {
   })
 
   it('closes the connection when the consumer stops reading', async () => {
-    let closed!: () => void
-    const gone = new Promise<void>((done) => {
-      closed = done
-    })
+    const { gone, closed } = closing()
     const adapter = await rawServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.write(chunk({ content: 'first' }))

@@ -6,7 +6,7 @@ import { SESSION_FORMAT_VERSION, sessionPath } from '@keel/session'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { clientDistDir, clientIsFresh, clientSourceDir, ensureClientBuilt } from '../src/build.ts'
 import { writeChunkRecorder } from '../../../test-support/chunk-recorder.ts'
-import { exitOf, runKeel, serve } from './serve-support.ts'
+import { exitOf, runKeel, serve, type Served } from './serve-support.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-web-serve-'))
 const home = join(scratch, 'home')
@@ -16,6 +16,15 @@ beforeAll(async () => {
   writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello from the script' }] }))
   await ensureClientBuilt()
 }, 120_000)
+
+/** `session.list` with the printed token. */
+function listSessions(served: Served): Promise<Response> {
+  return fetch(`${served.origin}/api/session.list`, {
+    method: 'POST',
+    body: '{}',
+    headers: { authorization: `Bearer ${served.token}` },
+  })
+}
 
 function newest(dir: string): number {
   let max = 0
@@ -82,11 +91,7 @@ describe('keel serve (the real binary)', () => {
       expect(await page.text()).toContain('<div id="root"></div>')
       const denied = await fetch(`${served.origin}/api/session.list`, { method: 'POST', body: '{}' })
       expect(denied.status).toBe(401)
-      const listed = await fetch(`${served.origin}/api/session.list`, {
-        method: 'POST',
-        body: '{}',
-        headers: { authorization: `Bearer ${served.token}` },
-      })
+      const listed = await listSessions(served)
       expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch, all: false } })
       // The printed URL: the token becomes a cookie, and the query token alone opens nothing.
       const first = await fetch(served.url, { redirect: 'manual' })
@@ -115,11 +120,7 @@ describe('keel serve (the real binary)', () => {
       scratch,
     )
     try {
-      const listed = await fetch(`${served.origin}/api/session.list`, {
-        method: 'POST',
-        body: '{}',
-        headers: { authorization: `Bearer ${served.token}` },
-      })
+      const listed = await listSessions(served)
       expect(await listed.json()).toMatchObject({ ok: true, value: { all: true } })
     } finally {
       expect(await served.stop()).toBe(0)
@@ -160,11 +161,7 @@ describe('keel serve (the real binary)', () => {
     try {
       expect(served.url).toContain(`#s=${id}`)
       // Answering means the server is past start-up (its SIGINT handler is installed after the URL is printed).
-      const listed = await fetch(`${served.origin}/api/session.list`, {
-        method: 'POST',
-        body: '{}',
-        headers: { authorization: `Bearer ${served.token}` },
-      })
+      const listed = await listSessions(served)
       expect(await listed.json()).toMatchObject({
         ok: true,
         value: { sessions: [expect.objectContaining({ id, cwd: elsewhere })] },
@@ -233,11 +230,7 @@ process.stdout.write = (chunk, ...rest) => {
     try {
       const page = await fetch(served.url)
       expect(page.status).toBe(200)
-      const listed = await fetch(`${served.origin}/api/session.list`, {
-        method: 'POST',
-        body: '{}',
-        headers: { authorization: `Bearer ${served.token}` },
-      })
+      const listed = await listSessions(served)
       expect(await listed.json()).toMatchObject({ ok: true, value: { cwd: scratch } })
     } finally {
       expect(await served.stop()).toBe(0)
