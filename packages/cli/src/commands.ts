@@ -43,8 +43,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
   try {
     // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
     ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
-    // Soon, not now: in print mode the event loop's next turn comes once the first model request is out.
-    setImmediate(stopYoungGenerationGrowth)
+    stopYoungGenerationGrowth()
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
     if (flags.resume) flags = { ...flags, resume: resolveSessionId(ctx, flags.resume) }
