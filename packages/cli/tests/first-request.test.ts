@@ -162,9 +162,13 @@ describe('in process', () => {
     }
   })
 
-  test('a FIFO or a link to /dev/zero where the stored tools belong is passed over at once, and replaced', async () => {
+  test('a FIFO, a link to /dev/zero or broken JSON where the stored tools belong is passed over at once, and replaced', async () => {
     const file = join(home, 'cache/first-request.json')
-    for (const make of [() => execFileSync('mkfifo', [file]), () => symlinkSync('/dev/zero', file)]) {
+    for (const make of [
+      () => execFileSync('mkfifo', [file]),
+      () => symlinkSync('/dev/zero', file),
+      () => writeFileSync(file, '{ not json'),
+    ]) {
       rmSync(file, { force: true })
       make()
       expect(await send('http://127.0.0.1:9')).toBeUndefined() // reading either would hang or fill memory

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import Schema from 'schemastery'
 import { projectRoot } from '@keel/settings'
@@ -96,8 +96,11 @@ export function readProjectServers(cwd: string): { file?: string; servers: Recor
   const file = join(projectRoot(cwd), '.mcp.json')
   let text: string
   try {
+    // A FIFO (or a link to a device) named .mcp.json would block the read, and with it every start in the project.
+    if (!statSync(file).isFile()) throw new McpConfigError(`${file}: not a file`)
     text = readFileSync(file, 'utf8')
   } catch (error) {
+    if (error instanceof McpConfigError) throw error
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { servers: {} }
     throw new McpConfigError(`${file}: ${(error as Error).message}`)
   }

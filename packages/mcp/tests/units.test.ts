@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
@@ -44,6 +45,13 @@ describe('configuration', () => {
     })
     writeFileSync(join(root, '.mcp.json'), '{ not json')
     expect(() => readProjectServers(root)).toThrow(`${join(root, '.mcp.json')}: not valid JSON`)
+    // A FIFO or a link to a device is refused at once instead of blocking the read.
+    rmSync(join(root, '.mcp.json'))
+    execFileSync('mkfifo', [join(root, '.mcp.json')])
+    expect(() => readProjectServers(root)).toThrow(`${join(root, '.mcp.json')}: not a file`)
+    rmSync(join(root, '.mcp.json'))
+    symlinkSync('/dev/zero', join(root, '.mcp.json'))
+    expect(() => readProjectServers(root)).toThrow(`${join(root, '.mcp.json')}: not a file`)
   })
 
   test('tool names are mcp__<server>__<tool>, made safe and at most 64 characters', () => {
