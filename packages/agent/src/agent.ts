@@ -13,6 +13,7 @@ import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
+import { PromptQueue, type QueueKind, type QueuedPrompt } from './queue.ts'
 
 export type AgentStatus = 'idle' | 'running' | 'disposed'
 
@@ -81,6 +82,8 @@ export class Agent implements ToolAgent {
   private readonly callIds = new Set<string>()
   /** Built on the first request and kept: prompt caches need the same system text on every request. */
   private system: string | undefined
+  /** Prompts sent while a turn runs (see `send`); every door uses this one queue. */
+  readonly queue: PromptQueue
 
   constructor(
     private readonly ctx: Context,
@@ -90,6 +93,7 @@ export class Agent implements ToolAgent {
     this.cwd = options.cwd
     this.depth = options.depth ?? 0
     this.model = options.model
+    this.queue = new PromptQueue((items) => this.ctx.emit('agent/queue', this, items))
     this.lastTurn = 0
     for (const event of this.session.events) {
       if (event.type === 'turn/start') this.lastTurn = event.data.turn
@@ -123,7 +127,32 @@ export class Agent implements ToolAgent {
       this.controller = undefined
       if (this.status === 'running') this.setStatus('idle')
     })
+    void this.running.then((result) => this.runFollowUp(result))
     return this.running
+  }
+
+  /**
+   * What a door calls for a prompt the person sends: idle, it starts a turn; while a turn runs, it is queued as
+   * `kind` (steering by default) and delivered as the queue's rules say. Never taken as an approval's answer.
+   */
+  send(
+    content: string | ContentBlock[],
+    kind: QueueKind = 'steer',
+  ): { turn: Promise<TurnResult>; queued?: undefined } | { queued: QueuedPrompt; turn?: undefined } {
+    if (this.status === 'disposed') throw new Error(`agent ${this.id} is disposed`)
+    const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
+    if (!this.running) return { turn: this.prompt(blocks) }
+    return { queued: this.queue.add(kind, blocks) }
+  }
+
+  /**
+   * A follow-up queued during a turn runs as the next turn, unless the turn was cancelled: then the queue is kept
+   * (the door says so) until the person's next prompt, whose turn delivers the steering and then the follow-ups.
+   */
+  private runFollowUp(result: TurnResult): void {
+    if (result.reason === 'aborted' || this.status === 'disposed' || this.running) return
+    const next = this.queue.takeFirst('follow-up')
+    if (next) this.prompt(next.content).catch(() => {})
   }
 
   /** Cancels the running turn: the request and every running tool see the abort; the turn ends `aborted`. */
@@ -142,8 +171,13 @@ export class Agent implements ToolAgent {
     this.model = model
   }
 
-  whenIdle(): Promise<unknown> {
-    return this.running?.catch(() => {}) ?? Promise.resolve()
+  /** Settles when no turn runs, queued follow-ups included. */
+  async whenIdle(): Promise<void> {
+    while (this.running) {
+      await this.running.catch(() => {})
+      // A follow-up starts on the turn's settlement; let it register before looking again.
+      await Promise.resolve()
+    }
   }
 
   dispose(): void {
@@ -186,7 +220,10 @@ export class Agent implements ToolAgent {
               { message: { role: 'user', content, source: 'user' } },
               { surfaceOp: { op: 'append' } },
             )
+          this.deliverSteering()
           const outcome = await this.step(turn, step, signal, result)
+          // A steering message that arrived while the model was answering is delivered in one more step.
+          if (outcome === 'completed' && this.queue.has('steer')) continue
           if (outcome) {
             result.reason = outcome
             break
@@ -229,6 +266,16 @@ export class Agent implements ToolAgent {
       }
     }
     return result
+  }
+
+  /** Queued steering messages land as user messages before the step's model request, oldest first. */
+  private deliverSteering(): void {
+    for (const item of this.queue.take('steer'))
+      this.session.append(
+        'user/message',
+        { message: { role: 'user', content: item.content, source: 'steer' } },
+        { surfaceOp: { op: 'append' } },
+      )
   }
 
   /** One model request and its tool calls. Returns why the turn ends, or undefined to continue. */

@@ -4,8 +4,10 @@ import type { LlmAdapter, LlmRequest } from '@keel/llm'
 import type { Session } from '@keel/session'
 import { loadInstructions } from '@keel/settings'
 import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
+import type { QueuedPrompt } from './queue.ts'
 
 export * from './agent.ts'
+export type { QueueKind, QueuedPrompt } from './queue.ts'
 export { lastModelChoice, modelSpecOf } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
 
@@ -24,6 +26,11 @@ declare module 'cordis' {
      * @mode emit
      */
     'agent/status'(agent: Agent, status: AgentStatus): void
+    /**
+     * The agent's prompt queue changed (a prompt queued, edited, taken back or delivered): the whole queue now.
+     * @mode emit
+     */
+    'agent/queue'(agent: Agent, items: readonly QueuedPrompt[]): void
     /**
      * Before each model request is built; listeners may append to the session (compaction does). Awaited.
      * @mode parallel

@@ -41,10 +41,11 @@ export interface ContentBlockMap {
 export type ContentBlock = ContentBlockMap[keyof ContentBlockMap]
 
 /**
- * Where a user-role message came from: the person (a prompt, or `shell`: a command they ran with `!` in the TUI and
- * its output), or the harness (compaction summaries, context blocks).
+ * Where a user-role message came from: the person (a prompt; `steer`: a message they sent while the turn ran,
+ * delivered before its next model request; `shell`: a command they ran with `!` in the TUI and its output), or the
+ * harness (compaction summaries, context blocks).
  */
-export type MessageSource = 'user' | 'shell' | 'compaction' | 'context'
+export type MessageSource = 'user' | 'steer' | 'shell' | 'compaction' | 'context'
 
 export interface UserMessage {
   role: 'user'

@@ -91,6 +91,7 @@ export function Transcript({
 
 /** What a message the harness put in the person's place is, by its `source` (the person's own prompts have none). */
 const HARNESS_LABELS: Record<Exclude<MessageSource, 'user'>, string> = {
+  steer: 'You, while the agent worked',
   compaction: 'Summary of earlier conversation',
   shell: 'You ran a command (with ! in the terminal)',
   context: 'Context',
