@@ -57,6 +57,7 @@ const SUBCOMMANDS = {
   'sessions rewind <id>':
     'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
+  'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
@@ -81,6 +82,7 @@ export type Command =
   | { kind: 'mcp-list' }
   | { kind: 'sessions-rewind'; id: string }
   | { kind: 'sessions-fork'; id: string }
+  | { kind: 'sessions-search'; text: string }
   | { kind: 'config' }
 
 export class UsageError extends Error {
@@ -127,8 +129,10 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       return { command: { kind: 'sessions-rewind', id: third }, flags }
     if (second === 'fork' && third && words.length === 3)
       return { command: { kind: 'sessions-fork', id: third }, flags }
+    if (second === 'search' && words.length >= 3 && words.slice(2).join(' ').trim())
+      return { command: { kind: 'sessions-search', text: words.slice(2).join(' ') }, flags }
     throw new UsageError(
-      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>]',
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json]',
     )
   }
   if (first === 'mcp') {

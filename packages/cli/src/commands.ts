@@ -3,7 +3,7 @@
 // the arguments, the settings and (for print mode) the prompt are known, and the first request may be on its way.
 import type { Context } from 'cordis'
 import { loadInstructions } from '@keel/settings'
-import { escapeLine } from '@keel/session'
+import { escapeLine, terminalJson } from '@keel/session'
 import { modelSpec, UsageError, workingDirectory, type Command, type Flags } from './args.ts'
 import { createModel, openAgent } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
@@ -13,6 +13,7 @@ import type { FirstRequest } from './first-request.ts'
 import { runPrint } from './print.ts'
 import { applyPolicy } from './policy.ts'
 import { listSessions, showSession } from './sessions.ts'
+import { formatSearch, searchSessions } from './sessions-search.ts'
 import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
@@ -73,6 +74,14 @@ export async function runCommand(run: CommandRun): Promise<number> {
       case 'sessions-fork':
         process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
+      case 'sessions-search': {
+        const summaries = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
+        const result = await searchSessions(summaries, command.text)
+        process.stdout.write(
+          `${flags.json ? terminalJson(result, 2) : formatSearch(result, command.text, Boolean(flags.all))}\n`,
+        )
+        return 0
+      }
       default: {
         const load = FRONT_DOORS[command.kind]
         if (!load) throw new UsageError(`${command.kind} mode is not available in this build`)

@@ -379,6 +379,24 @@ function loadFile(path: string, id: string) {
 }
 
 const TITLE_BYTES = 64 * 1024
+const TITLE_PEEK = 8 * 1024
+
+/** The text of the person's first prompt in the lines after the header (a torn last line does not parse); undefined when none is there. */
+function titleOf(text: string): string | undefined {
+  const lines = text.split('\n')
+  for (const line of lines.slice(1)) {
+    try {
+      const event = JSON.parse(line) as SessionEvent
+      if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
+        let title = ''
+        for (const block of event.data.message.content)
+          if (block.type === 'text' && typeof block.text === 'string') title += block.text
+        return title
+      }
+    } catch {}
+  }
+  return undefined
+}
 
 /** A summary from the first 64 KB, or undefined (and a `skip` report) for an entry that is not a readable session. */
 function summarize(path: string, skip: (path: string, problem: string) => void): SessionSummary | undefined {
@@ -400,9 +418,21 @@ function summarize(path: string, skip: (path: string, problem: string) => void):
     return undefined
   }
   let text: string
+  let title: string | undefined
   try {
-    const buffer = Buffer.alloc(TITLE_BYTES)
-    text = buffer.toString('utf8', 0, readSync(opened.fd, buffer, 0, buffer.length, 0))
+    // The header and the first prompt are almost always in the first few KB; read up to 64 KB only when they are not.
+    const head = (size: number) => {
+      const buffer = Buffer.allocUnsafe(size)
+      const read = readSync(opened.fd, buffer, 0, size, 0)
+      return { text: buffer.toString('utf8', 0, read), full: read === size }
+    }
+    const peek = head(TITLE_PEEK)
+    text = peek.text
+    title = titleOf(text)
+    if (peek.full && title === undefined) {
+      text = head(TITLE_BYTES).text
+      title = titleOf(text)
+    }
   } catch (error) {
     skip(path, `cannot read it: ${errnoText(error)}; skipped`)
     return undefined
@@ -421,17 +451,6 @@ function summarize(path: string, skip: (path: string, problem: string) => void):
     skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
     return undefined
   }
-  let title = ''
-  for (const line of lines.slice(1)) {
-    try {
-      const event = JSON.parse(line) as SessionEvent
-      if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
-        for (const block of event.data.message.content)
-          if (block.type === 'text' && typeof block.text === 'string') title += block.text
-        break
-      }
-    } catch {}
-  }
   return {
     id: header.id,
     cwd: header.cwd,
@@ -440,6 +459,6 @@ function summarize(path: string, skip: (path: string, problem: string) => void):
     path,
     ...(header.parent ? { parent: header.parent } : {}),
     ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
-    title: title.replace(/\s+/g, ' ').trim().slice(0, 120),
+    title: (title ?? '').replace(/\s+/g, ' ').trim().slice(0, 120),
   }
 }

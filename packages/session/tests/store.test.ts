@@ -461,6 +461,31 @@ describe('list and read', () => {
     expect(readdirSync(join(home(), 'sessions')).sort()).toEqual(['elsewhere', cwdSlug(cwd)].sort())
   })
 
+  it('finds the title past the first few KB, and across a prompt cut by the peek', async () => {
+    ctx = await boot()
+    const make = (id: string, before: number) => {
+      const session = ctx!.sessions.create({ cwd, id })
+      const context = 'x'.repeat(before)
+      session.append(
+        'user/message',
+        { message: { role: 'user', source: 'context', content: [{ type: 'text', text: context }] } },
+        append,
+      )
+      session.append(
+        'user/message',
+        { message: { role: 'user', content: [{ type: 'text', text: `title ${id}` }] } },
+        append,
+      )
+      ctx!.sessions.close(session)
+    }
+    make('far', 20_000) // the prompt starts past 8 KB
+    make('cut', 8_000) // the prompt's line straddles 8 KB
+    expect(Object.fromEntries(ctx.sessions.list(cwd).map((s) => [s.id, s.title]))).toEqual({
+      far: 'title far',
+      cut: 'title cut',
+    })
+  })
+
   it('reads a session without locking or repairing it', async () => {
     ctx = await boot()
     const session = ctx.sessions.create({ cwd, id: 'peek' })

@@ -1,0 +1,196 @@
+// `keel sessions search <text>`: the sessions whose prompts, answers or plan items contain the text. Files are
+// streamed line by line, several at a time, with a cheap substring test before any JSON is parsed, so a few
+// thousand sessions take about as long as reading them once; there is no index to keep in step with the logs.
+import { constants, createReadStream, promises as fsp } from 'node:fs'
+import { StringDecoder } from 'node:string_decoder'
+import { escapeLine, type SessionSummary } from '@keel/session'
+
+/** Where in a session the text was found. */
+export type MatchWhere = 'prompt' | 'answer' | 'plan'
+
+export interface SessionMatch {
+  seq: number
+  where: MatchWhere
+  /** The matching line of text, cut around the match. */
+  snippet: string
+}
+
+export interface SessionHit {
+  summary: SessionSummary
+  /** The first few matches, in log order. */
+  matches: SessionMatch[]
+  /** How many matches the session holds in all. */
+  count: number
+}
+
+export interface SearchResult {
+  hits: SessionHit[]
+  /** Sessions that could not be read to the end: listed, never a reason to stop or hang. */
+  unreadable: { summary: SessionSummary; problem: string }[]
+}
+
+const MATCHES_KEPT = 3
+const FILES_IN_FLIGHT = 8
+const SNIPPET = 100
+
+/** The text of a session event that a person would search for, with where it came from. */
+function textsOf(event: unknown): { where: MatchWhere; text: string }[] {
+  if (!event || typeof event !== 'object') return []
+  const { type, data } = event as { type?: unknown; data?: Record<string, unknown> }
+  if (!data || typeof data !== 'object') return []
+  const blocksText = (content: unknown) =>
+    Array.isArray(content)
+      ? content.map((block) => (block?.type === 'text' && typeof block.text === 'string' ? block.text : '')).join('')
+      : ''
+  if (type === 'user/message' || type === 'assistant/message') {
+    const message = data.message as { content?: unknown; source?: unknown } | undefined
+    if (!message) return []
+    if (
+      type === 'user/message' &&
+      message.source !== undefined &&
+      message.source !== 'user' &&
+      message.source !== 'steer'
+    )
+      return []
+    return [{ where: type === 'user/message' ? 'prompt' : 'answer', text: blocksText(message.content) }]
+  }
+  if (type === 'todo/write' && Array.isArray(data.todos))
+    return data.todos
+      .map((todo) => (todo && typeof todo.content === 'string' ? todo.content : ''))
+      .filter(Boolean)
+      .map((text) => ({ where: 'plan' as const, text }))
+  return []
+}
+
+function snippetAround(text: string, index: number, length: number): string {
+  const start = Math.max(0, index - Math.floor((SNIPPET - length) / 2))
+  const flat = text.slice(start, start + SNIPPET).replace(/\s+/g, ' ')
+  return `${start > 0 ? '…' : ''}${flat}${start + SNIPPET < text.length ? '…' : ''}`
+}
+
+/**
+ * Whether the raw JSON line may hold the text. JSON escapes quotes, backslashes and control characters, so only a
+ * needle without them can be tested on the raw line; other needles parse every line.
+ */
+const rawTestable = (needle: string) => !/["\\\p{Cc}]/u.test(needle)
+
+async function searchFile(summary: SessionSummary, needle: string, signal?: AbortSignal): Promise<SessionHit | string> {
+  const lower = needle.toLowerCase()
+  // A chunk of complete lines that does not hold the needle is passed over whole, unsplit and unparsed.
+  const prefilter = rawTestable(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined
+  const hit: SessionHit = { summary, matches: [], count: 0 }
+  let handle: fsp.FileHandle
+  try {
+    // No following a link and no blocking on a FIFO swapped in since the listing checked the entry.
+    handle = await fsp.open(summary.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+    if (!(await handle.stat()).isFile()) {
+      await handle.close()
+      return 'not a regular file'
+    }
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? (error as Error).message
+  }
+  const stream = createReadStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024, signal })
+  const decoder = new StringDecoder('utf8')
+  let rest = ''
+  let headerSeen = false
+  const onLine = (line: string) => {
+    if (prefilter && !prefilter.test(line)) return
+    let event: unknown
+    try {
+      event = JSON.parse(line)
+    } catch {
+      return // a torn line: what a resume would drop
+    }
+    for (const { where, text } of textsOf(event)) {
+      const index = text.toLowerCase().indexOf(lower)
+      if (index < 0) continue
+      hit.count++
+      if (hit.matches.length < MATCHES_KEPT)
+        hit.matches.push({
+          seq: Number((event as { seq?: unknown }).seq),
+          where,
+          snippet: snippetAround(text, index, needle.length),
+        })
+    }
+  }
+  const onLines = (text: string) => {
+    let start = 0
+    if (!headerSeen) {
+      const end = text.indexOf('\n')
+      if (end < 0) return
+      headerSeen = true
+      start = end + 1
+    }
+    if (prefilter && !prefilter.test(start ? text.slice(start) : text)) return
+    for (let end = text.indexOf('\n', start); end >= 0; end = text.indexOf('\n', start)) {
+      onLine(text.slice(start, end))
+      start = end + 1
+    }
+    if (start < text.length) onLine(text.slice(start))
+  }
+  try {
+    for await (const chunk of stream) {
+      const text = rest + decoder.write(chunk as Buffer)
+      const last = text.lastIndexOf('\n')
+      if (last < 0) {
+        rest = text
+        continue
+      }
+      rest = text.slice(last + 1)
+      onLines(text.slice(0, last))
+    }
+    rest += decoder.end()
+    if (rest) onLines(rest)
+  } catch (error) {
+    if (signal?.aborted) throw error
+    return (error as NodeJS.ErrnoException).code ?? (error as Error).message
+  } finally {
+    await handle.close().catch(() => {})
+  }
+  return hit
+}
+
+/** Searches the given sessions (newest first stays newest first), a few files at a time. */
+export async function searchSessions(
+  summaries: readonly SessionSummary[],
+  needle: string,
+  signal?: AbortSignal,
+): Promise<SearchResult> {
+  const outcomes: (SessionHit | string | undefined)[] = new Array(summaries.length)
+  let next = 0
+  const worker = async () => {
+    while (next < summaries.length) {
+      const index = next++
+      outcomes[index] = await searchFile(summaries[index]!, needle, signal)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(FILES_IN_FLIGHT, summaries.length) }, worker))
+  const result: SearchResult = { hits: [], unreadable: [] }
+  for (const [index, outcome] of outcomes.entries()) {
+    if (typeof outcome === 'string') result.unreadable.push({ summary: summaries[index]!, problem: outcome })
+    else if (outcome?.count) result.hits.push(outcome)
+  }
+  return result
+}
+
+const when = (ms: number) => {
+  const date = new Date(ms)
+  return Number.isNaN(date.getTime()) ? '????-??-?? ??:??' : date.toISOString().replace('T', ' ').slice(0, 16)
+}
+
+/** The terminal listing: a line per session, then its first matches; every field escaped (a log is untrusted). */
+export function formatSearch(result: SearchResult, needle: string, withCwd: boolean): string {
+  const lines: string[] = []
+  for (const { summary, matches, count } of result.hits) {
+    lines.push(
+      `${escapeLine(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${withCwd ? `  ${escapeLine(summary.cwd)}` : ''}`,
+    )
+    for (const match of matches) lines.push(`    ${match.where.padEnd(6)} ${escapeLine(match.snippet)}`)
+    if (count > matches.length) lines.push(`    … and ${count - matches.length} more`)
+  }
+  for (const { summary, problem } of result.unreadable)
+    lines.push(`${escapeLine(summary.id)}  unreadable: ${escapeLine(problem)}`)
+  if (!result.hits.length) lines.unshift(`No session mentions "${escapeLine(needle)}".`)
+  return lines.join('\n')
+}
