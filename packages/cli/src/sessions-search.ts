@@ -6,16 +6,16 @@ import { StringDecoder } from 'node:string_decoder'
 import { escapeLine, type SessionSummary } from '@keel/session'
 
 /** Where in a session the text was found. */
-export type MatchWhere = 'prompt' | 'answer' | 'plan'
+type MatchWhere = 'prompt' | 'answer' | 'plan'
 
-export interface SessionMatch {
+interface SessionMatch {
   seq: number
   where: MatchWhere
   /** The matching line of text, cut around the match. */
   snippet: string
 }
 
-export interface SessionHit {
+interface SessionHit {
   summary: SessionSummary
   /** The first few matches, in log order. */
   matches: SessionMatch[]
