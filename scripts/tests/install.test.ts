@@ -96,7 +96,10 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
       },
     )
     expect(sandboxed.status, sandboxed.stderr).toBe(0)
-    expect(existsSync(npmCalls) ? readFileSync(npmCalls, 'utf8') : '', 'the sandbox runtime searched for its files').toBe('')
+    expect(
+      existsSync(npmCalls) ? readFileSync(npmCalls, 'utf8') : '',
+      'the sandbox runtime searched for its files',
+    ).toBe('')
     expect(sandboxed.stderr).not.toContain('sandbox is off')
     const results = sandboxed.stdout
       .split('\n')
