@@ -10,7 +10,7 @@ import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 import { relativeOf, RipgrepFailed, ripgrep, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
-import { walk } from './walk.ts'
+import { prunedUnder, walk } from './walk.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 
@@ -80,6 +80,9 @@ async function grep(
 ): Promise<string> {
   const info = await statTarget(target)
   const single = !info.isDirectory()
+  // Through ripgrep the search of the whole root runs while the walk decides which of its files count.
+  const searching = single ? undefined : searchWithRipgrep(config, target, regex, limit)
+  searching?.catch(() => undefined)
   let rels: string[]
   if (!single) {
     const found = await walk({
@@ -96,9 +99,8 @@ async function grep(
   } else {
     rels = ['']
   }
-  const gathered =
-    (!single && (await gatherWithRipgrep(config, target, regex, rels, limit))) ||
-    (await gatherByReading(config, target, single, rels, limit))
+  const searched = await searching
+  const gathered = searched ? searched(rels) : await gatherByReading(config, target, single, rels, limit)
 
   // Started on the first batch: a search that finds no file to read never spawns a worker.
   let matcher: RegexMatcher | undefined
@@ -215,44 +217,27 @@ async function gatherByReading(
   return gathered
 }
 
-/** Arguments to ripgrep a command line holds at most, in characters of file names (a glob's files go by name). */
-const ARGUMENT_CHARS = 100_000
-
 /**
- * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts). ripgrep
- * picks the candidate lines of every text file (binaries, found by their NUL bytes, are passed over); the worker
- * then matches them with the JavaScript regex as it would the whole file.
+ * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts): ripgrep
+ * picks the candidate lines of every text file under the root (binaries, found by their NUL bytes, are passed over;
+ * what the root's .gitignore excludes by directory is pruned), and the result keeps those of the walk's files, which
+ * the worker then matches with the JavaScript regex as it would the whole file.
  */
-async function gatherWithRipgrep(
+async function searchWithRipgrep(
   config: Config,
   target: ResolvedPath,
   regex: RegExp,
-  rels: string[],
   limit: CallLimit,
-): Promise<Gathered | undefined> {
+): Promise<((walked: string[]) => Gathered) | undefined> {
   const pattern = toRipgrepRegex(regex.source)
   if (pattern === undefined) return undefined
   const rg = await ripgrep(config.ripgrep)
   if (!rg) return undefined
-  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : []), '-e', pattern]
-  // The walk's files by name (ripgrep searches a named file whatever would ignore it), as many as a command takes.
-  const paths: string[][] = []
-  let chunk: string[] = []
-  let chars = 0
-  for (const rel of rels) {
-    if (chars + rel.length > ARGUMENT_CHARS && chunk.length) {
-      paths.push(chunk)
-      chunk = []
-      chars = 0
-    }
-    chunk.push(`./${rel}`)
-    chars += rel.length + 3
-  }
-  if (chunk.length) paths.push(chunk)
-
+  const pruned = (await prunedUnder(target.real, target.realCwd, target.confined)).map((glob) => `--glob=!${glob}`)
+  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : []), ...pruned]
   const found = new Map<string, { lines: number[]; texts: Buffer[] }>()
-  const gathered: Gathered = { files: [], searched: 0, tooLarge: 0 }
-  let binaries = 0
+  const binary = new Set<string>()
+  const tooLarge = new Set<string>()
   const onRecord = (record: string) => {
     if (!record) return
     const event = JSON.parse(record) as RipgrepEvent
@@ -267,32 +252,34 @@ async function gatherWithRipgrep(
       file.texts.push(text.subarray(0, text.at(-1) === 0x0a ? -1 : undefined))
       return
     }
-    const file = found.get(rel)
-    if (!file) return
-    if (event.data.binary_offset !== null) {
-      found.delete(rel)
-      binaries++
-    } else if (event.data.stats.bytes_searched > config.maxGrepFileBytes) {
-      found.delete(rel)
-      gathered.tooLarge++
-    }
+    if (!found.has(rel)) return
+    if (event.data.binary_offset !== null) binary.add(rel)
+    else if (event.data.stats.bytes_searched > config.maxGrepFileBytes) tooLarge.add(rel)
+    else return
+    found.delete(rel)
   }
   try {
-    for (const chunk of paths)
-      await runRipgrep(rg, target.real, [...flags, '--', ...chunk], '\n', limit.signal, onRecord)
+    await runRipgrep(rg, target.real, [...flags, '-e', pattern, '--', '.'], '\n', limit.signal, onRecord)
   } catch (error) {
     if (error instanceof RipgrepFailed) return undefined
     throw error
   }
-  const names = [...found.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  for (const rel of names) {
-    const file = found.get(rel)!
-    const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
-    const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
-    gathered.files.push({ name, bytes, lines: file.lines })
+  return (walked) => {
+    const gathered: Gathered = { files: [], searched: walked.length, tooLarge: 0 }
+    for (const rel of walked) {
+      if (binary.has(rel)) gathered.searched--
+      else if (tooLarge.has(rel)) {
+        gathered.searched--
+        gathered.tooLarge++
+      }
+      const file = found.get(rel)
+      if (!file) continue
+      const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
+      const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
+      gathered.files.push({ name, bytes, lines: file.lines })
+    }
+    return gathered
   }
-  gathered.searched = rels.length - gathered.tooLarge - binaries
-  return gathered
 }
 
 const NEWLINE = Buffer.from('\n')

@@ -91,6 +91,11 @@ async function loadRules(root: string, cwd: string, scope: Scope): Promise<Gitig
   return rules
 }
 
+/** What a walk of `root` prunes unopened besides node_modules and .git: the directories its .gitignore rules exclude. */
+export async function prunedUnder(root: string, cwd: string, confined: boolean): Promise<string[]> {
+  return (await loadRules(root, cwd, { realCwd: cwd, confined })).pruneGlobs()
+}
+
 /** Rejects with the abort reason; fast-glob has no signal of its own, so its stream is destroyed instead. */
 async function collect<T>(stream: Readable, signal: AbortSignal): Promise<T[]> {
   const out: T[] = []
@@ -149,7 +154,8 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
   const scope: Scope = { realCwd: options.cwd, confined: options.confined }
   const rules = await loadRules(options.root, options.cwd, scope)
   const listed = options.onlyFiles && options.deep === undefined ? await listWithRipgrep(options, rules) : undefined
-  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores)
+  // ripgrep opens no path from the pattern (it is matched on the listing), so no literal part leads through a link.
+  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores, undefined)
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
@@ -192,7 +198,7 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
           ? ('symlink' as const)
           : ('other' as const),
   }))
-  return judge(options, rules, scope, entries, gitignores)
+  return judge(options, rules, scope, entries, gitignores, new RealDirs(options.root))
 }
 
 /**
@@ -221,6 +227,7 @@ async function judge(
   scope: Scope,
   found: WalkEntry[],
   gitignores: string[],
+  real: RealDirs | undefined,
 ): Promise<WalkResult> {
   const { signal } = options
   await Promise.all(
@@ -231,7 +238,6 @@ async function judge(
         if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
       }),
   )
-  const real = new RealDirs(options.root)
   const entries: WalkEntry[] = []
   let hidden = 0
   for (let i = 0; i < found.length; i++) {
@@ -241,7 +247,7 @@ async function judge(
       if (signal.aborted) throw signal.reason
     }
     const entry = found[i]!
-    if (!(await real.under(entry.path))) continue
+    if (real && !(await real.under(entry.path))) continue
     const { kind } = entry
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
     if (
