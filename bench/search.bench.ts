@@ -25,7 +25,10 @@ const timed = async (work: () => unknown) => {
 }
 const rg = (args: string[]) => () => spawnSync('rg', args, { cwd: tree, stdio: 'ignore' })
 type Tool = (name: string, args: object) => () => Promise<void>
-const ways = await Promise.all([fsKeel({ ripgrep: 'rg', allowOutsideCwd: true }), fsKeel({ ripgrep: '', allowOutsideCwd: true })])
+const ways = await Promise.all([
+  fsKeel({ ripgrep: 'rg', allowOutsideCwd: true }),
+  fsKeel({ ripgrep: '', allowOutsideCwd: true }),
+])
 try {
   const [viaRg, fallback] = ways.map((keel) => (name: string, args: object) => async () => {
     const result = await keel.call(name, { ...args, path: tree })
@@ -49,7 +52,11 @@ try {
   row('grep "file 1999" through rg', ms(m('grep via rg')), `${ratio(m('grep via rg'), m('rg'))} rg (target ≤ 1.5×)`)
   row('grep "file 1999", no rg', ms(m('grep fallback')), `${ratio(m('grep fallback'), m('rg'))} rg (target ≤ 3×)`)
   row('rg --files', ms(m('rg --files')))
-  row('glob **/*.ts through rg', ms(m('glob via rg')), `${ratio(m('glob via rg'), m('rg --files'))} rg --files (≤ 1.5×)`)
+  row(
+    'glob **/*.ts through rg',
+    ms(m('glob via rg')),
+    `${ratio(m('glob via rg'), m('rg --files'))} rg --files (≤ 1.5×)`,
+  )
   row('glob **/*.ts, no rg', ms(m('glob fallback')), `${ratio(m('glob fallback'), m('rg --files'))} rg --files`)
 } finally {
   await Promise.all(ways.map((keel) => keel.dispose()))
