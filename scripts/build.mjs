@@ -83,11 +83,18 @@ for (const name of readdirSync(esm)) {
   )
 }
 rmSync(esm, { recursive: true, force: true })
-// The runtime's prebuilt apply-seccomp helpers and BPF filters (x64, arm64): bundled, it finds them in
-// <bundle dir>/vendor/seccomp/<arch>/.
+// What the bundled runtime looks for beside the bundle (<bundle dir>/vendor/…): the prebuilt apply-seccomp helpers
+// and BPF filters (x64, arm64), and the JVM proxy agent. A file it cannot find there it looks for in a global npm
+// install, by spawning a whole `npm root -g` (about 0.3 s) before the first sandboxed command of every process. The
+// install test runs the packed tarball with an `npm` on PATH that fails the run if called. (vendor/srt-win is for
+// Windows, and not shipped.)
 const runtime = fileURLToPath(new URL('../', import.meta.resolve('@anthropic-ai/sandbox-runtime')))
 for (const arch of ['x64', 'arm64'])
   cpSync(join(runtime, 'vendor', 'seccomp', arch), join(next, 'vendor', 'seccomp', arch), { recursive: true })
+cpSync(
+  join(runtime, 'vendor', 'java-proxy-agent', 'srt-proxy-agent.jar'),
+  join(next, 'vendor', 'java-proxy-agent', 'srt-proxy-agent.jar'),
+)
 const old = `${root}dist.old-${process.pid}`
 if (existsSync(`${root}dist`)) renameSync(`${root}dist`, old)
 renameSync(next, `${root}dist`)

@@ -80,16 +80,26 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
       { text: 'checked' },
     ]
     writeFileSync(join(elsewhere, 'sandbox.json'), JSON.stringify({ steps }))
+    // The runtime looks for a vendor file it lacks beside the bundle in a global npm install, by running
+    // `npm root -g` (a second Node process before the first command): an `npm` first on PATH records any call.
+    const fakeBin = join(scratch, 'fake-bin')
+    const npmCalls = join(scratch, 'npm-calls')
+    mkdirSync(fakeBin)
+    writeFileSync(join(fakeBin, 'npm'), `#!/bin/sh\necho "npm $*" >> '${npmCalls}'\nexit 1\n`, { mode: 0o755 })
     const sandboxed = spawnSync(
       keel,
       ['-p', 'go', '--model', 'scripted/sandbox.json', '--output-format', 'stream-json'],
       {
         cwd: elsewhere,
-        env,
+        env: { ...env, PATH: `${fakeBin}:${process.env.PATH}` },
         encoding: 'utf8',
       },
     )
     expect(sandboxed.status, sandboxed.stderr).toBe(0)
+    expect(
+      existsSync(npmCalls) ? readFileSync(npmCalls, 'utf8') : '',
+      'the sandbox runtime searched for its files',
+    ).toBe('')
     expect(sandboxed.stderr).not.toContain('sandbox is off')
     const results = sandboxed.stdout
       .split('\n')

@@ -136,8 +136,16 @@ export class CheckpointService extends Service {
     this.pending.set(agent, next)
   }
 
+  /**
+   * Per agent, how many log events there were when the tree was last found unchanged after a step that may have
+   * changed it: an unchanged tree writes no event, and without this every later step (a read, a todo_write, the
+   * answer) would run `git add -A` and `write-tree` again for the same `bash`.
+   */
+  private readonly verified = new WeakMap<Agent, number>()
+
   private async snapshot(agent: Agent): Promise<void> {
-    const kind = needsSnapshot(agent.session.events)
+    const seen = agent.session.events.length
+    const kind = needsSnapshot(agent.session.events, this.verified.get(agent) ?? 0)
     if (!kind) return
     const directory = this.directory(agent.cwd)
     const off = await directory.ready
@@ -157,7 +165,10 @@ export class CheckpointService extends Service {
     })
     if (!tree) return
     const last = lastSnapshot(agent.session.events)
-    if (kind.kind === 'change' && last?.data.tree === tree) return
+    if (kind.kind === 'change' && last?.data.tree === tree) {
+      this.verified.set(agent, seen)
+      return
+    }
     const commit = await directory.shadow.keep(tree, agent.session.id, `turn ${kind.turn} ${kind.kind}`)
     agent.session.append('checkpoint/snapshot', { turn: kind.turn, kind: kind.kind, tree, commit })
   }
@@ -245,13 +256,19 @@ export class CheckpointService extends Service {
   }
 }
 
-/** Whether the next request needs a snapshot first: at a turn's start, or after a step that may have changed files. */
-function needsSnapshot(events: readonly SessionEvent[]): { turn: number; kind: 'turn-start' | 'change' } | undefined {
+/**
+ * Whether the next request needs a snapshot first: at a turn's start, or after a step that may have changed files
+ * (a tool call among the first `verifiedAt` events was checked already and found to have changed nothing).
+ */
+function needsSnapshot(
+  events: readonly SessionEvent[],
+  verifiedAt: number,
+): { turn: number; kind: 'turn-start' | 'change' } | undefined {
   let changed = false
   for (let i = events.length - 1; i >= 0; i--) {
     const event = events[i]!
     if (event.type === 'checkpoint/snapshot') return changed ? { turn: event.data.turn, kind: 'change' } : undefined
-    if (event.type === 'tool/call' && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
+    if (event.type === 'tool/call' && i >= verifiedAt && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
     if (event.type === 'turn/start') return { turn: event.data.turn, kind: 'turn-start' }
   }
   return undefined

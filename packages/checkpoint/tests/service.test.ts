@@ -1,6 +1,8 @@
 // Snapshots through the real agent loop: one at each turn start, one after a step that may have changed files
 // (only when the tree changed), none after read-only steps; limits turn checkpoints off with one warning.
-import { readFileSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -96,6 +98,39 @@ describe('checkpoint snapshots', () => {
     const plan = await keel.ctx.checkpoints.plan(agent.session.events, cwd, 1, agent.id)
     await keel.ctx.checkpoints.apply(plan, cwd, agent.session)
     expect(readFileSync(join(cwd, 'f.txt'), 'utf8')).toBe('before\n')
+  })
+
+  test('after a bash that changed nothing, later steps start no git at all', async () => {
+    // A git first on PATH that logs every call, then runs the real one.
+    const bin = mkdtempSync(join(tmpdir(), 'keel-git-log-'))
+    const log = join(bin, 'calls')
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 })
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path}`
+    try {
+      keel = await makeKeel({
+        steps: [
+          { toolCalls: [{ name: 'bash', arguments: { command: 'cat start.txt' } }] },
+          { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'x', status: 'in_progress' }] } }] },
+          { toolCalls: [{ name: 'read', arguments: { path: 'start.txt' } }] },
+          { text: 'done' },
+        ],
+        plugins: [[checkpointPlugin, config]],
+      })
+      writeFileSync(join(keel.cwd, 'start.txt'), 'start\n')
+      const agent = keel.agent()
+      await agent.prompt('go')
+      expect(snapshots(agent.session.events).map((s) => s.kind)).toEqual(['turn-start'])
+      // `add` stages the tree: once for the turn's start, once to see that `cat` changed nothing; none after.
+      const adds = readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((line) => / add /.test(` ${line} `))
+      expect(adds).toHaveLength(2)
+    } finally {
+      process.env.PATH = path
+      rmSync(bin, { recursive: true, force: true })
+    }
   })
 
   test('a turn that ends before its snapshot is done still has it, inside the turn', async () => {

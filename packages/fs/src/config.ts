@@ -12,6 +12,7 @@ export interface Config {
   maxEntries: number
   maxDiffLines: number
   timeoutMs: number
+  ripgrep: string
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -52,5 +53,10 @@ export const Config: Schema<Config> = Schema.object({
     .default(30_000)
     .description(
       'Longest one file-tool call may run (a grep, a walk of a huge tree, a huge file); past it the call ends with an error saying so.',
+    ),
+  ripgrep: Schema.string()
+    .default('rg')
+    .description(
+      "The ripgrep `grep` and `glob` run (on PATH); `''` for Keel's own walk and search, which they also use when none is found.",
     ),
 })

@@ -12,6 +12,8 @@ export const GREP_LINE_CHARS = 300
 export interface FileToSearch {
   name: string
   bytes: Uint8Array
+  /** The line number of each line in `bytes`, when they are lines picked out of the file (ripgrep's candidates). */
+  lines?: number[]
 }
 
 export interface FileMatches {
@@ -52,7 +54,7 @@ parentPort.on('message', ({ files, want }) => {
       const match = regex.exec(line)
       if (!match) continue
       count++
-      if (shown.length < want) shown.push(file.name + ':' + (i + 1) + ': ' + snippet(line, match.index))
+      if (shown.length < want) shown.push(file.name + ':' + (file.lines ? file.lines[i] : i + 1) + ': ' + snippet(line, match.index))
     }
     want -= shown.length
     results.push({ count, shown })

@@ -9,7 +9,8 @@ import { RegexMatcher, type FileToSearch } from './matcher.ts'
 import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
-import { walk } from './walk.ts'
+import { relativeOf, RipgrepFailed, ripgrep, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
+import { prunedUnder, walk } from './walk.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 
@@ -60,6 +61,15 @@ async function statTarget(target: ResolvedPath) {
 /** Files grep hands to the worker at once: few enough round trips, small enough batches to stop between. */
 const BATCH_BYTES = 4 * 1024 * 1024
 const BATCH_FILES = 64
+/** Files the fallback opens and reads at once: each is seven thread-pool round trips, one file at a time was slow. */
+const IN_FLIGHT = 16
+
+/** What grep found to search, in path order, with what it passed over. */
+interface Gathered {
+  files: FileToSearch[]
+  searched: number
+  tooLarge: number
+}
 
 async function grep(
   config: Config,
@@ -70,7 +80,10 @@ async function grep(
 ): Promise<string> {
   const info = await statTarget(target)
   const single = !info.isDirectory()
-  let files: string[]
+  // Through ripgrep the search of the whole root runs while the walk decides which of its files count.
+  const searching = single ? undefined : searchWithRipgrep(config, target, regex, limit)
+  searching?.catch(() => undefined)
+  let rels: string[]
   if (!single) {
     const found = await walk({
       root: target.real,
@@ -80,19 +93,20 @@ async function grep(
       onlyFiles: true,
       baseNameMatch: true,
       signal: limit.signal,
+      ripgrep: config.ripgrep,
     })
-    files = found.entries.map((entry) => entry.path.split('/').join(sep))
+    rels = found.entries.map((entry) => entry.path)
   } else {
-    files = ['']
+    rels = ['']
   }
+  const searched = await searching
+  const gathered = searched ? searched(rels) : await gatherByReading(config, target, single, rels, limit)
 
   // Started on the first batch: a search that finds no file to read never spawns a worker.
   let matcher: RegexMatcher | undefined
   const shown: string[] = []
   let matches = 0
   let matchedFiles = 0
-  let tooLarge = 0
-  let skipped = 0
   let batch: FileToSearch[] = []
   let batchBytes = 0
   const flush = async () => {
@@ -108,47 +122,10 @@ async function grep(
     batchBytes = 0
   }
   try {
-    for (const rel of files) {
+    for (const file of gathered.files) {
       limit.check()
-      const real = join(target.real, rel)
-      const name = displayPath(target.cwd, join(target.absolute, rel))
-      // Every file is opened and checked on its descriptor: a regular file, inside the cwd. In a walk anything
-      // else (a FIFO, a device, a file swapped for a link) is skipped; named directly, it is an error.
-      const opened = await openRegular(real, name, target, 'grep').catch((error: Error) => {
-        if (single) throw error
-        return undefined
-      })
-      if (!opened) {
-        skipped++
-        continue
-      }
-      try {
-        if (opened.stats.size > config.maxGrepFileBytes) {
-          if (single)
-            throw new Error(
-              `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
-            )
-          tooLarge++
-          continue
-        }
-        // A file that grew past the limit since it was measured counts as too large.
-        const bytes = await readAll(opened.handle, config.maxGrepFileBytes, () => new Error('grown')).catch(
-          () => undefined,
-        )
-        if (!bytes) {
-          tooLarge++
-          continue
-        }
-        if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text') {
-          if (single) throw new Error(`${target.display} is a binary file; grep searches text only`)
-          skipped++
-          continue
-        }
-        batch.push({ name, bytes })
-        batchBytes += bytes.length
-      } finally {
-        await opened.handle.close()
-      }
+      batch.push(file)
+      batchBytes += file.bytes.length
       if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_FILES) await flush()
     }
     await flush()
@@ -157,16 +134,164 @@ async function grep(
   }
 
   const notes: string[] = []
-  if (tooLarge) notes.push(`${plural(tooLarge, 'file')} over ${formatBytes(config.maxGrepFileBytes)} skipped`)
+  if (gathered.tooLarge)
+    notes.push(`${plural(gathered.tooLarge, 'file')} over ${formatBytes(config.maxGrepFileBytes)} skipped`)
   const noted = notes.length ? `\n(${notes.join('; ')})` : ''
   if (!matches)
-    return `No matches for /${args.pattern}/ in ${target.display} (${plural(files.length - skipped - tooLarge, 'file')} searched).${noted}`
+    return `No matches for /${args.pattern}/ in ${target.display} (${plural(gathered.searched, 'file')} searched).${noted}`
   let text = shown.join('\n')
   if (matches > shown.length) {
     text += `\n… ${plural(matches - shown.length, 'more match', 'more matches')} not shown (${matches} in ${plural(matchedFiles, 'file')}); narrow the pattern, path or glob.`
   }
   return text + noted
 }
+
+/**
+ * The fallback: walks, then opens every file and checks it on its descriptor (a regular file, inside the cwd); in a
+ * walk anything else (a FIFO, a device, a file swapped for a link) is skipped, named directly it is an error.
+ */
+async function gatherByReading(
+  config: Config,
+  target: ResolvedPath,
+  single: boolean,
+  walked: string[],
+  limit: CallLimit,
+): Promise<Gathered> {
+  const rels = walked.map((rel) => rel.split('/').join(sep))
+  type Loaded = FileToSearch | 'skipped' | 'too large'
+  const load = async (rel: string): Promise<Loaded> => {
+    const real = join(target.real, rel)
+    const name = displayPath(target.cwd, join(target.absolute, rel))
+    const opened = await openRegular(real, name, target, 'grep').catch((error: Error) => {
+      if (single) throw error
+      return undefined
+    })
+    if (!opened) return 'skipped'
+    try {
+      if (opened.stats.size > config.maxGrepFileBytes) {
+        if (single)
+          throw new Error(
+            `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
+          )
+        return 'too large'
+      }
+      // A file that grew past the limit since it was measured counts as too large.
+      const bytes = await readAll(
+        opened.handle,
+        config.maxGrepFileBytes,
+        () => new Error('grown'),
+        opened.stats.size,
+      ).catch(() => undefined)
+      if (!bytes) return 'too large'
+      if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text') {
+        if (single) throw new Error(`${target.display} is a binary file; grep searches text only`)
+        return 'skipped'
+      }
+      return { name, bytes }
+    } finally {
+      await opened.handle.close()
+    }
+  }
+  const gathered: Gathered = { files: [], searched: 0, tooLarge: 0 }
+  // Several files in flight, taken in path order.
+  const pending: Promise<Loaded>[] = []
+  let next = 0
+  const refill = () => {
+    while (pending.length < IN_FLIGHT && next < rels.length) {
+      const loading = load(rels[next++]!)
+      loading.catch(() => undefined)
+      pending.push(loading)
+    }
+  }
+  refill()
+  while (pending.length) {
+    limit.check()
+    const loaded = await pending.shift()!
+    refill()
+    if (loaded === 'too large') gathered.tooLarge++
+    else if (loaded !== 'skipped') {
+      gathered.files.push(loaded)
+      gathered.searched++
+    }
+  }
+  return gathered
+}
+
+/**
+ * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts): ripgrep
+ * picks the candidate lines of every text file under the root (binaries, found by their NUL bytes, are passed over;
+ * what the root's .gitignore excludes by directory is pruned), and the result keeps those of the walk's files, which
+ * the worker then matches with the JavaScript regex as it would the whole file.
+ */
+async function searchWithRipgrep(
+  config: Config,
+  target: ResolvedPath,
+  regex: RegExp,
+  limit: CallLimit,
+): Promise<((walked: string[]) => Gathered) | undefined> {
+  const pattern = toRipgrepRegex(regex.source)
+  if (pattern === undefined) return undefined
+  const rg = await ripgrep(config.ripgrep)
+  if (!rg) return undefined
+  const pruned = (await prunedUnder(target.real, target.realCwd, target.confined)).map((glob) => `--glob=!${glob}`)
+  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : []), ...pruned]
+  const found = new Map<string, { lines: number[]; texts: Buffer[] }>()
+  const binary = new Set<string>()
+  const tooLarge = new Set<string>()
+  const onRecord = (record: string) => {
+    if (!record) return
+    const event = JSON.parse(record) as RipgrepEvent
+    if (event.type !== 'match' && event.type !== 'end') return
+    const rel = relativeOf(textOf(event.data.path).toString('utf8'))
+    if (rel === undefined) return
+    if (event.type === 'match') {
+      let file = found.get(rel)
+      if (!file) found.set(rel, (file = { lines: [], texts: [] }))
+      const text = textOf(event.data.lines)
+      file.lines.push(event.data.line_number)
+      file.texts.push(text.subarray(0, text.at(-1) === 0x0a ? -1 : undefined))
+      return
+    }
+    if (!found.has(rel)) return
+    if (event.data.binary_offset !== null) binary.add(rel)
+    else if (event.data.stats.bytes_searched > config.maxGrepFileBytes) tooLarge.add(rel)
+    else return
+    found.delete(rel)
+  }
+  try {
+    await runRipgrep(rg, target.real, [...flags, '-e', pattern, '--', '.'], '\n', limit.signal, onRecord)
+  } catch (error) {
+    if (error instanceof RipgrepFailed) return undefined
+    throw error
+  }
+  return (walked) => {
+    const gathered: Gathered = { files: [], searched: walked.length, tooLarge: 0 }
+    for (const rel of walked) {
+      if (binary.has(rel)) gathered.searched--
+      else if (tooLarge.has(rel)) {
+        gathered.searched--
+        gathered.tooLarge++
+      }
+      const file = found.get(rel)
+      if (!file) continue
+      const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
+      const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
+      gathered.files.push({ name, bytes, lines: file.lines })
+    }
+    return gathered
+  }
+}
+
+const NEWLINE = Buffer.from('\n')
+
+type RipgrepText = { text: string } | { bytes: string }
+type RipgrepEvent =
+  | { type: 'begin' | 'context' | 'summary'; data: unknown }
+  | { type: 'match'; data: { path: RipgrepText; lines: RipgrepText; line_number: number } }
+  | { type: 'end'; data: { path: RipgrepText; binary_offset: number | null; stats: { bytes_searched: number } } }
+
+const textOf = (value: RipgrepText) =>
+  'text' in value ? Buffer.from(value.text, 'utf8') : Buffer.from(value.bytes, 'base64')
 
 export function grepTool(config: Config) {
   return defineTool({
@@ -277,6 +402,7 @@ export function globTool(config: Config) {
           patterns: [args.pattern],
           onlyFiles: true,
           signal: limit.signal,
+          ripgrep: config.ripgrep,
         })
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries

@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream'
 import { GitignoreRules } from './gitignore.ts'
 import { yieldToLoop } from './limit.ts'
 import { openRegular, readAll } from './open.ts'
+import { globFilter, ripgrep, ripgrepFiles } from './ripgrep.ts'
 import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
@@ -30,6 +31,8 @@ export interface WalkOptions {
   baseNameMatch?: boolean
   /** Stops the walk (cancel, or the call's time limit): the walk rejects with the signal's reason. */
   signal: AbortSignal
+  /** The ripgrep that lists a files-only walk of any depth (ripgrep.ts); `''` or none found: fast-glob does. */
+  ripgrep?: string
 }
 
 export interface WalkResult {
@@ -88,6 +91,11 @@ async function loadRules(root: string, cwd: string, scope: Scope): Promise<Gitig
   return rules
 }
 
+/** What a walk of `root` prunes unopened besides node_modules and .git: the directories its .gitignore rules exclude. */
+export async function prunedUnder(root: string, cwd: string, confined: boolean): Promise<string[]> {
+  return (await loadRules(root, cwd, { realCwd: cwd, confined })).pruneGlobs()
+}
+
 /** Rejects with the abort reason; fast-glob has no signal of its own, so its stream is destroyed instead. */
 async function collect<T>(stream: Readable, signal: AbortSignal): Promise<T[]> {
   const out: T[] = []
@@ -137,15 +145,19 @@ class RealDirs {
 }
 
 /**
- * fast-glob does the walking; `ignore` decides what .gitignore hides. Symlinks are not followed, so a link inside
- * the cwd cannot pull a walk outside it (see RealDirs for the literal parts of a pattern).
+ * ripgrep (a files-only walk, when there is one) or fast-glob does the walking; `ignore` decides what .gitignore
+ * hides. Symlinks are not followed, so a link inside the cwd cannot pull a walk outside it (see RealDirs for the
+ * literal parts of a pattern).
  */
 export async function walk(options: WalkOptions): Promise<WalkResult> {
   const { signal } = options
-  // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
-  const { default: fg } = await import('fast-glob')
   const scope: Scope = { realCwd: options.cwd, confined: options.confined }
   const rules = await loadRules(options.root, options.cwd, scope)
+  const listed = options.onlyFiles && options.deep === undefined ? await listWithRipgrep(options, rules) : undefined
+  // ripgrep opens no path from the pattern (it is matched on the listing), so no literal part leads through a link.
+  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores, undefined)
+  // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
+  const { default: fg } = await import('fast-glob')
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
   const base = {
     cwd: options.root,
@@ -176,6 +188,48 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
     ),
     nested,
   ])
+  const entries = found.map((entry) => ({
+    path: entry.path,
+    kind: entry.dirent.isDirectory()
+      ? ('dir' as const)
+      : entry.dirent.isFile()
+        ? ('file' as const)
+        : entry.dirent.isSymbolicLink()
+          ? ('symlink' as const)
+          : ('other' as const),
+  }))
+  return judge(options, rules, scope, entries, gitignores, new RealDirs(options.root))
+}
+
+/**
+ * A files-only walk listed by ripgrep, its nested .gitignore files among the files (ripgrep lists regular files
+ * only, as fast-glob's onlyFiles does), or `undefined` without a ripgrep. Keel's rules are applied to the listing
+ * afterwards (judge), exactly as to fast-glob's.
+ */
+async function listWithRipgrep(
+  options: WalkOptions,
+  rules: GitignoreRules,
+): Promise<{ files: WalkEntry[]; gitignores: string[] } | undefined> {
+  const rg = await ripgrep(options.ripgrep ?? '')
+  if (!rg) return undefined
+  const all = await ripgrepFiles(rg, options.root, rules.pruneGlobs(), options.signal)
+  const matchers = await Promise.all(options.patterns.map((p) => globFilter(p, options.baseNameMatch ?? false)))
+  return {
+    files: all.filter((path) => matchers.some((matches) => matches(path))).map((path) => ({ path, kind: 'file' })),
+    gitignores: all.filter((path) => path === '.gitignore' || path.endsWith('/.gitignore')),
+  }
+}
+
+/** What the walk found, less what .gitignore, node_modules, .git or a link on the way hides; sorted by path. */
+async function judge(
+  options: WalkOptions,
+  rules: GitignoreRules,
+  scope: Scope,
+  found: WalkEntry[],
+  gitignores: string[],
+  real: RealDirs | undefined,
+): Promise<WalkResult> {
+  const { signal } = options
   await Promise.all(
     gitignores
       .filter((path) => path !== '.gitignore')
@@ -184,7 +238,6 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
         if (text !== undefined) rules.add(join(options.root, dirname(path).split('/').join(sep)), text)
       }),
   )
-  const real = new RealDirs(options.root)
   const entries: WalkEntry[] = []
   let hidden = 0
   for (let i = 0; i < found.length; i++) {
@@ -194,14 +247,8 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
       if (signal.aborted) throw signal.reason
     }
     const entry = found[i]!
-    if (!(await real.under(entry.path))) continue
-    const kind = entry.dirent.isDirectory()
-      ? 'dir'
-      : entry.dirent.isFile()
-        ? 'file'
-        : entry.dirent.isSymbolicLink()
-          ? 'symlink'
-          : 'other'
+    if (real && !(await real.under(entry.path))) continue
+    const { kind } = entry
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
     if (
       entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) ||

@@ -16,6 +16,15 @@ export interface FsKeel {
   dispose(): Promise<void>
 }
 
+/**
+ * grep and glob run the system ripgrep when there is one and walk and read themselves otherwise: a suite about what
+ * they find runs once per way (`describe.each`), each keel made with the config given here.
+ */
+export const SEARCH_WAYS: [string, Partial<fsPlugin.Config>][] = [
+  ['through ripgrep', { ripgrep: 'rg' }],
+  ["with Keel's own walk (no ripgrep)", { ripgrep: '' }],
+]
+
 export async function fsKeel(config: Partial<fsPlugin.Config> = {}): Promise<FsKeel> {
   const keel = await makeKeel({ plugins: [[fsPlugin, config]], shell: false, todo: false })
   const agent = keel.agent({ persist: false })

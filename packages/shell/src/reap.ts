@@ -14,6 +14,8 @@ export interface CallMark {
   pgid: number
   /** `KEEL_BASH_CALL_<hex>`, set to `1` in the shell's environment. A name per call, so nested Keels keep both. */
   variable: string
+  /** When the shell was spawned (`Date.now()`): how far pids can have moved on since, see {@link candidates}. */
+  spawnedAt: number
 }
 
 export function newMarkerVariable(): string {
@@ -48,17 +50,47 @@ function worthRereading(stat: string): boolean {
 const RETRIES = 5
 const RETRY_MS = 2
 
+/**
+ * A generous bound on how fast a machine hands out pids (100,000 forks a second): a call shorter than
+ * `pid_max / PIDS_PER_MS` cannot have seen the pids lap.
+ */
+const PIDS_PER_MS = 100
+
+let pidMax: number | undefined
+function readNumber(file: string): number | undefined {
+  try {
+    const value = Number(readFileSync(file, 'utf8').trim())
+    return Number.isSafeInteger(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Which /proc entries can hold a process of the call. Everything of it was forked after its shell, and Linux hands
+ * out pids in rising order until they wrap at `pid_max`, so only pids at or above the shell's can be the call's:
+ * reading the environment of every process on the machine took 125 ms with 500 running, ten times a short command.
+ * When the pids may have wrapped since the shell started (the last pid handed out is below the shell's, or the call
+ * lasted long enough for a whole lap) every process is read, as before.
+ */
+function candidates(names: string[], mark: CallMark): number[] {
+  const all = names.filter((name) => /^\d+$/.test(name)).map(Number)
+  pidMax ??= readNumber(`${PROC}/sys/kernel/pid_max`) ?? 0
+  const last = readNumber(`${PROC}/sys/kernel/ns_last_pid`)
+  const lapped = last === undefined || last < mark.pgid || (Date.now() - mark.spawnedAt) * PIDS_PER_MS >= pidMax
+  return (lapped ? all : all.filter((pid) => pid >= mark.pgid)).filter((pid) => pid !== process.pid)
+}
+
 /** Live processes carrying the marker (a zombie's environment reads empty, so the dead are never listed). */
-async function markedPids(variable: string): Promise<number[]> {
+async function markedPids(mark: CallMark): Promise<number[]> {
   let names: string[]
   try {
     names = await readdir(PROC)
   } catch {
     return []
   }
-  const needle = needleOf(variable)
-  const check = async (name: string): Promise<number> => {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) return 0
+  const needle = needleOf(mark.variable)
+  const check = async (name: number): Promise<number> => {
     for (let attempt = 0; ; attempt++) {
       let environ: Buffer
       try {
@@ -66,7 +98,7 @@ async function markedPids(variable: string): Promise<number[]> {
       } catch {
         return 0
       }
-      if (carries(environ, needle)) return Number(name)
+      if (carries(environ, needle)) return name
       if (environ.length || attempt === RETRIES) return 0
       try {
         if (!worthRereading(await readFile(`${PROC}/${name}/stat`, 'utf8'))) return 0
@@ -76,21 +108,20 @@ async function markedPids(variable: string): Promise<number[]> {
       await new Promise((done) => setTimeout(done, RETRY_MS))
     }
   }
-  return (await Promise.all(names.map(check))).filter((pid) => pid > 0)
+  return (await Promise.all(candidates(names, mark).map(check))).filter((pid) => pid > 0)
 }
 
 /** The same scan, synchronous, for the process `exit` hook where nothing asynchronous runs. */
-function markedPidsSync(variable: string): number[] {
+function markedPidsSync(mark: CallMark): number[] {
   let names: string[]
   try {
     names = readdirSync(PROC)
   } catch {
     return []
   }
-  const needle = needleOf(variable)
+  const needle = needleOf(mark.variable)
   const out: number[] = []
-  for (const name of names) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+  for (const name of candidates(names, mark)) {
     for (let attempt = 0; ; attempt++) {
       let environ: Buffer
       try {
@@ -99,7 +130,7 @@ function markedPidsSync(variable: string): number[] {
         break
       }
       if (carries(environ, needle)) {
-        out.push(Number(name))
+        out.push(name)
         break
       }
       if (environ.length || attempt === RETRIES) break
@@ -143,7 +174,7 @@ export async function killCall(mark: CallMark): Promise<number | 'some'> {
   // group waiting for init would make the group look alive).
   const groupWasAlive = !existsSync(PROC) && groupAlive(mark.pgid)
   for (let round = 0; round < 10; round++) {
-    const pids = await markedPids(mark.variable)
+    const pids = await markedPids(mark)
     killAll(mark, pids)
     if (!pids.length) break
     for (const pid of pids) killed.add(pid)
@@ -153,7 +184,7 @@ export async function killCall(mark: CallMark): Promise<number | 'some'> {
 
 function killCallSync(mark: CallMark): void {
   for (let round = 0; round < 10; round++) {
-    const pids = markedPidsSync(mark.variable)
+    const pids = markedPidsSync(mark)
     killAll(mark, pids)
     if (!pids.length) break
   }

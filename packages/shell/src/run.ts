@@ -50,7 +50,7 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
     let mark: CallMark | undefined
     let untrack = () => {}
     if (child.pid !== undefined) {
-      mark = { pgid: child.pid, variable }
+      mark = { pgid: child.pid, variable, spawnedAt: started }
       untrack = track(mark)
     }
     let ending: 'timeout' | 'cancelled' | undefined

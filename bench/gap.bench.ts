@@ -1,0 +1,93 @@
+// The gap between model turns in a scripted `keel -p` (the scripted model answers at once, so the time from one
+// assistant/message to the next is Keel's own: checkpoint wait, permission check, the tool, the next request):
+// two todo_write steps, four `bash echo` steps, three more todo_write, an answer, in three variants interleaved:
+// auto (sandbox and checkpoints on, the default of -p), yolo (no sandbox), and yolo with checkpoints off, the
+// baseline. Also the first sandboxed bash of the process against the later ones.
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { median, ms, ratio, row } from './stats.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
+const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-gap-'))
+const work = join(scratch, 'work')
+mkdirSync(work)
+for (let i = 0; i < 10; i++) writeFileSync(join(work, `f${i}.ts`), `export const x${i} = ${i}\n`)
+spawnSync('git', ['init', '-q'], { cwd: work })
+spawnSync('git', ['add', '-A'], { cwd: work })
+spawnSync('git', ['-c', 'user.email=b@b', '-c', 'user.name=b', 'commit', '-qm', 'init'], { cwd: work })
+const todo = (i: number) => ({
+  toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: `step ${i}`, status: 'in_progress' }] } }],
+})
+const bash = (i: number) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo hello ${i}` } }] })
+const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), { text: 'Done.' }]
+const script = join(scratch, 'script.json')
+writeFileSync(script, JSON.stringify({ steps }))
+
+type Variant = { label: string; mode: string; checkpoints: boolean }
+const variants: Variant[] = [
+  { label: 'auto (sandbox, checkpoints)', mode: 'auto', checkpoints: true },
+  { label: 'yolo (checkpoints)', mode: 'yolo', checkpoints: true },
+  { label: 'yolo, checkpoints off', mode: 'yolo', checkpoints: false },
+]
+type Figures = { mean: number; firstBash: number; laterBash: number; end: number }
+function runOnce(variant: Variant, n: number): Figures {
+  const home = join(scratch, `home-${variant.mode}-${variant.checkpoints}-${n}`)
+  mkdirSync(home)
+  if (!variant.checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
+  const run = spawnSync(
+    process.execPath,
+    [join(root, 'bin/keel.js'), '-p', 'go', '--model', `scripted/${script}`, '--mode', variant.mode],
+    { cwd: work, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8' },
+  )
+  if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
+  const dir = join(home, 'sessions')
+  const file = readdirSync(dir, { recursive: true, encoding: 'utf8' }).find((name) => name.endsWith('.jsonl'))!
+  const events = readFileSync(join(dir, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { type: string; time: number })
+  const answers = events.filter((event) => event.type === 'assistant/message').map((event) => event.time)
+  const gaps = answers.slice(1).map((time, i) => time - answers[i]!)
+  // Steps 3–6 are the bash calls: the gaps after their answers are gaps[2..5].
+  const bashGaps = gaps.slice(2, 6)
+  const end = events.find((event) => event.type === 'turn/end')!.time - answers.at(-1)!
+  return {
+    mean: gaps.reduce((a, b) => a + b, 0) / gaps.length,
+    firstBash: bashGaps[0]!,
+    laterBash: median(bashGaps.slice(1)),
+    end,
+  }
+}
+try {
+  const results = new Map<Variant, Figures[]>(variants.map((variant) => [variant, []]))
+  for (let i = 0; i < RUNS; i++)
+    for (const variant of i % 2 ? [...variants].reverse() : variants) results.get(variant)!.push(runOnce(variant, i))
+  const pick = (variant: Variant, key: keyof Figures) => median(results.get(variant)!.map((figures) => figures[key]))
+  const [auto, yolo, off] = variants as [Variant, Variant, Variant]
+  const base = pick(off, 'mean')
+  row(`mean gap, ${off.label} (median of ${RUNS})`, ms(base))
+  row(`mean gap, ${yolo.label}`, ms(pick(yolo, 'mean')), ratio(pick(yolo, 'mean'), base))
+  row(`mean gap, ${auto.label}`, ms(pick(auto, 'mean')), `${ratio(pick(auto, 'mean'), base)} (target ≤ 1.5×)`)
+  row(
+    'sandboxed bash gap, first of the process',
+    ms(pick(auto, 'firstBash')),
+    `${ratio(pick(auto, 'firstBash'), pick(auto, 'laterBash'))} a later one (target ≤ 1.5×)`,
+  )
+  row(
+    'sandboxed bash gap, later',
+    ms(pick(auto, 'laterBash')),
+    `${ratio(pick(auto, 'laterBash'), pick(yolo, 'laterBash'))} unsandboxed (target ≤ 2×)`,
+  )
+  row('unsandboxed bash gap, later (yolo)', ms(pick(yolo, 'laterBash')))
+  row(
+    'answer → turn end, checkpoints on (yolo)',
+    ms(pick(yolo, 'end')),
+    `${ratio(pick(yolo, 'end'), Math.max(pick(off, 'end'), 1))} checkpoints off (${ms(pick(off, 'end'))}; target ≤ 1.2×)`,
+  )
+} finally {
+  rmSync(scratch, { recursive: true, force: true })
+}

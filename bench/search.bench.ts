@@ -1,0 +1,64 @@
+// grep and glob on 20,000 small files (15 MB, a git repository) through the fs tools, each way (the system ripgrep,
+// and Keel's own walk and read when there is none), against ripgrep run as a process on the same tree, interleaved.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fsKeel } from '../packages/fs/tests/support.ts'
+import { median, ms, ratio, row } from './stats.ts'
+
+const FILES = 20_000
+const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
+const tree = mkdtempSync(join(tmpdir(), 'keel-bench-search-'))
+for (let i = 0; i < FILES; i++) {
+  const dir = join(tree, `src/m${Math.floor(i / 2000)}/p${Math.floor(i / 100) % 20}`)
+  if (i % 100 === 0) mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, `f${i}.ts`), `// file ${i}\n${'export const x = 1\n'.repeat(40)}`)
+}
+execFileSync('git', ['init', '-q'], { cwd: tree })
+
+const hasRg = spawnSync('rg', ['--version']).status === 0
+const timed = async (work: () => unknown) => {
+  const started = performance.now()
+  await work()
+  return performance.now() - started
+}
+const rg = (args: string[]) => () => spawnSync('rg', args, { cwd: tree, stdio: 'ignore' })
+type Tool = (name: string, args: object) => () => Promise<void>
+const ways = await Promise.all([
+  fsKeel({ ripgrep: 'rg', allowOutsideCwd: true }),
+  fsKeel({ ripgrep: '', allowOutsideCwd: true }),
+])
+try {
+  const [viaRg, fallback] = ways.map((keel) => (name: string, args: object) => async () => {
+    const result = await keel.call(name, { ...args, path: tree })
+    if (result.isError) throw new Error(JSON.stringify(result.content))
+  }) as [Tool, Tool]
+  const samples: Record<string, number[]> = {}
+  const add = async (label: string, work: () => unknown) => {
+    ;(samples[label] ??= []).push(await timed(work))
+  }
+  for (let i = 0; i < RUNS; i++) {
+    if (hasRg) await add('rg', rg(['-n', '-e', 'file 1999', '.']))
+    await add('grep via rg', viaRg('grep', { pattern: 'file 1999' }))
+    await add('grep fallback', fallback('grep', { pattern: 'file 1999' }))
+    if (hasRg) await add('rg --files', rg(['--files', '.']))
+    await add('glob via rg', viaRg('glob', { pattern: '**/*.ts' }))
+    await add('glob fallback', fallback('glob', { pattern: '**/*.ts' }))
+  }
+  const m = (label: string) => median(samples[label] ?? [])
+  if (!hasRg) row('no rg on PATH: only the fallback measured')
+  row(`rg -n "file 1999", ${FILES} files (median of ${RUNS})`, ms(m('rg')))
+  row('grep "file 1999" through rg', ms(m('grep via rg')), `${ratio(m('grep via rg'), m('rg'))} rg (target ≤ 1.5×)`)
+  row('grep "file 1999", no rg', ms(m('grep fallback')), `${ratio(m('grep fallback'), m('rg'))} rg (target ≤ 3×)`)
+  row('rg --files', ms(m('rg --files')))
+  row(
+    'glob **/*.ts through rg',
+    ms(m('glob via rg')),
+    `${ratio(m('glob via rg'), m('rg --files'))} rg --files (≤ 1.5×)`,
+  )
+  row('glob **/*.ts, no rg', ms(m('glob fallback')), `${ratio(m('glob fallback'), m('rg --files'))} rg --files`)
+} finally {
+  await Promise.all(ways.map((keel) => keel.dispose()))
+  rmSync(tree, { recursive: true, force: true })
+}
