@@ -14,7 +14,7 @@ export interface PrintLimits {
 }
 
 /** The `print` settings key as written in a file (checked by its schema in settings.ts). */
-export interface PrintSettings {
+interface PrintSettings {
   maxTurns?: number
   timeout?: string | number
   maxBudgetUsd?: number

@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import type { AgentDelta, TurnResult } from '@keel/agent'
 import { escapeControls, escapeLine, textOf, type SessionEvent, type TokenUsage } from '@keel/session'
-import type {} from '@keel/permissions'
+import { summarize } from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
@@ -151,7 +151,11 @@ export async function runPrint(
   const budget = limits.maxBudgetUsd
   if (budget !== undefined && costOfRunSoFar(model, usages) === undefined)
     warn(`--max-budget-usd: no price is known for ${model}, so the budget of $${budget} cannot be checked`)
-  const denials = new Denials(agent.id, (tool, args) => ctx.tools.present(tool, args).title)
+  // A denial is summed up as the person would have been asked about it (the summary of an ask).
+  const denials = new Denials(agent.id, (tool, args) => {
+    const access = ctx.tools.access(tool, args, agent.cwd)
+    return access ? summarize(tool, access, agent.cwd) : ctx.tools.present(tool, args).title
+  })
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (!denials.observe(session, event)) return
     if (event.type === 'assistant/message' && event.data.usage && budget !== undefined) {

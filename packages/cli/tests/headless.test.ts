@@ -148,7 +148,12 @@ describe('denials are results', () => {
     const refused = await keel(['-p', 'tidy', '--model', run.model, '--output-format', 'json'], run)
     expect(refused.status, refused.stderr).toBe(3)
     expect(JSON.parse(refused.stdout).permissionDenials).toEqual([
-      expect.objectContaining({ tool: 'bash', rule: 'bash(rm:*)', reason: expect.stringContaining('bash(rm:*)') }),
+      expect.objectContaining({
+        tool: 'bash',
+        summary: 'bash: rm -rf dist',
+        rule: 'bash(rm:*)',
+        reason: expect.stringContaining('bash(rm:*)'),
+      }),
     ])
     expect(refused.stderr).toContain('1 tool call was denied; exit 3 (--fail-on-denial)')
   })
