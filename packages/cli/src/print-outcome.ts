@@ -8,11 +8,12 @@ export type PrintReason = TurnEndReason | 'max-turns' | 'timeout' | 'budget' | '
 export const EXIT_CODES: Record<PrintReason, number> = {
   completed: 0,
   'max-tokens': 0,
-  'step-limit': 0,
   error: 1,
   interrupted: 1,
   'invalid-output': 4,
+  // Out of model requests, by --max-turns or by the agent's own maxSteps: a looping model is not a success.
   'max-turns': 5,
+  'step-limit': 5,
   budget: 6,
   timeout: 124,
   aborted: 130,
@@ -29,7 +30,7 @@ export function endLine(reason: PrintReason, detail: { message?: string; limit?:
     case 'step-limit':
       return 'the turn hit the step limit (agent.maxSteps) and stopped'
     case 'max-turns':
-      return `the turn used its ${detail.limit} model requests (--max-turns) and stopped`
+      return `the turn used its ${detail.limit === '1' ? '1 model request' : `${detail.limit} model requests`} (--max-turns) and stopped`
     case 'timeout':
       return `the run reached its time limit (--timeout ${detail.limit}); the turn was cancelled`
     case 'budget':

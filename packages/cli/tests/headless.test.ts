@@ -357,6 +357,15 @@ describe('bad input is one line and exit 2, before any request', () => {
     writeFileSync(file, JSON.stringify({ print: { maxTurns: 1 } }))
     const limited = await keel(['-p', 'go', '--model', setup(threeSteps).model, '--mode', 'yolo'], run)
     expect(limited.status, limited.stderr).toBe(5)
+    expect(limited.stderr).toContain('used its 1 model request (--max-turns)')
+    // The agent's own cap ends the run the same way, as step-limit: a looping model is not a success either.
+    writeFileSync(file, JSON.stringify({ agent: { maxSteps: 2 } }))
+    const capped = await keel(
+      ['-p', 'go', '--model', setup(threeSteps).model, '--mode', 'yolo', '--output-format', 'json'],
+      run,
+    )
+    expect(capped.status, capped.stderr).toBe(5)
+    expect(JSON.parse(capped.stdout)).toMatchObject({ reason: 'step-limit', requests: { agent: 2 } })
   })
 })
 
