@@ -159,6 +159,23 @@ describe('denials are results', () => {
   })
 })
 
+test("a subagent's denied call is listed too, with its session", async () => {
+  const run = setup([
+    { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Tidy', prompt: 'CHILD: tidy up' } }] },
+    { when: 'CHILD', toolCalls: [{ name: 'bash', arguments: { command: 'rm -rf build' } }] },
+    { when: 'CHILD', text: 'could not' },
+    { when: 'PARENT', text: 'the subagent could not tidy' },
+  ])
+  const result = await keel(['-p', 'PARENT: go', '--model', run.model, '--mode', 'ask', '--output-format', 'json'], run)
+  expect(result.status, result.stderr).toBe(0)
+  const summary = JSON.parse(result.stdout)
+  expect(summary.requests).toEqual({ agent: 2, subagents: 2 })
+  expect(summary.permissionDenials).toEqual([
+    expect.objectContaining({ tool: 'bash', summary: 'bash: rm -rf build', sessionId: expect.any(String) }),
+  ])
+  expect(summary.permissionDenials[0].sessionId).not.toBe(summary.sessionId)
+})
+
 describe('limits', () => {
   test('--max-turns 2 on a five-step script: two requests reach the server, reason max-turns, exit 5', async () => {
     const steps = [1, 2, 3, 4].map((n) => ({
