@@ -17,15 +17,29 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
 export async function openAgent(
   ctx: Context,
   flags: Flags,
-  { modelFlag, first }: { modelFlag: string | undefined; first?: FirstRequest } = { modelFlag: flags.model },
+  {
+    modelFlag,
+    first,
+    maxSteps,
+  }: {
+    modelFlag: string | undefined
+    first?: FirstRequest
+    /** Model requests a turn may make (print mode's --max-turns); the agent plugin's `maxSteps` otherwise. */
+    maxSteps?: number
+  } = { modelFlag: flags.model },
 ): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }> {
   const cwd = workingDirectory(flags)
+  const limit = maxSteps !== undefined ? { maxSteps } : {}
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
   void mcpOf(ctx)?.ready(cwd)
   // Print mode's first request already sent (first-request.ts; only ever for a new session): the agent takes it over.
   if (first) {
     const { sessionId, model, instructions } = first
-    return { agent: ctx.agents.create({ cwd, model, sessionId, instructions }), repairs: [], resumed: false }
+    return {
+      agent: ctx.agents.create({ cwd, model, sessionId, instructions, ...limit }),
+      repairs: [],
+      resumed: false,
+    }
   }
   let id = flags.resume
   if (flags.continue) {
@@ -37,10 +51,10 @@ export async function openAgent(
   const chosen = id && modelFlag === undefined ? lastModelChoice(ctx.sessions.read(id).events) : undefined
   const model = await createModel(ctx, flags, chosen ?? modelSpec(flags))
   if (id) {
-    const { agent, repairs } = ctx.agents.resume(id, { model, cwd })
+    const { agent, repairs } = ctx.agents.resume(id, { model, cwd, ...limit })
     return { agent, repairs, resumed: true }
   }
-  return { agent: ctx.agents.create({ cwd, model }), repairs: [], resumed: false }
+  return { agent: ctx.agents.create({ cwd, model, ...limit }), repairs: [], resumed: false }
 }
 
 /** The adapter for `spec`; --base-url applies to the provider the flags chose, not to one switched to later. */

@@ -11,6 +11,18 @@ export const FLAGS = {
     type: 'string',
     help: 'Print mode output: text (default), json, or stream-json (log events as JSON lines)',
   },
+  quiet: { type: 'boolean', short: 'q', help: 'Print mode: no interim text, tool lines or plan updates on stderr' },
+  'max-turns': { type: 'string', help: 'Print mode: end the turn after this many model requests (exit 5)' },
+  timeout: { type: 'string', help: 'Print mode: cancel the run after this long, e.g. 90s, 10m, 1h (exit 124)' },
+  'max-budget-usd': {
+    type: 'string',
+    help: 'Print mode: cancel the run once it has cost this many US dollars (exit 6)',
+  },
+  'fail-on-denial': { type: 'boolean', help: 'Print mode: exit 3 when any tool call was denied' },
+  'output-schema': {
+    type: 'string',
+    help: 'Print mode: the answer must be JSON valid against this JSON Schema file (exit 4 if not)',
+  },
   model: { type: 'string', short: 'm', help: `Model as <provider>/<model> (default ${DEFAULT_MODEL}, or $KEEL_MODEL)` },
   'base-url': {
     type: 'string',

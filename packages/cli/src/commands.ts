@@ -11,6 +11,8 @@ import { boot, shutdown } from './boot.ts'
 import type { StartedDoor } from '@keel/door'
 import type { FirstRequest } from './first-request.ts'
 import { runPrint } from './print.ts'
+import type { PrintLimits } from './print-limits.ts'
+import type { OutputSchema } from './print-schema.ts'
 import { applyPolicy } from './policy.ts'
 import { warmSandboxWhileTheModelThinks } from './warm-sandbox.ts'
 import { listSessions, showSession } from './sessions.ts'
@@ -36,10 +38,14 @@ export interface CommandRun {
   toolsKey?: string
   /** What the front door started before the boot (doors.ts, FRONT_DOOR_STARTS). */
   started?: StartedDoor
+  /** Print mode's limits (print-limits.ts), checked before boot. */
+  limits?: PrintLimits
+  /** Print mode's --output-schema, loaded and compiled before boot. */
+  outputSchema?: OutputSchema
 }
 
 export async function runCommand(run: CommandRun): Promise<number> {
-  const { command, settings, modelFlag, prompt, first, toolsKey, started, version: VERSION } = run
+  const { command, settings, modelFlag, prompt, first, toolsKey, started, limits, outputSchema, version: VERSION } = run
   let { flags } = run
   let ctx: Context | undefined
   try {
@@ -60,7 +66,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
     }
     switch (command.kind) {
       case 'print':
-        return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey })
+        return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey, limits, outputSchema })
       case 'sessions-list':
         process.stdout.write(listSessions(ctx, flags) + '\n')
         return 0

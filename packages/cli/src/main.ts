@@ -5,6 +5,7 @@ import { DEFAULT_COMPOSITION } from './composition.ts'
 import { FRONT_DOOR_STARTS } from './doors.ts'
 import { type FirstRequest, sendFirstRequest, toolsKey } from './first-request.ts'
 import { resolveMode } from './mode.ts'
+import { printLimits } from './print-limits.ts'
 import { printPrompt } from './print-prompt.ts'
 import { shipped } from './root.ts'
 import { describeSettings, resolveSettings } from './settings.ts'
@@ -48,8 +49,13 @@ export async function main(argv: string[]): Promise<number> {
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
     const run: CommandRun = { command, flags, settings, modelFlag, version: VERSION }
     if (command.kind === 'print') {
+      // The run's limits and its answer's schema are checked before anything is read or sent: a bad one is exit 2.
+      run.limits = printLimits(flags, settings)
+      if (flags['output-schema'])
+        run.outputSchema = await (await import('./print-schema.ts')).loadOutputSchema(flags['output-schema'])
       run.prompt = await printPrompt(command.prompt)
       if (!run.prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
+      if (run.outputSchema) run.prompt += run.outputSchema.instruction
       if (!flags.config) {
         run.toolsKey = toolsKey(VERSION, settings?.overrides)
         // A bad --mode or KEEL_MODE is refused before anything is sent (policy.ts applies them after boot).

@@ -34,6 +34,13 @@ const CORE_KEYS = {
   }),
   // Checked server by server with @keel/mcp's own rules below, so an error names the server and the key.
   mcpServers: Schema.dict(Schema.any()),
+  // Print mode's limits (print-limits.ts reads them; its flags win). A budget only narrows what a run may do.
+  print: Schema.object({
+    maxTurns: Schema.natural().min(1),
+    timeout: Schema.union([Schema.string(), Schema.number()]),
+    maxBudgetUsd: Schema.number(),
+    failOnDenial: Schema.boolean(),
+  }),
 } satisfies Record<string, Schema>
 
 /** The composition entry that takes `mcpServers` (as its `servers`). */

@@ -113,11 +113,12 @@ describe('keel -p (print mode)', () => {
     { text: 'All \u001b]0;pwned\u0007done.' },
   ]
 
-  test('text: the answer on stdout (escaped); plan updates and tool calls on stderr; a session file on disk', () => {
+  test('text: the answer on stdout (escaped); interim text, plan updates and tool calls on stderr; a session file on disk', () => {
     const home = join(scratch, 'text-home')
     const result = keel(['-p', 'look around', '--model', script('text', plan)], { home })
     expect(result.status, result.stderr).toBe(0)
-    expect(result.stdout).toBe('Planning.\n\nAll ␛]0;pwned␇done.\n')
+    expect(result.stdout).toBe('All ␛]0;pwned␇done.\n')
+    expect(result.stderr).toContain('Planning.\n')
     expect(result.stderr).toContain('Plan 0/2 · 1 in progress\n  ◐ Look ␛[31maround\n  ○ Report\n')
     expect(result.stderr).toContain('→ echo hello-from-bash\n')
     expect(result.stderr).toContain('Plan 2/2\n  ✓ Look ␛[31maround\n  ✓ Report\n')
@@ -526,7 +527,9 @@ describe('keel -p against a provider that speaks the real wire format', () => {
       })
       const code = await new Promise((done) => child.on('close', done))
       expect(code, stderr).toBe(0)
-      expect(stdout).toBe('Let me plan.\n\nThere are 42.\n')
+      // The answer only: interim text is activity, on stderr with the plan.
+      expect(stdout).toBe('There are 42.\n')
+      expect(stderr).toContain('Let me plan.\n')
       expect(stderr).toContain('Plan 1/1')
       expect(fake.requests).toHaveLength(4)
       const last = fake.requests[3]!.body as {

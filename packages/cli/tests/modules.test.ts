@@ -143,6 +143,15 @@ describe('modules loaded', () => {
       expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
+  test('keel -p --output-schema loads ajv (a plain keel -p does not, see above) and validates with it', async () => {
+    const script = join(scratch, 'json.json')
+    writeFileSync(script, JSON.stringify({ steps: [{ text: '{"ok":true}' }] }))
+    const schema = join(scratch, 'ok.schema.json')
+    writeFileSync(schema, JSON.stringify({ type: 'object', required: ['ok'] }))
+    const loaded = await packagesLoaded(['-p', 'hi', '--model', `scripted/${script}`, '--output-schema', schema])
+    expect(loaded).toContain('ajv')
+  }, 120_000)
+
   test('keel -p loads the shell parser for a command with shell syntax, not for plain commands', async () => {
     const script = (command: string) => {
       const file = join(scratch, `bash-${Math.random().toString(36).slice(2)}.json`)

@@ -113,7 +113,8 @@ describe('keel -p with stdout closed early (keel -p … | head -1)', () => {
       { text: 'second line\n', toolCalls: [{ name: 'bash', arguments: { command: SLEEPERS } }] },
       { text: 'third line\n' },
     ])
-    const child = keel(['-p', 'talk', '--model', run.model], run)
+    // stream-json writes as the turn goes (text mode writes only the answer, at the end).
+    const child = keel(['-p', 'talk', '--model', run.model, '--output-format', 'stream-json'], run)
     let out = ''
     await new Promise<void>((done) =>
       child.stdout!.on('data', (chunk) => {
@@ -121,7 +122,7 @@ describe('keel -p with stdout closed early (keel -p … | head -1)', () => {
         if (out.includes('\n')) done()
       }),
     )
-    expect(out).toBe('first line\n')
+    expect(JSON.parse(out.split('\n')[0]!)).toMatchObject({ type: 'system/init' })
     // Close the reading end, as `head -1` does after its line, then let the script go on writing.
     child.stdout!.destroy()
     writeFileSync(join(run.cwd, 'go'), '')

@@ -38,7 +38,15 @@ interface Waiting {
 
 /** What a tool's result says when a call is declined, so the model can change course. */
 export function declined(tool: string, reason: string): string {
-  return `Error: permission to run ${tool} was declined: ${reason}. Do not retry the same call; change course or ask the user.`
+  return `Error: permission to run ${tool} was declined: ${reason}${DECLINED_TAIL}`
+}
+const DECLINED_TAIL = '. Do not retry the same call; change course or ask the user.'
+
+/** The reason inside a `declined` message (print mode lists denials with it), or undefined when `text` is not one. */
+export function declinedReason(text: string): string | undefined {
+  const match = /^Error: permission to run \S+ was declined: /.exec(text)
+  if (!match || !text.endsWith(DECLINED_TAIL)) return undefined
+  return text.slice(match[0].length, -DECLINED_TAIL.length)
 }
 
 /**
