@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closest } from '@keel/session/text'
 
-export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
+export const DEFAULT_MODEL = 'deepseek/deepseek-v4-flash'
 
 /** Every flag, with its one-line help. The table is the parser's spec and `--help`'s text. */
 export const FLAGS = {

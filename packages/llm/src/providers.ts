@@ -1,10 +1,8 @@
-import type { LlmAdapter } from './types.ts'
-import type { LlmService, ProviderOptions } from './index.ts'
-import { LlmError } from './types.ts'
+import { LlmError, type LlmAdapter, type ProviderOptions, type ProviderRegistry } from './types.ts'
 
 /** Context windows (tokens) of well-known model families, matched on the model name after any `vendor/` prefix. */
 const CONTEXT_WINDOWS: [RegExp, number][] = [
-  [/^deepseek-(chat|reasoner)\b/, 128_000],
+  [/^deepseek-(v4-|flash\b)/, 1_000_000],
   [/^gpt-4\.1/, 1_047_576],
   [/^gpt-4o/, 128_000],
   [/^claude-/, 200_000],
@@ -14,6 +12,31 @@ const CONTEXT_WINDOWS: [RegExp, number][] = [
 export function contextWindowFor(model: string): number | undefined {
   const name = model.slice(model.lastIndexOf('/') + 1).toLowerCase()
   return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(name))?.[1]
+}
+
+/**
+ * The ids each provider offers today: what `/model` lists and what a retired id points to. Unknown ids still work.
+ * DeepSeek: https://api-docs.deepseek.com/quick_start/pricing (`deepseek-chat`, `deepseek-reasoner` retired
+ * 2026-07-24); OpenAI: https://developers.openai.com/codex/models; Anthropic:
+ * https://platform.claude.com/docs/en/about-claude/models/overview.
+ */
+export const CURRENT_MODELS: Record<string, readonly string[]> = {
+  deepseek: ['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-flash'],
+  openai: ['gpt-5.5', 'gpt-5.4', 'gpt-5.4-mini', 'gpt-5.3-codex'],
+  anthropic: ['claude-opus-5', 'claude-sonnet-5', 'claude-haiku-4-5'],
+  openrouter: ['deepseek/deepseek-v4-flash', 'anthropic/claude-sonnet-5', 'openai/gpt-5.5'],
+}
+
+const RETIRED_MODELS: Record<string, Record<string, string>> = {
+  deepseek: { 'deepseek-chat': '2026-07-24', 'deepseek-reasoner': '2026-07-24' },
+}
+
+/** A retired id fails here, before any request, in one line naming the ids to use instead. */
+export function retiredModel(provider: string, model: string): void {
+  const since = RETIRED_MODELS[provider]?.[model]
+  if (!since) return
+  const current = (CURRENT_MODELS[provider] ?? []).map((id) => `${provider}/${id}`).join(' or ')
+  throw new LlmError('config', `${provider}/${model} was retired on ${since}; use ${current}`)
 }
 
 export function value(text: string | undefined): string | undefined {
@@ -63,7 +86,7 @@ export async function createProvider(provider: string, model: string, options: P
 }
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */
-export function registerProviders(llm: LlmService): void {
+export function registerProviders(llm: ProviderRegistry): void {
   for (const provider of PROVIDER_NAMES)
     llm.register(provider, (model, options) => createProvider(provider, model, options))
 }
