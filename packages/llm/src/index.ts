@@ -1,7 +1,7 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
-import { registerProviders, splitSpec } from './providers.ts'
+import { reasoningFor, registerProviders, splitSpec } from './providers.ts'
 import { type RetryPolicy, withRetries } from './retries.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import {
@@ -83,16 +83,6 @@ export class LlmService extends Service {
     })
     return withRetries(adapter, this.retry)
   }
-}
-
-/** The settings of `spec` (settings `llm.models`), with what the command line says (`--effort`) over them. */
-export function reasoningFor(
-  models: Record<string, ReasoningSettings> | undefined,
-  spec: string,
-  over?: ReasoningSettings,
-): ReasoningSettings | undefined {
-  const merged = { ...models?.[spec], ...over }
-  return Object.keys(merged).length ? merged : undefined
 }
 
 export const name = 'keel-llm'

@@ -1,4 +1,10 @@
-import { LlmError, type LlmAdapter, type ProviderOptions, type ProviderRegistry } from './types.ts'
+import {
+  LlmError,
+  type LlmAdapter,
+  type ProviderOptions,
+  type ProviderRegistry,
+  type ReasoningSettings,
+} from './types.ts'
 
 /** Context windows (tokens) of well-known model families, matched on the model name after any `vendor/` prefix. */
 const CONTEXT_WINDOWS: [RegExp, number][] = [
@@ -66,6 +72,16 @@ export function checkedUrl(url: string, provider: string, model: string): string
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
 const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
+/** The settings of `spec` (settings `llm.models`), with what the command line says (`--effort`) over them. */
+export function reasoningFor(
+  models: Record<string, ReasoningSettings> | undefined,
+  spec: string,
+  over?: ReasoningSettings,
+): ReasoningSettings | undefined {
+  const merged = { ...models?.[spec], ...over }
+  return Object.keys(merged).length ? merged : undefined
+}
+
 /** `provider/model` split at its first slash, or undefined when either side is empty. */
 export function splitSpec(spec: string): { provider: string; model: string } | undefined {
   const slash = spec.indexOf('/')
@@ -82,6 +98,9 @@ export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
  */
 export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
   if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
+  // OpenAI's own API speaks Responses (codex models speak nothing else); chat completions stays behind `api: chat`.
+  if (provider === 'openai' && options.reasoning?.api !== 'chat')
+    return (await import('./responses.ts')).createResponses(model, options)
   return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
 }
 

@@ -4,7 +4,7 @@ import { createOpenAiCompatible } from '../src/openai-provider.ts'
 import { toChatMessages } from '../src/openai.ts'
 import { contextWindowFor } from '../src/providers.ts'
 import type { Message } from '@keel/session/messages'
-import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
+import { LlmError, type LlmAdapter, type LlmRequest, type ReasoningSettings, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined
@@ -257,6 +257,63 @@ describe('OpenAI-compatible adapter against the fake server', () => {
       { role: 'tool', tool_call_id: 'call_3', content: 'Error: exit code 1' },
       { role: 'user', content: 'Thanks' },
     ])
+  })
+
+  it('a DeepSeek tool-call turn passes the strict fake; without reasoning_content it gets the 400 DeepSeek sends', async () => {
+    await serve(
+      { reasoning: 'Look first.', toolCalls: [{ id: 'call_1', name: 'bash', arguments: { command: 'ls' } }] },
+      { text: 'done' },
+    )
+    const make = (reasoning?: ReasoningSettings) =>
+      createOpenAiCompatible('deepseek', 'deepseek-v4-flash', {
+        baseUrl: `${fake!.url}/v1`,
+        env: { DEEPSEEK_API_KEY: 'k' },
+        cwd: process.cwd(),
+        reasoning,
+      })
+    const first = assemble(await collect(make().stream(hello, new AbortController().signal))).message()
+    const history: Message[] = [
+      ...hello.messages,
+      first,
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', content: [], isError: false }] },
+    ]
+    await collect(make().stream({ ...hello, messages: history }, new AbortController().signal))
+    expect(fake!.requests[1]!.body.messages[2]).toMatchObject({ role: 'assistant', reasoning_content: 'Look first.' })
+    const error = await failure(
+      make({ sendReasoning: false }).stream({ ...hello, messages: history }, new AbortController().signal),
+    )
+    expect(error.kind).toBe('bad-request')
+    expect(error.message).toBe(
+      `deepseek: request rejected for deepseek-v4-flash at ${fake!.url}/v1/chat/completions (400: The \`reasoning_content\` in the thinking mode must be passed back to the API.)`,
+    )
+    // With thinking off the rule does not apply, and the request says so.
+    await collect(
+      make({ thinking: 'off', sendReasoning: false }).stream(
+        { ...hello, messages: history },
+        new AbortController().signal,
+      ),
+    ).catch(() => {})
+    expect(fake!.requests.at(-1)!.body.thinking).toEqual({ type: 'disabled' })
+  })
+
+  it('asks OpenRouter for reasoning and sends its reasoning_details back unchanged', () => {
+    const details = [{ type: 'reasoning.text', text: 'think', signature: 'or-sig', index: 0 }]
+    const history: Message[] = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'think', data: JSON.stringify(details), origin: 'openrouter' },
+          { type: 'tool-call', id: 'c1', name: 'bash', arguments: '{}' },
+        ],
+      },
+    ]
+    const [message] = toChatMessages('', history, 'details')
+    expect(message).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      reasoning_details: details,
+    })
   })
 
   it('sends reasoning_content on both sides of the DeepSeek rule; OpenAI chat and sendReasoning: false get none', () => {
