@@ -142,7 +142,7 @@ export async function startFakeProvider(
       if (reply.stallBeforeHeaders) return // the request is read; no byte of an answer follows
       const events =
         flavor === 'openai'
-          ? openaiEvents(reply, body as OpenAiBody, n)
+          ? openaiEvents(reply, body as OpenAiBody, n, issued)
           : flavor === 'responses'
             ? responsesEvents(reply, body as ResponsesBody, n, issued)
             : anthropicEvents(reply, body, n, issued)
@@ -252,10 +252,11 @@ function usageOf(reply: FakeReply, body: unknown): { input: number; output: numb
 
 interface OpenAiBody {
   model?: string
+  reasoning?: unknown
   stream_options?: { include_usage?: boolean }
 }
 
-function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents {
+function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number, issued: Issued): SseEvents {
   const base = {
     id: `chatcmpl-${n}`,
     object: 'chat.completion.chunk',
@@ -266,19 +267,49 @@ function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents 
   const delta = (d: object, finish: string | null = null) =>
     data({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
   const events = [delta({ role: 'assistant', content: '' })]
-  for (const piece of pieces(reply.reasoning ?? ''))
-    if (reply.reasoning) events.push(delta({ reasoning_content: piece }))
+  // OpenRouter (its request carries `reasoning`) streams `reasoning` with typed `reasoning_details` pieces; the
+  // last piece carries the signature (https://openrouter.ai/docs/use-cases/reasoning-tokens).
+  const openrouter = body?.reasoning !== undefined
+  const details =
+    openrouter && reply.reasoning
+      ? [
+          {
+            type: 'reasoning.text',
+            text: reply.reasoning,
+            format: 'anthropic-claude-v1',
+            index: 0,
+            signature: `or-sig-${n}`,
+          },
+        ]
+      : undefined
+  const reasoningPieces = reply.reasoning ? pieces(reply.reasoning) : []
+  for (const [i, piece] of reasoningPieces.entries()) {
+    if (!openrouter) events.push(delta({ reasoning_content: piece }))
+    else {
+      const last = i === reasoningPieces.length - 1
+      const detail = {
+        type: 'reasoning.text',
+        text: piece,
+        format: 'anthropic-claude-v1',
+        index: 0,
+        ...(last ? { signature: `or-sig-${n}` } : {}),
+      }
+      events.push(delta({ reasoning: piece, reasoning_details: [detail] }))
+    }
+  }
   for (const piece of pieces(reply.text ?? '')) if (reply.text) events.push(delta({ content: piece }))
-  const calls = (reply.toolCalls ?? []).map((call, index) => ({
-    start: delta({
-      tool_calls: [
-        { index, id: call.id ?? `call_${n}_${index}`, type: 'function', function: { name: call.name, arguments: '' } },
-      ],
-    }),
-    parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) =>
-      delta({ tool_calls: [{ index, function: { arguments: part } }] }),
-    ),
-  }))
+  const calls = (reply.toolCalls ?? []).map((call, index) => {
+    const id = call.id ?? `call_${n}_${index}`
+    if (details) issued.openrouterDetails.set(id, details)
+    return {
+      start: delta({
+        tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }],
+      }),
+      parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) =>
+        delta({ tool_calls: [{ index, function: { arguments: part } }] }),
+      ),
+    }
+  })
   if (reply.interleave) {
     for (const call of calls) events.push(call.start)
     for (let i = 0; calls.some((call) => i < call.parts.length); i++)
@@ -392,6 +423,8 @@ class Issued {
   readonly signatures = new Map<string, string>()
   /** Anthropic: tool_use id → the reasoning blocks of the reply that made it, in order. */
   readonly anthropicTurns = new Map<string, AnthropicThinking[]>()
+  /** OpenRouter: tool call id → the reasoning_details of the reply that made it (folded). */
+  readonly openrouterDetails = new Map<string, unknown[]>()
   /** Responses: reasoning item id → its encrypted_content. */
   readonly encrypted = new Map<string, string>()
   /** Responses: call_id → the reasoning item id of the reply that made the call. */
@@ -404,7 +437,7 @@ class Issued {
  */
 function strictError(flavor: Flavor, body: any, issued: Issued): string | undefined {
   if (!body || typeof body !== 'object') return undefined
-  if (flavor === 'openai') return deepseekRule(body)
+  if (flavor === 'openai') return deepseekRule(body) ?? openrouterRule(body, issued)
   if (flavor === 'responses') return responsesRules(body, issued)
   return anthropicRules(body, issued)
 }
@@ -422,6 +455,22 @@ function deepseekRule(body: any): string | undefined {
   for (const message of body.messages ?? [])
     if (message?.role === 'assistant' && message.tool_calls?.length && typeof message.reasoning_content !== 'string')
       return 'The `reasoning_content` in the thinking mode must be passed back to the API.'
+  return undefined
+}
+
+/**
+ * OpenRouter: a tool-calling assistant message must carry the `reasoning_details` it came with, unchanged, or a
+ * thinking model behind it (Claude, Gemini) rejects the history
+ * (https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving reasoning blocks").
+ */
+function openrouterRule(body: any, issued: Issued): string | undefined {
+  if (body.reasoning === undefined) return undefined
+  for (const message of body.messages ?? []) {
+    const id = message?.role === 'assistant' ? message.tool_calls?.[0]?.id : undefined
+    const expected = id ? issued.openrouterDetails.get(id) : undefined
+    if (expected && JSON.stringify(message.reasoning_details) !== JSON.stringify(expected))
+      return 'Provider returned error: messages: each assistant message with tool_use must keep its reasoning_details (thinking block and signature) unchanged'
+  }
   return undefined
 }
 

@@ -33,6 +33,9 @@ export const CURRENT_MODELS: Record<string, readonly string[]> = {
   openrouter: ['deepseek/deepseek-v4-flash', 'anthropic/claude-sonnet-5', 'openai/gpt-5.5'],
 }
 
+/** The model Keel runs when none is chosen (flag, KEEL_MODEL, settings), and the one examples name. */
+export const DEFAULT_MODEL = 'deepseek/deepseek-v4-flash'
+
 const RETIRED_MODELS: Record<string, Record<string, string>> = {
   deepseek: { 'deepseek-chat': '2026-07-24', 'deepseek-reasoner': '2026-07-24' },
 }
@@ -81,6 +84,8 @@ export function reasoningFor(
   const merged = { ...models?.[spec], ...over }
   return Object.keys(merged).length ? merged : undefined
 }
+
+export { REASONING_EFFORTS } from './types.ts'
 
 /** `provider/model` split at its first slash, or undefined when either side is empty. */
 export function splitSpec(spec: string): { provider: string; model: string } | undefined {
