@@ -1,9 +1,9 @@
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { DEFAULT_MODEL, REASONING_EFFORTS } from '@keel/llm/providers'
 import { closest } from '@keel/session/text'
 
-export { DEFAULT_MODEL }
+/** One of the current ids (@keel/llm CURRENT_MODELS); deepseek-chat was retired on 2026-07-24. */
+export const DEFAULT_MODEL = 'deepseek/deepseek-v4-flash'
 
 /** Every flag, with its one-line help. The table is the parser's spec and `--help`'s text. */
 export const FLAGS = {
@@ -19,7 +19,7 @@ export const FLAGS = {
   },
   effort: {
     type: 'string',
-    help: `Reasoning effort of the model for this run: ${REASONING_EFFORTS.join(', ')} (each provider maps its own)`,
+    help: 'Reasoning effort of the model for this run (low, medium, high, max, …; each provider maps its own)',
   },
   cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },
@@ -116,9 +116,6 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   if (format !== undefined && !['text', 'json', 'stream-json'].includes(format)) {
     throw new UsageError(`--output-format must be text, json or stream-json, not ${JSON.stringify(format)}`)
   }
-  const effort = flags.effort
-  if (effort !== undefined && !(REASONING_EFFORTS as readonly string[]).includes(effort))
-    throw new UsageError(`--effort must be one of ${REASONING_EFFORTS.join(', ')}, not ${JSON.stringify(effort)}`)
   if (flags.continue && flags.resume) throw new UsageError('use either --continue or --resume, not both')
   if (flags.fork && !flags.continue && !flags.resume)
     throw new UsageError('--fork goes with -c/--continue or -r/--resume')

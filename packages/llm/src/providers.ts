@@ -33,9 +33,6 @@ export const CURRENT_MODELS: Record<string, readonly string[]> = {
   openrouter: ['deepseek/deepseek-v4-flash', 'anthropic/claude-sonnet-5', 'openai/gpt-5.5'],
 }
 
-/** The model Keel runs when none is chosen (flag, KEEL_MODEL, settings), and the one examples name. */
-export const DEFAULT_MODEL = 'deepseek/deepseek-v4-flash'
-
 const RETIRED_MODELS: Record<string, Record<string, string>> = {
   deepseek: { 'deepseek-chat': '2026-07-24', 'deepseek-reasoner': '2026-07-24' },
 }

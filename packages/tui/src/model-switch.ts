@@ -1,4 +1,4 @@
-import { CURRENT_MODELS, DEFAULT_MODEL } from '@keel/llm/providers'
+import { CURRENT_MODELS } from '@keel/llm/providers'
 import { escapeLine } from './safe.ts'
 
 export type ModelArg = { kind: 'list' } | { kind: 'switch'; spec: string } | { kind: 'invalid'; message: string }
@@ -11,7 +11,7 @@ export function parseModelArg(arg: string, providers: readonly string[]): ModelA
   if (/\s/.test(spec) || slash <= 0 || slash === spec.length - 1)
     return {
       kind: 'invalid',
-      message: `Usage: /model <provider>/<model>, for example /model ${DEFAULT_MODEL} (got ${escapeLine(spec).slice(0, 60)}); /model alone lists the providers.`,
+      message: `Usage: /model <provider>/<model>, for example /model deepseek/${CURRENT_MODELS.deepseek![0]} (got ${escapeLine(spec).slice(0, 60)}); /model alone lists the providers.`,
     }
   const provider = spec.slice(0, slash)
   if (!providers.includes(provider))
