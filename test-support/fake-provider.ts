@@ -1,7 +1,11 @@
 /**
  * A fake model provider for tests: a node:http server on 127.0.0.1 (port 0) that streams real SSE in the
- * OpenAI chat-completions shape (`POST /v1/chat/completions`) and the Anthropic Messages shape
- * (`POST /v1/messages`), so the real SDK-based adapters can be exercised without the network.
+ * OpenAI chat-completions shape (`POST /v1/chat/completions`), the OpenAI Responses shape (`POST /v1/responses`)
+ * and the Anthropic Messages shape (`POST /v1/messages`), so the real SDK-based adapters can be exercised without
+ * the network.
+ *
+ * It is strict: a request that breaks a documented rule of the real API gets the 400 the real API answers
+ * (see `strictError`, each rule with its page), so a test passes only on bytes the provider accepts.
  *
  *   const fake = await startFakeProvider([{ text: 'hello' }, { toolCalls: [{ name: 'bash', arguments: { command: 'ls' } }] }])
  *   // OpenAI-compatible base URL: `${fake.url}/v1`; Anthropic base URL: fake.url
@@ -35,6 +39,11 @@ export interface FakeReply {
   reasoning?: string
   /** Anthropic only: the signature of the thinking block (default `sig-<n>`). */
   signature?: string
+  /**
+   * Anthropic only: several reasoning blocks before the text, in order (instead of `reasoning`): thinking blocks
+   * with their own signature, and `redacted_thinking` blocks (`redacted`: their opaque data).
+   */
+  thinking?: ({ thinking: string; signature?: string } | { redacted: string })[]
   /** Streamed in word-sized deltas. */
   text?: string
   /** Streamed after the text: a start delta (id + name), then the arguments in `chunkSize`-character fragments. */
@@ -82,9 +91,18 @@ export interface FakeProvider {
   close(): Promise<void>
 }
 
-export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeProvider> {
+export interface FakeProviderOptions {
+  /** Accept what the real APIs reject (for tests about something else that send hand-made history). */
+  lenient?: boolean
+}
+
+export async function startFakeProvider(
+  script: FakeReply[] = [],
+  options: FakeProviderOptions = {},
+): Promise<FakeProvider> {
   const replies = [...script]
   const requests: RecordedRequest[] = []
+  const issued = new Issued()
   let served = 0
 
   const server = createServer((req, res) => {
@@ -104,19 +122,30 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
       const path = (req.url ?? '/').split('?')[0]!
       requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
       const flavor =
-        req.method === 'POST' && path === '/v1/chat/completions'
-          ? 'openai'
-          : req.method === 'POST' && path === '/v1/messages'
-            ? 'anthropic'
-            : undefined
+        req.method !== 'POST'
+          ? undefined
+          : path === '/v1/chat/completions'
+            ? 'openai'
+            : path === '/v1/messages'
+              ? 'anthropic'
+              : path === '/v1/responses'
+                ? 'responses'
+                : undefined
       if (!flavor) return sendError(res, 'openai', 404, `fake provider: no route for ${req.method} ${path}`)
+      const broken = options.lenient ? undefined : strictError(flavor, body, issued)
+      if (broken) return sendError(res, flavor, 400, broken)
       const reply = replies.shift()
       const n = ++served
       if (!reply) return sendError(res, flavor, 400, `fake provider: script exhausted (request ${n})`)
       if (reply.status)
         return sendError(res, flavor, reply.status, reply.error ?? `fake provider: status ${reply.status}`)
       if (reply.stallBeforeHeaders) return // the request is read; no byte of an answer follows
-      const events = flavor === 'openai' ? openaiEvents(reply, body as OpenAiBody, n) : anthropicEvents(reply, body, n)
+      const events =
+        flavor === 'openai'
+          ? openaiEvents(reply, body as OpenAiBody, n, issued)
+          : flavor === 'responses'
+            ? responsesEvents(reply, body as ResponsesBody, n, issued)
+            : anthropicEvents(reply, body, n, issued)
       void stream(res, events, reply)
     })
   })
@@ -134,9 +163,11 @@ export async function startFakeProvider(script: FakeReply[] = []): Promise<FakeP
   }
 }
 
-function sendError(res: ServerResponse, flavor: 'openai' | 'anthropic', status: number, message: string): void {
+type Flavor = 'openai' | 'responses' | 'anthropic'
+
+function sendError(res: ServerResponse, flavor: Flavor, status: number, message: string): void {
   const body =
-    flavor === 'openai'
+    flavor !== 'anthropic'
       ? {
           error: {
             message,
@@ -221,10 +252,11 @@ function usageOf(reply: FakeReply, body: unknown): { input: number; output: numb
 
 interface OpenAiBody {
   model?: string
+  reasoning?: unknown
   stream_options?: { include_usage?: boolean }
 }
 
-function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents {
+function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number, issued: Issued): SseEvents {
   const base = {
     id: `chatcmpl-${n}`,
     object: 'chat.completion.chunk',
@@ -235,19 +267,49 @@ function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents 
   const delta = (d: object, finish: string | null = null) =>
     data({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
   const events = [delta({ role: 'assistant', content: '' })]
-  for (const piece of pieces(reply.reasoning ?? ''))
-    if (reply.reasoning) events.push(delta({ reasoning_content: piece }))
+  // OpenRouter (its request carries `reasoning`) streams `reasoning` with typed `reasoning_details` pieces; the
+  // last piece carries the signature (https://openrouter.ai/docs/use-cases/reasoning-tokens).
+  const openrouter = body?.reasoning !== undefined
+  const details =
+    openrouter && reply.reasoning
+      ? [
+          {
+            type: 'reasoning.text',
+            text: reply.reasoning,
+            format: 'anthropic-claude-v1',
+            index: 0,
+            signature: `or-sig-${n}`,
+          },
+        ]
+      : undefined
+  const reasoningPieces = reply.reasoning ? pieces(reply.reasoning) : []
+  for (const [i, piece] of reasoningPieces.entries()) {
+    if (!openrouter) events.push(delta({ reasoning_content: piece }))
+    else {
+      const last = i === reasoningPieces.length - 1
+      const detail = {
+        type: 'reasoning.text',
+        text: piece,
+        format: 'anthropic-claude-v1',
+        index: 0,
+        ...(last ? { signature: `or-sig-${n}` } : {}),
+      }
+      events.push(delta({ reasoning: piece, reasoning_details: [detail] }))
+    }
+  }
   for (const piece of pieces(reply.text ?? '')) if (reply.text) events.push(delta({ content: piece }))
-  const calls = (reply.toolCalls ?? []).map((call, index) => ({
-    start: delta({
-      tool_calls: [
-        { index, id: call.id ?? `call_${n}_${index}`, type: 'function', function: { name: call.name, arguments: '' } },
-      ],
-    }),
-    parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) =>
-      delta({ tool_calls: [{ index, function: { arguments: part } }] }),
-    ),
-  }))
+  const calls = (reply.toolCalls ?? []).map((call, index) => {
+    const id = call.id ?? `call_${n}_${index}`
+    if (details) issued.openrouterDetails.set(id, details)
+    return {
+      start: delta({
+        tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }],
+      }),
+      parts: fragments(argumentsText(call), reply.chunkSize ?? 4).map((part) =>
+        delta({ tool_calls: [{ index, function: { arguments: part } }] }),
+      ),
+    }
+  })
   if (reply.interleave) {
     for (const call of calls) events.push(call.start)
     for (let i = 0; calls.some((call) => i < call.parts.length); i++)
@@ -275,7 +337,7 @@ function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number): SseEvents 
   return { content: events, tail }
 }
 
-function anthropicEvents(reply: FakeReply, body: unknown, n: number): SseEvents {
+function anthropicEvents(reply: FakeReply, body: unknown, n: number, issued: Issued): SseEvents {
   const event = (type: string, value: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...value })}\n\n`
   const usage = usageOf(reply, body)
   const model = (body as { model?: string })?.model ?? 'fake'
@@ -300,18 +362,24 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number): SseEvents 
     event('ping', {}),
   ]
   let index = 0
-  if (reply.reasoning) {
+  const thinking =
+    reply.thinking ?? (reply.reasoning ? [{ thinking: reply.reasoning, signature: reply.signature ?? `sig-${n}` }] : [])
+  const sent: AnthropicThinking[] = []
+  for (const [i, block] of thinking.entries()) {
+    if ('redacted' in block) {
+      sent.push({ type: 'redacted_thinking', data: block.redacted })
+      events.push(event('content_block_start', { index, content_block: sent.at(-1) }))
+      events.push(event('content_block_stop', { index: index++ }))
+      continue
+    }
+    const signature = block.signature ?? `sig-${n}-${i}`
+    sent.push({ type: 'thinking', thinking: block.thinking, signature })
     events.push(
       event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }),
     )
-    for (const piece of pieces(reply.reasoning))
+    for (const piece of pieces(block.thinking))
       events.push(event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } }))
-    events.push(
-      event('content_block_delta', {
-        index,
-        delta: { type: 'signature_delta', signature: reply.signature ?? `sig-${n}` },
-      }),
-    )
+    events.push(event('content_block_delta', { index, delta: { type: 'signature_delta', signature } }))
     events.push(event('content_block_stop', { index: index++ }))
   }
   if (reply.text) {
@@ -321,16 +389,19 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number): SseEvents 
     events.push(event('content_block_stop', { index: index++ }))
   }
   for (const [i, call] of (reply.toolCalls ?? []).entries()) {
+    const id = call.id ?? `toolu_${n}_${i}`
+    if (sent.length) issued.anthropicTurns.set(id, sent)
     events.push(
       event('content_block_start', {
         index,
-        content_block: { type: 'tool_use', id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: {} },
+        content_block: { type: 'tool_use', id, name: call.name, input: {} },
       }),
     )
     for (const part of fragments(argumentsText(call), reply.chunkSize ?? 4))
       events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } }))
     events.push(event('content_block_stop', { index: index++ }))
   }
+  for (const block of sent) if (block.type === 'thinking') issued.signatures.set(block.signature, block.thinking)
   const stop = reply.finish ?? (reply.toolCalls?.length ? 'tool_use' : 'end_turn')
   const tail = [
     event('message_delta', {
@@ -340,4 +411,254 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number): SseEvents 
     event('message_stop', {}),
   ]
   return { content: events, tail }
+}
+
+type AnthropicThinking =
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+
+/** What this server handed out, so a strict rule can tell a block sent back unchanged from one altered or dropped. */
+class Issued {
+  /** Anthropic: signature → the thinking text it signs. */
+  readonly signatures = new Map<string, string>()
+  /** Anthropic: tool_use id → the reasoning blocks of the reply that made it, in order. */
+  readonly anthropicTurns = new Map<string, AnthropicThinking[]>()
+  /** OpenRouter: tool call id → the reasoning_details of the reply that made it (folded). */
+  readonly openrouterDetails = new Map<string, unknown[]>()
+  /** Responses: reasoning item id → its encrypted_content. */
+  readonly encrypted = new Map<string, string>()
+  /** Responses: call_id → the reasoning item id of the reply that made the call. */
+  readonly callReasoning = new Map<string, string>()
+}
+
+/**
+ * The 400 the real API answers when a request breaks one of its documented rules, or undefined when it keeps them.
+ * Only rules about what a client must send back are checked; they are the ones agents get wrong.
+ */
+function strictError(flavor: Flavor, body: any, issued: Issued): string | undefined {
+  if (!body || typeof body !== 'object') return undefined
+  if (flavor === 'openai') return deepseekRule(body) ?? openrouterRule(body, issued)
+  if (flavor === 'responses') return responsesRules(body, issued)
+  return anthropicRules(body, issued)
+}
+
+/**
+ * DeepSeek, thinking mode (on by default for V4): an assistant message that made tool calls must carry its
+ * `reasoning_content` in every later request, else 400 with exactly this message
+ * (https://api-docs.deepseek.com/guides/thinking_mode, "Tool Calls"; the message as reported in
+ * anomalyco/opencode#24722 and the-open-agent/openagent#2206). Applies to DeepSeek's own ids (`deepseek-…`, no vendor
+ * prefix, so not OpenRouter's `deepseek/…`).
+ */
+function deepseekRule(body: any): string | undefined {
+  if (typeof body.model !== 'string' || !body.model.startsWith('deepseek-')) return undefined
+  if (body.thinking?.type === 'disabled') return undefined
+  for (const message of body.messages ?? [])
+    if (message?.role === 'assistant' && message.tool_calls?.length && typeof message.reasoning_content !== 'string')
+      return 'The `reasoning_content` in the thinking mode must be passed back to the API.'
+  return undefined
+}
+
+/**
+ * OpenRouter: a tool-calling assistant message must carry the `reasoning_details` it came with, unchanged, or a
+ * thinking model behind it (Claude, Gemini) rejects the history
+ * (https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving reasoning blocks").
+ */
+function openrouterRule(body: any, issued: Issued): string | undefined {
+  if (body.reasoning === undefined) return undefined
+  for (const message of body.messages ?? []) {
+    const id = message?.role === 'assistant' ? message.tool_calls?.[0]?.id : undefined
+    const expected = id ? issued.openrouterDetails.get(id) : undefined
+    if (expected && JSON.stringify(message.reasoning_details) !== JSON.stringify(expected))
+      return 'Provider returned error: messages: each assistant message with tool_use must keep its reasoning_details (thinking block and signature) unchanged'
+  }
+  return undefined
+}
+
+/**
+ * Anthropic Messages (https://platform.claude.com/docs/en/build-with-claude/extended-thinking, "Preserving thinking
+ * blocks"; https://platform.claude.com/docs/build-with-claude/preserved-thinking): a thinking block sent back must
+ * carry the signature it came with, unchanged with its text; in the last assistant turn (the tool-use loop in
+ * progress) the reply's thinking and redacted_thinking blocks must all come back, unchanged, in order, before
+ * its tool_use blocks.
+ */
+function anthropicRules(body: any, issued: Issued): string | undefined {
+  const messages: any[] = Array.isArray(body.messages) ? body.messages : []
+  for (const [i, message] of messages.entries()) {
+    if (message?.role !== 'assistant' || !Array.isArray(message.content)) continue
+    for (const [j, block] of message.content.entries()) {
+      if (block?.type !== 'thinking') continue
+      if (typeof block.signature !== 'string' || !block.signature)
+        return `messages.${i}.content.${j}.thinking.signature: Field required`
+      if (issued.signatures.get(block.signature) !== block.thinking)
+        return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`
+    }
+  }
+  const last = messages.findLastIndex((message) => message?.role === 'assistant')
+  const turn = messages[last]
+  if (!turn || !Array.isArray(turn.content)) return undefined
+  const toolUse = turn.content.find((block: any) => block?.type === 'tool_use')
+  const expected = toolUse ? issued.anthropicTurns.get(toolUse.id) : undefined
+  if (!expected) return undefined
+  const got = turn.content.slice(0, expected.length)
+  if (JSON.stringify(got) !== JSON.stringify(expected)) {
+    const j = got.findIndex((block: any, k: number) => JSON.stringify(block) !== JSON.stringify(expected[k]))
+    const found = got[j]?.type ?? 'nothing'
+    return `messages.${last}.content.${j}.type: Expected \`${expected[j]!.type}\`, but found \`${found}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns.`
+  }
+  return undefined
+}
+
+/**
+ * OpenAI Responses, stateless (`store: false`; https://platform.openai.com/docs/guides/reasoning, "Keeping reasoning
+ * items in context"; https://platform.openai.com/docs/guides/function-calling): a `function_call_output` needs its
+ * `function_call` earlier in `input`; a `function_call` made after a reasoning item needs that item (with the
+ * `encrypted_content` it came with) before it.
+ */
+function responsesRules(body: any, issued: Issued): string | undefined {
+  const input: any[] = Array.isArray(body.input) ? body.input : []
+  const calls = new Set<string>()
+  const reasoning = new Map<string, unknown>()
+  for (const item of input) {
+    if (item?.type === 'reasoning') {
+      const known = issued.encrypted.get(item.id)
+      if (known !== undefined && item.encrypted_content !== known)
+        return `The encrypted content for item ${item.id} could not be verified.`
+      reasoning.set(item.id, item.encrypted_content)
+    } else if (item?.type === 'function_call') {
+      const needed = issued.callReasoning.get(item.call_id)
+      if (needed && !reasoning.has(needed))
+        return `Item '${item.call_id}' of type 'function_call' was provided without its required 'reasoning' item: '${needed}'.`
+      calls.add(item.call_id)
+    } else if (item?.type === 'function_call_output' && !calls.has(item.call_id)) {
+      return `No tool call found for function call output with call_id ${item.call_id}.`
+    }
+  }
+  return undefined
+}
+
+interface ResponsesBody {
+  model?: string
+  include?: string[]
+}
+
+/** The Responses streaming events (https://platform.openai.com/docs/api-reference/responses-streaming). */
+function responsesEvents(reply: FakeReply, body: ResponsesBody, n: number, issued: Issued): SseEvents {
+  let sequence = 0
+  const event = (type: string, value: object) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...value })}\n\n`
+  const model = body?.model ?? 'fake'
+  const response = { id: `resp_${n}`, object: 'response', created_at: 1_700_000_000, model, output: [] as unknown[] }
+  const events = [
+    event('response.created', { response: { ...response, status: 'in_progress' } }),
+    event('response.in_progress', { response: { ...response, status: 'in_progress' } }),
+  ]
+  const output: unknown[] = []
+  let index = 0
+  let reasoningId: string | undefined
+  if (reply.reasoning) {
+    const id = `rs_${n}`
+    reasoningId = id
+    events.push(
+      event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id, summary: [] } }),
+    )
+    const part = { type: 'summary_text', text: '' }
+    events.push(
+      event('response.reasoning_summary_part.added', { item_id: id, output_index: index, summary_index: 0, part }),
+    )
+    for (const piece of pieces(reply.reasoning))
+      events.push(
+        event('response.reasoning_summary_text.delta', {
+          item_id: id,
+          output_index: index,
+          summary_index: 0,
+          delta: piece,
+        }),
+      )
+    events.push(
+      event('response.reasoning_summary_text.done', {
+        item_id: id,
+        output_index: index,
+        summary_index: 0,
+        text: reply.reasoning,
+      }),
+    )
+    const item: Record<string, unknown> = {
+      type: 'reasoning',
+      id,
+      summary: [{ type: 'summary_text', text: reply.reasoning }],
+    }
+    if (body?.include?.includes('reasoning.encrypted_content')) {
+      item.encrypted_content = `enc-${n}-${Buffer.from(reply.reasoning).toString('base64')}`
+      issued.encrypted.set(id, item.encrypted_content as string)
+    }
+    output.push(item)
+    events.push(event('response.output_item.done', { output_index: index++, item }))
+  }
+  if (reply.text) {
+    const id = `msg_${n}`
+    const item = { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] as unknown[] }
+    events.push(event('response.output_item.added', { output_index: index, item }))
+    const part = { type: 'output_text', text: '', annotations: [] }
+    events.push(event('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part }))
+    for (const piece of pieces(reply.text))
+      events.push(
+        event('response.output_text.delta', {
+          item_id: id,
+          output_index: index,
+          content_index: 0,
+          delta: piece,
+          logprobs: [],
+        }),
+      )
+    events.push(
+      event('response.output_text.done', {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        text: reply.text,
+        logprobs: [],
+      }),
+    )
+    const done = { ...item, status: 'completed', content: [{ type: 'output_text', text: reply.text, annotations: [] }] }
+    events.push(
+      event('response.content_part.done', {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        part: done.content[0],
+      }),
+    )
+    output.push(done)
+    events.push(event('response.output_item.done', { output_index: index++, item: done }))
+  }
+  for (const [i, call] of (reply.toolCalls ?? []).entries()) {
+    const id = `fc_${n}_${i}`
+    const callId = call.id ?? `call_${n}_${i}`
+    if (reasoningId) issued.callReasoning.set(callId, reasoningId)
+    const item = { type: 'function_call', id, call_id: callId, name: call.name, arguments: '', status: 'in_progress' }
+    events.push(event('response.output_item.added', { output_index: index, item }))
+    const args = argumentsText(call)
+    for (const part of fragments(args, reply.chunkSize ?? 4))
+      events.push(event('response.function_call_arguments.delta', { item_id: id, output_index: index, delta: part }))
+    events.push(event('response.function_call_arguments.done', { item_id: id, output_index: index, arguments: args }))
+    const done = { ...item, arguments: args, status: 'completed' }
+    output.push(done)
+    events.push(event('response.output_item.done', { output_index: index++, item: done }))
+  }
+  const usage = usageOf(reply, body)
+  const cut = reply.finish === 'length' || reply.finish === 'max_output_tokens'
+  const final = {
+    ...response,
+    status: cut ? 'incomplete' : 'completed',
+    ...(cut ? { incomplete_details: { reason: 'max_output_tokens' } } : {}),
+    output,
+    usage: {
+      input_tokens: usage.input,
+      input_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
+      output_tokens: usage.output,
+      output_tokens_details: { reasoning_tokens: reply.reasoning ? Math.ceil(reply.reasoning.length / 4) : 0 },
+      total_tokens: usage.input + usage.output,
+    },
+  }
+  return { content: events, tail: [event(cut ? 'response.incomplete' : 'response.completed', { response: final })] }
 }

@@ -2,7 +2,8 @@ import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closest } from '@keel/session/text'
 
-export const DEFAULT_MODEL = 'deepseek/deepseek-chat'
+/** One of the current ids (@keel/llm CURRENT_MODELS); deepseek-chat was retired on 2026-07-24. */
+export const DEFAULT_MODEL = 'deepseek/deepseek-v4-flash'
 
 /** Every flag, with its one-line help. The table is the parser's spec and `--help`'s text. */
 export const FLAGS = {
@@ -27,6 +28,10 @@ export const FLAGS = {
   'base-url': {
     type: 'string',
     help: 'Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp) or a provider override',
+  },
+  effort: {
+    type: 'string',
+    help: 'Reasoning effort of the model for this run (low, medium, high, max, …; each provider maps its own)',
   },
   cwd: { type: 'string', help: 'Working directory for the agent (default: the current directory)' },
   continue: { type: 'boolean', short: 'c', help: 'Continue the latest session in the working directory' },

@@ -14,7 +14,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, ren
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
 import type { LlmAdapter, LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
-import { createProvider, PROVIDER_NAMES, splitSpec } from '@keel/llm/providers'
+import { createProvider, PROVIDER_NAMES, reasoningFor, splitSpec } from '@keel/llm/providers'
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
 import type { ContentBlock } from '@keel/session/messages'
@@ -125,6 +125,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
     retryAttempts: number
     retryBaseDelayMs: number
     idleTimeoutMs: number
+    models?: Parameters<typeof reasoningFor>[0]
   }
   let adapter: LlmAdapter
   try {
@@ -133,6 +134,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
       env: process.env,
       baseUrl: flags['base-url'],
       idleTimeoutMs: llm.idleTimeoutMs,
+      reasoning: reasoningFor(llm.models, spec),
     })
     adapter = withRetries(made, { attempts: llm.retryAttempts, baseDelayMs: llm.retryBaseDelayMs })
   } catch {

@@ -13,7 +13,8 @@ import {
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
 import { closest } from '@keel/session/text'
-import { DEFAULT_MODEL, type Flags } from './args.ts'
+import { REASONING_EFFORTS } from '@keel/llm/providers'
+import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
@@ -169,10 +170,18 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     { source: 'flag --model', values: { model: flags.model } },
     { source: 'flag --base-url', values: { baseUrl: flags['base-url'] } },
   ]
-  const merged = mergeLayers(layers)
+  let merged = mergeLayers(layers)
+  if (flags.effort !== undefined && !(REASONING_EFFORTS as readonly string[]).includes(flags.effort))
+    throw new UsageError(`--effort must be one of ${REASONING_EFFORTS.join(', ')}, not ${JSON.stringify(flags.effort)}`)
+  if (flags.effort) {
+    // The flag is the chosen model's setting for this run, shown and applied like one from a file.
+    const models = { [merged.values.model as string]: { reasoningEffort: flags.effort } }
+    layers.push({ source: 'flag --effort', values: { llm: { models } } })
+    merged = mergeLayers(layers)
+  }
   merged.sources.model = merged.sources.model === `default (${composition})` ? 'default' : merged.sources.model!
   const overrides: Record<string, Record<string, unknown>> = {}
-  const touched = new Set(files.flatMap((file) => Object.keys(file.data)))
+  const touched = new Set([...files.flatMap((file) => Object.keys(file.data)), ...(flags.effort ? ['llm'] : [])])
   for (const entry of entries) {
     if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id]))
       overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>

@@ -237,10 +237,10 @@ describe('keel -p (print mode)', () => {
   })
 
   test('a missing API key names the variable first, then the choices (see first-hour.test.ts)', () => {
-    const result = keel(['-p', 'hi', '--model', 'deepseek/deepseek-chat'], { env: { DEEPSEEK_API_KEY: undefined } })
+    const result = keel(['-p', 'hi', '--model', 'deepseek/deepseek-v4-flash'], { env: { DEEPSEEK_API_KEY: undefined } })
     expect(result.status).toBe(2)
     expect(result.stderr.split('\n')[0]).toBe(
-      'keel: DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)',
+      'keel: DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-v4-flash)',
     )
   })
 

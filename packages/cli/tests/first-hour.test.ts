@@ -306,7 +306,9 @@ describe('first run', () => {
     const run = keel(['-p', 'hi'], { home: p.home, cwd: p.app, env: { DEEPSEEK_API_KEY: undefined } })
     expect(run.status).toBe(2)
     expect(run.stdout).toBe('')
-    expect(run.stderr).toMatch(/^keel: DEEPSEEK_API_KEY is not set \(needed for --model deepseek\/deepseek-chat\)\n/)
+    expect(run.stderr).toMatch(
+      /^keel: DEEPSEEK_API_KEY is not set \(needed for --model deepseek\/deepseek-v4-flash\)\n/,
+    )
     for (const provider of ['deepseek', 'openai', 'anthropic', 'openrouter', 'openai-compatible'])
       expect(run.stderr).toContain(`keel:   ${provider} `)
     expect(run.stderr).toContain('keel: To try Keel without a key: keel --model scripted/demo\n')

@@ -1,6 +1,6 @@
 import { AnthropicAdapter } from './anthropic.ts'
-import type { ProviderOptions } from './index.ts'
 import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import type { ProviderOptions } from './types.ts'
 
 export function createAnthropic(model: string, options: ProviderOptions): AnthropicAdapter {
   const base = value(options.baseUrl) ?? value(options.env.ANTHROPIC_BASE_URL) ?? 'https://api.anthropic.com'
@@ -17,5 +17,6 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
     keyVariable: apiKey ? 'ANTHROPIC_API_KEY' : 'ANTHROPIC_AUTH_TOKEN',
     contextWindow: contextWindowFor(model),
     idleTimeoutMs: options.idleTimeoutMs,
+    reasoning: options.reasoning,
   })
 }

@@ -2,7 +2,14 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
-import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
+import {
+  LlmError,
+  type FinishReason,
+  type LlmAdapter,
+  type LlmRequest,
+  type ReasoningSettings,
+  type StreamChunk,
+} from './types.ts'
 
 type Param = Anthropic.MessageParam
 type Block = Anthropic.ContentBlockParam
@@ -21,6 +28,23 @@ export interface AnthropicAdapterOptions {
   contextWindow?: number
   /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
   idleTimeoutMs?: number
+  reasoning?: ReasoningSettings
+}
+
+/**
+ * `thinking` and `output_config.effort` from the settings: `on` is adaptive thinking (the model decides how much),
+ * a number a fixed budget, `off` disabled; unset leaves the model's default
+ * (https://platform.claude.com/docs/en/build-with-claude/extended-thinking, .../adaptive-thinking, .../effort).
+ */
+function thinkingFields(reasoning: ReasoningSettings | undefined): Partial<Anthropic.MessageCreateParamsStreaming> {
+  const fields: Partial<Anthropic.MessageCreateParamsStreaming> = {}
+  const { thinking, reasoningEffort } = reasoning ?? {}
+  if (thinking === 'off') fields.thinking = { type: 'disabled' }
+  else if (thinking === 'on') fields.thinking = { type: 'adaptive' }
+  else if (typeof thinking === 'number') fields.thinking = { type: 'enabled', budget_tokens: thinking }
+  if (reasoningEffort)
+    fields.output_config = { effort: reasoningEffort as NonNullable<Anthropic.OutputConfig['effort']> }
+  return fields
 }
 
 /**
@@ -38,7 +62,13 @@ export class AnthropicAdapter implements LlmAdapter {
     this.model = options.model
     this.contextWindow = options.contextWindow
     const baseURL = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')
-    this.where = { provider: 'anthropic', keyVariable: options.keyVariable, baseURL }
+    this.where = {
+      provider: 'anthropic',
+      keyVariable: options.keyVariable,
+      baseURL,
+      model: options.model,
+      endpoint: `${baseURL}/v1/messages`,
+    }
     this.client = new Anthropic({
       ...(options.apiKey ? { apiKey: options.apiKey } : { authToken: options.authToken ?? null }),
       baseURL,
@@ -55,6 +85,7 @@ export class AnthropicAdapter implements LlmAdapter {
       max_tokens: request.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
       messages: toAnthropicMessages(request.messages),
       stream: true,
+      ...thinkingFields(this.options.reasoning),
     }
     if (request.system) body.system = request.system
     if (request.tools.length) {
@@ -114,13 +145,19 @@ export class AnthropicAdapter implements LlmAdapter {
               blocks.set(event.index, { kind: 'text', slot: -1, args: 0 })
               if (block.text) yield { type: 'text-delta', text: block.text }
             } else if (block.type === 'thinking') {
+              // Each thinking block starts its own reasoning block: two in a row keep their own signatures.
               blocks.set(event.index, { kind: 'thinking', slot: -1, args: 0 })
-              if (block.thinking)
-                yield {
-                  type: 'reasoning-delta',
-                  text: block.thinking,
-                  ...(block.signature ? { signature: block.signature } : {}),
-                }
+              yield {
+                type: 'reasoning-delta',
+                start: true,
+                origin: 'anthropic',
+                text: block.thinking ?? '',
+                ...(block.signature ? { signature: block.signature } : {}),
+              }
+            } else if (block.type === 'redacted_thinking') {
+              // Encrypted reasoning: nothing to show, sent back unchanged (the API rejects a history without it).
+              blocks.set(event.index, { kind: 'other', slot: -1, args: 0 })
+              yield { type: 'reasoning-delta', start: true, origin: 'anthropic', text: '', data: block.data }
             } else if (block.type === 'tool_use') {
               const input =
                 block.input && typeof block.input === 'object' && Object.keys(block.input).length
@@ -130,7 +167,7 @@ export class AnthropicAdapter implements LlmAdapter {
               blocks.set(event.index, entry)
               yield { type: 'tool-call-start', index: entry.slot, id: block.id, name: block.name }
             } else {
-              // redacted_thinking and server-tool blocks are not part of Keel's vocabulary.
+              // Server-tool blocks are not part of Keel's vocabulary.
               blocks.set(event.index, { kind: 'other', slot: -1, args: 0 })
             }
             break
@@ -212,8 +249,11 @@ function finishReason(stop: string | null | undefined): FinishReason {
 }
 
 /**
- * Provider-neutral history → Messages API turns. Reasoning goes back only as signed `thinking` blocks (Anthropic
- * verifies the signature; unsigned reasoning from other providers is dropped). Tool results become
+ * Provider-neutral history → Messages API turns. Anthropic's own reasoning goes back byte for byte, block by
+ * block, in its place: `thinking` with its signature, `redacted_thinking` with its data
+ * (https://platform.claude.com/docs/en/build-with-claude/extended-thinking, "Preserving thinking blocks";
+ * .../preserved-thinking). Reasoning without a signature (an older log, another provider) is left out, which the
+ * API accepts. Tool results become
  * `tool_result` blocks in a user turn; consecutive same-role messages merge into one turn, tool results first.
  */
 function toAnthropicMessages(messages: readonly Message[]): Param[] {
@@ -235,9 +275,13 @@ function toAnthropicMessages(messages: readonly Message[]): Param[] {
     } else if (message.role === 'assistant') {
       const content: Block[] = []
       for (const block of message.content) {
-        if (block.type === 'reasoning' && block.signature)
-          content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
-        else if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
+        if (block.type === 'reasoning') {
+          const ours = block.origin === 'anthropic' || (block.origin === undefined && block.signature)
+          if (!ours) continue
+          if (block.data !== undefined && !block.signature)
+            content.push({ type: 'redacted_thinking', data: block.data })
+          else if (block.signature) content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
+        } else if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
         else if (block.type === 'tool-call')
           content.push({ type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.arguments) })
       }

@@ -7,6 +7,9 @@ export interface FailureContext {
   provider: string
   keyVariable: string
   baseURL: string
+  model?: string
+  /** The URL the request went to, named when the provider rejects the request's shape. */
+  endpoint?: string
 }
 
 export interface Failure {
@@ -45,7 +48,8 @@ export function providerError(where: FailureContext, failure: Failure): LlmError
   // An error event inside a 200 stream has no status: the server failed while answering.
   if (status === undefined)
     return new LlmError('server', `${provider}: server error (${tag || 'error event in stream'})`)
-  return new LlmError('bad-request', `${provider}: request rejected (${tag})`, status)
+  const what = where.model ? ` for ${where.model}${where.endpoint ? ` at ${where.endpoint}` : ''}` : ''
+  return new LlmError('bad-request', `${provider}: request rejected${what} (${tag})`, status)
 }
 
 /** The innermost useful message of an error and its causes (`fetch failed` → `connect ECONNREFUSED …`). */

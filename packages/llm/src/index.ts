@@ -1,26 +1,23 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
-import { registerProviders, splitSpec } from './providers.ts'
+import { reasoningFor, registerProviders, splitSpec } from './providers.ts'
 import { type RetryPolicy, withRetries } from './retries.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
-import { LlmError, type LlmAdapter } from './types.ts'
+import {
+  LlmError,
+  type LlmAdapter,
+  type ProviderFactory,
+  type ProviderOptions,
+  REASONING_EFFORTS,
+  type ReasoningSettings,
+} from './types.ts'
 
 export * from './types.ts'
 export * from './scripted.ts'
 export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 export { type RetryPolicy, withRetries } from './retries.ts'
-export { PROVIDER_NAMES } from './providers.ts'
-
-export interface ProviderOptions {
-  baseUrl?: string
-  cwd: string
-  env: Record<string, string | undefined>
-  /** Longest silence of a streamed request (no headers, then no event) before it counts as dropped. */
-  idleTimeoutMs?: number
-}
-
-export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
+export { CURRENT_MODELS, PROVIDER_NAMES } from './providers.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -30,6 +27,8 @@ declare module 'cordis' {
 
 export interface LlmServiceOptions extends RetryPolicy {
   idleTimeoutMs?: number
+  /** `provider/model` → how it thinks (settings `llm.models`). */
+  models?: Record<string, ReasoningSettings>
 }
 
 /**
@@ -40,11 +39,13 @@ export class LlmService extends Service {
   private readonly providers = new Map<string, ProviderFactory>()
   readonly retry: RetryPolicy
   readonly idleTimeoutMs: number
+  readonly models: Record<string, ReasoningSettings>
 
   constructor(ctx: Context, options: LlmServiceOptions = { attempts: 3, baseDelayMs: 500 }) {
     super(ctx, 'llm', true)
     this.retry = { attempts: options.attempts, baseDelayMs: options.baseDelayMs }
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
+    this.models = options.models ?? {}
     this.providers.set('scripted', (model, options) => {
       const script = loadScript(model, options.cwd)
       const window = script.contextWindow
@@ -78,6 +79,7 @@ export class LlmService extends Service {
       env: options.env ?? process.env,
       baseUrl: options.baseUrl,
       idleTimeoutMs: options.idleTimeoutMs ?? this.idleTimeoutMs,
+      reasoning: reasoningFor(this.models, spec, options.reasoning),
     })
     return withRetries(adapter, this.retry)
   }
@@ -88,7 +90,26 @@ export interface Config {
   retryAttempts: number
   retryBaseDelayMs: number
   idleTimeoutMs?: number
+  models?: Record<string, ReasoningSettings>
 }
+
+const ReasoningSchema: Schema<ReasoningSettings> = Schema.object({
+  thinking: Schema.union([
+    Schema.const('on' as const),
+    Schema.const('off' as const),
+    Schema.natural().min(1024),
+  ]).description('on, off, or a budget in tokens (Anthropic, OpenRouter; at least 1024).'),
+  reasoningEffort: Schema.union(REASONING_EFFORTS).description(
+    "The provider's effort level; each provider maps the ones it has (DeepSeek: low, high, max).",
+  ),
+  sendReasoning: Schema.boolean().description(
+    'Chat completions: send reasoning_content back on assistant messages (default on; off for a server that rejects it).',
+  ),
+  api: Schema.union(['responses', 'chat'] as const).description(
+    'openai only: chat speaks chat completions instead of the Responses API.',
+  ),
+})
+
 export const Config: Schema<Config> = Schema.object({
   retryAttempts: Schema.natural()
     .min(1)
@@ -101,6 +122,9 @@ export const Config: Schema<Config> = Schema.object({
     .description(
       'Longest silence of a streamed reply (no response headers, then no stream event) before it counts as a dropped connection.',
     ),
+  models: Schema.dict(ReasoningSchema).description(
+    'Per model, by <provider>/<model>: thinking (on, off, a budget), reasoningEffort, sendReasoning, api.',
+  ),
 })
 
 export function apply(ctx: Context, config: Config): void {
@@ -108,6 +132,7 @@ export function apply(ctx: Context, config: Config): void {
     attempts: config.retryAttempts,
     baseDelayMs: config.retryBaseDelayMs,
     idleTimeoutMs: config.idleTimeoutMs,
+    models: config.models,
   })
   // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
   // provider (or the scripted model) does not pay for parsing the others.

@@ -1,6 +1,6 @@
-import type { ProviderOptions } from './index.ts'
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
-import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import { checkedUrl, contextWindowFor, requireKey, retiredModel, value } from './providers.ts'
+import type { ProviderOptions } from './types.ts'
 import { LlmError } from './types.ts'
 
 interface OpenAiFlavor {
@@ -37,6 +37,7 @@ const OPENAI_FLAVORS: Record<string, OpenAiFlavor> = {
 
 export function createOpenAiCompatible(provider: string, model: string, options: ProviderOptions): OpenAiAdapter {
   const flavor = OPENAI_FLAVORS[provider]
+  retiredModel(provider, model)
   if (!flavor) throw new LlmError('config', `unknown OpenAI-compatible provider ${JSON.stringify(provider)}`)
   const base =
     value(options.baseUrl) ??
@@ -57,6 +58,7 @@ export function createOpenAiCompatible(provider: string, model: string, options:
     keyVariable: flavor.keyVariable,
     contextWindow: contextWindowFor(model),
     idleTimeoutMs: options.idleTimeoutMs,
+    reasoning: options.reasoning,
     ...flavor.extra?.(options.env),
   })
 }

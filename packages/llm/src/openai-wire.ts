@@ -13,7 +13,15 @@ export interface ChatToolCall {
 export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string | UserPart[] }
-  | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
+  | {
+      role: 'assistant'
+      content: string | null
+      tool_calls?: ChatToolCall[]
+      /** DeepSeek and "interleaved thinking" servers: the reasoning that led to this message. */
+      reasoning_content?: string
+      /** OpenRouter: the reasoning as it streamed it, sent back unchanged. */
+      reasoning_details?: unknown[]
+    }
   | { role: 'tool'; tool_call_id: string; content: string }
 
 export interface ChatRequest {
@@ -24,6 +32,11 @@ export interface ChatRequest {
   tools?: { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[]
   max_tokens?: number
   max_completion_tokens?: number
+  /** DeepSeek, GLM: thinking mode on or off (on by default on DeepSeek V4). */
+  thinking?: { type: 'enabled' | 'disabled' }
+  reasoning_effort?: string
+  /** OpenRouter's unified reasoning control. */
+  reasoning?: { effort?: string; max_tokens?: number; enabled?: boolean }
 }
 
 export interface ChatToolCallDelta {
@@ -47,6 +60,8 @@ export interface ChatChunk {
       content?: string | null
       reasoning_content?: string | null
       reasoning?: string | null
+      /** OpenRouter: typed reasoning pieces (`reasoning.text` with a signature, `reasoning.encrypted`, …). */
+      reasoning_details?: ReasoningDetail[]
       tool_calls?: ChatToolCallDelta[]
     }
     finish_reason?: string | null
@@ -54,4 +69,12 @@ export interface ChatChunk {
   usage?: ChatUsage | null
   /** Sent inside a 200 stream when the server fails mid-generation. */
   error?: unknown
+}
+
+export interface ReasoningDetail {
+  type?: string
+  index?: number
+  text?: string
+  summary?: string
+  [key: string]: unknown
 }

@@ -3,7 +3,14 @@ import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
 import { ConnectionError, type EventStream, HttpStatusError, postEventStream } from './event-stream.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
-import { LlmError, type FinishReason, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
+import {
+  LlmError,
+  type FinishReason,
+  type LlmAdapter,
+  type LlmRequest,
+  type ReasoningSettings,
+  type StreamChunk,
+} from './types.ts'
 import type {
   ChatChunk,
   ChatMessage,
@@ -11,6 +18,7 @@ import type {
   ChatToolCall,
   ChatToolCallDelta,
   ChatUsage,
+  ReasoningDetail,
   UserPart,
 } from './openai-wire.ts'
 
@@ -31,6 +39,37 @@ export interface OpenAiAdapterOptions {
   headers?: Record<string, string>
   /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
   idleTimeoutMs?: number
+  reasoning?: ReasoningSettings
+}
+
+/**
+ * What goes back to each flavour. DeepSeek: `reasoning_content` on assistant messages, required on those with
+ * tool calls while thinking is on (https://api-docs.deepseek.com/guides/thinking_mode); "interleaved thinking"
+ * servers (GLM, Kimi, vLLM, LocalAI) read the same field. OpenRouter: `reasoning_details` unchanged
+ * (https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving reasoning blocks"). OpenAI's chat
+ * completions takes neither: its reasoning travels only through the Responses API (responses.ts).
+ */
+function sendsBack(provider: string, reasoning: ReasoningSettings | undefined): 'content' | 'details' | undefined {
+  if (provider === 'openrouter') return 'details'
+  if ((provider === 'deepseek' || provider === 'openai-compatible') && reasoning?.sendReasoning !== false)
+    return 'content'
+  return undefined
+}
+
+/** The request fields that turn thinking on or off and set its effort, in each flavour's own words. */
+function reasoningFields(provider: string, reasoning: ReasoningSettings | undefined): Partial<ChatRequest> {
+  const { thinking, reasoningEffort } = reasoning ?? {}
+  if (provider === 'openrouter') {
+    // Requested by default: a model without reasoning ignores it (openrouter.ai/docs/use-cases/reasoning-tokens).
+    if (thinking === 'off') return { reasoning: { enabled: false } }
+    if (typeof thinking === 'number') return { reasoning: { max_tokens: thinking } }
+    return { reasoning: reasoningEffort ? { effort: reasoningEffort } : { enabled: true } }
+  }
+  const fields: Partial<ChatRequest> = {}
+  if (reasoningEffort) fields.reasoning_effort = reasoningEffort
+  if (provider !== 'openai' && thinking !== undefined)
+    fields.thinking = { type: thinking === 'off' ? 'disabled' : 'enabled' }
+  return fields
 }
 
 /**
@@ -50,8 +89,14 @@ export class OpenAiAdapter implements LlmAdapter {
     this.provider = options.provider
     this.model = options.model
     this.contextWindow = options.contextWindow
-    this.where = { provider: options.provider, keyVariable: options.keyVariable, baseURL: options.baseURL }
     this.url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`
+    this.where = {
+      provider: options.provider,
+      keyVariable: options.keyVariable,
+      baseURL: options.baseURL,
+      model: options.model,
+      endpoint: this.url,
+    }
     this.headers = {
       'content-type': 'application/json',
       accept: 'text/event-stream',
@@ -66,9 +111,10 @@ export class OpenAiAdapter implements LlmAdapter {
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
     const body: ChatRequest = {
       model: this.model,
-      messages: toChatMessages(request.system, request.messages),
+      messages: toChatMessages(request.system, request.messages, sendsBack(this.provider, this.options.reasoning)),
       stream: true,
       stream_options: { include_usage: true },
+      ...reasoningFields(this.provider, this.options.reasoning),
     }
     if (request.tools.length) {
       body.tools = request.tools.map((tool) => ({
@@ -96,6 +142,7 @@ export class OpenAiAdapter implements LlmAdapter {
     }
 
     const calls = new ToolCallTracker()
+    const details: ReasoningDetail[] = []
     let finish: string | undefined
     let usage: TokenUsage | undefined
     let done = false
@@ -122,6 +169,11 @@ export class OpenAiAdapter implements LlmAdapter {
         const delta = choice.delta ?? {}
         const reasoning = delta.reasoning_content ?? delta.reasoning
         if (typeof reasoning === 'string' && reasoning) yield { type: 'reasoning-delta', text: reasoning }
+        if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length) {
+          addDetails(details, delta.reasoning_details)
+          // The whole array so far, so the block always holds what goes back (its text streamed just above).
+          yield { type: 'reasoning-delta', text: '', data: JSON.stringify(details), origin: 'openrouter' }
+        }
         if (typeof delta.content === 'string' && delta.content) yield { type: 'text-delta', text: delta.content }
         for (const call of delta.tool_calls ?? []) yield* calls.push(call)
         if (choice.finish_reason) finish = choice.finish_reason
@@ -172,6 +224,23 @@ function describe(error: unknown): { message: string; type?: string } {
   return {
     message: typeof message === 'string' ? message : JSON.stringify(error),
     type: typeof type === 'string' ? type : undefined,
+  }
+}
+
+/**
+ * Streamed `reasoning_details` pieces folded as OpenRouter's own SDK folds them: a piece with the index and type of
+ * the last one extends its text (or summary); any other field it carries (signature, data, id) is taken as is.
+ */
+function addDetails(into: ReasoningDetail[], pieces: readonly ReasoningDetail[]): void {
+  for (const piece of pieces) {
+    if (!piece || typeof piece !== 'object') continue
+    const last = into[into.length - 1]
+    if (last && last.type === piece.type && (last.index ?? 0) === (piece.index ?? 0)) {
+      const { text, summary, ...rest } = piece
+      if (typeof text === 'string') last.text = (last.text ?? '') + text
+      if (typeof summary === 'string') last.summary = (last.summary ?? '') + summary
+      for (const [key, value] of Object.entries(rest)) if (value !== null && value !== undefined) last[key] = value
+    } else into.push({ ...piece })
   }
 }
 
@@ -232,9 +301,14 @@ function usageOf(raw: ChatUsage): TokenUsage {
 /**
  * Provider-neutral history → chat messages. Assistant tool calls become `tool_calls`, each tool result a
  * `tool` message; images ride user messages as data URLs (tool-result images follow the run of tool messages in
- * one user message, since `tool` messages carry text only). Reasoning is never sent back.
+ * one user message, since `tool` messages carry text only). Reasoning goes back as `sendsBack` says: its text as
+ * `reasoning_content` (never a signature or another provider's opaque data), or OpenRouter's own details.
  */
-function toChatMessages(system: string, messages: readonly Message[]): ChatMessage[] {
+export function toChatMessages(
+  system: string,
+  messages: readonly Message[],
+  reasoning?: 'content' | 'details',
+): ChatMessage[] {
   const out: ChatMessage[] = []
   if (system) out.push({ role: 'system', content: system })
   let toolImages: UserPart[] = []
@@ -263,9 +337,14 @@ function toChatMessages(system: string, messages: readonly Message[]): ChatMessa
       })
     } else if (message.role === 'assistant') {
       let text = ''
+      let thought: string | undefined
+      let details: unknown[] | undefined
       const toolCalls: ChatToolCall[] = []
       for (const block of message.content) {
-        if (block.type === 'text') text += block.text
+        if (block.type === 'reasoning') {
+          if (block.text) thought = (thought ?? '') + block.text
+          if (block.origin === 'openrouter' && block.data) details = parseDetails(block.data) ?? details
+        } else if (block.type === 'text') text += block.text
         else if (block.type === 'tool-call')
           toolCalls.push({
             id: block.id,
@@ -274,11 +353,15 @@ function toChatMessages(system: string, messages: readonly Message[]): ChatMessa
           })
       }
       if (!text && !toolCalls.length) continue
-      out.push(
-        toolCalls.length
-          ? { role: 'assistant', content: text || null, tool_calls: toolCalls }
-          : { role: 'assistant', content: text },
-      )
+      const assistant: ChatMessage = toolCalls.length
+        ? { role: 'assistant', content: text || null, tool_calls: toolCalls }
+        : { role: 'assistant', content: text }
+      // A tool-call message without reasoning (an older log, another provider's turn) still gets the field: DeepSeek
+      // answers 400 when it is missing, and takes an empty one.
+      if (reasoning === 'content' && (thought !== undefined || toolCalls.length))
+        assistant.reasoning_content = thought ?? ''
+      if (reasoning === 'details' && details) assistant.reasoning_details = details
+      out.push(assistant)
     } else {
       for (const result of message.content) {
         const text = result.content
@@ -291,6 +374,15 @@ function toChatMessages(system: string, messages: readonly Message[]): ChatMessa
   }
   flushToolImages()
   return out
+}
+
+function parseDetails(text: string): unknown[] | undefined {
+  try {
+    const value = JSON.parse(text)
+    return Array.isArray(value) ? value : undefined
+  } catch {
+    return undefined
+  }
 }
 
 function imagePart(block: ImageBlock): UserPart {

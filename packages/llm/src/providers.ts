@@ -1,10 +1,14 @@
-import type { LlmAdapter } from './types.ts'
-import type { LlmService, ProviderOptions } from './index.ts'
-import { LlmError } from './types.ts'
+import {
+  LlmError,
+  type LlmAdapter,
+  type ProviderOptions,
+  type ProviderRegistry,
+  type ReasoningSettings,
+} from './types.ts'
 
 /** Context windows (tokens) of well-known model families, matched on the model name after any `vendor/` prefix. */
 const CONTEXT_WINDOWS: [RegExp, number][] = [
-  [/^deepseek-(chat|reasoner)\b/, 128_000],
+  [/^deepseek-(v4-|flash\b)/, 1_000_000],
   [/^gpt-4\.1/, 1_047_576],
   [/^gpt-4o/, 128_000],
   [/^claude-/, 200_000],
@@ -14,6 +18,31 @@ const CONTEXT_WINDOWS: [RegExp, number][] = [
 export function contextWindowFor(model: string): number | undefined {
   const name = model.slice(model.lastIndexOf('/') + 1).toLowerCase()
   return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(name))?.[1]
+}
+
+/**
+ * The ids each provider offers today: what `/model` lists and what a retired id points to. Unknown ids still work.
+ * DeepSeek: https://api-docs.deepseek.com/quick_start/pricing (`deepseek-chat`, `deepseek-reasoner` retired
+ * 2026-07-24); OpenAI: https://developers.openai.com/codex/models; Anthropic:
+ * https://platform.claude.com/docs/en/about-claude/models/overview.
+ */
+export const CURRENT_MODELS: Record<string, readonly string[]> = {
+  deepseek: ['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-flash'],
+  openai: ['gpt-5.5', 'gpt-5.4', 'gpt-5.4-mini', 'gpt-5.3-codex'],
+  anthropic: ['claude-opus-5', 'claude-sonnet-5', 'claude-haiku-4-5'],
+  openrouter: ['deepseek/deepseek-v4-flash', 'anthropic/claude-sonnet-5', 'openai/gpt-5.5'],
+}
+
+const RETIRED_MODELS: Record<string, Record<string, string>> = {
+  deepseek: { 'deepseek-chat': '2026-07-24', 'deepseek-reasoner': '2026-07-24' },
+}
+
+/** A retired id fails here, before any request, in one line naming the ids to use instead. */
+export function retiredModel(provider: string, model: string): void {
+  const since = RETIRED_MODELS[provider]?.[model]
+  if (!since) return
+  const current = (CURRENT_MODELS[provider] ?? []).map((id) => `${provider}/${id}`).join(' or ')
+  throw new LlmError('config', `${provider}/${model} was retired on ${since}; use ${current}`)
 }
 
 export function value(text: string | undefined): string | undefined {
@@ -43,6 +72,18 @@ export function checkedUrl(url: string, provider: string, model: string): string
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
 const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
+/** The settings of `spec` (settings `llm.models`), with what the command line says (`--effort`) over them. */
+export function reasoningFor(
+  models: Record<string, ReasoningSettings> | undefined,
+  spec: string,
+  over?: ReasoningSettings,
+): ReasoningSettings | undefined {
+  const merged = { ...models?.[spec], ...over }
+  return Object.keys(merged).length ? merged : undefined
+}
+
+export { REASONING_EFFORTS } from './types.ts'
+
 /** `provider/model` split at its first slash, or undefined when either side is empty. */
 export function splitSpec(spec: string): { provider: string; model: string } | undefined {
   const slash = spec.indexOf('/')
@@ -59,11 +100,14 @@ export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
  */
 export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
   if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
+  // OpenAI's own API speaks Responses (codex models speak nothing else); chat completions stays behind `api: chat`.
+  if (provider === 'openai' && options.reasoning?.api !== 'chat')
+    return (await import('./responses.ts')).createResponses(model, options)
   return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
 }
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */
-export function registerProviders(llm: LlmService): void {
+export function registerProviders(llm: ProviderRegistry): void {
   for (const provider of PROVIDER_NAMES)
     llm.register(provider, (model, options) => createProvider(provider, model, options))
 }

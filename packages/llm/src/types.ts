@@ -23,7 +23,16 @@ export type FinishReason = 'stop' | 'tool-calls' | 'max-tokens'
 /** The streamed vocabulary every adapter speaks. Tool arguments stay raw JSON text. */
 export type StreamChunk =
   | { type: 'text-delta'; text: string }
-  | { type: 'reasoning-delta'; text: string; signature?: string }
+  | {
+      type: 'reasoning-delta'
+      text: string
+      signature?: string
+      /** Opaque payload to keep on the block (see ReasoningBlock.data); replaces what the block held. */
+      data?: string
+      origin?: string
+      /** Begins a new reasoning block even right after another (Anthropic sends each with its own signature). */
+      start?: boolean
+    }
   | { type: 'tool-call-start'; index: number; id: string; name: string }
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'usage'; usage: TokenUsage }
@@ -35,6 +44,38 @@ export interface LlmAdapter {
   /** Tokens the model accepts in one request, when known. */
   readonly contextWindow?: number
   stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk>
+}
+
+/** Effort levels across providers; each maps the ones it has (DeepSeek: low, high, max; OpenAI: none…xhigh). */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number]
+
+/** How a model thinks: per model in settings (`llm.models`), `--effort` on the command line. */
+export interface ReasoningSettings {
+  /** `on`, `off`, or a budget in tokens where the provider takes one (Anthropic, OpenRouter); unset: its default. */
+  thinking?: 'on' | 'off' | number
+  /** The provider's effort level (`low`, `medium`, `high`, `xhigh`, `max`; each provider maps or rejects its own). */
+  reasoningEffort?: ReasoningEffort
+  /** Chat completions: send `reasoning_content` back on assistant messages (default on; off for a server that rejects it). */
+  sendReasoning?: boolean
+  /** `openai` only: `chat` speaks chat completions instead of the Responses API. */
+  api?: 'responses' | 'chat'
+}
+
+export interface ProviderOptions {
+  reasoning?: ReasoningSettings
+  baseUrl?: string
+  cwd: string
+  env: Record<string, string | undefined>
+  /** Longest silence of a streamed request (no headers, then no event) before it counts as dropped. */
+  idleTimeoutMs?: number
+}
+
+export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
+
+/** Where providers are registered (`ctx.llm`); typed here so the provider modules never import the service. */
+export interface ProviderRegistry {
+  register(provider: string, factory: ProviderFactory): () => void
 }
 
 export type LlmErrorKind = 'auth' | 'rate-limit' | 'server' | 'network' | 'bad-request' | 'aborted' | 'config'
@@ -58,7 +99,7 @@ export class LlmError extends Error {
 export class MessageAssembler {
   private readonly blocks: (
     | { type: 'text'; text: string }
-    | { type: 'reasoning'; text: string; signature?: string }
+    | { type: 'reasoning'; text: string; signature?: string; data?: string; origin?: string }
     | { type: 'tool-call'; index: number; id: string; name: string; arguments: string }
   )[] = []
   usage: TokenUsage | undefined
@@ -71,17 +112,18 @@ export class MessageAssembler {
         if (last?.type === 'text') last.text += chunk.text
         else this.blocks.push({ type: 'text', text: chunk.text })
         break
-      case 'reasoning-delta':
-        if (last?.type === 'reasoning') {
-          last.text += chunk.text
-          if (chunk.signature) last.signature = chunk.signature
-        } else
-          this.blocks.push({
-            type: 'reasoning',
-            text: chunk.text,
-            ...(chunk.signature ? { signature: chunk.signature } : {}),
-          })
+      case 'reasoning-delta': {
+        let block = last
+        if (block?.type !== 'reasoning' || chunk.start) {
+          block = { type: 'reasoning', text: '' }
+          this.blocks.push(block)
+        }
+        block.text += chunk.text
+        if (chunk.signature) block.signature = chunk.signature
+        if (chunk.data !== undefined) block.data = chunk.data
+        if (chunk.origin) block.origin = chunk.origin
         break
+      }
       case 'tool-call-start':
         this.blocks.push({ type: 'tool-call', index: chunk.index, id: chunk.id, name: chunk.name, arguments: '' })
         break

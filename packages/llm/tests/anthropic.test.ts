@@ -88,12 +88,67 @@ describe('Anthropic adapter against the fake server', () => {
     ])
   })
 
+  it('keeps adjacent thinking and redacted_thinking blocks apart and sends them back byte for byte', async () => {
+    const thinking = [
+      { thinking: 'First, the tests.', signature: 'sig-A' },
+      { redacted: 'EmwKAhgBEgy-opaque' },
+      { thinking: 'Then the build.', signature: 'sig-B' },
+    ]
+    await serve(
+      { thinking, toolCalls: [{ id: 'toolu_1', name: 'bash', arguments: { command: 'ls' } }] },
+      { text: 'ok' },
+    )
+    const first = assemble(await collect(adapter().stream(hello, new AbortController().signal))).message()
+    expect(first.content.slice(0, 3)).toEqual([
+      { type: 'reasoning', text: 'First, the tests.', signature: 'sig-A', origin: 'anthropic' },
+      { type: 'reasoning', text: '', data: 'EmwKAhgBEgy-opaque', origin: 'anthropic' },
+      { type: 'reasoning', text: 'Then the build.', signature: 'sig-B', origin: 'anthropic' },
+    ])
+    const history: Message[] = [
+      ...hello.messages,
+      first,
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'toolu_1', content: [], isError: false }] },
+    ]
+    // The strict fake answers 400 unless every block comes back unchanged and in order.
+    await collect(adapter().stream({ ...hello, messages: history }, new AbortController().signal))
+    expect(fake!.requests[1]!.body.messages[1].content.slice(0, 3)).toEqual([
+      { type: 'thinking', thinking: 'First, the tests.', signature: 'sig-A' },
+      { type: 'redacted_thinking', data: 'EmwKAhgBEgy-opaque' },
+      { type: 'thinking', thinking: 'Then the build.', signature: 'sig-B' },
+    ])
+  })
+
+  it('the strict fake answers as Anthropic does to a changed signature and to a filtered redacted_thinking block', async () => {
+    const reply = {
+      thinking: [{ thinking: 'Plan.', signature: 'sig-P' }, { redacted: 'opaque' }],
+      toolCalls: [{ id: 'toolu_9', name: 'bash', arguments: {} }],
+    }
+    await serve(reply)
+    const first = assemble(await collect(adapter().stream(hello, new AbortController().signal))).message()
+    const result: Message = {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'toolu_9', content: [], isError: false }],
+    }
+    const send = (assistant: Message) =>
+      failure(
+        adapter().stream({ ...hello, messages: [...hello.messages, assistant, result] }, new AbortController().signal),
+      )
+    const changed = structuredClone(first)
+    ;(changed.content[0] as { text: string }).text = 'Plan, edited.'
+    const invalid = await send(changed)
+    expect(invalid.kind).toBe('bad-request')
+    expect(invalid.message).toContain('Invalid `signature` in `thinking` block')
+    expect(invalid.message).toContain(`for ${MODEL} at ${fake!.url}/v1/messages`)
+    const filtered = { ...first, content: first.content.filter((block) => !(block.type === 'reasoning' && block.data)) }
+    expect((await send(filtered)).message).toContain('Expected `redacted_thinking`, but found `tool_use`')
+  })
+
   it('turns thinking blocks into reasoning deltas and keeps the signature', async () => {
     await serve({ reasoning: 'Let me think about this.', signature: 'EqQBCkgIARABGAIiQ', text: 'Answer.' })
     const chunks = await collect(adapter().stream(hello, new AbortController().signal))
     expect(chunks.filter((chunk) => chunk.type === 'reasoning-delta').length).toBeGreaterThan(3)
     expect(assemble(chunks).message().content).toEqual([
-      { type: 'reasoning', text: 'Let me think about this.', signature: 'EqQBCkgIARABGAIiQ' },
+      { type: 'reasoning', text: 'Let me think about this.', signature: 'EqQBCkgIARABGAIiQ', origin: 'anthropic' },
       { type: 'text', text: 'Answer.' },
     ])
   })
@@ -114,7 +169,8 @@ describe('Anthropic adapter against the fake server', () => {
   })
 
   it('maps history: signed thinking goes back, unsigned reasoning does not; consecutive tool results become one user turn', async () => {
-    await serve({ text: 'done' })
+    // Hand-made signatures the fake never issued: lenient, the strict rules have their own tests below.
+    fake = await startFakeProvider([{ text: 'done' }], { lenient: true })
     const messages: Message[] = [
       {
         role: 'user',

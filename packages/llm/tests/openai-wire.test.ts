@@ -110,7 +110,10 @@ describe('OpenAI-compatible adapter on the wire', () => {
     expect(page.message).toBe('openai-compatible: server error (502: <html> <body>Bad gateway</body> </html>)')
     const missing = await failure(adapter.stream(hello, new AbortController().signal))
     expect(missing.kind).toBe('bad-request')
-    expect(missing.message).toBe('openai-compatible: request rejected (404: model "m" not found, try pulling it first)')
+    // The provider's words, and which model at which URL, so a wrong name or path is plain.
+    expect(missing.message).toBe(
+      `openai-compatible: request rejected for m at ${adapter.options.baseURL}/chat/completions (404: model "m" not found, try pulling it first)`,
+    )
   })
 
   it('gives up on an event that never ends (more than 16 MB) instead of buffering it, and closes the connection', async () => {

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible } from '../src/openai-provider.ts'
+import { toChatMessages } from '../src/openai.ts'
 import { contextWindowFor } from '../src/providers.ts'
 import type { Message } from '@keel/session/messages'
-import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
+import { LlmError, type LlmAdapter, type LlmRequest, type ReasoningSettings, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined
@@ -115,7 +116,7 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   it('turns DeepSeek reasoning_content into reasoning deltas, sent with the key from DEEPSEEK_API_KEY', async () => {
     await serve({ reasoning: 'The user greets me. I greet back.', text: 'Hello!' })
     const chunks = await collect(
-      adapter('deepseek', 'deepseek-reasoner', { DEEPSEEK_API_KEY: 'sk-test' }).stream(
+      adapter('deepseek', 'deepseek-v4-pro', { DEEPSEEK_API_KEY: 'sk-test' }).stream(
         hello,
         new AbortController().signal,
       ),
@@ -128,7 +129,7 @@ describe('OpenAI-compatible adapter against the fake server', () => {
     expect(fake!.requests[0]!.headers.authorization).toBe('Bearer sk-test')
   })
 
-  it('maps provider-neutral history to chat messages: tool calls, tool results, images; reasoning is never sent back', async () => {
+  it('maps provider-neutral history to chat messages: tool calls, tool results, images; DeepSeek gets its reasoning back, never a signature', async () => {
     await serve({ text: 'done' })
     const messages: Message[] = [
       {
@@ -205,10 +206,10 @@ describe('OpenAI-compatible adapter against the fake server', () => {
       maxTokens: 1000,
     }
     await collect(
-      adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'k' }).stream(request, new AbortController().signal),
+      adapter('deepseek', 'deepseek-v4-flash', { DEEPSEEK_API_KEY: 'k' }).stream(request, new AbortController().signal),
     )
     const body = fake!.requests[0]!.body
-    expect(JSON.stringify(body)).not.toContain('SECRET')
+    expect(JSON.stringify(body)).not.toContain('"sig"')
     expect(body.max_tokens).toBe(1000)
     expect(body.tools).toEqual([
       {
@@ -236,6 +237,7 @@ describe('OpenAI-compatible adapter against the fake server', () => {
           { id: 'call_1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } },
           { id: 'call_2', type: 'function', function: { name: 'screenshot', arguments: '{}' } },
         ],
+        reasoning_content: 'SECRET-CHAIN-OF-THOUGHT',
       },
       { role: 'tool', tool_call_id: 'call_1', content: 'a.txt\nb.txt' },
       { role: 'tool', tool_call_id: 'call_2', content: 'shot:\n[image image/jpeg attached below]' },
@@ -250,10 +252,91 @@ describe('OpenAI-compatible adapter against the fake server', () => {
         role: 'assistant',
         content: null,
         tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'bash', arguments: '{"command":"false"}' } }],
+        reasoning_content: 'SECRET-2',
       },
       { role: 'tool', tool_call_id: 'call_3', content: 'Error: exit code 1' },
       { role: 'user', content: 'Thanks' },
     ])
+  })
+
+  it('a DeepSeek tool-call turn passes the strict fake; without reasoning_content it gets the 400 DeepSeek sends', async () => {
+    await serve(
+      { reasoning: 'Look first.', toolCalls: [{ id: 'call_1', name: 'bash', arguments: { command: 'ls' } }] },
+      { text: 'done' },
+    )
+    const make = (reasoning?: ReasoningSettings) =>
+      createOpenAiCompatible('deepseek', 'deepseek-v4-flash', {
+        baseUrl: `${fake!.url}/v1`,
+        env: { DEEPSEEK_API_KEY: 'k' },
+        cwd: process.cwd(),
+        reasoning,
+      })
+    const first = assemble(await collect(make().stream(hello, new AbortController().signal))).message()
+    const history: Message[] = [
+      ...hello.messages,
+      first,
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', content: [], isError: false }] },
+    ]
+    await collect(make().stream({ ...hello, messages: history }, new AbortController().signal))
+    expect(fake!.requests[1]!.body.messages[2]).toMatchObject({ role: 'assistant', reasoning_content: 'Look first.' })
+    const error = await failure(
+      make({ sendReasoning: false }).stream({ ...hello, messages: history }, new AbortController().signal),
+    )
+    expect(error.kind).toBe('bad-request')
+    expect(error.message).toBe(
+      `deepseek: request rejected for deepseek-v4-flash at ${fake!.url}/v1/chat/completions (400: The \`reasoning_content\` in the thinking mode must be passed back to the API.)`,
+    )
+    // With thinking off the rule does not apply, and the request says so.
+    await collect(
+      make({ thinking: 'off', sendReasoning: false }).stream(
+        { ...hello, messages: history },
+        new AbortController().signal,
+      ),
+    ).catch(() => {})
+    expect(fake!.requests.at(-1)!.body.thinking).toEqual({ type: 'disabled' })
+  })
+
+  it('asks OpenRouter for reasoning and sends its reasoning_details back unchanged', () => {
+    const details = [{ type: 'reasoning.text', text: 'think', signature: 'or-sig', index: 0 }]
+    const history: Message[] = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'think', data: JSON.stringify(details), origin: 'openrouter' },
+          { type: 'tool-call', id: 'c1', name: 'bash', arguments: '{}' },
+        ],
+      },
+    ]
+    const [message] = toChatMessages('', history, 'details')
+    expect(message).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      reasoning_details: details,
+    })
+  })
+
+  it('sends reasoning_content on both sides of the DeepSeek rule; OpenAI chat and sendReasoning: false get none', () => {
+    const history: Message[] = [
+      { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      // An older log (or another provider's turn): a tool call with no reasoning at all.
+      { role: 'assistant', content: [{ type: 'tool-call', id: 'c1', name: 'bash', arguments: '{}' }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', content: [], isError: false }] },
+      // No tool call, with reasoning: DeepSeek ignores it, an interleaved-thinking server reads it.
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'plain' },
+          { type: 'text', text: 'done' },
+        ],
+      },
+      // No tool call, no reasoning: nothing to add.
+      { role: 'assistant', content: [{ type: 'text', text: 'again' }] },
+    ]
+    const assistants = (mode?: 'content' | 'details') =>
+      toChatMessages('', history, mode).filter((message) => message.role === 'assistant')
+    expect(assistants('content').map((message) => message.reasoning_content)).toEqual(['', 'plain', undefined])
+    expect(assistants().some((message) => 'reasoning_content' in message)).toBe(false)
   })
 
   it('sends max_completion_tokens to OpenAI itself', async () => {
@@ -271,7 +354,7 @@ describe('OpenAI-compatible adapter against the fake server', () => {
   it('turns 401 into a one-line auth error naming the provider and the key variable', async () => {
     await serve({ status: 401, error: 'Authentication Fails, Your api key: ****abcd is invalid' })
     const error = await failure(
-      adapter('deepseek', 'deepseek-chat', { DEEPSEEK_API_KEY: 'bad' }).stream(hello, new AbortController().signal),
+      adapter('deepseek', 'deepseek-v4-flash', { DEEPSEEK_API_KEY: 'bad' }).stream(hello, new AbortController().signal),
     )
     expect(error.kind).toBe('auth')
     expect(error.status).toBe(401)
@@ -383,9 +466,10 @@ describe('OpenAI-compatible adapter against the fake server', () => {
 
   it('knows the context window of common models', () => {
     expect(
-      createOpenAiCompatible('deepseek', 'deepseek-chat', { env: { DEEPSEEK_API_KEY: 'k' }, cwd: '.' }).contextWindow,
-    ).toBe(128_000)
-    expect(contextWindowFor('deepseek-reasoner')).toBe(128_000)
+      createOpenAiCompatible('deepseek', 'deepseek-v4-flash', { env: { DEEPSEEK_API_KEY: 'k' }, cwd: '.' })
+        .contextWindow,
+    ).toBe(1_000_000)
+    expect(contextWindowFor('deepseek-v4-pro')).toBe(1_000_000)
     expect(contextWindowFor('gpt-4o-mini')).toBe(128_000)
     expect(contextWindowFor('gpt-4.1')).toBe(1_047_576)
     expect(contextWindowFor('anthropic/claude-sonnet-4-5')).toBe(200_000)

@@ -90,7 +90,7 @@ describe('ctx.llm with the real providers', () => {
 
   it('gives up after retryAttempts and says how many attempts it made', async () => {
     await serve({ status: 500 }, { status: 502 }, { status: 503, error: 'still down' }, { text: 'never reached' })
-    const adapter = await boot().llm.create('deepseek/deepseek-chat', {
+    const adapter = await boot().llm.create('deepseek/deepseek-v4-flash', {
       baseUrl: `${fake!.url}/v1`,
       env: { DEEPSEEK_API_KEY: 'k' },
     })
@@ -152,17 +152,17 @@ describe('ctx.llm with the real providers', () => {
 
   it('rejects create() with a one-line config error naming the missing variable', async () => {
     const ctx = boot()
-    await expect(ctx.llm.create('deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({
+    await expect(ctx.llm.create('deepseek/deepseek-v4-flash', { env: {} })).rejects.toMatchObject({
       kind: 'config',
-      message: 'DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-chat)',
+      message: 'DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-v4-flash)',
     })
     await expect(ctx.llm.create('anthropic/claude-opus-5', { env: {} })).rejects.toMatchObject({
       kind: 'config',
       message: 'ANTHROPIC_API_KEY is not set (needed for --model anthropic/claude-opus-5)',
     })
-    await expect(ctx.llm.create('openrouter/deepseek/deepseek-chat', { env: {} })).rejects.toMatchObject({
+    await expect(ctx.llm.create('openrouter/deepseek/deepseek-v4-flash', { env: {} })).rejects.toMatchObject({
       kind: 'config',
-      message: 'OPENROUTER_API_KEY is not set (needed for --model openrouter/deepseek/deepseek-chat)',
+      message: 'OPENROUTER_API_KEY is not set (needed for --model openrouter/deepseek/deepseek-v4-flash)',
     })
     await expect(ctx.llm.create('nope/x', { env: {} })).rejects.toMatchObject({ kind: 'config' })
   })

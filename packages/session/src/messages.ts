@@ -10,6 +10,13 @@ export interface ReasoningBlock {
   type: 'reasoning'
   text: string
   signature?: string
+  /**
+   * What the provider wants back unchanged and nobody reads: Anthropic's `redacted_thinking` data, OpenAI Responses'
+   * `encrypted_content`, OpenRouter's `reasoning_details` (JSON text).
+   */
+  data?: string
+  /** The wire format that produced it (`anthropic`, `responses`, `openrouter`); absent on older logs and chat completions. */
+  origin?: string
 }
 export interface ImageBlock {
   type: 'image'

@@ -1,3 +1,4 @@
+import { CURRENT_MODELS } from '@keel/llm/providers'
 import { escapeLine } from './safe.ts'
 
 export type ModelArg = { kind: 'list' } | { kind: 'switch'; spec: string } | { kind: 'invalid'; message: string }
@@ -10,7 +11,7 @@ export function parseModelArg(arg: string, providers: readonly string[]): ModelA
   if (/\s/.test(spec) || slash <= 0 || slash === spec.length - 1)
     return {
       kind: 'invalid',
-      message: `Usage: /model <provider>/<model>, for example /model ${providers.includes('anthropic') ? 'anthropic/claude-sonnet-4-5' : 'deepseek/deepseek-chat'} (got ${escapeLine(spec).slice(0, 60)}); /model alone lists the providers.`,
+      message: `Usage: /model <provider>/<model>, for example /model deepseek/${CURRENT_MODELS.deepseek![0]} (got ${escapeLine(spec).slice(0, 60)}); /model alone lists the providers.`,
     }
   const provider = spec.slice(0, slash)
   if (!providers.includes(provider))
@@ -21,15 +22,21 @@ export function parseModelArg(arg: string, providers: readonly string[]): ModelA
   return { kind: 'switch', spec }
 }
 
-/** What `/model` alone shows: the providers, the model in use and the one the flags or settings configured. */
+/**
+ * What `/model` alone shows: the providers with their current ids (any other id of theirs works too), the model in
+ * use and the one the flags or settings configured.
+ */
 export function modelList(providers: readonly string[], current: string, configured: string): string {
   const provider = (spec: string) => spec.slice(0, spec.indexOf('/'))
   const lines = [
     `Model: ${escapeLine(current)}${current === configured ? '' : ` (configured: ${escapeLine(configured)})`}`,
     'Providers:',
     ...providers.map((name) => {
-      const models = [...new Set([current, configured].filter((spec) => provider(spec) === name))]
-      return `  ${name}${models.length ? `  ${models.map((spec) => escapeLine(spec.slice(name.length + 1))).join(', ')}` : ''}`
+      const chosen = [current, configured]
+        .filter((spec) => provider(spec) === name)
+        .map((spec) => spec.slice(name.length + 1))
+      const models = [...new Set([...chosen, ...(CURRENT_MODELS[name] ?? [])])]
+      return `  ${name}${models.length ? `  ${models.map((model) => escapeLine(model)).join(', ')}` : ''}`
     }),
     '/model <provider>/<model> switches for the following turns (recorded in the session; keel -c keeps it).',
   ]

@@ -243,9 +243,9 @@ describe('/model', () => {
   test('parseModelArg and modelList', () => {
     const providers = ['scripted', 'deepseek', 'anthropic']
     expect(parseModelArg('', providers)).toEqual({ kind: 'list' })
-    expect(parseModelArg('deepseek/deepseek-chat', providers)).toEqual({
+    expect(parseModelArg('deepseek/deepseek-v4-flash', providers)).toEqual({
       kind: 'switch',
-      spec: 'deepseek/deepseek-chat',
+      spec: 'deepseek/deepseek-v4-flash',
     })
     const nope = parseModelArg('nope', providers)
     expect(nope.kind).toBe('invalid')
@@ -254,10 +254,12 @@ describe('/model', () => {
       kind: 'invalid',
       message: 'Unknown provider acme; known: scripted, deepseek, anthropic.',
     })
-    const list = modelList(providers, 'deepseek/deepseek-chat', 'anthropic/claude-x')
-    expect(list).toContain('Model: deepseek/deepseek-chat (configured: anthropic/claude-x)')
-    expect(list).toContain('  deepseek  deepseek-chat')
-    expect(list).toContain('  anthropic  claude-x')
+    const list = modelList(providers, 'deepseek/deepseek-v4-pro', 'anthropic/claude-x')
+    expect(list).toContain('Model: deepseek/deepseek-v4-pro (configured: anthropic/claude-x)')
+    // The model in use first, then the provider's current ids; an id the list does not know still shows.
+    expect(list).toContain('  deepseek  deepseek-v4-pro, deepseek-v4-flash, deepseek-flash')
+    expect(list).toContain('  anthropic  claude-x, claude-opus-5, claude-sonnet-5, claude-haiku-4-5')
+    expect(list).toContain('  scripted\n')
   })
 
   test('switches the model for the next turn, logs session/model, the footer follows; bad input is one line', async () => {
