@@ -162,6 +162,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   const entries = await readComposition(composition)
   const read = readSettingsFiles(cwd)
   for (const file of read) await validate(file, entries, composition)
+  // Held back or not, a server entry that cannot work is named now (checking runs nothing).
+  for (const file of read) {
+    if (file.data.mcpServers === undefined) continue
+    try {
+      validateServers(file.data.mcpServers, 'mcpServers')
+    } catch (error) {
+      throw new SettingsError(`${file.path}: ${(error as Error).message}`)
+    }
+  }
   const trust = trustState(cwd)
   const userModel = read.find((file) => file.scope === 'user')?.data.model
   const { files, held } = gateSettings(read, trust, typeof userModel === 'string' ? userModel : DEFAULT_MODEL)

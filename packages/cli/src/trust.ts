@@ -2,7 +2,7 @@
 // terminal's question before the TUI starts. Each says what the folder's files want in @keel/settings' words.
 import { createInterface } from 'node:readline'
 import { resolve } from 'node:path'
-import { escapeLine } from '@keel/session'
+import { escapeLine } from '@keel/session/escape'
 import { type HeldSetting, heldLine, trustFolder, trustState } from '@keel/settings'
 import type { ResolvedSettings } from './settings.ts'
 

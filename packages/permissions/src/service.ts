@@ -8,6 +8,7 @@ import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
 import { parseRules, type Rule } from './rules.ts'
+import { projectRules } from './project.ts'
 import { appendRule } from './settings.ts'
 import type {
   Asker,
@@ -150,10 +151,11 @@ export class PermissionService extends Service {
       this.notice(
         `the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`,
       )
+    const project = projectRules(cwd)
     return decide({
       mode: this.mode,
-      allow: this.allowRules,
-      deny: this.denyRules,
+      allow: [...this.allowRules, ...project.allow],
+      deny: [...this.denyRules, ...project.deny],
       tool,
       access,
       cwd,
