@@ -51,7 +51,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0
     }
     // An untrusted folder: the TUI asks once before it takes the screen; every other door says what was held back.
-    if (settings?.held.length && command.kind === 'interactive' && (await askTrust(settings)))
+    if (settings?.held.length && command.kind === 'interactive' && (await askTrust(settings, workingDirectory(flags))))
       settings = await resolveSettings(flags, workingDirectory(flags), composition)
     else if (settings?.held.length) process.stderr.write(heldWarning(settings) + '\n')
     // The settings' model and base URL reach every front door through the flags they would have come from.

@@ -29,7 +29,7 @@ export function heldWarning(settings: ResolvedSettings): string {
  * Asks on the terminal, once, before the TUI takes the screen: numbered choices confirmed with Enter, and a bare
  * Enter keeps the folder untrusted. Without a terminal it only warns. Resolves true when the person trusted it.
  */
-export async function askTrust(settings: ResolvedSettings): Promise<boolean> {
+export async function askTrust(settings: ResolvedSettings, cwd: string): Promise<boolean> {
   if (!process.stdin.isTTY || !process.stderr.isTTY) {
     process.stderr.write(heldWarning(settings) + '\n')
     return false
@@ -64,7 +64,7 @@ export async function askTrust(settings: ResolvedSettings): Promise<boolean> {
       // Ctrl-C or Ctrl-D: nothing was chosen, so nothing is trusted.
       if (answer === undefined || closed) return false
       if (answer.trim() === '1') {
-        trustFolder(settings.trust.folder)
+        trustFolder(cwd)
         out.write(`keel: trusted ${escapeLine(settings.trust.folder)}\n`)
         return true
       }

@@ -29,7 +29,7 @@ export interface HeldSetting {
 }
 
 export interface TrustState {
-  /** The real path of the working folder: what trust is recorded for (a subfolder with files of its own asks again). */
+  /** The real path of the project root: what trust is recorded for. */
   folder: string
   /** The project files that trust covers (the `.keel/settings.json` files from the root down, `.mcp.json`). */
   files: string[]
@@ -53,11 +53,11 @@ function storePath(): string {
   return join(keelHome(), 'trust.json')
 }
 
-function realFolder(cwd: string): string {
+function real(path: string): string {
   try {
-    return realpathSync(cwd)
+    return realpathSync(path)
   } catch {
-    return resolve(cwd)
+    return resolve(path)
   }
 }
 
@@ -93,29 +93,38 @@ function projectFiles(cwd: string): string[] {
   return [...paths, join(projectRoot(cwd), '.mcp.json')]
 }
 
-type Store = { folders: Record<string, { hash: string; at: string }> }
+/** Per project root, the hashes the person trusted (a subfolder with files of its own has a hash of its own). */
+type Store = { folders: Record<string, { hashes: string[]; at: string }> }
+
+/** Hashes kept per folder: enough for its subfolders, without growing with every edit. */
+const KEPT_HASHES = 16
 
 function readStore(): Store {
   try {
     const data = JSON.parse(readFileSync(storePath(), 'utf8')) as Store
-    if (data && typeof data === 'object' && data.folders && typeof data.folders === 'object') return data
+    if (data && typeof data === 'object' && data.folders && typeof data.folders === 'object') {
+      for (const [folder, entry] of Object.entries(data.folders))
+        if (!entry || !Array.isArray(entry.hashes)) delete data.folders[folder]
+      return data
+    }
   } catch {}
   return { folders: {} }
 }
 
 /** Whether the folder of `cwd` is trusted, and what its trust would cover. */
 export function trustState(cwd: string): TrustState {
-  const folder = realFolder(cwd)
+  const at = real(cwd)
+  const folder = real(projectRoot(at))
   const hasher = createHash('sha256')
   const files: string[] = []
-  for (const path of projectFiles(folder)) {
+  for (const path of projectFiles(at)) {
     const bytes = fileBytes(path)
     if (bytes === undefined) continue
     files.push(path)
     hasher.update(`${path}\0${bytes.length}\0`).update(bytes)
   }
   const hash = files.length ? hasher.digest('hex') : ''
-  const trusted = !files.length || trustedForRun || readStore().folders[folder]?.hash === hash
+  const trusted = !files.length || trustedForRun || !!readStore().folders[folder]?.hashes.includes(hash)
   return { folder, files, hash, trusted }
 }
 
@@ -123,7 +132,8 @@ export function trustState(cwd: string): TrustState {
 export function trustFolder(cwd: string): TrustState {
   const state = trustState(cwd)
   const store = readStore()
-  store.folders[state.folder] = { hash: state.hash, at: new Date().toISOString() }
+  const hashes = (store.folders[state.folder]?.hashes ?? []).filter((hash) => hash !== state.hash)
+  store.folders[state.folder] = { hashes: [...hashes, state.hash].slice(-KEPT_HASHES), at: new Date().toISOString() }
   const path = storePath()
   mkdirSync(keelHome(), { recursive: true, mode: 0o700 })
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`
