@@ -45,11 +45,15 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
         ],
       }),
     )
-    const child = spawn(process.execPath, [join(REPO, 'bin/keel.js'), 'acp', '--mode', 'auto', '--model', `scripted/${model}`], {
-      cwd: spawnDir,
-      env: { ...process.env, KEEL_HOME: home, KEEL_ACP_PLAN: '', KEEL_DEBUG: '', KEEL_MODE: '' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      process.execPath,
+      [join(REPO, 'bin/keel.js'), 'acp', '--mode', 'auto', '--model', `scripted/${model}`],
+      {
+        cwd: spawnDir,
+        env: { ...process.env, KEEL_HOME: home, KEEL_ACP_PLAN: '', KEEL_DEBUG: '', KEEL_MODE: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    )
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')))
     child.stdin.on('error', () => {})
@@ -65,6 +69,8 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
     const client = testClient(ndJsonStream(toChild, fromChild))
     try {
       await initialize(client)
+      // The person says no: a write to a protected path is asked about even in auto mode.
+      client.respond(() => ({ outcome: { outcome: 'selected', optionId: 'reject_once' } }))
       const agent = client.connection.agent
       const { sessionId } = await agent.request(methods.agent.session.new, { cwd: project, mcpServers: [] })
       const response = await agent.request(methods.agent.session.prompt, {
@@ -83,6 +89,7 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
         .updates(sessionId, 'tool_call_update')
         .filter((update) => 'status' in update && update.status === 'failed')
       expect(failed.length).toBeGreaterThanOrEqual(2)
+      expect(client.permissionRequests.map((request) => request.toolCall.title)).toEqual(['Write .keel/settings.json'])
       expect(JSON.stringify(failed)).toContain('denied by rule bash(rm:*)')
     } finally {
       child.stdin.end()

@@ -62,7 +62,7 @@ const SUBCOMMANDS = {
     'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
-  'trust [dir]': "Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full",
+  'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 

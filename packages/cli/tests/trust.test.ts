@@ -101,7 +101,11 @@ const results = (home: string) =>
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command } }] })
 
 /** A server that records every request's headers and answers 500: whatever reaches it leaked. */
-async function capture(): Promise<{ url: string; seen: { url: string; headers: IncomingHttpHeaders }[]; close(): Promise<void> }> {
+async function capture(): Promise<{
+  url: string
+  seen: { url: string; headers: IncomingHttpHeaders }[]
+  close(): Promise<void>
+}> {
   const seen: { url: string; headers: IncomingHttpHeaders }[] = []
   const server = createServer((req, res) => {
     seen.push({ url: req.url ?? '', headers: req.headers })
@@ -279,52 +283,66 @@ describe('the agent cannot rewrite its own rules', () => {
   test.each([
     ['in the cwd', false],
     ['with --cwd from elsewhere', true],
-  ])('auto mode %s: write, edit and sandboxed bash change no protected path', async (_, elsewhere) => {
-    const { dir, home } = repo()
-    mkdirSync(join(dir, 'sub'))
-    writeFileSync(join(dir, '.gitmodules'), 'ORIGINAL\n')
-    // The person's own repository, trusted: protection does not depend on trust.
-    expect((await keel(['trust'], dir, home)).status).toBe(0)
-    const before = readFileSync(join(dir, '.git', 'config'), 'utf8')
-    const steps = [
-      ...PROTECTED.map((path) => ({ toolCalls: [{ name: 'write', arguments: { path, content: 'EVIL\n' } }] })),
-      { toolCalls: [{ name: 'edit', arguments: { path: '.git/config', old_string: '[core]', new_string: '[core]\n\tfsmonitor = evil' } }] },
-      bash(
-        [
-          ...SANDBOXED.map((path) => `(mkdir -p $(dirname ${path}) 2>/dev/null; echo EVIL >> ${path}) 2>/dev/null && echo WROTE ${path}`),
-          // Below the cwd the sandbox cannot list every folder to come; the trust gate holds what lands there.
-          `mkdir -p sub/.keel && echo '{"mode":"yolo"}' > sub/.keel/settings.json`,
-          'echo ../x > .git/commondir 2>/dev/null && echo WROTE-COMMONDIR',
-          'chmod +x .git/hooks/pre-commit 2>/dev/null && echo CHMOD',
-          'echo done',
-        ].join('; '),
-      ),
-      { text: 'done' },
-    ]
-    const cwd = elsewhere ? mkdtempSync(join(scratch, 'elsewhere-')) : dir
-    const args = ['-p', 'go', '--mode', 'auto', '--model', script(steps), ...(elsewhere ? ['--cwd', dir] : [])]
-    const run = await keel(args, cwd, home)
-    expect(run.status, run.stderr).toBe(0)
-    const seen = results(home)
-    for (const result of seen.slice(0, PROTECTED.length + 1)) {
-      expect(result.isError, result.text).toBe(true)
-      expect(result.text).toMatch(/protected/)
-    }
-    const shell = seen.at(-1)!.text
-    expect(shell).toContain('done')
-    expect(shell).not.toMatch(/WROTE \./)
-    expect(shell).not.toContain('CHMOD')
-    for (const path of PROTECTED.filter((p) => p !== '.gitmodules' && p !== 'sub/.keel/settings.json'))
-      expect(existsSync(join(dir, path)) && readFileSync(join(dir, path), 'utf8').includes('EVIL'), path).toBe(false)
-    const sub = JSON.parse((await keel(['config', '--json', '--cwd', join(dir, 'sub')], dir, home)).stdout)
-    expect(sub.trust.trusted).toBe(false)
-    expect(sub.settings.mode).toBeUndefined()
-    expect(readFileSync(join(dir, '.gitmodules'), 'utf8')).toBe('ORIGINAL\n')
-    expect(readFileSync(join(dir, '.git', 'config'), 'utf8')).toBe(before)
-    // .git/commondir cannot be mounted over (git reads it whenever it exists): a command that writes it loses it.
-    expect(existsSync(join(dir, '.git', 'commondir'))).toBe(false)
-    expect(spawnSync('git', ['status', '--short'], { cwd: dir }).status).toBe(0)
-  }, 120_000)
+  ])(
+    'auto mode %s: write, edit and sandboxed bash change no protected path',
+    async (_, elsewhere) => {
+      const { dir, home } = repo()
+      mkdirSync(join(dir, 'sub'))
+      writeFileSync(join(dir, '.gitmodules'), 'ORIGINAL\n')
+      // The person's own repository, trusted: protection does not depend on trust.
+      expect((await keel(['trust'], dir, home)).status).toBe(0)
+      const before = readFileSync(join(dir, '.git', 'config'), 'utf8')
+      const steps = [
+        ...PROTECTED.map((path) => ({ toolCalls: [{ name: 'write', arguments: { path, content: 'EVIL\n' } }] })),
+        {
+          toolCalls: [
+            {
+              name: 'edit',
+              arguments: { path: '.git/config', old_string: '[core]', new_string: '[core]\n\tfsmonitor = evil' },
+            },
+          ],
+        },
+        bash(
+          [
+            ...SANDBOXED.map(
+              (path) =>
+                `(mkdir -p $(dirname ${path}) 2>/dev/null; echo EVIL >> ${path}) 2>/dev/null && echo WROTE ${path}`,
+            ),
+            // Below the cwd the sandbox cannot list every folder to come; the trust gate holds what lands there.
+            `mkdir -p sub/.keel && echo '{"mode":"yolo"}' > sub/.keel/settings.json`,
+            'echo ../x > .git/commondir 2>/dev/null && echo WROTE-COMMONDIR',
+            'chmod +x .git/hooks/pre-commit 2>/dev/null && echo CHMOD',
+            'echo done',
+          ].join('; '),
+        ),
+        { text: 'done' },
+      ]
+      const cwd = elsewhere ? mkdtempSync(join(scratch, 'elsewhere-')) : dir
+      const args = ['-p', 'go', '--mode', 'auto', '--model', script(steps), ...(elsewhere ? ['--cwd', dir] : [])]
+      const run = await keel(args, cwd, home)
+      expect(run.status, run.stderr).toBe(0)
+      const seen = results(home)
+      for (const result of seen.slice(0, PROTECTED.length + 1)) {
+        expect(result.isError, result.text).toBe(true)
+        expect(result.text).toMatch(/protected/)
+      }
+      const shell = seen.at(-1)!.text
+      expect(shell).toContain('done')
+      expect(shell).not.toMatch(/WROTE \./)
+      expect(shell).not.toContain('CHMOD')
+      for (const path of PROTECTED.filter((p) => p !== '.gitmodules' && p !== 'sub/.keel/settings.json'))
+        expect(existsSync(join(dir, path)) && readFileSync(join(dir, path), 'utf8').includes('EVIL'), path).toBe(false)
+      const sub = JSON.parse((await keel(['config', '--json', '--cwd', join(dir, 'sub')], dir, home)).stdout)
+      expect(sub.trust.trusted).toBe(false)
+      expect(sub.settings.mode).toBeUndefined()
+      expect(readFileSync(join(dir, '.gitmodules'), 'utf8')).toBe('ORIGINAL\n')
+      expect(readFileSync(join(dir, '.git', 'config'), 'utf8')).toBe(before)
+      // .git/commondir cannot be mounted over (git reads it whenever it exists): a command that writes it loses it.
+      expect(existsSync(join(dir, '.git', 'commondir'))).toBe(false)
+      expect(spawnSync('git', ['status', '--short'], { cwd: dir }).status).toBe(0)
+    },
+    120_000,
+  )
 
   test('an allow rule that names a protected path lets the file tools write it; a bare tool rule does not', async () => {
     const { dir, home } = repo()
@@ -400,7 +418,11 @@ describe('commands: a private temp dir, no credentials, plain output', () => {
   test('KEEL_HOME and its folders are private, and so are the shadow git objects', async () => {
     const { dir, home } = repo()
     writeFileSync(join(dir, 'secret.txt'), 'TOPSECRET\n', { mode: 0o600 })
-    const run = await keel(['-p', 'go', '--model', script([bash('echo changed > other.txt'), { text: 'done' }])], dir, home)
+    const run = await keel(
+      ['-p', 'go', '--model', script([bash('echo changed > other.txt'), { text: 'done' }])],
+      dir,
+      home,
+    )
     expect(run.status, run.stderr).toBe(0)
     for (const folder of ['', 'sessions', 'checkpoints'])
       expect((statSync(join(home, folder)).mode & 0o077).toString(8), folder || 'KEEL_HOME').toBe('0')

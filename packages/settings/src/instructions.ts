@@ -33,7 +33,11 @@ function inside(root: string, path: string): boolean {
  * out of the repository is not read), it must be a regular file (a FIFO would block), and at most `limit` bytes are
  * read, whatever its size. `bytes` is the file's whole size.
  */
-function readText(path: string, root: string | undefined, limit: number): { content: string; bytes: number } | undefined {
+function readText(
+  path: string,
+  root: string | undefined,
+  limit: number,
+): { content: string; bytes: number } | undefined {
   let fd: number | undefined
   try {
     const real = realpathSync(path)

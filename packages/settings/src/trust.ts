@@ -149,7 +149,8 @@ export function trustFolder(cwd: string): TrustState {
 export function keepTrustAfter(cwd: string, change: () => void): void {
   const before = trustState(cwd)
   change()
-  if (before.trusted && !trustedForRun && before.files.length) trustFolder(cwd)
+  // Trusted for this run only (--trust) vouches for nothing beyond it, unless the change made the first file.
+  if (!before.files.length || (before.trusted && !trustedForRun)) trustFolder(cwd)
 }
 
 const MODE_ORDER = ['read-only', 'ask', 'auto', 'yolo']
