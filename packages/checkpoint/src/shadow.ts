@@ -37,8 +37,15 @@ export class Shadow {
 
   async init(): Promise<void> {
     if (!existsSync(join(this.gitDir, 'HEAD'))) {
-      mkdirSync(this.gitDir, { recursive: true })
-      await git({ gitDir: this.gitDir, indexFile: join(this.gitDir, 'index') }, ['init', '-q', '--bare', this.gitDir])
+      // Private: the shadow holds copies of the person's files, some of them 0600 in the work tree.
+      mkdirSync(this.gitDir, { recursive: true, mode: 0o700 })
+      await git({ gitDir: this.gitDir, indexFile: join(this.gitDir, 'index') }, [
+        'init',
+        '-q',
+        '--bare',
+        '--shared=0600',
+        this.gitDir,
+      ])
     }
     // The project's own excludes apply to its shadow too (git reads .gitignore files from the work tree itself).
     const projectExclude = join(this.cwd, '.git', 'info', 'exclude')

@@ -61,6 +61,10 @@ export const FLAGS = {
   conversation: { type: 'boolean', help: 'sessions rewind: fork the conversation only' },
   force: { type: 'boolean', help: "sessions rewind: overwrite files you changed since the agent's last checkpoint" },
   undo: { type: 'boolean', help: 'sessions rewind: put back the files the last rewind replaced' },
+  trust: {
+    type: 'boolean',
+    help: "-p, serve, acp: trust the folder's project settings and .mcp.json for this run (keel trust records it)",
+  },
   fork: { type: 'boolean', help: 'With -r/-c: continue in a new branch (a fork), leaving the original untouched' },
   version: { type: 'boolean', short: 'v', help: 'Print the version' },
   help: { type: 'boolean', short: 'h', help: 'Print this help' },
@@ -76,6 +80,7 @@ const SUBCOMMANDS = {
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
+  'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 
@@ -101,6 +106,7 @@ export type Command =
   | { kind: 'sessions-fork'; id: string }
   | { kind: 'sessions-search'; text: string }
   | { kind: 'config' }
+  | { kind: 'trust'; dir?: string }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -138,6 +144,7 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }
   if (first === 'acp' && words.length === 1) return { command: { kind: 'acp' }, flags }
   if (first === 'config' && words.length === 1) return { command: { kind: 'config' }, flags }
+  if (first === 'trust' && words.length <= 2) return { command: { kind: 'trust', dir: second }, flags }
   if (first === 'sessions') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'sessions-list' }, flags }
     if (second === 'show' && third && words.length === 3)

@@ -88,7 +88,7 @@ export function rememberTools(key: string, tools: readonly ToolSchema[]): void {
     const text = JSON.stringify({ key, tools } satisfies StoredTools)
     const file = cacheFile()
     if (readCache(file) === text) return
-    mkdirSync(dirname(file), { recursive: true })
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
     const temporary = `${file}.${process.pid}.tmp`
     writeFileSync(temporary, text)
     renameSync(temporary, file)

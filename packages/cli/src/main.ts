@@ -9,6 +9,7 @@ import { printLimits } from './print-limits.ts'
 import { printPrompt } from './print-prompt.ts'
 import { shipped } from './root.ts'
 import { describeSettings, resolveSettings } from './settings.ts'
+import { askTrust, heldWarning, trustCommand } from './trust.ts'
 
 // Everything here runs before cordis and the plugins load (commands.ts loads them): the arguments, the settings, and
 // for print mode the prompt and its first request (first-request.ts), which can leave before the boot begins.
@@ -35,16 +36,25 @@ export async function main(argv: string[]): Promise<number> {
   let started: CommandRun['started']
   try {
     checkCwd(flags.cwd)
+    if (command.kind === 'trust') {
+      process.stdout.write(trustCommand(command.dir ?? workingDirectory(flags)) + '\n')
+      return 0
+    }
+    if (flags.trust) (await import('@keel/settings')).trustForThisRun()
     const composition = flags.config ?? DEFAULT_COMPOSITION
     // `--model` as typed: a reopened session keeps its own /model choice unless this names one.
     const modelFlag = flags.model
-    const settings = command.kind.startsWith('sessions-')
+    let settings = command.kind.startsWith('sessions-')
       ? undefined
       : await resolveSettings(flags, workingDirectory(flags), composition)
     if (command.kind === 'config') {
       process.stdout.write(describeSettings(settings!, !!flags.json) + '\n')
       return 0
     }
+    // An untrusted folder: the TUI asks once before it takes the screen; every other door says what was held back.
+    if (settings?.held.length && command.kind === 'interactive' && (await askTrust(settings, workingDirectory(flags))))
+      settings = await resolveSettings(flags, workingDirectory(flags), composition)
+    else if (settings?.held.length) process.stderr.write(heldWarning(settings) + '\n')
     // The settings' model and base URL reach every front door through the flags they would have come from.
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
     const run: CommandRun = { command, flags, settings, modelFlag, version: VERSION }

@@ -4,12 +4,16 @@ import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
 import {
   flatten,
+  gateSettings,
   mergeLayers,
   readSettingsFiles,
   SettingsError,
   type Layer,
   type Merged,
+  trustState,
+  type HeldSetting,
   type SettingsFile,
+  type TrustState,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
 import { closest } from '@keel/session/text'
@@ -33,6 +37,7 @@ const CORE_KEYS = {
     level: Schema.union(['workspace', 'read-only', 'off'] as const),
     allowedDomains: Schema.array(String),
   }),
+  protectedPaths: Schema.array(Schema.string()).description('a list of paths relative to the project'),
   // Checked server by server with @keel/mcp's own rules below, so an error names the server and the key.
   mcpServers: Schema.dict(Schema.any()),
   // Print mode's limits (print-limits.ts reads them; its flags win). A budget only narrows what a run may do.
@@ -51,7 +56,12 @@ const MCP_ENTRY = 'mcp'
 const PERMISSIONS_ENTRY = 'permissions'
 
 export interface ResolvedSettings {
+  /** The files as they apply: an untrusted folder's project files keep only what narrows (@keel/settings' trust). */
   files: SettingsFile[]
+  /** Whether the project folder is trusted, and what trusting it covers. */
+  trust: TrustState
+  /** What the project files asked for and did not get (empty once trusted). */
+  held: HeldSetting[]
   merged: Merged
   model: string
   baseUrl?: string
@@ -158,8 +168,20 @@ function rejectUnknown(file: SettingsFile, key: string, value: Record<string, un
  */
 export async function resolveSettings(flags: Flags, cwd: string, composition: string): Promise<ResolvedSettings> {
   const entries = await readComposition(composition)
-  const files = readSettingsFiles(cwd)
-  for (const file of files) await validate(file, entries, composition)
+  const read = readSettingsFiles(cwd)
+  for (const file of read) await validate(file, entries, composition)
+  // Held back or not, a server entry that cannot work is named now (checking runs nothing).
+  for (const file of read) {
+    if (file.data.mcpServers === undefined) continue
+    try {
+      validateServers(file.data.mcpServers, 'mcpServers')
+    } catch (error) {
+      throw new SettingsError(`${file.path}: ${(error as Error).message}`)
+    }
+  }
+  const trust = trustState(cwd)
+  const userModel = read.find((file) => file.scope === 'user')?.data.model
+  const { files, held } = gateSettings(read, trust, typeof userModel === 'string' ? userModel : DEFAULT_MODEL)
   const defaults: Record<string, unknown> = { model: DEFAULT_MODEL }
   for (const entry of entries)
     if (entry.id !== PERMISSIONS_ENTRY && isObject(entry.config) && !entry.disabled) defaults[entry.id] = entry.config
@@ -224,6 +246,8 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   }
   return {
     files,
+    trust,
+    held,
     merged,
     model: merged.values.model as string,
     baseUrl: merged.values.baseUrl as string | undefined,
@@ -233,10 +257,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
 
 /** `keel config`: the merged settings, one `key value source` line each, or the same as JSON. */
 export function describeSettings(resolved: ResolvedSettings, json: boolean): string {
-  const { files, merged } = resolved
+  const { files, merged, held, trust } = resolved
   if (json)
     return JSON.stringify(
-      { files: files.map(({ path, scope }) => ({ path, scope })), settings: merged.values, sources: merged.sources },
+      {
+        files: files.map(({ path, scope }) => ({ path, scope })),
+        settings: merged.values,
+        sources: merged.sources,
+        trust: { folder: trust.folder, trusted: trust.trusted, held },
+      },
       null,
       2,
     )
@@ -250,5 +279,9 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
   for (const file of files) lines.push(`  ${file.path} (${file.scope})`)
   lines.push('', 'Precedence: flags, then environment, then project, then user, then defaults.', '')
   for (const [key, value, source] of rows) lines.push(`${key.padEnd(width)}  ${value.padEnd(valueWidth)}  ${source}`)
+  if (held.length) {
+    lines.push('', `Held back until you trust ${trust.folder} (keel trust, or --trust for one run):`)
+    for (const entry of held) lines.push(`  ${entry.key}  ${entry.file}`)
+  }
   return lines.join('\n')
 }

@@ -170,6 +170,8 @@ describe('settings files', () => {
     )
     mkdirSync(join(p.app, '.keel'))
     writeFileSync(join(p.app, '.keel', 'settings.json'), JSON.stringify({ compaction: { threshold: 0.5 } }))
+    // The person's own repository: trusted, so its project files apply in full (untrusted, they only narrow).
+    expect(keel(['trust'], { home: p.home, cwd: p.app }).status).toBe(0)
     const json = (env: Record<string, string> = {}, args: string[] = []) => {
       const run = keel(['config', '--json', ...args], { home: p.home, cwd: p.app, env })
       expect(run.status, run.stderr).toBe(0)
@@ -226,7 +228,7 @@ describe('settings files', () => {
     )
     const run = (settings: object) => {
       writeFileSync(join(p.repo, '.keel', 'settings.json'), JSON.stringify(settings))
-      return keel(['-p', 'go', '--output-format', 'json'], { home: p.home, cwd: p.app })
+      return keel(['-p', 'go', '--output-format', 'json', '--trust'], { home: p.home, cwd: p.app })
     }
     const strict = run({ model: `scripted/${script}` })
     expect(strict.status, strict.stderr).toBe(0)

@@ -5,7 +5,7 @@ import { DETAILS_DIFF_LINES, diffDetails, unifiedDiff } from './diff.ts'
 import { formatBytes, plural } from './format.ts'
 import { cutChars } from './lines.ts'
 import { readAll, replaceFile, withRegular } from './open.ts'
-import { resolvePath } from './paths.ts'
+import { refuseProtected, resolvePath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 
 export const EditParameters = Type.Object(
@@ -102,6 +102,7 @@ export function editTool(config: Config) {
     }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
+      refuseProtected(target, exec)
       const tooLarge = (size: number) =>
         new Error(`${target.display} is ${formatBytes(size)}, over the ${formatBytes(config.maxEditBytes)} edit limit`)
       const { bytes, mode } = await withRegular(target, 'edit', async ({ handle, stats }) => {

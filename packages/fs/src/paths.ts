@@ -1,6 +1,7 @@
 import { lstat, readlink } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { protectedMatch } from '@keel/settings'
 import type { ToolExecution } from '@keel/tools'
 
 /** Where a tool may go: the cwd with every symlink resolved, and whether the tools are held inside it. */
@@ -117,4 +118,18 @@ export function escapedError(display: string, where: string, scope: Scope): Path
   return new PathError(
     `${display} now leads to ${where}, outside the working directory ${scope.realCwd} (it changed while being opened); ${outsideHint}`,
   )
+}
+
+/**
+ * Refuses a write to a protected path (@keel/settings' list: Keel's settings, MCP config, git config and hooks,
+ * editor tasks) unless the permission policy lifted it for this call (level `off`: the person allowed it, or yolo).
+ * The policy asks first; this holds when no policy is loaded or a call reaches the tool another way.
+ */
+export function refuseProtected(target: ResolvedPath, exec: Pick<ToolExecution, 'sandbox'>): void {
+  if (exec.sandbox === 'off') return
+  const entry = protectedMatch(target.absolute, target.cwd) ?? protectedMatch(target.real, target.realCwd)
+  if (entry)
+    throw new PathError(
+      `${target.display} is protected (${entry}): it decides how Keel, git or an editor behave next, so only the person may allow writing it`,
+    )
 }

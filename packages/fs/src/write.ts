@@ -4,7 +4,7 @@ import type { Config } from './config.ts'
 import { DETAILS_DIFF_LINES, diffDetails, unifiedDiff } from './diff.ts'
 import { countLines, plural } from './format.ts'
 import { readAll, replaceFile, withRegular } from './open.ts'
-import { type ResolvedPath, resolvePath } from './paths.ts'
+import { type ResolvedPath, refuseProtected, resolvePath } from './paths.ts'
 import { SNIFF_BYTES, sniff } from './sniff.ts'
 
 export const WriteParameters = Type.Object(
@@ -30,6 +30,7 @@ export function writeTool(config: Config) {
     }),
     async execute(args, exec) {
       const target = await resolvePath(args.path, exec, config)
+      refuseProtected(target, exec)
       const before = await previousText(target, config)
       if (exec.signal.aborted) throw new Error('write aborted before writing')
       const { existed } = await replaceFile(target, args.content, { create: true, signal: exec.signal })

@@ -1,6 +1,7 @@
 import { type Context, Service } from 'cordis'
 import type {} from '@keel/agent' // the agent/prepare event's declaration
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
+import { trustState } from '@keel/settings'
 import { expandEnv, McpConfigError, readProjectServers, validateServers, type ServerConfig } from './config.ts'
 import type { Connection, ServerState, TransportKind } from './connection.ts'
 import { mcpTool, toolName } from './tools.ts'
@@ -98,7 +99,8 @@ export class McpService extends Service {
       config,
       'settings',
     ])
-    if (this.config.projectFile) {
+    // An untrusted folder's .mcp.json is someone else's command line: it waits for the person's trust (@keel/settings).
+    if (this.config.projectFile && trustState(cwd).trusted) {
       try {
         const project = readProjectServers(cwd)
         for (const [name, config] of Object.entries(project.servers)) {

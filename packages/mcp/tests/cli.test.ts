@@ -32,6 +32,8 @@ const SERVERS = { everything: EVERYTHING, broken: { ...FAULTY, env: { FAULTY_FAI
 describe('keel mcp list', () => {
   test('each server with its state, transport, source and tools; --json for machines', () => {
     const cwd = project(SERVERS)
+    // The person's own project, trusted: an untrusted folder's .mcp.json is never started (tests/trust.test.ts).
+    expect(keel(['trust'], cwd).status).toBe(0)
     const text = keel(['mcp', 'list'], cwd)
     expect(text.status, text.stderr).toBe(0)
     expect(text.stdout).toContain(`everything  ready  stdio  ${join(cwd, '.mcp.json')}\n  mcp__everything__echo\n`)
@@ -50,7 +52,7 @@ describe('keel mcp list', () => {
     mkdirSync(join(cwd, '.git'))
     mkdirSync(join(cwd, '.keel'))
     writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
-    const listed = keel(['mcp', 'list'], cwd)
+    const listed = keel(['mcp', 'list', '--trust'], cwd)
     expect(listed.status, listed.stderr).toBe(0)
     expect(listed.stdout).toContain('everything  ready  stdio  settings\n  mcp__everything__echo\n')
     writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { broken: { args: ['x'] } } }))
@@ -83,7 +85,7 @@ describe('keel -p with MCP servers', () => {
       }),
     )
     const home = join(scratch, 'print-home')
-    const result = keel(['-p', 'add', '--model', `scripted/${script}`], cwd, home)
+    const result = keel(['-p', 'add', '--trust', '--model', `scripted/${script}`], cwd, home)
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('The sum is 42.\n')
     expect(result.stderr).toMatch(/^keel: mcp server broken failed to start: .*missing database url/m)

@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as permissionsPlugin from '@keel/permissions'
+import { trustFolder } from '@keel/settings'
 import * as mcpPlugin from '../src/index.ts'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
 import { EVERYTHING } from './support.ts'
@@ -51,6 +52,8 @@ describe('MCP tools in the agent loop', () => {
       plugins: [[mcpPlugin, config({}, true)]],
     })
     writeFileSync(join(keel.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
+    // The person trusted the folder: an untrusted folder's .mcp.json is not read at all.
+    trustFolder(keel.cwd)
     const warnings: string[] = []
     keel.ctx.on('mcp/warning', (line) => {
       warnings.push(line)
@@ -68,6 +71,7 @@ describe('MCP tools in the agent loop', () => {
       join(keel.cwd, '.mcp.json'),
       JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { args: [] } } }),
     )
+    trustFolder(keel.cwd)
     const warnings: string[] = []
     keel.ctx.on('mcp/warning', (line) => {
       warnings.push(line)

@@ -16,6 +16,8 @@ export interface PolicyInput {
   outside: string[]
   /** The real paths of `access.paths` (symlinks resolved): deny rules match either. */
   real?: string[]
+  /** Paths of a write that fall under Keel's protected list (@keel/settings), each with the entry it matched. */
+  protected?: { path: string; entry: string }[]
   /** Whether the OS sandbox can run commands here; when not, `reason` says why. */
   sandbox: { available: true } | { available: false; reason: string }
 }
@@ -61,6 +63,7 @@ export function decide(input: PolicyInput): Verdict {
       reason: `denied by ${mode} mode: ${where} (only --mode yolo writes there)`,
     }
   }
+  if (writes && input.protected?.length) return decideProtected(input)
   const allowed = allowRule(input)
   if (allowed) return { outcome: 'allow', scope: 'rule', rule: allowed.text, sandbox: SANDBOX_FOR[mode], log: true }
   if (mode === 'auto') return { outcome: 'allow', scope: 'mode', sandbox: 'workspace', log: true }
@@ -70,6 +73,26 @@ export function decide(input: PolicyInput): Verdict {
     outcome: 'ask',
     reason: writes ? `${tool} changes files` : `${tool} is not known to be read-only`,
     sandbox: 'workspace',
+  }
+}
+
+/**
+ * A write to a file that decides the next run (Keel's settings, MCP config, git config and hooks): only the person
+ * lets it through, once or by a path rule that names it, never a mode or a bare tool rule. Level `off` lifts the file
+ * tools' own refusal for this one call.
+ */
+function decideProtected(input: PolicyInput): Verdict {
+  const { tool, access, cwd } = input
+  const hit = input.protected![0]!
+  const named = input.allow.find(
+    (rule) => rule.kind === 'path' && rule.tool === tool && access.paths!.every((p) => matchesPath(rule, p, cwd)),
+  )
+  if (named) return { outcome: 'allow', scope: 'rule', rule: named.text, sandbox: 'off', log: true }
+  return {
+    outcome: 'ask',
+    reason: `${hit.path} is protected (${hit.entry}): it decides how Keel, git or your editor behave next`,
+    sandbox: 'off',
+    hint: `only you can allow it: answer the ask, or add an allow rule naming the path, such as ${tool}(${hit.path})`,
   }
 }
 

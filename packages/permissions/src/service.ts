@@ -1,4 +1,6 @@
+import { relative } from 'node:path'
 import { type Context, Service } from 'cordis'
+import { protectedEntries, protectedMatch } from '@keel/settings'
 import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
@@ -6,6 +8,7 @@ import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
 import { parseRules, type Rule } from './rules.ts'
+import { projectRules } from './project.ts'
 import { appendRule } from './settings.ts'
 import type {
   Asker,
@@ -148,6 +151,7 @@ export class PermissionService extends Service {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
+    const guarded = access.kind === 'write' ? protectedOf(paths, real, cwd) : []
     if (access.command !== undefined && needsShellParser(access.command)) await loadShellParser()
     const sandbox =
       access.kind === 'execute' && this.mode !== 'yolo' ? await this.sandbox() : { available: true as const }
@@ -155,15 +159,17 @@ export class PermissionService extends Service {
       this.notice(
         `the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`,
       )
+    const project = projectRules(cwd)
     return decide({
       mode: this.mode,
-      allow: this.allowRules,
-      deny: this.denyRules,
+      allow: [...this.allowRules, ...project.allow],
+      deny: [...this.denyRules, ...project.deny],
       tool,
       access,
       cwd,
       outside,
       real,
+      protected: guarded,
       sandbox,
     })
   }
@@ -319,4 +325,13 @@ function detailOf(access: ToolAccess, parsed: { args: unknown } | { error: strin
   return text.length > DETAIL_LIMIT
     ? `${text.slice(0, DETAIL_LIMIT)}\n… ${text.length - DETAIL_LIMIT} more characters`
     : text
+}
+
+/** The paths of a write (as named, or once links are followed) under Keel's protected list, shown relative to cwd. */
+function protectedOf(paths: string[], real: string[], cwd: string): { path: string; entry: string }[] {
+  const entries = protectedEntries(cwd)
+  return paths.flatMap((path, i) => {
+    const entry = protectedMatch(path, cwd, entries) ?? protectedMatch(real[i]!, realPath(cwd), entries)
+    return entry ? [{ path: relative(cwd, path) || path, entry }] : []
+  })
 }

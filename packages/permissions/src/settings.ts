@@ -2,7 +2,7 @@
 // `permissions.allow`, keeping every other key. The project root is the nearest ancestor with `.git`, else the cwd.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { projectRoot } from '@keel/settings'
+import { keepTrustAfter, projectRoot } from '@keel/settings'
 
 export function projectSettingsPath(cwd: string): string {
   return join(projectRoot(cwd), '.keel', 'settings.json')
@@ -37,11 +37,14 @@ export function appendRule(cwd: string, list: 'allow' | 'deny', rule: string): s
   const rules = (existing ?? []) as unknown[]
   if (!rules.includes(rule)) {
     settings.permissions = { ...perms, [list]: [...rules, rule] }
-    mkdirSync(dirname(path), { recursive: true })
-    // Write beside it and rename, so a crash never leaves half a settings file.
-    const temp = `${path}.${process.pid}.tmp`
-    writeFileSync(temp, JSON.stringify(settings, null, 2) + '\n')
-    renameSync(temp, path)
+    // The person chose this rule, so a trusted folder stays trusted with it (the agent's own tools cannot write here).
+    keepTrustAfter(cwd, () => {
+      mkdirSync(dirname(path), { recursive: true })
+      // Write beside it and rename, so a crash never leaves half a settings file.
+      const temp = `${path}.${process.pid}.tmp`
+      writeFileSync(temp, JSON.stringify(settings, null, 2) + '\n')
+      renameSync(temp, path)
+    })
   }
   return path
 }

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
+import { existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { protectedTargets } from '@keel/settings'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
@@ -11,7 +13,10 @@ declare module 'cordis' {
   }
 }
 
-/** `workspace`: the cwd and the system temp dir writable, nothing else; `read-only`: nothing writable. */
+/**
+ * `workspace`: the cwd and the session's own temp dir writable (the system temp dir when none is given), except
+ * Keel's protected paths; `read-only`: nothing writable.
+ */
 export type SandboxedLevel = 'workspace' | 'read-only'
 export type SandboxStatus = { available: true } | { available: false; reason: string }
 
@@ -20,6 +25,8 @@ export interface WrapOptions {
   level: SandboxedLevel
   /** Hosts the command may reach (workspace level only); the plugin's `allowedDomains` when absent. */
   allowedDomains?: string[]
+  /** The session's private temp dir: the only temp the command may write, and its TMPDIR. */
+  tmpdir?: string
 }
 
 /** What to spawn instead of `bash -c <command>`; `dispose()` once the command has exited. */
@@ -77,13 +84,23 @@ export class SandboxService extends Service {
     const runtime = await this.started()
     const workspace = options.level === 'workspace'
     const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
+    // The protected list comes from this session's cwd on every wrap: the runtime's own list is computed for the
+    // process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
+    const guarded = workspace ? protectedTargets(options.cwd) : { deny: [], undo: [] }
+    const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
     const custom: Partial<SandboxRuntimeConfig> = {
-      filesystem: { denyRead: [], allowWrite: workspace ? [options.cwd, tmpdir()] : [], denyWrite: [] },
+      filesystem: {
+        denyRead: [],
+        allowWrite: workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : [],
+        denyWrite,
+      },
       network: { allowedDomains: [], deniedDomains: [] },
     }
+    // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.
+    const inner = options.tmpdir ? `export TMPDIR=${shellQuote(options.tmpdir)}; ${command}` : command
     // The proxy decides per connection; a per-command list rides on an unguessable id (see the runtime's README).
     const commandId = randomBytes(16).toString('base64url')
-    const { argv } = await runtime.wrapWithSandboxArgv(command, 'bash', custom, undefined, options.cwd, { commandId })
+    const { argv } = await runtime.wrapWithSandboxArgv(inner, 'bash', custom, undefined, options.cwd, { commandId })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     let disposed = false
     return {
@@ -94,6 +111,8 @@ export class SandboxService extends Service {
         disposed = true
         if (domains.length) runtime.unregisterCommandNetworkLists(commandId)
         runtime.cleanupAfterCommand()
+        // A protected file that could not be mounted over and that the command created goes again.
+        for (const path of guarded.undo) rmSync(path, { force: true, recursive: true })
       },
     }
   }
@@ -117,6 +136,13 @@ export class SandboxService extends Service {
     })
     return this.runtime
   }
+}
+
+/** The runtime's own temp folder (writable in every sandbox, shared by every run), denied when it exists. */
+const SHARED_TEMPS = ['/tmp/claude', '/private/tmp/claude']
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`
 }
 
 function which(bin: string): Promise<string | undefined> {

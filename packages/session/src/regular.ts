@@ -98,11 +98,12 @@ export function openSessionFile(
 
 /**
  * mkdir -p that reports the real cause: Node's recursive mkdir says ENOENT when a parent cannot be created on a
- * read-only filesystem (EROFS) or without permission (EACCES).
+ * read-only filesystem (EROFS) or without permission (EACCES). Folders it creates are private (0700): KEEL_HOME
+ * holds transcripts and copies of the person's files.
  */
 export function ensureDirectory(dir: string): void {
   try {
-    mkdirSync(dir)
+    mkdirSync(dir, 0o700)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EEXIST') {
@@ -115,7 +116,7 @@ export function ensureDirectory(dir: string): void {
       throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(error)}`)
     ensureDirectory(parent)
     try {
-      mkdirSync(dir)
+      mkdirSync(dir, 0o700)
     } catch (again) {
       if ((again as NodeJS.ErrnoException).code !== 'EEXIST')
         throw new SessionFileError(dir, 0, `cannot create this folder: ${errnoText(again)}`)

@@ -9,3 +9,14 @@ export {
   type SettingsFile,
 } from './files.ts'
 export { mergeLayers, flatten, type Layer, type Merged, type Source } from './merge.ts'
+export { PROTECTED_PATHS, protectedEntries, protectedMatch, protectedTargets } from './protected.ts'
+export {
+  gateSettings,
+  heldLine,
+  keepTrustAfter,
+  trustFolder,
+  trustForThisRun,
+  trustState,
+  type HeldSetting,
+  type TrustState,
+} from './trust.ts'

@@ -1,7 +1,7 @@
-import { readFileSync, statSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs'
+import { isAbsolute, join, relative, sep } from 'node:path'
 import { keelHome } from '@keel/session/paths'
-import { projectDirs } from './root.ts'
+import { projectDirs, projectRoot } from './root.ts'
 
 /** Total bytes of instruction text that go into the system prompt. */
 export const INSTRUCTIONS_LIMIT = 32 * 1024
@@ -23,12 +23,42 @@ export interface Instructions {
   files: InstructionFile[]
 }
 
-function readText(path: string): string | undefined {
+function inside(root: string, path: string): boolean {
+  const rel = relative(root, path)
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel))
+}
+
+/**
+ * Opens an instruction file as the file tools open files: its real path must lie inside `root` (when given: a link
+ * out of the repository is not read), it must be a regular file (a FIFO would block), and at most `limit` bytes are
+ * read, whatever its size. `bytes` is the file's whole size.
+ */
+function readText(
+  path: string,
+  root: string | undefined,
+  limit: number,
+): { content: string; bytes: number } | undefined {
+  let fd: number | undefined
   try {
-    if (!statSync(path).isFile()) return undefined
-    return readFileSync(path, 'utf8')
+    const real = realpathSync(path)
+    if (root !== undefined && !inside(realpathSync(root), real)) return undefined
+    fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+    const stats = fstatSync(fd)
+    if (!stats.isFile()) return undefined
+    const buffer = Buffer.alloc(Math.min(stats.size, limit))
+    let read = 0
+    while (read < buffer.length) {
+      const n = readSync(fd, buffer, read, buffer.length - read, read)
+      if (!n) break
+      read += n
+    }
+    const content = buffer.subarray(0, read).toString('utf8')
+    // Cut at the read limit: a character split there is dropped rather than shown as U+FFFD.
+    return { content: read < stats.size ? content.replace(/\uFFFD$/, '') : content, bytes: stats.size }
   } catch {
     return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
@@ -37,17 +67,19 @@ function readText(path: string): string | undefined {
  * else its CLAUDE.md. Read once; the caller keeps the result for the whole session so the prompt stays byte-identical.
  */
 export function loadInstructions(cwd: string, limit = INSTRUCTIONS_LIMIT): Instructions {
-  const found: { path: string; label: string; content: string }[] = []
+  const found: { path: string; label: string; content: string; bytes: number }[] = []
   const userFile = join(keelHome(), 'AGENTS.md')
-  const user = readText(userFile)
-  if (user !== undefined) found.push({ path: userFile, label: userFile, content: user })
+  // The person's own file may link anywhere; a project's must stay inside the project.
+  const user = readText(userFile, undefined, limit)
+  if (user !== undefined) found.push({ path: userFile, label: userFile, ...user })
+  const root = projectRoot(cwd)
   for (const dir of projectDirs(cwd)) {
     for (const name of ['AGENTS.md', 'CLAUDE.md']) {
       const path = join(dir, name)
       if (path === userFile) continue
-      const content = readText(path)
-      if (content === undefined) continue
-      found.push({ path, label: relative(cwd, path) || name, content })
+      const text = readText(path, root, limit)
+      if (text === undefined) continue
+      found.push({ path, label: relative(cwd, path) || name, ...text })
       break
     }
   }
@@ -55,7 +87,7 @@ export function loadInstructions(cwd: string, limit = INSTRUCTIONS_LIMIT): Instr
   const files: InstructionFile[] = []
   let budget = limit
   for (const file of found) {
-    const bytes = Buffer.byteLength(file.content)
+    const bytes = file.bytes
     const kept = bytes <= budget ? file.content : clip(file.content, budget)
     const keptBytes = Buffer.byteLength(kept)
     // Once one file is cut, the later ones are left out whole rather than as a few stray bytes.

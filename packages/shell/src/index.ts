@@ -2,11 +2,14 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { defineTool, Type } from '@keel/tools'
 import type { SandboxService, WrappedCommand } from '@keel/sandbox'
+import { commandEnv, EnvConfig } from './env.ts'
 import { CappedOutput } from './output.ts'
 import { runCommand, type RunOutcome } from './run.ts'
+import { SessionTemps } from './temp.ts'
 
 export { CappedOutput } from './output.ts'
 export { runCommand, type RunOptions, type RunOutcome } from './run.ts'
+export { commandEnv, isCredential, PLAIN_OUTPUT, type EnvConfig } from './env.ts'
 
 export const name = 'keel-shell'
 export const inject = { tools: { required: true }, sandbox: { required: false } }
@@ -17,6 +20,8 @@ export interface Config {
   /** Characters kept from the start and from the end of the output. */
   outputHead: number
   outputTail: number
+  /** The commands' environment: credentials dropped unless passed through, plain-output defaults (env.ts). */
+  env: EnvConfig
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -27,6 +32,7 @@ export const Config: Schema<Config> = Schema.object({
   maxTimeout: Schema.natural().min(1).default(600).description('Largest timeout the model may ask for, in seconds.'),
   outputHead: Schema.natural().default(8000).description('Characters of output kept from the start.'),
   outputTail: Schema.natural().default(8000).description('Characters of output kept from the end.'),
+  env: EnvConfig,
 })
 
 const Parameters = Type.Object(
@@ -56,7 +62,11 @@ export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>
 /** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
 export type SandboxSource = () => SandboxService | undefined
 
-export function bashTool(config: Config, sandbox: SandboxSource = () => undefined) {
+export function bashTool(
+  config: Config,
+  sandbox: SandboxSource = () => undefined,
+  temps: SessionTemps = new SessionTemps(),
+) {
   return defineTool({
     name: 'bash',
     description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits.`,
@@ -67,6 +77,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       const timeoutSeconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)
       const output = new CappedOutput(config.outputHead, config.outputTail)
       const cwd = exec.agent?.cwd ?? process.cwd()
+      const tmp = temps.of(exec.agent?.id ?? 'default')
       let wrapped: WrappedCommand | undefined
       if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
         // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
@@ -82,7 +93,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
             ],
           }
         try {
-          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox })
+          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox, tmpdir: tmp })
         } catch (error) {
           return {
             isError: true,
@@ -101,6 +112,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
           file: wrapped?.file ?? 'bash',
           args: wrapped?.args ?? ['-c', args.command],
           cwd,
+          env: commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp }),
           timeoutMs: timeoutSeconds * 1000,
           signal: exec.signal,
           onText: (text) => {
@@ -128,5 +140,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
 }
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined))
+  const temps = new SessionTemps()
+  ctx.on('dispose', () => temps.clear())
+  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps))
 }

@@ -8,6 +8,8 @@ export interface RunOptions {
   file: string
   args: string[]
   cwd: string
+  /** The command's environment (default: Keel's own; the bash tool passes env.ts's policy). */
+  env?: Record<string, string>
   timeoutMs: number
   signal: AbortSignal
   /** Decoded text as it arrives, stdout and stderr interleaved. */
@@ -41,7 +43,7 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
         cwd: options.cwd,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, [variable]: '1' },
+        env: { ...(options.env ?? process.env), [variable]: '1' },
       })
     } catch (error) {
       resolve({ kind: 'spawn-error', message: (error as Error).message })

@@ -1,0 +1,79 @@
+// The doors' side of workspace trust (@keel/settings owns the rule): `keel trust [dir]`, the one warning line, and the
+// terminal's question before the TUI starts. Each says what the folder's files want in @keel/settings' words.
+import { createInterface } from 'node:readline'
+import { resolve } from 'node:path'
+import { escapeLine } from '@keel/session/escape'
+import { type HeldSetting, heldLine, trustFolder, trustState } from '@keel/settings'
+import type { ResolvedSettings } from './settings.ts'
+
+function keys(held: HeldSetting[]): string {
+  return [...new Set(held.map((entry) => entry.key))].join(', ')
+}
+
+/** `keel trust [dir]`: records trust for the folder's project files as they are now. */
+export function trustCommand(dir: string): string {
+  const before = trustState(resolve(dir))
+  const state = trustFolder(resolve(dir))
+  if (!state.files.length)
+    return `keel: trusted ${escapeLine(state.folder)} (it has no project settings or .mcp.json yet; adding them asks again)`
+  const was = before.trusted ? ' (already trusted)' : ''
+  return `keel: trusted ${escapeLine(state.folder)}${was}: ${state.files.map(escapeLine).join(', ')} now apply in full; a change to them asks again`
+}
+
+/** The one line that lists what an untrusted folder's files asked for. */
+export function heldWarning(settings: ResolvedSettings): string {
+  return escapeLine(heldLine(settings.held, settings.trust.folder) ?? '')
+}
+
+/**
+ * Asks on the terminal, once, before the TUI takes the screen: numbered choices confirmed with Enter, and a bare
+ * Enter keeps the folder untrusted. Without a terminal it only warns. Resolves true when the person trusted it.
+ */
+export async function askTrust(settings: ResolvedSettings, cwd: string): Promise<boolean> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) {
+    process.stderr.write(heldWarning(settings) + '\n')
+    return false
+  }
+  const out = process.stderr
+  out.write(
+    [
+      `This folder is not trusted yet: ${escapeLine(settings.trust.folder)}`,
+      `Its project files ask for: ${escapeLine(keys(settings.held))}`,
+      ...settings.trust.files.map((file) => `  ${escapeLine(file)}`),
+      'Trusting it lets those files widen permissions, change the model server and start MCP commands.',
+      '  1. Trust this folder',
+      '  2. Continue without trusting it (only its deny rules and stricter settings apply)',
+      '',
+    ].join('\n'),
+  )
+  const rl = createInterface({ input: process.stdin, output: out, terminal: true })
+  let closed = false
+  rl.on('close', () => {
+    closed = true
+  })
+  rl.on('SIGINT', () => {
+    out.write('\n')
+    process.exit(130)
+  })
+  try {
+    for (;;) {
+      const answer = await new Promise<string | undefined>((done) => {
+        rl.once('close', () => done(undefined))
+        rl.question('Type 1 or 2, then Enter [2]: ', done)
+      })
+      // Ctrl-C or Ctrl-D: nothing was chosen, so nothing is trusted.
+      if (answer === undefined || closed) return false
+      if (answer.trim() === '1') {
+        trustFolder(cwd)
+        out.write(`keel: trusted ${escapeLine(settings.trust.folder)}\n`)
+        return true
+      }
+      if (answer.trim() === '' || answer.trim() === '2') {
+        out.write(heldWarning(settings) + '\n')
+        return false
+      }
+    }
+  } finally {
+    rl.close()
+  }
+}

@@ -1,0 +1,229 @@
+// Workspace trust. A cloned repository is someone else's: until the person trusts the folder, its project files may
+// only narrow what Keel does (deny rules, a stricter mode, more protected paths). Everything else they say is held
+// back and listed. Trust is keyed by the folder's real path and a hash of the files that would widen, so a change
+// to them asks again. The person's own $KEEL_HOME files always apply.
+import { createHash, randomBytes } from 'node:crypto'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs'
+import { basename, join, resolve } from 'node:path'
+import { keelHome } from '@keel/session/paths'
+import { settingsPaths, type SettingsFile } from './files.ts'
+import { projectRoot } from './root.ts'
+
+/** A setting a project file asked for and did not get, because the folder is not trusted. */
+export interface HeldSetting {
+  /** The file that asked. */
+  file: string
+  /** Dotted key: `mode`, `permissions.allow`, `mcpServers`. */
+  key: string
+}
+
+export interface TrustState {
+  /** The real path of the project root: what trust is recorded for. */
+  folder: string
+  /** The project files that trust covers (the `.keel/settings.json` files from the root down, `.mcp.json`). */
+  files: string[]
+  /** Hash of those files' paths and bytes; '' when there are none. */
+  hash: string
+  /** True when there is nothing to trust, the person trusted exactly these files, or `--trust` said so. */
+  trusted: boolean
+}
+
+/** The largest project file hashed; a bigger one is hashed by its size only and is never trusted by accident. */
+const MAX_HASHED = 1024 * 1024
+
+let trustedForRun = false
+
+/** `--trust`: every folder this process opens is trusted for this run only; nothing is recorded. */
+export function trustForThisRun(): void {
+  trustedForRun = true
+}
+
+function storePath(): string {
+  return join(keelHome(), 'trust.json')
+}
+
+function real(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return resolve(path)
+  }
+}
+
+/** Reads at most MAX_HASHED bytes of a regular file, never following a FIFO's block; undefined when absent. */
+function fileBytes(path: string): Buffer | undefined {
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch {
+    return undefined
+  }
+  try {
+    const stats = fstatSync(fd)
+    if (!stats.isFile()) return Buffer.from(`not a file: ${stats.mode}`)
+    if (stats.size > MAX_HASHED) return Buffer.from(`size ${stats.size} ${stats.mtimeMs}`)
+    const buffer = Buffer.alloc(stats.size)
+    let read = 0
+    while (read < buffer.length) {
+      const n = readSync(fd, buffer, read, buffer.length - read, read)
+      if (!n) break
+      read += n
+    }
+    return buffer.subarray(0, read)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function projectFiles(cwd: string): string[] {
+  const paths = settingsPaths(cwd)
+    .filter((entry) => entry.scope === 'project')
+    .map((entry) => entry.path)
+  return [...paths, join(projectRoot(cwd), '.mcp.json')]
+}
+
+/** Per project root, the hashes the person trusted (a subfolder with files of its own has a hash of its own). */
+type Store = { folders: Record<string, { hashes: string[]; at: string }> }
+
+/** Hashes kept per folder: enough for its subfolders, without growing with every edit. */
+const KEPT_HASHES = 16
+
+function readStore(): Store {
+  try {
+    const data = JSON.parse(readFileSync(storePath(), 'utf8')) as Store
+    if (data && typeof data === 'object' && data.folders && typeof data.folders === 'object') {
+      for (const [folder, entry] of Object.entries(data.folders))
+        if (!entry || !Array.isArray(entry.hashes)) delete data.folders[folder]
+      return data
+    }
+  } catch {}
+  return { folders: {} }
+}
+
+/** Whether the folder of `cwd` is trusted, and what its trust would cover. */
+export function trustState(cwd: string): TrustState {
+  const at = real(cwd)
+  const folder = real(projectRoot(at))
+  const hasher = createHash('sha256')
+  const files: string[] = []
+  for (const path of projectFiles(at)) {
+    const bytes = fileBytes(path)
+    if (bytes === undefined) continue
+    files.push(path)
+    hasher.update(`${path}\0${bytes.length}\0`).update(bytes)
+  }
+  const hash = files.length ? hasher.digest('hex') : ''
+  const trusted = !files.length || trustedForRun || !!readStore().folders[folder]?.hashes.includes(hash)
+  return { folder, files, hash, trusted }
+}
+
+/** Records trust for the folder of `cwd` as its project files are now (`keel trust`, the TUI's and web UI's yes). */
+export function trustFolder(cwd: string): TrustState {
+  const state = trustState(cwd)
+  const store = readStore()
+  const hashes = (store.folders[state.folder]?.hashes ?? []).filter((hash) => hash !== state.hash)
+  store.folders[state.folder] = { hashes: [...hashes, state.hash].slice(-KEPT_HASHES), at: new Date().toISOString() }
+  const path = storePath()
+  mkdirSync(keelHome(), { recursive: true, mode: 0o700 })
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`
+  writeFileSync(temp, `${JSON.stringify(store, null, 2)}\n`, { mode: 0o600 })
+  renameSync(temp, path)
+  return { ...state, trusted: true }
+}
+
+/**
+ * After Keel itself rewrote a project file of a trusted folder (the person's "always" saved a rule), the trust follows
+ * the new bytes: the person chose that change, the agent did not.
+ */
+export function keepTrustAfter(cwd: string, change: () => void): void {
+  const before = trustState(cwd)
+  change()
+  // Trusted for this run only (--trust) vouches for nothing beyond it, unless the change made the first file.
+  if (!before.files.length || (before.trusted && !trustedForRun)) trustFolder(cwd)
+}
+
+const MODE_ORDER = ['read-only', 'ask', 'auto', 'yolo']
+
+function providerOf(model: unknown): string | undefined {
+  return typeof model === 'string' ? model.split('/')[0] : undefined
+}
+
+/**
+ * What an untrusted project file keeps: only what narrows. `baseModel` is the model the person's own settings (or
+ * the default) pick: a project may choose another model of the same provider, never send the key elsewhere.
+ */
+function narrowing(key: string, value: unknown, baseModel: string): { keep?: unknown; held: string[] } {
+  switch (key) {
+    case 'mode':
+      return MODE_ORDER.indexOf(String(value)) >= 0 && MODE_ORDER.indexOf(String(value)) <= 1
+        ? { keep: value, held: [] }
+        : { held: ['mode'] }
+    case 'protectedPaths':
+      return { keep: value, held: [] }
+    case 'model':
+      return providerOf(value) === providerOf(baseModel) ? { keep: value, held: [] } : { held: ['model'] }
+    case 'permissions': {
+      if (!value || typeof value !== 'object' || Array.isArray(value)) return { held: ['permissions'] }
+      const { deny, ...rest } = value as Record<string, unknown>
+      return {
+        ...(deny !== undefined ? { keep: { deny } } : {}),
+        held: Object.keys(rest).map((inner) => `permissions.${inner}`),
+      }
+    }
+    case 'sandbox': {
+      if (!value || typeof value !== 'object' || Array.isArray(value)) return { held: ['sandbox'] }
+      const { level, ...rest } = value as Record<string, unknown>
+      const keepLevel = level === 'read-only' || level === 'workspace'
+      const held = Object.keys(rest).map((inner) => `sandbox.${inner}`)
+      if (level !== undefined && !keepLevel) held.push('sandbox.level')
+      return { ...(keepLevel ? { keep: { level } } : {}), held }
+    }
+    default:
+      // Every other key (baseUrl, mcpServers, plugin settings such as fs, shell, checkpoint) may widen or run code.
+      return { held: [key] }
+  }
+}
+
+/**
+ * The project files as an untrusted folder may use them, and what was held back. The user's own files (scope
+ * `user`) pass whole. `baseModel` as for `narrowing`.
+ */
+export function gateSettings(
+  files: SettingsFile[],
+  state: TrustState,
+  baseModel: string,
+): { files: SettingsFile[]; held: HeldSetting[] } {
+  if (state.trusted) return { files, held: [] }
+  const held: HeldSetting[] = []
+  const kept = files.map((file) => {
+    if (file.scope !== 'project') return file
+    const data: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(file.data)) {
+      const verdict = narrowing(key, value, baseModel)
+      if (verdict.keep !== undefined) data[key] = verdict.keep
+      for (const name of verdict.held) held.push({ file: file.path, key: name })
+    }
+    return { ...file, data }
+  })
+  const mcp = state.files.find((path) => basename(path) === '.mcp.json')
+  if (mcp) held.push({ file: mcp, key: 'mcpServers' })
+  return { files: kept, held }
+}
+
+/** The one line that lists what an untrusted folder asked for and did not get. */
+export function heldLine(held: HeldSetting[], folder: string): string | undefined {
+  if (!held.length) return undefined
+  const keys = [...new Set(held.map((entry) => entry.key))]
+  return `keel: ${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
+}
