@@ -208,3 +208,76 @@ describe('resolveMode', () => {
       expect(resolveMode({}, { KEEL_MODE: '' }, undefined, door)).toEqual({ mode: 'ask', source: 'default' })
   })
 })
+
+describe('keel -p: deny rules see what a command runs; read-only means it cannot write or run anything', () => {
+  test.runIf(needsSandbox)(
+    'auto: launchers, find -delete, sh -c, git global options and a variable command never walk around a deny rule',
+    () => {
+      mkdirSync(home, { recursive: true })
+      writeFileSync(
+        join(home, 'settings.json'),
+        JSON.stringify({ permissions: { deny: ['bash(rm:*)', 'bash(git push:*)'] } }),
+      )
+      const victims = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8']
+      for (const name of victims) writeFileSync(join(work, name), 'keep\n')
+      spawnSync('git', ['init', '-q'], { cwd: work })
+      const commands = [
+        'env FOO=1 rm -f v1',
+        'timeout 5 rm -f v2',
+        'find . -name v3 -delete',
+        'x=rm; $x v4',
+        'echo v5 | xargs rm',
+        "sh -c 'rm v6'",
+        'nice -n 5 command rm v7',
+        'for f in v8; do rm "$f"; done',
+        'git -C . push',
+        'git --no-pager -c a.b=c push',
+      ]
+      const model = script([...commands.map((command, i) => bash(`b${i}`, command)), { text: 'done' }])
+      try {
+        const result = keel(['-p', 'go', '--model', model])
+        expect(result.status).toBe(0)
+        expect(victims.filter((name) => !existsSync(join(work, name)))).toEqual([])
+        const verdicts = decisions(lastLog()).map((d) => [commands[Number(String(d.callId).slice(1))], d.decision])
+        expect(verdicts).toEqual(commands.map((command) => [command, 'deny']))
+      } finally {
+        rmSync(join(home, 'settings.json'), { force: true })
+      }
+    },
+    60_000,
+  )
+
+  test.runIf(needsSandbox)(
+    'ask: sort --compress-program and file -C ask; cd && ls, sed -n, git branch, jq, test -f run unasked',
+    () => {
+      spawnSync('git', ['init', '-q'], { cwd: work })
+      writeFileSync(join(work, 'script.txt'), 'touch PWNED\n'.repeat(5000))
+      writeFileSync(join(work, 'p.json'), '{"a":1}\n')
+      mkdirSync(join(work, 'sub'))
+      const asks = [
+        'sort -S 1k --compress-program=sh script.txt | head -1',
+        'file -C -m mymagic',
+        'sort --compress=sh f',
+      ]
+      const reads = [
+        'cd sub && ls',
+        "sed -n '1,2p' script.txt",
+        'git branch',
+        'jq .a p.json',
+        'test -f p.json && echo yes',
+      ]
+      const all = [...asks, ...reads]
+      const model = script([...all.map((command, i) => bash(`b${i}`, command)), { text: 'done' }])
+      const result = keel(['-p', 'go', '--model', model, '--mode', 'ask'])
+      expect(result.status).toBe(0)
+      expect(existsSync(join(work, 'PWNED'))).toBe(false)
+      expect(existsSync(join(work, 'mymagic.mgc'))).toBe(false)
+      const verdicts = decisions(lastLog()).map((d) => [all[Number(String(d.callId).slice(1))], d.decision, d.scope])
+      expect(verdicts).toEqual([
+        ...asks.map((command) => [command, 'deny', 'mode']),
+        ...reads.map((command) => [command, 'allow', 'mode']),
+      ])
+    },
+    60_000,
+  )
+})

@@ -14,8 +14,11 @@ export interface SimpleCommand {
 
 export type CommandAnalysis =
   | { ok: true; commands: SimpleCommand[] }
-  /** The parser failed, or the command uses a construct we do not judge (if/for/while, functions, `eval`…). */
-  | { ok: false; reason: string }
+  /**
+   * The parser failed (no `commands`), or the command uses a construct we do not judge (if/for/while, functions…):
+   * then `commands` still holds every simple command found inside it, for deny rules, which must see them.
+   */
+  | { ok: false; reason: string; commands?: SimpleCommand[] }
 
 interface ShSyntax {
   NewParser(): { Parse(src: string, name: string): ShNode }
@@ -125,27 +128,26 @@ export function parseCommand(command: string): CommandAnalysis {
     return { ok: false, reason: `the command does not parse: ${text}` }
   }
   const commands: SimpleCommand[] = []
-  try {
-    stmts(file.Stmts, commands)
-  } catch (error) {
-    if (error instanceof Unjudged) return { ok: false, reason: error.message }
-    throw error
-  }
-  return { ok: true, commands }
+  const walk: Walk = { unjudged: undefined }
+  stmts(file.Stmts, commands, walk)
+  return walk.unjudged ? { ok: false, reason: walk.unjudged, commands } : { ok: true, commands }
 }
 
-class Unjudged extends Error {}
-
-function stmts(list: ShNode, out: SimpleCommand[]): void {
-  for (const stmt of list ?? []) statement(stmt, out)
+/** The first construct found that rules do not judge; the walk goes on into it so deny rules see what it runs. */
+interface Walk {
+  unjudged: string | undefined
 }
 
-function statement(stmt: ShNode, out: SimpleCommand[]): void {
+function stmts(list: ShNode, out: SimpleCommand[], walk: Walk): void {
+  for (const stmt of list ?? []) statement(stmt, out, walk)
+}
+
+function statement(stmt: ShNode, out: SimpleCommand[], walk: Walk): void {
   const writes: (string | null)[] = []
   for (const redirect of stmt.Redirs ?? []) {
     const op = redirectOp(redirect.Op)
-    substitutions(redirect.Word, out)
-    if (redirect.Hdoc) substitutions(redirect.Hdoc, out)
+    substitutions(redirect.Word, out, walk)
+    if (redirect.Hdoc) substitutions(redirect.Hdoc, out, walk)
     if (op === '>' || op === '>>' || op === '>|' || op === '&>' || op === '&>>' || op === '<>') {
       const target = wordValue(redirect.Word)
       if (target === null || !SAFE_TARGETS.has(target)) writes.push(target)
@@ -165,11 +167,14 @@ function statement(stmt: ShNode, out: SimpleCommand[]): void {
     case 'CallExpr': {
       const words: (string | null)[] = []
       for (const assign of cmd.Assigns ?? []) {
-        if (assign.Value) substitutions(assign.Value, out)
-        if (assign.Array || assign.Index) throw new Unjudged('the command assigns an array')
+        if (assign.Value) substitutions(assign.Value, out, walk)
+        if (assign.Array || assign.Index) {
+          walk.unjudged ??= 'the command assigns an array'
+          inner(assign, out, walk)
+        }
       }
       for (const word of cmd.Args ?? []) {
-        substitutions(word, out)
+        substitutions(word, out, walk)
         words.push(wordValue(word))
       }
       out.push({ words, assigns: (cmd.Assigns ?? []).length > 0, writes })
@@ -177,15 +182,20 @@ function statement(stmt: ShNode, out: SimpleCommand[]): void {
     }
     case 'BinaryCmd':
       // &&, ||, | and |& : both sides run.
-      statement(cmd.X, out)
-      statement(cmd.Y, out)
+      statement(cmd.X, out, walk)
+      statement(cmd.Y, out, walk)
       break
     case 'Subshell':
     case 'Block':
-      stmts(cmd.Stmts, out)
+      stmts(cmd.Stmts, out, walk)
+      break
+    case 'TimeClause':
+      // The `time` keyword only measures the command it prefixes.
+      if (cmd.Stmt) statement(cmd.Stmt, out, walk)
       break
     default:
-      throw new Unjudged(`the command uses ${describe(type)}, which rules do not judge`)
+      walk.unjudged ??= `the command uses ${describe(type)}, which rules do not judge`
+      inner(cmd, out, walk)
   }
   // A redirection on a group applies to every command in it.
   if (writes.length) out.push({ words: [], assigns: false, writes })
@@ -202,7 +212,6 @@ function describe(type: string): string {
     LetClause: 'let',
     TestClause: '[[ … ]]',
     ArithmCmd: '(( … ))',
-    TimeClause: 'time',
     CoprocClause: 'coproc',
     TestDecl: 'a test declaration',
   }
@@ -210,14 +219,27 @@ function describe(type: string): string {
 }
 
 /** Every command substitution, process substitution and backtick inside a word runs: judge each as its own part. */
-function substitutions(word: ShNode, out: SimpleCommand[]): void {
+function substitutions(word: ShNode, out: SimpleCommand[], walk: Walk): void {
   if (!word) return
   const api = sh()
   api.Walk(word, (node) => {
     if (!node) return true
     const type = api.NodeType(node)
     if (type === 'CmdSubst' || type === 'ProcSubst') {
-      stmts(node.Stmts, out)
+      stmts(node.Stmts, out, walk)
+      return false
+    }
+    return true
+  })
+}
+
+/** Every statement inside a construct that is not judged (a loop's body, a function's, an `if`'s branches). */
+function inner(node: ShNode, out: SimpleCommand[], walk: Walk): void {
+  const api = sh()
+  api.Walk(node, (child) => {
+    if (!child || child === node) return true
+    if (api.NodeType(child) === 'Stmt') {
+      statement(child, out, walk)
       return false
     }
     return true
@@ -235,8 +257,9 @@ function wordValue(word: ShNode): string | null {
     const type = sh().NodeType(part)
     if (type === 'Lit') {
       const raw = String(part.Value)
-      // An unquoted * ? or [ is a pattern the shell expands to file names: the word is not known until run time.
-      if (/(^|[^\\])(\\\\)*[*?[]/.test(raw)) return null
+      // An unquoted * or ?, or [ with a ] after it, is a pattern the shell expands to file names: the word is not
+      // known until run time. (`[` alone is the test command.)
+      if (/(^|[^\\])(\\\\)*([*?]|\[.*\])/.test(raw)) return null
       value += unescapePlain(raw)
     } else if (type === 'SglQuoted') {
       if (part.Dollar) return null

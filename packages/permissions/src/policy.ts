@@ -2,7 +2,7 @@
 // Pure: the service supplies the facts (access, whether paths are inside the cwd, sandbox availability).
 import { analyzeCommand, type CommandAnalysis } from './command.ts'
 import { isReadOnly } from './readonly.ts'
-import { findDeny, matchesCommand, matchesPath, matchesWholeTool, type Rule } from './rules.ts'
+import { findDeny, findUnjudged, matchesCommand, matchesPath, matchesWholeTool, type Rule } from './rules.ts'
 import type { PermissionMode, SandboxLevel, ToolAccess, Verdict } from './types.ts'
 
 export interface PolicyInput {
@@ -33,11 +33,18 @@ export function decide(input: PolicyInput): Verdict {
   const { mode, access, tool } = input
   const analysis: CommandAnalysis | undefined =
     access.command !== undefined ? analyzeCommand(access.command) : undefined
-  const commands = analysis?.ok ? analysis.commands : undefined
+  const commands = analysis?.commands
 
   const both = input.real?.length ? { ...access, paths: [...(access.paths ?? []), ...input.real] } : access
   const denied = findDeny(input.deny, tool, both, input.cwd, commands)
   if (denied) return { outcome: 'deny', scope: 'rule', rule: denied.text, reason: `denied by rule ${denied.text}` }
+  const unjudged = findUnjudged(input.deny, tool, access, commands)
+  if (unjudged) {
+    const reason = `the deny rule ${unjudged.text} cannot judge this command (${analysis?.ok === false && !analysis.commands ? analysis.reason : 'it runs a word only known when it runs'})`
+    // yolo never asks: a rule the person set wins over running unjudged.
+    if (mode === 'yolo') return { outcome: 'deny', scope: 'rule', rule: unjudged.text, reason: `denied: ${reason}` }
+    return { outcome: 'ask', reason, sandbox: SANDBOX_FOR[mode] }
+  }
 
   if (access.kind === 'read') return { outcome: 'allow', scope: 'mode', sandbox: SANDBOX_FOR[mode], log: false }
   if (mode === 'yolo') return { outcome: 'allow', scope: 'mode', sandbox: 'off', log: true }

@@ -5,6 +5,7 @@ import { homedir } from 'node:os'
 import { isAbsolute, relative, sep } from 'node:path'
 import picomatch from 'picomatch'
 import { analyzeCommand, type SimpleCommand } from './command.ts'
+import { commandName, launched } from './launchers.ts'
 import type { ToolAccess } from './types.ts'
 
 export type Rule =
@@ -101,14 +102,15 @@ export function findDeny(
   cwd: string,
   commands?: SimpleCommand[],
 ): Rule | undefined {
+  // Assignments and redirections disqualify a command from an allow rule, never from a deny rule; and a deny rule
+  // sees what each part launches (`env rm`, `xargs rm`, `find -delete`, `sh -c 'rm x'`, `git -C . push`).
+  const runs = commands?.flatMap((c) => launched(c)).map(bare)
   for (const rule of rules) {
     if (!nameMatches(rule, tool)) continue
     if (rule.kind === 'tool' || rule.kind === 'tool-prefix') return rule
     if (rule.kind === 'command-text' && access.command?.trim() === rule.command) return rule
     if (rule.kind === 'command' && access.command !== undefined) {
-      // Assignments and redirections disqualify a command from an allow rule, never from a deny rule.
-      const bare = commands?.map((c) => ({ ...c, assigns: false, writes: [] }))
-      if (bare?.some((c) => matchesCommand(rule, unwrapped(c)) || matchesCommand(rule, c))) return rule
+      if (runs?.some((c) => matchesCommand(rule, c))) return rule
       // The parser could not split it: judge the raw text by its leading words.
       if (!commands && startsWithWords(access.command, rule.words)) return rule
     }
@@ -117,11 +119,34 @@ export function findDeny(
   return undefined
 }
 
-/** For deny rules only: `/bin/rm x` is `rm x` too. */
-function unwrapped(command: SimpleCommand): SimpleCommand {
+/**
+ * A command deny rule that cannot tell whether it matches: a part runs a word only known at run time (`$x f`,
+ * `git $sub`, an option of a launcher nobody listed), or the command does not parse. Never allowed without asking.
+ */
+export function findUnjudged(
+  rules: readonly Rule[],
+  tool: string,
+  access: ToolAccess,
+  commands?: SimpleCommand[],
+): Rule | undefined {
+  if (access.command === undefined) return undefined
+  const runs = commands?.flatMap((c) => launched(c)).map(bare)
+  for (const rule of rules) {
+    if (rule.kind !== 'command' || !nameMatches(rule, tool)) continue
+    if (!runs) return rule
+    // Unknown at a position the rule names, with every word before it matching: it may be the rule's command.
+    const unknown = runs.some((c) =>
+      rule.words.some((_, i) => c.words[i] === null && rule.words.slice(0, i).every((w, j) => c.words[j] === w)),
+    )
+    if (unknown) return rule
+  }
+  return undefined
+}
+
+/** For deny rules: `/bin/rm x` is `rm x`, and what the command sets or writes does not matter. */
+function bare(command: SimpleCommand): SimpleCommand {
   const [first, ...rest] = command.words
-  if (typeof first !== 'string' || !first.includes('/')) return command
-  return { ...command, words: [first.slice(first.lastIndexOf('/') + 1), ...rest] }
+  return { words: [commandName(first) ?? null, ...rest], assigns: false, writes: [] }
 }
 
 function startsWithWords(command: string, words: string[]): boolean {
