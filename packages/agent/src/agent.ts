@@ -107,9 +107,8 @@ export class Agent implements ToolAgent {
   }
 
   /** The system prompt of every request this agent makes. */
-  systemText(toolNames: readonly string[]): string {
-    return (this.system ??=
-      this.options.system ?? systemPrompt(this.cwd, toolNames, new Date(), this.instructions.text))
+  systemText(): string {
+    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text))
   }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
@@ -242,7 +241,7 @@ export class Agent implements ToolAgent {
     const exclude = this.options.excludeTools ?? []
     const tools = this.ctx.tools.schemas(exclude)
     const request = {
-      system: this.systemText(tools.map((tool) => tool.name)),
+      system: this.systemText(),
       messages: this.session.deriveMessages(),
       tools,
       sessionId: this.id,

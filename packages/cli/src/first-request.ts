@@ -143,12 +143,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
   const content: ContentBlock[] = [{ type: 'text', text: options.prompt }]
   // As the agent builds it for a new session (Agent.step): the same fields, in the same order.
   const request: LlmRequest = {
-    system: systemPrompt(
-      cwd,
-      tools.map((tool) => tool.name),
-      new Date(),
-      instructions.text,
-    ),
+    system: systemPrompt(cwd, new Date(), instructions.text),
     messages: [{ role: 'user', content, source: 'user' }],
     tools: [...tools],
     sessionId,

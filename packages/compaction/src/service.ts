@@ -156,12 +156,7 @@ export class Compaction extends Service {
 
   private overheadChars(agent: Agent): number {
     const tools = this.ctx.tools.schemas(agent.options.excludeTools ?? [])
-    const system =
-      agent.options.system ??
-      systemPrompt(
-        agent.cwd,
-        tools.map((tool) => tool.name),
-      )
+    const system = agent.options.system ?? systemPrompt(agent.cwd)
     return system.length + JSON.stringify(tools).length
   }
 

@@ -2,14 +2,24 @@ import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { registerProviders, splitSpec } from './providers.ts'
-import { type RetryPolicy, withRetries } from './retries.ts'
+import {
+  DEFAULT_MAX_TOTAL_WAIT_MS,
+  DEFAULT_MAX_WAIT_MS,
+  type RetryNotice,
+  type RetryPolicy,
+  withRetries,
+} from './retries.ts'
+import type { ModelOverrides } from './catalog.ts'
+import type { CacheTtl } from './anthropic-cache.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter } from './types.ts'
 
 export * from './types.ts'
 export * from './scripted.ts'
 export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
-export { type RetryPolicy, withRetries } from './retries.ts'
+export { type RetryNotice, type RetryPolicy, retryText, serverWaitMs, withRetries } from './retries.ts'
+export type { ModelInfo, ModelOverrides } from './catalog.ts'
+export type { CacheTtl } from './anthropic-cache.ts'
 export { PROVIDER_NAMES } from './providers.ts'
 
 export interface ProviderOptions {
@@ -18,6 +28,10 @@ export interface ProviderOptions {
   env: Record<string, string | undefined>
   /** Longest silence of a streamed request (no headers, then no event) before it counts as dropped. */
   idleTimeoutMs?: number
+  /** The settings' `models` overrides (catalog.ts). */
+  models?: ModelOverrides
+  /** Anthropic prompt-cache lifetime (anthropic-cache.ts). */
+  promptCacheTtl?: CacheTtl
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
@@ -26,10 +40,16 @@ declare module 'cordis' {
   interface Context {
     llm: LlmService
   }
+  interface Events {
+    /** A request failed and will be sent again after `notice.waitMs`; `sessionId` is the request's. */
+    'llm/retry'(notice: RetryNotice, sessionId: string | undefined): void
+  }
 }
 
 export interface LlmServiceOptions extends RetryPolicy {
   idleTimeoutMs?: number
+  models?: ModelOverrides
+  promptCacheTtl?: CacheTtl
 }
 
 /**
@@ -40,11 +60,20 @@ export class LlmService extends Service {
   private readonly providers = new Map<string, ProviderFactory>()
   readonly retry: RetryPolicy
   readonly idleTimeoutMs: number
+  private readonly models?: ModelOverrides
+  private readonly promptCacheTtl?: CacheTtl
 
-  constructor(ctx: Context, options: LlmServiceOptions = { attempts: 3, baseDelayMs: 500 }) {
+  constructor(ctx: Context, options: LlmServiceOptions = { attempts: 6, baseDelayMs: 500 }) {
     super(ctx, 'llm', true)
-    this.retry = { attempts: options.attempts, baseDelayMs: options.baseDelayMs }
+    this.retry = {
+      attempts: options.attempts,
+      baseDelayMs: options.baseDelayMs,
+      maxWaitMs: options.maxWaitMs,
+      maxTotalWaitMs: options.maxTotalWaitMs,
+    }
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
+    this.models = options.models
+    this.promptCacheTtl = options.promptCacheTtl
     this.providers.set('scripted', (model, options) => {
       const script = loadScript(model, options.cwd)
       const window = script.contextWindow
@@ -78,8 +107,10 @@ export class LlmService extends Service {
       env: options.env ?? process.env,
       baseUrl: options.baseUrl,
       idleTimeoutMs: options.idleTimeoutMs ?? this.idleTimeoutMs,
+      models: options.models ?? this.models,
+      promptCacheTtl: options.promptCacheTtl ?? this.promptCacheTtl,
     })
-    return withRetries(adapter, this.retry)
+    return withRetries(adapter, this.retry, (notice, request) => this.ctx.emit('llm/retry', notice, request.sessionId))
   }
 }
 
@@ -87,14 +118,47 @@ export const name = 'keel-llm'
 export interface Config {
   retryAttempts: number
   retryBaseDelayMs: number
+  retryMaxWaitMs?: number
+  retryMaxTotalWaitMs?: number
   idleTimeoutMs?: number
+  promptCacheTtl?: CacheTtl
+  models?: ModelOverrides
 }
+const price = Schema.object({
+  input: Schema.number().min(0),
+  output: Schema.number().min(0),
+  cacheRead: Schema.number().min(0),
+  cacheWrite: Schema.number().min(0),
+})
 export const Config: Schema<Config> = Schema.object({
   retryAttempts: Schema.natural()
     .min(1)
-    .default(3)
-    .description('Attempts for a request that fails with 429, 5xx, a dropped connection or a stall.'),
-  retryBaseDelayMs: Schema.natural().default(500).description('First backoff delay; doubles each retry.'),
+    .default(6)
+    .description('Attempts for a request that fails with 429, 5xx, overloaded, a dropped connection or a stall.'),
+  retryBaseDelayMs: Schema.natural()
+    .default(500)
+    .description('First backoff delay when the server names no wait; doubles each retry, with jitter.'),
+  retryMaxWaitMs: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_WAIT_MS)
+    .description('Longest single wait between attempts, whatever retry-after asks for.'),
+  retryMaxTotalWaitMs: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_TOTAL_WAIT_MS)
+    .description('Longest total of the waits for one request; past it the failure is reported.'),
+  promptCacheTtl: Schema.union(['5m', '1h'] as const)
+    .default('5m')
+    .description('How long Anthropic keeps the prompt cache: 5m, or 1h (writes cost 2x input instead of 1.25x).'),
+  models: Schema.dict(
+    Schema.object({
+      contextWindow: Schema.natural().min(1),
+      maxOutput: Schema.natural().min(1),
+      vision: Boolean,
+      toolCalls: Boolean,
+      reasoning: Boolean,
+      price,
+    }),
+  ).description('Per-model overrides of the catalog, keyed "<provider>/<model>".'),
   idleTimeoutMs: Schema.natural()
     .min(1)
     .default(DEFAULT_IDLE_TIMEOUT_MS)
@@ -107,7 +171,11 @@ export function apply(ctx: Context, config: Config): void {
   ctx.plugin(LlmService, {
     attempts: config.retryAttempts,
     baseDelayMs: config.retryBaseDelayMs,
+    maxWaitMs: config.retryMaxWaitMs,
+    maxTotalWaitMs: config.retryMaxTotalWaitMs,
     idleTimeoutMs: config.idleTimeoutMs,
+    models: config.models,
+    promptCacheTtl: config.promptCacheTtl,
   })
   // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
   // provider (or the scripted model) does not pay for parsing the others.

@@ -1,6 +1,7 @@
 import type { ProviderOptions } from './index.ts'
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
-import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW } from './catalog.ts'
+import { checkedUrl, requireKey, value } from './providers.ts'
 import { LlmError } from './types.ts'
 
 interface OpenAiFlavor {
@@ -35,7 +36,16 @@ const OPENAI_FLAVORS: Record<string, OpenAiFlavor> = {
   'openai-compatible': { keyVariable: 'KEEL_API_KEY', keyRequired: false },
 }
 
-export function createOpenAiCompatible(provider: string, model: string, options: ProviderOptions): OpenAiAdapter {
+/**
+ * `serverWindow`: the context length the server itself reported (server-models.ts), for `openai-compatible`. The
+ * settings' override wins over it; with neither, OPENAI_COMPATIBLE_DEFAULT_WINDOW.
+ */
+export function createOpenAiCompatible(
+  provider: string,
+  model: string,
+  options: ProviderOptions,
+  serverWindow?: number,
+): OpenAiAdapter {
   const flavor = OPENAI_FLAVORS[provider]
   if (!flavor) throw new LlmError('config', `unknown OpenAI-compatible provider ${JSON.stringify(provider)}`)
   const base =
@@ -47,6 +57,7 @@ export function createOpenAiCompatible(provider: string, model: string, options:
       'config',
       `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`,
     )
+  const info = modelInfo(provider, model, options.models)
   return new OpenAiAdapter({
     provider,
     model,
@@ -55,7 +66,12 @@ export function createOpenAiCompatible(provider: string, model: string, options:
       ? requireKey(provider, model, flavor.keyVariable, options.env)
       : value(options.env[flavor.keyVariable]),
     keyVariable: flavor.keyVariable,
-    contextWindow: contextWindowFor(model),
+    contextWindow:
+      info.contextWindow ??
+      (provider === 'openai-compatible' ? (serverWindow ?? OPENAI_COMPATIBLE_DEFAULT_WINDOW) : undefined),
+    maxOutput: info.maxOutput,
+    price: info.price,
+    vision: info.vision ?? false,
     idleTimeoutMs: options.idleTimeoutMs,
     ...flavor.extra?.(options.env),
   })

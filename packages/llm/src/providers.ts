@@ -1,20 +1,7 @@
 import type { LlmAdapter } from './types.ts'
 import type { LlmService, ProviderOptions } from './index.ts'
+import { bounded } from './limits.ts'
 import { LlmError } from './types.ts'
-
-/** Context windows (tokens) of well-known model families, matched on the model name after any `vendor/` prefix. */
-const CONTEXT_WINDOWS: [RegExp, number][] = [
-  [/^deepseek-(chat|reasoner)\b/, 128_000],
-  [/^gpt-4\.1/, 1_047_576],
-  [/^gpt-4o/, 128_000],
-  [/^claude-/, 200_000],
-]
-
-/** Tokens the model accepts in one request, when the model is known; undefined otherwise. */
-export function contextWindowFor(model: string): number | undefined {
-  const name = model.slice(model.lastIndexOf('/') + 1).toLowerCase()
-  return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(name))?.[1]
-}
 
 export function value(text: string | undefined): string | undefined {
   const trimmed = text?.trim()
@@ -54,12 +41,21 @@ export function splitSpec(spec: string): { provider: string; model: string } | u
 export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
 
 /**
- * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions). Each
- * SDK is imported here, when its first model is created, so a start-up never parses an SDK it does not use.
+ * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions), bounded
+ * (limits.ts). Each SDK (and the model catalog) is imported here, when its first model is created, so a start-up
+ * never parses an SDK it does not use. An `openai-compatible` server is asked for its context length
+ * (server-models.ts) unless the settings name one.
  */
 export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
-  if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
-  return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
+  if (provider === 'anthropic')
+    return bounded((await import('./anthropic-provider.ts')).createAnthropic(model, options))
+  const { createOpenAiCompatible } = await import('./openai-provider.ts')
+  const adapter = createOpenAiCompatible(provider, model, options)
+  if (provider !== 'openai-compatible' || options.models?.[`${provider}/${model}`]?.contextWindow)
+    return bounded(adapter)
+  const { serverContextWindow } = await import('./server-models.ts')
+  const window = await serverContextWindow(adapter.options.baseURL, model, adapter.options.apiKey)
+  return bounded(window ? createOpenAiCompatible(provider, model, options, window) : adapter)
 }
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */

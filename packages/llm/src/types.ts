@@ -1,6 +1,7 @@
 // Messages and token usage are the session log's shapes: @keel/session owns them and this package imports them as
 // types only, from the subpath that holds nothing else, so loading an adapter never loads the session store.
 import type { AssistantMessage, Message, TokenUsage } from '@keel/session/messages'
+import type { ModelPrice } from '@keel/session/cost'
 
 /** What a model is told about one tool: exactly these three fields. */
 export interface ToolSchema {
@@ -34,6 +35,10 @@ export interface LlmAdapter {
   readonly model: string
   /** Tokens the model accepts in one request, when known. */
   readonly contextWindow?: number
+  /** Dollars per million tokens (catalog.ts), when known: the agent prices each reply with it. */
+  readonly price?: ModelPrice
+  /** False for a model that takes no images: limits.ts puts a one-line note in their place. */
+  readonly vision?: boolean
   stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk>
 }
 
@@ -44,6 +49,8 @@ export class LlmError extends Error {
     readonly kind: LlmErrorKind,
     message: string,
     readonly status?: number,
+    /** How long the server asked to wait before the next attempt (retry-after and kin), when it said. */
+    readonly retryAfterMs?: number,
   ) {
     super(message)
     this.name = 'LlmError'
