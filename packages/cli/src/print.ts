@@ -5,19 +5,37 @@ import type {} from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
+import { type CostTotal, costUsd, sessionCost } from '@keel/session/cost'
+import { retryText } from '@keel/llm/retry-text'
 import type { Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 import { rememberTools, type FirstRequest } from './first-request.ts'
 
-/** Tokens the turn's model requests reported, summed. */
-function turnUsage(events: readonly SessionEvent[], turn: number): { input: number; output: number } {
-  const usage = { input: 0, output: 0 }
-  for (const event of events) {
-    if (event.type !== 'assistant/message' || event.data.turn !== turn || !event.data.usage) continue
-    usage.input += event.data.usage.input
-    usage.output += event.data.usage.output
+/**
+ * What the turn's requests reported and cost: its own steps, its compaction summaries and its subagents, rolled up
+ * (`usage`, `costUsd`, null when no price was known) and listed (`costs`), by @keel/session/cost's arithmetic.
+ */
+function turnCost(events: readonly SessionEvent[], turn: number) {
+  const { total, parts } = sessionCost(events, { turn })
+  const tokens = (t: CostTotal) => ({
+    input: t.input,
+    output: t.output,
+    cacheRead: t.cacheRead,
+    cacheWrite: t.cacheWrite,
+  })
+  return {
+    usage: tokens(total),
+    costUsd: costUsd(total),
+    costs: parts
+      .filter((part) => part.total.requests)
+      .map((part) => ({
+        source: part.source,
+        ...(part.sessionId ? { sessionId: part.sessionId } : {}),
+        requests: part.total.requests,
+        ...tokens(part.total),
+        costUsd: costUsd(part.total),
+      })),
   }
-  return usage
 }
 
 /** A stream that stops being written to once it fails (a closed pipe, a hung-up terminal) instead of throwing. */
@@ -119,6 +137,8 @@ export async function runPrint(
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (session !== agent.session) return
     if (event.type === 'permission/decision' && event.data.decision === 'deny') denied.add(event.data.callId)
+    // A wait before a retry, in every format: an unattended run's log says why it paused.
+    if (event.type === 'model/retry') err.write(`keel: ${escapeLine(retryText(event.data))}\n`)
     // text format shows every failed result anyway; the others still owe stderr the reason for a denial.
     if (format !== 'text' && event.type === 'tool/result' && denied.has(event.data.callId)) {
       err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
@@ -168,7 +188,7 @@ export async function runPrint(
         steps: result.steps,
         toolCalls: result.toolCalls,
         todos: standingPlan(agent.session.events) ?? [],
-        usage: turnUsage(agent.session.events, result.turn),
+        ...turnCost(agent.session.events, result.turn),
         durationMs: Date.now() - started,
         model,
         instructions,

@@ -1,5 +1,8 @@
 import { ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
+import type { RetryNotice } from './retry-text.ts'
+
+export { type RetryNotice, retryText } from './retry-text.ts'
 
 export interface RetryPolicy {
   attempts: number
@@ -10,32 +13,8 @@ export interface RetryPolicy {
   maxTotalWaitMs?: number
 }
 
-/** What a waiting request tells the person: shown on stderr, the status line and the log. */
-export interface RetryNotice {
-  provider: string
-  /** `rate-limit`, `server` or `network`. */
-  kind: LlmError['kind']
-  /** The attempt about to be made (2 for the first retry) and the most there will be. */
-  attempt: number
-  attempts: number
-  waitMs: number
-  /** The failure's one-line message. */
-  message: string
-}
-
 export const DEFAULT_MAX_WAIT_MS = 60_000
 export const DEFAULT_MAX_TOTAL_WAIT_MS = 600_000
-
-/** The line every door shows for a notice: `rate limited by anthropic, retrying in 7 s (2/6)`. */
-export function retryText(notice: RetryNotice): string {
-  const why =
-    notice.kind === 'rate-limit'
-      ? `rate limited by ${notice.provider}`
-      : notice.kind === 'server'
-        ? `${notice.provider} server error`
-        : `cannot reach ${notice.provider}`
-  return `${why}, retrying in ${Math.max(1, Math.round(notice.waitMs / 1000))} s (${notice.attempt}/${notice.attempts})`
-}
 
 /**
  * How long the server asks a client to wait, from the headers of its error response, in ms; undefined when it says
@@ -141,7 +120,7 @@ export function withRetries(
           }
           const notice: RetryNotice = {
             provider: adapter.provider,
-            kind: failure.kind,
+            kind: failure.kind as RetryNotice['kind'],
             attempt: attempt + 1,
             attempts: policy.attempts,
             waitMs: Math.min(wait, maxTotal - waited),
