@@ -13,7 +13,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
-import type { LlmAdapter, LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
+import type { CacheTtl, LlmAdapter, LlmRequest, ModelOverrides, StreamChunk, ToolSchema } from '@keel/llm'
 import { createProvider, PROVIDER_NAMES, splitSpec } from '@keel/llm/providers'
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
@@ -124,7 +124,11 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
   const llm = (overrides?.llm ?? SHIPPED_COMPOSITION.find((entry) => entry.id === 'llm')!.config) as {
     retryAttempts: number
     retryBaseDelayMs: number
+    retryMaxWaitMs?: number
+    retryMaxTotalWaitMs?: number
     idleTimeoutMs: number
+    models?: ModelOverrides
+    promptCacheTtl?: CacheTtl
   }
   let adapter: LlmAdapter
   try {
@@ -133,8 +137,15 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
       env: process.env,
       baseUrl: flags['base-url'],
       idleTimeoutMs: llm.idleTimeoutMs,
+      models: llm.models,
+      promptCacheTtl: llm.promptCacheTtl,
     })
-    adapter = withRetries(made, { attempts: llm.retryAttempts, baseDelayMs: llm.retryBaseDelayMs })
+    adapter = withRetries(made, {
+      attempts: llm.retryAttempts,
+      baseDelayMs: llm.retryBaseDelayMs,
+      maxWaitMs: llm.retryMaxWaitMs,
+      maxTotalWaitMs: llm.retryMaxTotalWaitMs,
+    })
   } catch {
     return undefined // no key, a bad URL: the agent's own attempt reports it
   }

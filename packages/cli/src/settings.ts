@@ -12,6 +12,7 @@ import {
   type SettingsFile,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
+import { ModelOverridesSchema } from '@keel/llm/model-settings'
 import { closest } from '@keel/session/text'
 import { DEFAULT_MODEL, type Flags } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
@@ -34,7 +35,12 @@ const CORE_KEYS = {
   }),
   // Checked server by server with @keel/mcp's own rules below, so an error names the server and the key.
   mcpServers: Schema.dict(Schema.any()),
+  // The catalog overrides, handed to the llm plugin as its `models`.
+  models: ModelOverridesSchema,
 } satisfies Record<string, Schema>
+
+/** The composition entry that takes `models`. */
+const LLM_ENTRY = 'llm'
 
 /** The composition entry that takes `mcpServers` (as its `servers`). */
 const MCP_ENTRY = 'mcp'
@@ -98,7 +104,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     const core = CORE_KEYS[key as keyof typeof CORE_KEYS]
     if (core) {
       try {
-        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers')
+        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers' && key !== 'models')
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
       } catch (error) {
@@ -205,6 +211,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     }
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
+  }
+  if (touched.has('models')) {
+    const llm = entries.find((entry) => entry.id === LLM_ENTRY)
+    if (llm)
+      overrides[LLM_ENTRY] = {
+        ...(isObject(llm.config) ? llm.config : {}),
+        ...overrides[LLM_ENTRY],
+        models: merged.values.models,
+      }
   }
   return {
     files,

@@ -351,7 +351,13 @@ export class Compaction extends Service {
     session.append('compaction/start', { turn, reason: 'manual', before })
     this.append(session, prepared.cut, prepared.text, prepared.planSeq)
     const after = this.estimate(agent).tokens
-    session.append('compaction/end', { turn, before, after, summarised: prepared.outcome.summarised, ...prepared.billed })
+    session.append('compaction/end', {
+      turn,
+      before,
+      after,
+      summarised: prepared.outcome.summarised,
+      ...prepared.billed,
+    })
     return { ...prepared.outcome, before, after, applied: 'now' }
   }
 

@@ -10,6 +10,7 @@ import {
   withRetries,
 } from './retries.ts'
 import type { ModelOverrides } from './catalog.ts'
+import { ModelOverridesSchema } from './model-settings.ts'
 import type { CacheTtl } from './anthropic-cache.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter } from './types.ts'
@@ -124,12 +125,6 @@ export interface Config {
   promptCacheTtl?: CacheTtl
   models?: ModelOverrides
 }
-const price = Schema.object({
-  input: Schema.number().min(0),
-  output: Schema.number().min(0),
-  cacheRead: Schema.number().min(0),
-  cacheWrite: Schema.number().min(0),
-})
 export const Config: Schema<Config> = Schema.object({
   retryAttempts: Schema.natural()
     .min(1)
@@ -149,16 +144,7 @@ export const Config: Schema<Config> = Schema.object({
   promptCacheTtl: Schema.union(['5m', '1h'] as const)
     .default('5m')
     .description('How long Anthropic keeps the prompt cache: 5m, or 1h (writes cost 2x input instead of 1.25x).'),
-  models: Schema.dict(
-    Schema.object({
-      contextWindow: Schema.natural().min(1),
-      maxOutput: Schema.natural().min(1),
-      vision: Boolean,
-      toolCalls: Boolean,
-      reasoning: Boolean,
-      price,
-    }),
-  ).description('Per-model overrides of the catalog, keyed "<provider>/<model>".'),
+  models: ModelOverridesSchema,
   idleTimeoutMs: Schema.natural()
     .min(1)
     .default(DEFAULT_IDLE_TIMEOUT_MS)

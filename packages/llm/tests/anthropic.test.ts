@@ -278,6 +278,8 @@ describe('Anthropic adapter against the fake server', () => {
   })
 
   it("takes a Claude model's 1M context window from the catalog", () => {
-    expect(createAnthropic('claude-opus-5', { env: { ANTHROPIC_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(1_000_000)
+    expect(createAnthropic('claude-opus-5', { env: { ANTHROPIC_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(
+      1_000_000,
+    )
   })
 })
