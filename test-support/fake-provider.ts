@@ -244,7 +244,7 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
     closed = true
   })
   const write = (text: string) => new Promise<void>((done) => res.write(text, () => done()))
-  const all = reply.hang ? events.content : [...events.content, ...events.tail]
+  const all = reply.hang || reply.endless ? events.content : [...events.content, ...events.tail]
   const limit = Math.min(reply.disconnectAfter ?? Infinity, reply.stallAfter ?? Infinity)
   if (reply.stallAfter === 0) res.flushHeaders()
   if (reply.firstTokenMs) {

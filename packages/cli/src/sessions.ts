@@ -34,7 +34,8 @@ export function listSessions(ctx: Context, flags: Flags): string {
   }
   const priced = (summary: SessionSummary) => {
     const cost = costOf(summary.id)
-    return cost?.total.requests ? `  ${costText(cost.total)}` : ''
+    // A free run (a scripted model) says nothing here; `sessions show` has the whole figure.
+    return cost?.total.requests && (cost.total.usd > 0 || cost.total.unpriced) ? `  ${costText(cost.total)}` : ''
   }
   if (flags.json)
     return terminalJson(
