@@ -4,7 +4,7 @@ import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummar
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type {} from '@keel/subagent' // the subagent/end event
-import { costBreakdown, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
+import { costBreakdown, costLabel, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './args.ts'
 
@@ -35,7 +35,8 @@ export function listSessions(ctx: Context, flags: Flags): string {
   const priced = (summary: SessionSummary) => {
     const cost = costOf(summary.id)
     // A free run (a scripted model) says nothing here; `sessions show` has the whole figure.
-    return cost?.total.requests && (cost.total.usd > 0 || cost.total.unpriced) ? `  ${costText(cost.total)}` : ''
+    const label = cost && costLabel(cost.total)
+    return label ? `  ${label}` : ''
   }
   if (flags.json)
     return terminalJson(

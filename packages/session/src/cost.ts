@@ -126,6 +126,14 @@ export function costText(total: CostTotal): string {
   return total.unpriced ? `${base} + ${total.unpriced} unpriced request${total.unpriced === 1 ? '' : 's'}` : base
 }
 
+/**
+ * The figure for a status line or a list, where a free run (a scripted model) or one with no requests says
+ * nothing: undefined then, else `costText`.
+ */
+export function costLabel(total: CostTotal): string | undefined {
+  return total.requests && (total.usd > 0 || total.unpriced) ? costText(total) : undefined
+}
+
 /** The breakdown, one short line per part: `model $0.40 · compaction $0.01 · subagent 3f2a… $0.02`. */
 export function costBreakdown(cost: SessionCost): string {
   return cost.parts

@@ -1,5 +1,5 @@
 import { useSyncExternalStore } from 'react'
-import { costText } from '@keel/session/cost'
+import { costLabel } from '@keel/session/cost'
 import type { ConversationStore } from '../store.ts'
 
 /** 12345 → "12.3k", 1234567 → "1.23M". */
@@ -35,9 +35,9 @@ export function UsageBadge({ store }: { store: ConversationStore }) {
           {compactCount(usage.total)} tok
         </span>
       )}
-      {usage.cost && usage.cost.requests > 0 && (
+      {usage.cost && costLabel(usage.cost) && (
         <span className="usage-cost" data-testid="usage-cost">
-          {costText(usage.cost)}
+          {costLabel(usage.cost)}
         </span>
       )}
       {share !== undefined && (
