@@ -52,8 +52,14 @@ export interface FakeReply {
   chunkSize?: number
   /** OpenAI only: send all tool-call starts first, then interleave their argument fragments round-robin. */
   interleave?: boolean
-  /** Token usage to report (default: rough estimates). */
-  usage?: { input: number; output: number; cacheRead?: number }
+  /** Token usage to report (default: rough estimates). `input` is the whole prompt, cache reads and writes included. */
+  usage?: FakeUsage
+  /** Extra response headers (with `status`: `retry-after`, `retry-after-ms`, the rate-limit reset headers). */
+  headers?: Record<string, string>
+  /** OpenAI only: after the content, an error inside the 200 stream (`data: {"error": …}`), and no finish. */
+  streamError?: { message: string; type?: string; code?: string }
+  /** After the content, stream text deltas of this many characters without end, until the client goes away. */
+  endless?: number
   /** Override the finish reason (OpenAI: stop | length | tool_calls; Anthropic: end_turn | max_tokens | tool_use). */
   finish?: string
   /** Drop the connection (socket destroyed) after this many SSE events have been written. */
@@ -73,6 +79,13 @@ export interface FakeReply {
   firstTokenMs?: number
 }
 
+interface FakeUsage {
+  input: number
+  output: number
+  cacheRead?: number
+  cacheWrite?: number
+}
+
 interface RecordedRequest {
   method: string
   path: string
@@ -88,12 +101,16 @@ export interface FakeProvider {
   url: string
   requests: RecordedRequest[]
   replies: FakeReply[]
+  /** `GET /v1/models` calls, kept apart from `requests` (which are the model requests). */
+  listings: number
   close(): Promise<void>
 }
 
 export interface FakeProviderOptions {
   /** Accept what the real APIs reject (for tests about something else that send hand-made history). */
   lenient?: boolean
+  /** `GET /v1/models` answers `{ object: 'list', data: models }` (vLLM-style entries); without it, 404. */
+  models?: object[]
 }
 
 export async function startFakeProvider(
@@ -120,6 +137,12 @@ export async function startFakeProvider(
         /* keep the raw text */
       }
       const path = (req.url ?? '/').split('?')[0]!
+      if (req.method === 'GET' && path === '/v1/models') {
+        fake.listings++
+        if (!options.models) return sendError(res, 'openai', 404, 'fake provider: no model list')
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ object: 'list', data: options.models }))
+      }
       requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
       const flavor =
         req.method !== 'POST'
@@ -137,8 +160,16 @@ export async function startFakeProvider(
       const reply = replies.shift()
       const n = ++served
       if (!reply) return sendError(res, flavor, 400, `fake provider: script exhausted (request ${n})`)
+      const rejected = flavor === 'anthropic' ? anthropicCacheRule(body) : undefined
+      if (rejected) return sendError(res, flavor, 400, rejected)
       if (reply.status)
-        return sendError(res, flavor, reply.status, reply.error ?? `fake provider: status ${reply.status}`)
+        return sendError(
+          res,
+          flavor,
+          reply.status,
+          reply.error ?? `fake provider: status ${reply.status}`,
+          reply.headers,
+        )
       if (reply.stallBeforeHeaders) return // the request is read; no byte of an answer follows
       const events =
         flavor === 'openai'
@@ -151,21 +182,61 @@ export async function startFakeProvider(
   })
   await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready))
   const { port } = server.address() as AddressInfo
-  return {
+  const fake: FakeProvider = {
     url: `http://127.0.0.1:${port}`,
     requests,
     replies,
+    listings: 0,
     close: () =>
       new Promise<void>((done) => {
         server.closeAllConnections()
         server.close(() => done())
       }),
   }
+  return fake
 }
 
 type Flavor = 'openai' | 'responses' | 'anthropic'
 
-function sendError(res: ServerResponse, flavor: Flavor, status: number, message: string): void {
+/**
+ * The Messages API's prompt-caching rules (https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
+ * at most 4 blocks carry `cache_control` ("A maximum of 4 blocks with cache_control may be provided. Found N."),
+ * its `type` is "ephemeral" and its `ttl` "5m" or "1h", a 1h breakpoint never follows a 5m one in render order
+ * (tools → system → messages), and thinking blocks cannot carry one ("Thinking blocks cannot be marked with
+ * cache_control directly"). Returns the error message, or undefined when the body keeps them.
+ */
+function anthropicCacheRule(body: unknown): string | undefined {
+  const b = (body ?? {}) as { tools?: unknown[]; system?: unknown; messages?: { content?: unknown }[] }
+  const blocks: Record<string, unknown>[] = []
+  for (const tool of b.tools ?? []) blocks.push(tool as Record<string, unknown>)
+  if (Array.isArray(b.system)) blocks.push(...(b.system as Record<string, unknown>[]))
+  for (const message of b.messages ?? [])
+    if (Array.isArray(message.content)) blocks.push(...(message.content as Record<string, unknown>[]))
+  const marked = blocks.filter((block) => block.cache_control !== undefined)
+  if (marked.length > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${marked.length}.`
+  let short = false
+  for (const block of marked) {
+    const control = block.cache_control as { type?: unknown; ttl?: unknown }
+    if (control?.type !== 'ephemeral') return `cache_control.type: Input should be 'ephemeral'`
+    if (control.ttl !== undefined && control.ttl !== '5m' && control.ttl !== '1h')
+      return `cache_control.ttl: Input should be '5m' or '1h'`
+    if (block.type === 'thinking' || block.type === 'redacted_thinking')
+      return 'Thinking blocks cannot be marked with cache_control directly'
+    const ttl = control.ttl ?? '5m'
+    if (ttl === '1h' && short)
+      return 'a ttl="1h" cache_control block must not come after a ttl="5m" cache_control block'
+    if (ttl === '5m') short = true
+  }
+  return undefined
+}
+
+function sendError(
+  res: ServerResponse,
+  flavor: Flavor,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const body =
     flavor !== 'anthropic'
       ? {
@@ -177,7 +248,7 @@ function sendError(res: ServerResponse, flavor: Flavor, status: number, message:
           },
         }
       : { type: 'error', error: { type: anthropicErrorType(status), message } }
-  res.writeHead(status, { 'content-type': 'application/json' })
+  res.writeHead(status, { ...headers, 'content-type': 'application/json' })
   res.end(JSON.stringify(body))
 }
 
@@ -198,7 +269,7 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
     closed = true
   })
   const write = (text: string) => new Promise<void>((done) => res.write(text, () => done()))
-  const all = reply.hang ? events.content : [...events.content, ...events.tail]
+  const all = reply.hang || reply.endless ? events.content : [...events.content, ...events.tail]
   const limit = Math.min(reply.disconnectAfter ?? Infinity, reply.stallAfter ?? Infinity)
   if (reply.stallAfter === 0) res.flushHeaders()
   if (reply.firstTokenMs) {
@@ -211,6 +282,11 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
     await write(event)
   }
   if (closed) return
+  if (reply.endless) {
+    const piece = events.endless(reply.endless)
+    while (!closed) await write(piece)
+    return
+  }
   if (reply.stallAfter !== undefined) return // silent, left open until the client goes away (or close())
   if (reply.disconnectAfter !== undefined) {
     // Let the written bytes reach the client, then cut the connection without ending the chunked body.
@@ -226,6 +302,8 @@ async function stream(res: ServerResponse, events: SseEvents, reply: FakeReply):
 interface SseEvents {
   content: string[]
   tail: string[]
+  /** One text delta of `n` characters, for `endless`. */
+  endless: (n: number) => string
 }
 
 /** Word-sized pieces, so text streams like a real reply. */
@@ -243,7 +321,7 @@ function argumentsText(call: FakeToolCall): string {
   return typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {})
 }
 
-function usageOf(reply: FakeReply, body: unknown): { input: number; output: number; cacheRead?: number } {
+function usageOf(reply: FakeReply, body: unknown): FakeUsage {
   if (reply.usage) return reply.usage
   const produced =
     (reply.reasoning ?? '').length + (reply.text ?? '').length + JSON.stringify(reply.toolCalls ?? []).length
@@ -317,6 +395,12 @@ function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number, issued: Iss
   } else {
     for (const call of calls) events.push(call.start, ...call.parts)
   }
+  if (reply.streamError)
+    return {
+      content: [...events, data({ error: reply.streamError })],
+      tail: [],
+      endless: (k) => delta({ content: 'x'.repeat(k) }),
+    }
   const tail = [delta({}, reply.finish ?? (calls.length ? 'tool_calls' : 'stop'))]
   if (body?.stream_options?.include_usage) {
     const usage = usageOf(reply, body)
@@ -334,7 +418,7 @@ function openaiEvents(reply: FakeReply, body: OpenAiBody, n: number, issued: Iss
     )
   }
   tail.push('data: [DONE]\n\n')
-  return { content: events, tail }
+  return { content: events, tail, endless: (k) => delta({ content: 'x'.repeat(k) }) }
 }
 
 function anthropicEvents(reply: FakeReply, body: unknown, n: number, issued: Issued): SseEvents {
@@ -352,9 +436,9 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number, issued: Iss
         stop_reason: null,
         stop_sequence: null,
         usage: {
-          input_tokens: usage.input - (usage.cacheRead ?? 0),
+          input_tokens: usage.input - (usage.cacheRead ?? 0) - (usage.cacheWrite ?? 0),
           cache_read_input_tokens: usage.cacheRead ?? 0,
-          cache_creation_input_tokens: 0,
+          cache_creation_input_tokens: usage.cacheWrite ?? 0,
           output_tokens: 1,
         },
       },
@@ -410,7 +494,9 @@ function anthropicEvents(reply: FakeReply, body: unknown, n: number, issued: Iss
     }),
     event('message_stop', {}),
   ]
-  return { content: events, tail }
+  const endless = (k: number) =>
+    event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'x'.repeat(k) } })
+  return { content: events, tail, endless }
 }
 
 type AnthropicThinking =
@@ -660,5 +746,17 @@ function responsesEvents(reply: FakeReply, body: ResponsesBody, n: number, issue
       total_tokens: usage.input + usage.output,
     },
   }
-  return { content: events, tail: [event(cut ? 'response.incomplete' : 'response.completed', { response: final })] }
+  // `endless`: text deltas without end, as a stream that never finishes would send them.
+  const endless = (k: number) =>
+    event('response.output_text.delta', {
+      item_id: 'msg_endless',
+      output_index: 0,
+      content_index: 0,
+      delta: 'x'.repeat(k),
+    })
+  return {
+    content: events,
+    tail: [event(cut ? 'response.incomplete' : 'response.completed', { response: final })],
+    endless,
+  }
 }

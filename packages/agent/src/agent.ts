@@ -14,6 +14,8 @@ import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
 import { PromptQueue, type QueueKind, type QueuedPrompt } from './queue.ts'
+import type {} from './retry-notice.ts' // the model/retry event
+import { requestCost } from '@keel/session/cost'
 
 export type AgentStatus = 'idle' | 'running' | 'disposed'
 
@@ -111,9 +113,8 @@ export class Agent implements ToolAgent {
   }
 
   /** The system prompt of every request this agent makes. */
-  systemText(toolNames: readonly string[]): string {
-    return (this.system ??=
-      this.options.system ?? systemPrompt(this.cwd, toolNames, new Date(), this.instructions.text))
+  systemText(): string {
+    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text))
   }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
@@ -289,7 +290,7 @@ export class Agent implements ToolAgent {
     const exclude = this.options.excludeTools ?? []
     const tools = this.ctx.tools.schemas(exclude)
     const request = {
-      system: this.systemText(tools.map((tool) => tool.name)),
+      system: this.systemText(),
       messages: this.session.deriveMessages(),
       tools,
       sessionId: this.id,
@@ -297,6 +298,10 @@ export class Agent implements ToolAgent {
     }
     this.ctx.emit('agent/request', this, request)
     const assembler = new MessageAssembler()
+    // A wait before a retry of this request goes on the log, so every door can say why nothing streams.
+    const offRetry = this.ctx.on('llm/retry', (notice, sessionId) => {
+      if (sessionId === this.id) this.session.append('model/retry', { turn, step, ...notice })
+    })
     try {
       for await (const chunk of this.model.stream(request, signal)) {
         assembler.push(chunk)
@@ -318,15 +323,25 @@ export class Agent implements ToolAgent {
         return 'aborted'
       }
       throw error
+    } finally {
+      offRetry()
     }
     const message = assembler.message()
     const calls = toolCallsOf(message)
     // Rewritten in the message itself, before it is logged: the model then sees its calls and their results under the
     // same ids, and no two results ever share one (strict providers reject that, and the log would be ambiguous).
     for (const [i, call] of calls.entries()) call.id = this.uniqueCallId(call.id || `call_${turn}_${step}_${i}`)
+    const usage = assembler.usage
+    const price = this.model.price
     this.session.append(
       'assistant/message',
-      { turn, step, message, ...(assembler.usage ? { usage: assembler.usage } : {}) },
+      {
+        turn,
+        step,
+        message,
+        ...(usage ? { usage } : {}),
+        ...(usage && price ? { costUsd: requestCost(usage, price) } : {}),
+      },
       { surfaceOp: { op: 'append' } },
     )
     const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')

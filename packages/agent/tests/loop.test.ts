@@ -214,12 +214,15 @@ describe('the agent loop', () => {
     expect(request.sessionId).toBe(agent.id)
   })
 
-  test('the system prompt is short and names the cwd and the tools', async () => {
+  test('the system prompt is short and names the cwd; the tools are in the request, not frozen into the prompt', async () => {
     keel = await makeKeel({ steps: [{ text: 'hi' }] })
     await keel.agent().prompt('hi')
     const system = keel.model.requests[0]!.system
     expect(system).toContain(keel.cwd)
-    expect(system).toContain('bash, todo_write')
+    expect(system).not.toContain('todo_write')
+    expect(keel.model.requests[0]!.tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['bash', 'todo_write']),
+    )
     expect(system.length).toBeLessThan(800)
   })
 })

@@ -8,7 +8,7 @@ export const DEFAULT_COMPOSITION = shipped('packages/cli/keel.yml')
 
 export const SHIPPED_COMPOSITION: readonly EntryOptions[] = [
   { id: 'session', name: '@keel/session' },
-  { id: 'llm', name: '@keel/llm', config: { retryAttempts: 3, retryBaseDelayMs: 500, idleTimeoutMs: 90000 } },
+  { id: 'llm', name: '@keel/llm', config: { retryAttempts: 6, retryBaseDelayMs: 500, idleTimeoutMs: 90000 } },
   { id: 'tools', name: '@keel/tools' },
   { id: 'agent', name: '@keel/agent', config: { maxSteps: 200 } },
   { id: 'sandbox', name: '@keel/sandbox', config: { allowedDomains: [] } },

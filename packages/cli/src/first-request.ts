@@ -13,7 +13,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
-import type { LlmAdapter, LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
+import type { CacheTtl, LlmAdapter, LlmRequest, ModelSettings, StreamChunk, ToolSchema } from '@keel/llm'
 import { createProvider, PROVIDER_NAMES, reasoningFor, splitSpec } from '@keel/llm/providers'
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
@@ -124,8 +124,11 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
   const llm = (overrides?.llm ?? SHIPPED_COMPOSITION.find((entry) => entry.id === 'llm')!.config) as {
     retryAttempts: number
     retryBaseDelayMs: number
+    retryMaxWaitMs?: number
+    retryMaxTotalWaitMs?: number
     idleTimeoutMs: number
-    models?: Parameters<typeof reasoningFor>[0]
+    models?: ModelSettings
+    promptCacheTtl?: CacheTtl
   }
   let adapter: LlmAdapter
   try {
@@ -135,8 +138,15 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
       baseUrl: flags['base-url'],
       idleTimeoutMs: llm.idleTimeoutMs,
       reasoning: reasoningFor(llm.models, spec),
+      models: llm.models,
+      promptCacheTtl: llm.promptCacheTtl,
     })
-    adapter = withRetries(made, { attempts: llm.retryAttempts, baseDelayMs: llm.retryBaseDelayMs })
+    adapter = withRetries(made, {
+      attempts: llm.retryAttempts,
+      baseDelayMs: llm.retryBaseDelayMs,
+      maxWaitMs: llm.retryMaxWaitMs,
+      maxTotalWaitMs: llm.retryMaxTotalWaitMs,
+    })
   } catch {
     return undefined // no key, a bad URL: the agent's own attempt reports it
   }
@@ -145,12 +155,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
   const content: ContentBlock[] = [{ type: 'text', text: options.prompt }]
   // As the agent builds it for a new session (Agent.step): the same fields, in the same order.
   const request: LlmRequest = {
-    system: systemPrompt(
-      cwd,
-      tools.map((tool) => tool.name),
-      new Date(),
-      instructions.text,
-    ),
+    system: systemPrompt(cwd, new Date(), instructions.text),
     messages: [{ role: 'user', content, source: 'user' }],
     tools: [...tools],
     sessionId,

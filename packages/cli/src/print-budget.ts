@@ -1,13 +1,24 @@
-// --max-budget-usd: what the run has cost so far, in US dollars, from the tokens its model requests reported.
-import type { TokenUsage } from '@keel/session'
+// --max-budget-usd: what the run has cost so far, in US dollars. Every model reply and compaction summary is priced
+// on the log as it is written (`costUsd`, from the catalog's price for the model: @keel/session/cost), in the print
+// session and in its subagents' sessions alike; this adds them up as they arrive.
+import type { SessionEvent } from '@keel/session'
+import type {} from '@keel/compaction' // the compaction/end event
 
-/**
- * The cost of these requests on `model` (`<provider>/<model>`), or undefined when no price is known for it.
- * No prices are known yet: the model catalog with per-token prices is another change, and this is the one place to
- * connect it. Until then a budget is parsed, checked and reported, but never reached (print.ts says so on stderr).
- */
-export function costOfRunSoFar(model: string, usages: readonly TokenUsage[]): number | undefined {
-  void model
-  void usages
-  return undefined
+export class RunCost {
+  private usd = 0
+  private priced = false
+
+  /** Counts a reply or a summary that carries its dollars; every other event is passed over. */
+  observe(event: SessionEvent): void {
+    if (event.type !== 'assistant/message' && event.type !== 'compaction/end') return
+    const cost = (event.data as { costUsd?: unknown }).costUsd
+    if (typeof cost !== 'number' || !Number.isFinite(cost)) return
+    this.usd += cost
+    this.priced = true
+  }
+
+  /** Dollars so far, or undefined while no request had a known price. */
+  get total(): number | undefined {
+    return this.priced ? this.usd : undefined
+  }
 }

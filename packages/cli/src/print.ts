@@ -1,29 +1,50 @@
 import type { Context } from 'cordis'
 import type { AgentDelta, TurnResult } from '@keel/agent'
-import { escapeControls, escapeLine, textOf, type SessionEvent, type TokenUsage } from '@keel/session'
+import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
 import { summarize } from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
+import { addTotal, type CostTotal, costUsd, emptyCost, sessionCost } from '@keel/session/cost'
+import { retryText } from '@keel/llm/retry-text'
 import type { Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 import { rememberTools, type FirstRequest } from './first-request.ts'
 import { assistantText, finalAnswer, isInterim, transcriptOf } from './print-answer.ts'
-import { costOfRunSoFar } from './print-budget.ts'
+import { RunCost } from './print-budget.ts'
 import { Denials } from './print-denials.ts'
 import type { PrintLimits } from './print-limits.ts'
 import { DENIAL_EXIT_CODE, endLine, EXIT_CODES, type PrintReason } from './print-outcome.ts'
 import type { OutputSchema } from './print-schema.ts'
 
-/** Tokens the turns' model requests reported, summed. */
-function turnUsage(events: readonly SessionEvent[], turns: readonly number[]): { input: number; output: number } {
-  const usage = { input: 0, output: 0 }
-  for (const event of events) {
-    if (event.type !== 'assistant/message' || !turns.includes(event.data.turn) || !event.data.usage) continue
-    usage.input += event.data.usage.input
-    usage.output += event.data.usage.output
+/**
+ * What the turns' requests reported and cost: their own steps, their compaction summaries and their subagents, rolled
+ * up (`usage`, `costUsd`, null when no price was known) and listed (`costs`), by @keel/session/cost's arithmetic.
+ */
+function turnCost(events: readonly SessionEvent[], turns: readonly number[]) {
+  const all = turns.map((turn) => sessionCost(events, { turn }))
+  const total = emptyCost()
+  for (const cost of all) addTotal(total, cost.total)
+  const parts = all.flatMap((cost) => cost.parts)
+  const tokens = (t: CostTotal) => ({
+    input: t.input,
+    output: t.output,
+    cacheRead: t.cacheRead,
+    cacheWrite: t.cacheWrite,
+  })
+  return {
+    usage: tokens(total),
+    costUsd: costUsd(total),
+    costs: parts
+      .filter((part) => part.total.requests)
+      .map((part) => ({
+        source: part.source,
+        ...(part.sessionId ? { sessionId: part.sessionId } : {}),
+        requests: part.total.requests,
+        ...tokens(part.total),
+        costUsd: costUsd(part.total),
+      })),
   }
-  return usage
 }
 
 /** A stream that stops being written to once it fails (a closed pipe, a hung-up terminal) instead of throwing. */
@@ -147,9 +168,9 @@ export async function runPrint(
   }
 
   // The budget is checked against what the run's requests (subagents' too) have cost once each one is logged.
-  const usages: TokenUsage[] = []
+  const spent = new RunCost()
   const budget = limits.maxBudgetUsd
-  if (budget !== undefined && costOfRunSoFar(model, usages) === undefined)
+  if (budget !== undefined && !agent.model.price)
     warn(`--max-budget-usd: no price is known for ${model}, so the budget of $${budget} cannot be checked`)
   // A denial is summed up as the person would have been asked about it (the summary of an ask).
   const denials = new Denials(agent.id, (tool, args) => {
@@ -158,12 +179,11 @@ export async function runPrint(
   })
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (!denials.observe(session, event)) return
-    if (event.type === 'assistant/message' && event.data.usage && budget !== undefined) {
-      usages.push(event.data.usage)
-      const cost = costOfRunSoFar(model, usages)
-      if (cost !== undefined && cost >= budget) stop('budget')
-    }
+    spent.observe(event)
+    if (budget !== undefined && (spent.total ?? 0) >= budget) stop('budget')
     if (session !== agent.session) return
+    // A wait before a retry, in every format: an unattended run's log says why it paused.
+    if (event.type === 'model/retry') err.write(`keel: ${escapeLine(retryText(event.data))}\n`)
     // text format shows every failed result anyway; the others still owe stderr the reason for a denial.
     if (format !== 'text' && event.type === 'tool/result' && denials.has(session, event.data.callId)) {
       err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
@@ -216,7 +236,6 @@ export async function runPrint(
           err.write(`${escapeControls(assistantText(last))}\n`)
       }
     }
-    const cost = budget !== undefined ? costOfRunSoFar(model, usages) : undefined
     if (format === 'json' || format === 'stream-json') {
       // One shape for both: the json output, and the closing `result` line of stream-json (see the README contract).
       const summary = {
@@ -233,8 +252,7 @@ export async function runPrint(
         toolCalls: results.reduce((sum, turn) => sum + turn.toolCalls, 0),
         requests,
         todos: standingPlan(events) ?? [],
-        usage: turnUsage(events, turns),
-        ...(cost !== undefined ? { costUsd: cost } : {}),
+        ...turnCost(events, turns),
         durationMs: Date.now() - started,
         model,
         instructions,

@@ -3,6 +3,8 @@ import type {} from '@keel/checkpoint' // the checkpoint/* log events
 import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
+import type {} from '@keel/subagent' // the subagent/end event
+import { costBreakdown, costLabel, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './args.ts'
 
@@ -18,7 +20,32 @@ function when(ms: number): string {
 /** `keel sessions list`: top-level sessions newest first, each followed by its children. */
 export function listSessions(ctx: Context, flags: Flags): string {
   const all = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
-  if (flags.json) return terminalJson(all, 2)
+  // Each log is read whole for its dollars; one that cannot be read has none to show.
+  const costs = new Map<string, SessionCost | undefined>()
+  const costOf = (id: string) => {
+    if (!costs.has(id)) {
+      try {
+        costs.set(id, sessionCost(ctx.sessions.read(id).events))
+      } catch {
+        costs.set(id, undefined)
+      }
+    }
+    return costs.get(id)
+  }
+  const priced = (summary: SessionSummary) => {
+    const cost = costOf(summary.id)
+    // A free run (a scripted model) says nothing here; `sessions show` has the whole figure.
+    const label = cost && costLabel(cost.total)
+    return label ? `  ${label}` : ''
+  }
+  if (flags.json)
+    return terminalJson(
+      all.map((summary) => {
+        const cost = costOf(summary.id)
+        return cost?.total.requests ? { ...summary, costUsd: costUsd(cost.total) } : summary
+      }),
+      2,
+    )
   if (!all.length)
     return flags.all ? 'No sessions yet.' : `No sessions in ${safe(workingDirectory(flags))} (try --all).`
   // Subagents under their parent, forks under the session they branched from.
@@ -34,7 +61,7 @@ export function listSessions(ctx: Context, flags: Flags): string {
   const lines: string[] = []
   const known = new Set(all.map((summary) => summary.id))
   const line = (summary: SessionSummary, indent: string) =>
-    `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
+    `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${priced(summary)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
   const walk = (summary: SessionSummary, indent: string) => {
     lines.push(line(summary, indent))
     for (const child of children.get(summary.id) ?? []) walk(child, indent + (child.forkedFrom ? '  ⑂ ' : '  └ '))
@@ -53,12 +80,19 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
   const { header, events, path } = ctx.sessions.read(id)
   const todos = path ? standingPlanFromFile(path).todos : null
   if (flags.markdown) return todos ? planMarkdown(todos) : '_No plan stands in this session._'
-  if (flags.json) return terminalJson({ header, path, events: events.length, todos }, 2)
+  const cost = sessionCost(events)
+  if (flags.json)
+    return terminalJson(
+      { header, path, events: events.length, todos, costUsd: cost.total.requests ? costUsd(cost.total) : null },
+      2,
+    )
   const lines = [`Session ${safe(header.id)}`, `  cwd      ${safe(header.cwd)}`, `  created  ${when(header.createdAt)}`]
   if (header.parent) lines.push(`  parent   ${safe(header.parent.sessionId)} (call ${safe(header.parent.callId)})`)
   if (header.forkedFrom)
     lines.push(`  forked   from ${safe(header.forkedFrom.sessionId)} at seq ${safe(header.forkedFrom.seq)}`)
-  lines.push(`  events   ${events.length}`, '')
+  lines.push(`  events   ${events.length}`)
+  if (cost.total.requests) lines.push(`  cost     ${costText(cost.total)} (${costBreakdown(cost)})`)
+  lines.push('')
   for (const event of events) {
     const line = describe(event)
     if (line) lines.push(line)

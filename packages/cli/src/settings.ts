@@ -16,6 +16,7 @@ import {
   type TrustState,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
+import { ModelSettingsSchema } from '@keel/llm/model-settings'
 import { closest } from '@keel/session/text'
 import { REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
@@ -47,7 +48,12 @@ const CORE_KEYS = {
     maxBudgetUsd: Schema.number(),
     failOnDenial: Schema.boolean(),
   }),
+  // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
+  models: ModelSettingsSchema,
 } satisfies Record<string, Schema>
+
+/** The composition entry that takes `models`. */
+const LLM_ENTRY = 'llm'
 
 /** The composition entry that takes `mcpServers` (as its `servers`). */
 const MCP_ENTRY = 'mcp'
@@ -116,7 +122,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     const core = CORE_KEYS[key as keyof typeof CORE_KEYS]
     if (core) {
       try {
-        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers')
+        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers' && key !== 'models')
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
       } catch (error) {
@@ -198,12 +204,12 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   if (flags.effort) {
     // The flag is the chosen model's setting for this run, shown and applied like one from a file.
     const models = { [merged.values.model as string]: { reasoningEffort: flags.effort } }
-    layers.push({ source: 'flag --effort', values: { llm: { models } } })
+    layers.push({ source: 'flag --effort', values: { models } })
     merged = mergeLayers(layers)
   }
   merged.sources.model = merged.sources.model === `default (${composition})` ? 'default' : merged.sources.model!
   const overrides: Record<string, Record<string, unknown>> = {}
-  const touched = new Set([...files.flatMap((file) => Object.keys(file.data)), ...(flags.effort ? ['llm'] : [])])
+  const touched = new Set([...files.flatMap((file) => Object.keys(file.data)), ...(flags.effort ? ['models'] : [])])
   for (const entry of entries) {
     if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id]))
       overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>
@@ -243,6 +249,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     }
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
+  }
+  if (touched.has('models')) {
+    const llm = entries.find((entry) => entry.id === LLM_ENTRY)
+    if (llm)
+      overrides[LLM_ENTRY] = {
+        ...(isObject(llm.config) ? llm.config : {}),
+        ...overrides[LLM_ENTRY],
+        models: merged.values.models,
+      }
   }
   return {
     files,

@@ -22,7 +22,7 @@ async function start(options: Parameters<typeof boot>[0] = {}): Promise<Context>
 function modelView(ctx: Context) {
   const tools = ctx.tools.schemas()
   const agent = ctx.agents.create({ cwd: process.cwd(), model: new ScriptedAdapter({ steps: [] }), persist: false })
-  return { tools, system: agent.systemText(tools.map((tool) => tool.name)) }
+  return { tools, system: agent.systemText() }
 }
 
 describe('the shipped composition', () => {

@@ -1,6 +1,8 @@
 import { type Context, Service } from 'cordis'
 import { systemPrompt, type Agent } from '@keel/agent'
 import { errorLine, type Session, type SessionEvent } from '@keel/session'
+import { requestCost } from '@keel/session/cost'
+import type { TokenUsage } from '@keel/session/messages'
 import { chooseCut, type Cut } from './cut.ts'
 import { charsToTokens, estimateContext, messageChars, type ContextEstimate } from './estimate.ts'
 import { planToCarry } from './plan.ts'
@@ -29,7 +31,11 @@ interface Prepared {
   text: string
   planSeq: number | undefined
   outcome: CompactionOutcome
+  billed: Billed
 }
+
+/** What the summary request reported and cost, for `compaction/end`. */
+type Billed = { usage?: TokenUsage; costUsd?: number }
 
 interface AgentState {
   /** A manual compaction asked for mid-turn: the next request boundary runs it. */
@@ -156,12 +162,7 @@ export class Compaction extends Service {
 
   private overheadChars(agent: Agent): number {
     const tools = this.ctx.tools.schemas(agent.options.excludeTools ?? [])
-    const system =
-      agent.options.system ??
-      systemPrompt(
-        agent.cwd,
-        tools.map((tool) => tool.name),
-      )
+    const system = agent.options.system ?? systemPrompt(agent.cwd)
     return system.length + JSON.stringify(tools).length
   }
 
@@ -258,7 +259,7 @@ export class Compaction extends Service {
     const plan = planToCarry(session.events)
     let outcome: CompactionOutcome
     try {
-      const summary = await this.summarise(
+      const { text: summary, billed } = await this.summarise(
         agent,
         cut,
         plan !== null,
@@ -274,7 +275,13 @@ export class Compaction extends Service {
         summarised: cut.messages.length,
         applied: 'now',
       }
-      session.append('compaction/end', { turn, before, after: outcome.after, summarised: outcome.summarised })
+      session.append('compaction/end', {
+        turn,
+        before,
+        after: outcome.after,
+        summarised: outcome.summarised,
+        ...billed,
+      })
     } catch (error) {
       outcome = {
         ok: false,
@@ -302,7 +309,12 @@ export class Compaction extends Service {
     const plan = planToCarry(session.events)
     let outcome: CompactionOutcome
     try {
-      const summary = await this.summarise(agent, cut, plan !== null, signal ?? new AbortController().signal)
+      const { text: summary, billed } = await this.summarise(
+        agent,
+        cut,
+        plan !== null,
+        signal ?? new AbortController().signal,
+      )
       const text = summaryText(summary, plan?.todos ?? null)
       let chars = this.overheadChars(agent) + text.length
       for (const message of session.deriveMessages()) chars += messageChars(message)
@@ -315,7 +327,7 @@ export class Compaction extends Service {
         summarised: cut.messages.length,
         applied: 'next-request',
       }
-      if (this.states.get(agent)) this.stateOf(agent).prepared = { cut, text, planSeq: plan?.seq, outcome }
+      if (this.states.get(agent)) this.stateOf(agent).prepared = { cut, text, planSeq: plan?.seq, outcome, billed }
     } catch (error) {
       outcome = {
         ok: false,
@@ -339,7 +351,13 @@ export class Compaction extends Service {
     session.append('compaction/start', { turn, reason: 'manual', before })
     this.append(session, prepared.cut, prepared.text, prepared.planSeq)
     const after = this.estimate(agent).tokens
-    session.append('compaction/end', { turn, before, after, summarised: prepared.outcome.summarised })
+    session.append('compaction/end', {
+      turn,
+      before,
+      after,
+      summarised: prepared.outcome.summarised,
+      ...prepared.billed,
+    })
     return { ...prepared.outcome, before, after, applied: 'now' }
   }
 
@@ -354,7 +372,12 @@ export class Compaction extends Service {
     )
   }
 
-  private async summarise(agent: Agent, cut: Cut, planCarried: boolean, signal: AbortSignal): Promise<string> {
+  private async summarise(
+    agent: Agent,
+    cut: Cut,
+    planCarried: boolean,
+    signal: AbortSignal,
+  ): Promise<{ text: string; billed: Billed }> {
     const window = this.windowOf(agent)
     const maxTokens = this.config.maxSummaryTokens
     const maxTranscriptChars = window
@@ -362,11 +385,14 @@ export class Compaction extends Service {
       : undefined
     const request = summaryRequest(cut.messages, { planCarried, maxTokens, maxTranscriptChars, sessionId: agent.id })
     let text = ''
+    let usage: TokenUsage | undefined
     for await (const chunk of agent.model.stream(request, signal)) {
       if (chunk.type === 'text-delta') text += chunk.text
+      else if (chunk.type === 'usage') usage = chunk.usage
     }
     if (!text.trim()) throw new Error('the model returned an empty summary')
-    return text
+    const price = agent.model.price
+    return { text, billed: usage ? { usage, ...(price ? { costUsd: requestCost(usage, price) } : {}) } : {} }
   }
 
   private nothingToDo(reason: CompactionReason, before: number): CompactionOutcome {

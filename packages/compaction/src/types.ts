@@ -1,4 +1,5 @@
 import type { Agent } from '@keel/agent'
+import type { TokenUsage } from '@keel/session/messages'
 
 export type CompactionReason = 'auto' | 'manual'
 
@@ -32,7 +33,16 @@ declare module '@keel/session' {
      * The compaction finished. On success the summary `user/message` (with `surfaceOp.op === 'replace'`) sits just
      * before this event; on failure `error` says why and nothing on the surface changed.
      */
-    'compaction/end': { turn: number; before: number; after: number; summarised: number; error?: string }
+    /** `usage` and `costUsd`: the summary request, priced like a step (see @keel/session/cost). */
+    'compaction/end': {
+      turn: number
+      before: number
+      after: number
+      summarised: number
+      error?: string
+      usage?: TokenUsage
+      costUsd?: number
+    }
     /**
      * A tool result too large for what was left of the context window is cut, from this request on, in what the
      * model is sent: its text keeps `kept` of its `chars` characters (head and tail, with a note). The log keeps the

@@ -1,5 +1,6 @@
 import { AnthropicAdapter } from './anthropic.ts'
-import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import { modelInfo, priceForTtl } from './catalog.ts'
+import { checkedUrl, requireKey, value } from './providers.ts'
 import type { ProviderOptions } from './types.ts'
 
 export function createAnthropic(model: string, options: ProviderOptions): AnthropicAdapter {
@@ -9,13 +10,20 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
     authToken && !value(options.env.ANTHROPIC_API_KEY)
       ? undefined
       : requireKey('anthropic', model, 'ANTHROPIC_API_KEY', options.env)
+  const info = modelInfo('anthropic', model, options.models)
+  const cacheTtl = options.promptCacheTtl ?? '5m'
   return new AnthropicAdapter({
     model,
     baseURL: checkedUrl(base, 'anthropic', model),
     apiKey,
     authToken,
     keyVariable: apiKey ? 'ANTHROPIC_API_KEY' : 'ANTHROPIC_AUTH_TOKEN',
-    contextWindow: contextWindowFor(model),
+    contextWindow: info.contextWindow,
+    // modelInfo always gives Claude an output limit; the fallback is for a type that cannot see that.
+    maxOutput: info.maxOutput ?? 32_000,
+    price: priceForTtl(info.price, cacheTtl),
+    vision: info.vision,
+    cacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
   })

@@ -1,7 +1,10 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
+import { serverWaitMs } from './retries.ts'
 import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import type { ModelPrice } from '@keel/session/cost'
+import { type CacheTtl, placeCacheBreakpoints } from './anthropic-cache.ts'
 import {
   LlmError,
   type FinishReason,
@@ -15,8 +18,6 @@ type Param = Anthropic.MessageParam
 type Block = Anthropic.ContentBlockParam
 type Event = Anthropic.RawMessageStreamEvent
 
-export const ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
-
 export interface AnthropicAdapterOptions {
   model: string
   /** Without the `/v1` suffix (the SDK adds `/v1/messages`); a trailing `/v1` is dropped. */
@@ -26,6 +27,12 @@ export interface AnthropicAdapterOptions {
   authToken?: string
   keyVariable: string
   contextWindow?: number
+  /** `max_tokens` when the request names none (catalog.ts). */
+  maxOutput: number
+  price?: ModelPrice
+  vision?: boolean
+  /** How long prompt-cache entries live (anthropic-cache.ts); 5 minutes unless the settings say 1h. */
+  cacheTtl?: CacheTtl
   /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
   idleTimeoutMs?: number
   reasoning?: ReasoningSettings
@@ -55,12 +62,16 @@ export class AnthropicAdapter implements LlmAdapter {
   readonly provider = 'anthropic'
   readonly model: string
   readonly contextWindow?: number
+  readonly price?: ModelPrice
+  readonly vision?: boolean
   private readonly client: Anthropic
   private readonly where: FailureContext
 
   constructor(private readonly options: AnthropicAdapterOptions) {
     this.model = options.model
     this.contextWindow = options.contextWindow
+    this.price = options.price
+    this.vision = options.vision
     const baseURL = options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')
     this.where = {
       provider: 'anthropic',
@@ -82,7 +93,7 @@ export class AnthropicAdapter implements LlmAdapter {
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
     const body: Anthropic.MessageCreateParamsStreaming = {
       model: this.model,
-      max_tokens: request.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+      max_tokens: request.maxTokens ?? this.options.maxOutput,
       messages: toAnthropicMessages(request.messages),
       stream: true,
       ...thinkingFields(this.options.reasoning),
@@ -95,6 +106,7 @@ export class AnthropicAdapter implements LlmAdapter {
         input_schema: tool.parameters as Anthropic.Tool.InputSchema,
       }))
     }
+    placeCacheBreakpoints(body, this.options.cacheTtl ?? '5m')
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'anthropic')
     let iterator: AsyncIterator<Event>
@@ -130,13 +142,7 @@ export class AnthropicAdapter implements LlmAdapter {
         const event = next.value
         switch (event.type) {
           case 'message_start': {
-            const raw = event.message.usage
-            usage = {
-              input:
-                (raw.input_tokens ?? 0) + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0),
-              output: raw.output_tokens ?? 0,
-            }
-            if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
+            usage = usageOf(event.message.usage, { input: 0, output: 0 })
             break
           }
           case 'content_block_start': {
@@ -198,14 +204,8 @@ export class AnthropicAdapter implements LlmAdapter {
           }
           case 'message_delta': {
             stop = event.delta.stop_reason
-            const raw = event.usage
-            usage ??= { input: 0, output: 0 }
-            if (typeof raw.output_tokens === 'number') usage.output = raw.output_tokens
-            if (typeof raw.input_tokens === 'number')
-              usage.input =
-                raw.input_tokens + (raw.cache_read_input_tokens ?? 0) + (raw.cache_creation_input_tokens ?? 0)
-            if (raw.cache_read_input_tokens) usage.cacheRead = raw.cache_read_input_tokens
-            const thinking = raw.output_tokens_details?.thinking_tokens
+            usage = usageOf(event.usage, usage ?? { input: 0, output: 0 })
+            const thinking = event.usage.output_tokens_details?.thinking_tokens
             if (thinking) usage.reasoning = thinking
             break
           }
@@ -235,11 +235,43 @@ export class AnthropicAdapter implements LlmAdapter {
         status: error.status,
         type: error.type,
         message: error.apiMessage ?? error.message.replace(/^\d{3}\s+/, ''),
+        retryAfterMs: error.headers ? serverWaitMs((name) => error.headers?.get(name)) : undefined,
       })
     }
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
     return providerError(this.where, { connection: true, midStream, message: causeText(error) })
   }
+}
+
+/**
+ * Anthropic reports the uncached input, the cache reads and the cache writes apart
+ * (https://platform.claude.com/docs/en/build-with-claude/prompt-caching#tracking-cache-performance); `input` is their
+ * sum (the whole prompt), the two cache figures stay apart so they can be priced as such. `message_delta` repeats
+ * only what changed, so a field it leaves out keeps the `message_start` value.
+ */
+function usageOf(
+  raw: {
+    input_tokens?: number | null
+    output_tokens?: number | null
+    cache_read_input_tokens?: number | null
+    cache_creation_input_tokens?: number | null
+  },
+  before: TokenUsage,
+): TokenUsage {
+  const read = raw.cache_read_input_tokens ?? before.cacheRead ?? 0
+  const write = raw.cache_creation_input_tokens ?? before.cacheWrite ?? 0
+  const uncached =
+    typeof raw.input_tokens === 'number'
+      ? raw.input_tokens
+      : before.input - (before.cacheRead ?? 0) - (before.cacheWrite ?? 0)
+  const usage: TokenUsage = {
+    input: uncached + read + write,
+    output: typeof raw.output_tokens === 'number' ? raw.output_tokens : before.output,
+  }
+  if (read) usage.cacheRead = read
+  if (write) usage.cacheWrite = write
+  if (before.reasoning) usage.reasoning = before.reasoning
+  return usage
 }
 
 function finishReason(stop: string | null | undefined): FinishReason {

@@ -11,6 +11,8 @@ export class HttpStatusError extends Error {
   constructor(
     readonly status: number,
     readonly body: string,
+    /** The response headers (retry-after and the rate-limit headers are read from them). */
+    readonly headers: Record<string, string | string[] | undefined> = {},
   ) {
     super(`HTTP ${status}`)
     this.name = 'HttpStatusError'
@@ -85,7 +87,7 @@ export async function postEventStream(url: string, options: EventStreamRequest):
       response.on('close', () => {
         signal.removeEventListener('abort', onAbort)
         if (signal.aborted) reject(signal.reason)
-        else reject(new HttpStatusError(status, text.slice(0, ERROR_BODY_LIMIT)))
+        else reject(new HttpStatusError(status, text.slice(0, ERROR_BODY_LIMIT), response.headers))
       })
     }
     request = send(target, requestOptions, answered)

@@ -2,7 +2,15 @@ import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { reasoningFor, registerProviders, splitSpec } from './providers.ts'
-import { type RetryPolicy, withRetries } from './retries.ts'
+import {
+  DEFAULT_MAX_TOTAL_WAIT_MS,
+  DEFAULT_MAX_WAIT_MS,
+  type RetryNotice,
+  type RetryPolicy,
+  withRetries,
+} from './retries.ts'
+import { type ModelSettings, ModelSettingsSchema } from './model-settings.ts'
+import type { CacheTtl } from './anthropic-cache.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import {
   LlmError,
@@ -16,19 +24,27 @@ import {
 export * from './types.ts'
 export * from './scripted.ts'
 export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
-export { type RetryPolicy, withRetries } from './retries.ts'
+export { type RetryNotice, type RetryPolicy, retryText, serverWaitMs, withRetries } from './retries.ts'
+export type { ModelInfo, ModelOverrides } from './catalog.ts'
+export type { ModelSettings } from './model-settings.ts'
+export type { CacheTtl } from './anthropic-cache.ts'
 export { CURRENT_MODELS, PROVIDER_NAMES } from './providers.ts'
 
 declare module 'cordis' {
   interface Context {
     llm: LlmService
   }
+  interface Events {
+    /** A request failed and will be sent again after `notice.waitMs`; `sessionId` is the request's. */
+    'llm/retry'(notice: RetryNotice, sessionId: string | undefined): void
+  }
 }
 
 export interface LlmServiceOptions extends RetryPolicy {
   idleTimeoutMs?: number
-  /** `provider/model` → how it thinks (settings `llm.models`). */
-  models?: Record<string, ReasoningSettings>
+  /** `provider/model` → catalog overrides and how it thinks (settings `models`). */
+  models?: ModelSettings
+  promptCacheTtl?: CacheTtl
 }
 
 /**
@@ -39,13 +55,20 @@ export class LlmService extends Service {
   private readonly providers = new Map<string, ProviderFactory>()
   readonly retry: RetryPolicy
   readonly idleTimeoutMs: number
-  readonly models: Record<string, ReasoningSettings>
+  readonly models: ModelSettings
+  private readonly promptCacheTtl?: CacheTtl
 
-  constructor(ctx: Context, options: LlmServiceOptions = { attempts: 3, baseDelayMs: 500 }) {
+  constructor(ctx: Context, options: LlmServiceOptions = { attempts: 6, baseDelayMs: 500 }) {
     super(ctx, 'llm', true)
-    this.retry = { attempts: options.attempts, baseDelayMs: options.baseDelayMs }
+    this.retry = {
+      attempts: options.attempts,
+      baseDelayMs: options.baseDelayMs,
+      maxWaitMs: options.maxWaitMs,
+      maxTotalWaitMs: options.maxTotalWaitMs,
+    }
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
     this.models = options.models ?? {}
+    this.promptCacheTtl = options.promptCacheTtl
     this.providers.set('scripted', (model, options) => {
       const script = loadScript(model, options.cwd)
       const window = script.contextWindow
@@ -80,8 +103,10 @@ export class LlmService extends Service {
       baseUrl: options.baseUrl,
       idleTimeoutMs: options.idleTimeoutMs ?? this.idleTimeoutMs,
       reasoning: reasoningFor(this.models, spec, options.reasoning),
+      models: options.models ?? this.models,
+      promptCacheTtl: options.promptCacheTtl ?? this.promptCacheTtl,
     })
-    return withRetries(adapter, this.retry)
+    return withRetries(adapter, this.retry, (notice, request) => this.ctx.emit('llm/retry', notice, request.sessionId))
   }
 }
 
@@ -89,50 +114,50 @@ export const name = 'keel-llm'
 export interface Config {
   retryAttempts: number
   retryBaseDelayMs: number
+  retryMaxWaitMs?: number
+  retryMaxTotalWaitMs?: number
   idleTimeoutMs?: number
-  models?: Record<string, ReasoningSettings>
+  promptCacheTtl?: CacheTtl
+  models?: ModelSettings
 }
-
-const ReasoningSchema: Schema<ReasoningSettings> = Schema.object({
-  thinking: Schema.union([
-    Schema.const('on' as const),
-    Schema.const('off' as const),
-    Schema.natural().min(1024),
-  ]).description('on, off, or a budget in tokens (Anthropic, OpenRouter; at least 1024).'),
-  reasoningEffort: Schema.union(REASONING_EFFORTS).description(
-    "The provider's effort level; each provider maps the ones it has (DeepSeek: low, high, max).",
-  ),
-  sendReasoning: Schema.boolean().description(
-    'Chat completions: send reasoning_content back on assistant messages (default on; off for a server that rejects it).',
-  ),
-  api: Schema.union(['responses', 'chat'] as const).description(
-    'openai only: chat speaks chat completions instead of the Responses API.',
-  ),
-})
 
 export const Config: Schema<Config> = Schema.object({
   retryAttempts: Schema.natural()
     .min(1)
-    .default(3)
-    .description('Attempts for a request that fails with 429, 5xx, a dropped connection or a stall.'),
-  retryBaseDelayMs: Schema.natural().default(500).description('First backoff delay; doubles each retry.'),
+    .default(6)
+    .description('Attempts for a request that fails with 429, 5xx, overloaded, a dropped connection or a stall.'),
+  retryBaseDelayMs: Schema.natural()
+    .default(500)
+    .description('First backoff delay when the server names no wait; doubles each retry, with jitter.'),
+  retryMaxWaitMs: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_WAIT_MS)
+    .description('Longest single wait between attempts, whatever retry-after asks for.'),
+  retryMaxTotalWaitMs: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_TOTAL_WAIT_MS)
+    .description('Longest total of the waits for one request; past it the failure is reported.'),
+  promptCacheTtl: Schema.union(['5m', '1h'] as const)
+    .default('5m')
+    .description('How long Anthropic keeps the prompt cache: 5m, or 1h (writes cost 2x input instead of 1.25x).'),
+  models: ModelSettingsSchema,
   idleTimeoutMs: Schema.natural()
     .min(1)
     .default(DEFAULT_IDLE_TIMEOUT_MS)
     .description(
       'Longest silence of a streamed reply (no response headers, then no stream event) before it counts as a dropped connection.',
     ),
-  models: Schema.dict(ReasoningSchema).description(
-    'Per model, by <provider>/<model>: thinking (on, off, a budget), reasoningEffort, sendReasoning, api.',
-  ),
 })
 
 export function apply(ctx: Context, config: Config): void {
   ctx.plugin(LlmService, {
     attempts: config.retryAttempts,
     baseDelayMs: config.retryBaseDelayMs,
+    maxWaitMs: config.retryMaxWaitMs,
+    maxTotalWaitMs: config.retryMaxTotalWaitMs,
     idleTimeoutMs: config.idleTimeoutMs,
     models: config.models,
+    promptCacheTtl: config.promptCacheTtl,
   })
   // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
   // provider (or the scripted model) does not pay for parsing the others.

@@ -1,5 +1,6 @@
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
-import { checkedUrl, contextWindowFor, requireKey, retiredModel, value } from './providers.ts'
+import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW } from './catalog.ts'
+import { checkedUrl, requireKey, retiredModel, value } from './providers.ts'
 import type { ProviderOptions } from './types.ts'
 import { LlmError } from './types.ts'
 
@@ -35,7 +36,16 @@ const OPENAI_FLAVORS: Record<string, OpenAiFlavor> = {
   'openai-compatible': { keyVariable: 'KEEL_API_KEY', keyRequired: false },
 }
 
-export function createOpenAiCompatible(provider: string, model: string, options: ProviderOptions): OpenAiAdapter {
+/**
+ * `serverWindow`: the context length the server itself reported (server-models.ts), for `openai-compatible`. The
+ * settings' override wins over it; with neither, OPENAI_COMPATIBLE_DEFAULT_WINDOW.
+ */
+export function createOpenAiCompatible(
+  provider: string,
+  model: string,
+  options: ProviderOptions,
+  serverWindow?: number,
+): OpenAiAdapter {
   const flavor = OPENAI_FLAVORS[provider]
   retiredModel(provider, model)
   if (!flavor) throw new LlmError('config', `unknown OpenAI-compatible provider ${JSON.stringify(provider)}`)
@@ -48,6 +58,7 @@ export function createOpenAiCompatible(provider: string, model: string, options:
       'config',
       `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`,
     )
+  const info = modelInfo(provider, model, options.models)
   return new OpenAiAdapter({
     provider,
     model,
@@ -56,7 +67,12 @@ export function createOpenAiCompatible(provider: string, model: string, options:
       ? requireKey(provider, model, flavor.keyVariable, options.env)
       : value(options.env[flavor.keyVariable]),
     keyVariable: flavor.keyVariable,
-    contextWindow: contextWindowFor(model),
+    contextWindow:
+      info.contextWindow ??
+      (provider === 'openai-compatible' ? (serverWindow ?? OPENAI_COMPATIBLE_DEFAULT_WINDOW) : undefined),
+    maxOutput: info.maxOutput,
+    price: info.price,
+    vision: info.vision ?? false,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
     ...flavor.extra?.(options.env),

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import type { ModelPrice } from '@keel/session/cost'
 import { ConnectionError, type EventStream, HttpStatusError, postEventStream } from './event-stream.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
+import { serverWaitMs } from './retries.ts'
 import {
   LlmError,
   type FinishReason,
@@ -32,6 +34,10 @@ export interface OpenAiAdapterOptions {
   /** The variable the key comes from, named in auth errors. */
   keyVariable: string
   contextWindow?: number
+  /** `max_tokens` when the request names none (catalog.ts); unset leaves the server's default. */
+  maxOutput?: number
+  price?: ModelPrice
+  vision?: boolean
   /** OpenAI's own API wants `max_completion_tokens`; most compatible servers still read `max_tokens`. */
   maxTokensField?: 'max_tokens' | 'max_completion_tokens'
   organization?: string
@@ -81,6 +87,8 @@ export class OpenAiAdapter implements LlmAdapter {
   readonly provider: string
   readonly model: string
   readonly contextWindow?: number
+  readonly price?: ModelPrice
+  readonly vision?: boolean
   private readonly url: string
   private readonly headers: Record<string, string>
   private readonly where: FailureContext
@@ -89,6 +97,8 @@ export class OpenAiAdapter implements LlmAdapter {
     this.provider = options.provider
     this.model = options.model
     this.contextWindow = options.contextWindow
+    this.price = options.price
+    this.vision = options.vision
     this.url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`
     this.where = {
       provider: options.provider,
@@ -126,7 +136,8 @@ export class OpenAiAdapter implements LlmAdapter {
         },
       }))
     }
-    if (request.maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = request.maxTokens
+    const maxTokens = request.maxTokens ?? this.options.maxOutput
+    if (maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = maxTokens
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, this.provider)
     let response: EventStream
@@ -198,7 +209,11 @@ export class OpenAiAdapter implements LlmAdapter {
     if (error instanceof ConnectionError)
       return providerError(this.where, { connection: true, midStream: error.midStream, message: causeText(error) })
     if (error instanceof HttpStatusError)
-      return providerError(this.where, { status: error.status, ...errorBody(error.body) })
+      return providerError(this.where, {
+        status: error.status,
+        ...errorBody(error.body),
+        retryAfterMs: serverWaitMs((name) => headerOf(error.headers, name)),
+      })
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })
     const inStream = (error as ChatChunk | undefined)?.error
     if (inStream) return providerError(this.where, describe(inStream))
@@ -207,7 +222,12 @@ export class OpenAiAdapter implements LlmAdapter {
 }
 
 /** An error body as providers send it: `{"error": {"message", "type"}}`, `{"error": "text"}`, or plain text. */
-function errorBody(text: string): { message: string; type?: string } {
+function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+function errorBody(text: string): { message: string; type?: string; code?: string } {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -218,12 +238,13 @@ function errorBody(text: string): { message: string; type?: string } {
   return describe(error)
 }
 
-function describe(error: unknown): { message: string; type?: string } {
+function describe(error: unknown): { message: string; type?: string; code?: string } {
   if (typeof error === 'string') return { message: error }
-  const { message, type } = (error ?? {}) as { message?: unknown; type?: unknown }
+  const { message, type, code } = (error ?? {}) as { message?: unknown; type?: unknown; code?: unknown }
   return {
     message: typeof message === 'string' ? message : JSON.stringify(error),
     type: typeof type === 'string' ? type : undefined,
+    code: typeof code === 'string' ? code : typeof code === 'number' ? String(code) : undefined,
   }
 }
 

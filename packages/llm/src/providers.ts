@@ -5,20 +5,7 @@ import {
   type ProviderRegistry,
   type ReasoningSettings,
 } from './types.ts'
-
-/** Context windows (tokens) of well-known model families, matched on the model name after any `vendor/` prefix. */
-const CONTEXT_WINDOWS: [RegExp, number][] = [
-  [/^deepseek-(v4-|flash\b)/, 1_000_000],
-  [/^gpt-4\.1/, 1_047_576],
-  [/^gpt-4o/, 128_000],
-  [/^claude-/, 200_000],
-]
-
-/** Tokens the model accepts in one request, when the model is known; undefined otherwise. */
-export function contextWindowFor(model: string): number | undefined {
-  const name = model.slice(model.lastIndexOf('/') + 1).toLowerCase()
-  return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(name))?.[1]
-}
+import { bounded } from './limits.ts'
 
 /**
  * The ids each provider offers today: what `/model` lists and what a retired id points to. Unknown ids still work.
@@ -72,14 +59,21 @@ export function checkedUrl(url: string, provider: string, model: string): string
 /** The OpenAI-compatible flavours (see openai-provider.ts); `anthropic` speaks the Messages API. */
 const OPENAI_PROVIDERS = ['deepseek', 'openai', 'openrouter', 'openai-compatible'] as const
 
-/** The settings of `spec` (settings `llm.models`), with what the command line says (`--effort`) over them. */
+const REASONING_KEYS = ['thinking', 'reasoningEffort', 'sendReasoning', 'api'] as const
+
+/**
+ * How `spec` thinks: its entry of the settings' `models` (which also holds catalog overrides, left out here), with
+ * what the command line says (`--effort`) over it.
+ */
 export function reasoningFor(
   models: Record<string, ReasoningSettings> | undefined,
   spec: string,
   over?: ReasoningSettings,
 ): ReasoningSettings | undefined {
-  const merged = { ...models?.[spec], ...over }
-  return Object.keys(merged).length ? merged : undefined
+  const merged: Record<string, unknown> = {}
+  for (const source of [models?.[spec], over])
+    for (const key of REASONING_KEYS) if (source?.[key] !== undefined) merged[key] = source[key]
+  return Object.keys(merged).length ? (merged as ReasoningSettings) : undefined
 }
 
 export { REASONING_EFFORTS } from './types.ts'
@@ -95,15 +89,24 @@ export function splitSpec(spec: string): { provider: string; model: string } | u
 export const PROVIDER_NAMES = [...OPENAI_PROVIDERS, 'anthropic'] as const
 
 /**
- * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions). Each
- * SDK is imported here, when its first model is created, so a start-up never parses an SDK it does not use.
+ * One adapter of a real provider: anthropic (Messages) or an OpenAI-compatible flavour (chat completions), bounded
+ * (limits.ts). Each SDK (and the model catalog) is imported here, when its first model is created, so a start-up
+ * never parses an SDK it does not use. An `openai-compatible` server is asked for its context length
+ * (server-models.ts) unless the settings name one.
  */
 export async function createProvider(provider: string, model: string, options: ProviderOptions): Promise<LlmAdapter> {
-  if (provider === 'anthropic') return (await import('./anthropic-provider.ts')).createAnthropic(model, options)
+  if (provider === 'anthropic')
+    return bounded((await import('./anthropic-provider.ts')).createAnthropic(model, options))
   // OpenAI's own API speaks Responses (codex models speak nothing else); chat completions stays behind `api: chat`.
   if (provider === 'openai' && options.reasoning?.api !== 'chat')
-    return (await import('./responses.ts')).createResponses(model, options)
-  return (await import('./openai-provider.ts')).createOpenAiCompatible(provider, model, options)
+    return bounded((await import('./responses.ts')).createResponses(model, options))
+  const { createOpenAiCompatible } = await import('./openai-provider.ts')
+  const adapter = createOpenAiCompatible(provider, model, options)
+  if (provider !== 'openai-compatible' || options.models?.[`${provider}/${model}`]?.contextWindow)
+    return bounded(adapter)
+  const { serverContextWindow } = await import('./server-models.ts')
+  const window = await serverContextWindow(adapter.options.baseURL, model, adapter.options.apiKey)
+  return bounded(window ? createOpenAiCompatible(provider, model, options, window) : adapter)
 }
 
 /** The real providers: deepseek, openai, openrouter, openai-compatible (chat completions) and anthropic (Messages). */

@@ -8,9 +8,12 @@ import type {
   ResponseUsage,
 } from 'openai/resources/responses/responses'
 import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
+import type { ModelPrice } from '@keel/session/cost'
+import { modelInfo } from './catalog.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
-import { checkedUrl, contextWindowFor, requireKey, value } from './providers.ts'
+import { checkedUrl, requireKey, value } from './providers.ts'
+import { serverWaitMs } from './retries.ts'
 import {
   LlmError,
   type FinishReason,
@@ -34,6 +37,10 @@ export interface ResponsesAdapterOptions {
   organization?: string
   project?: string
   contextWindow?: number
+  /** `max_output_tokens` when the request names none (the catalog's limit for the model). */
+  maxOutput?: number
+  price?: ModelPrice
+  vision?: boolean
   idleTimeoutMs?: number
   reasoning?: ReasoningSettings
 }
@@ -45,6 +52,7 @@ function reasons(model: string): boolean {
 
 export function createResponses(model: string, options: ProviderOptions): ResponsesAdapter {
   const base = value(options.baseUrl) ?? value(options.env.OPENAI_BASE_URL) ?? 'https://api.openai.com/v1'
+  const info = modelInfo('openai', model, options.models)
   return new ResponsesAdapter({
     model,
     baseURL: checkedUrl(base, 'openai', model),
@@ -52,7 +60,10 @@ export function createResponses(model: string, options: ProviderOptions): Respon
     keyVariable: 'OPENAI_API_KEY',
     organization: value(options.env.OPENAI_ORG_ID),
     project: value(options.env.OPENAI_PROJECT_ID),
-    contextWindow: contextWindowFor(model),
+    contextWindow: info.contextWindow,
+    maxOutput: info.maxOutput,
+    price: info.price,
+    vision: info.vision ?? false,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
   })
@@ -62,12 +73,16 @@ export class ResponsesAdapter implements LlmAdapter {
   readonly provider = 'openai'
   readonly model: string
   readonly contextWindow?: number
+  readonly price?: ModelPrice
+  readonly vision?: boolean
   private readonly client: OpenAI
   private readonly where: FailureContext
 
   constructor(readonly options: ResponsesAdapterOptions) {
     this.model = options.model
     this.contextWindow = options.contextWindow
+    this.price = options.price
+    this.vision = options.vision
     this.where = {
       provider: 'openai',
       keyVariable: options.keyVariable,
@@ -107,7 +122,8 @@ export class ResponsesAdapter implements LlmAdapter {
           strict: false,
         }),
       )
-    if (request.maxTokens) body.max_output_tokens = request.maxTokens
+    const maxTokens = request.maxTokens ?? this.options.maxOutput
+    if (maxTokens) body.max_output_tokens = maxTokens
     // One key per session keeps its requests on the same cache (https://platform.openai.com/docs/guides/prompt-caching).
     if (request.sessionId) body.prompt_cache_key = request.sessionId
     if (reasons(this.model)) {
@@ -232,6 +248,7 @@ export class ResponsesAdapter implements LlmAdapter {
         status: error.status,
         type: typeof body?.type === 'string' ? body.type : undefined,
         message: typeof body?.message === 'string' ? body.message : error.message.replace(/^\d{3}\s+/, ''),
+        retryAfterMs: error.headers ? serverWaitMs((name) => error.headers?.get(name)) : undefined,
       })
     }
     if (error instanceof SyntaxError) return providerError(this.where, { malformed: true, message: error.message })

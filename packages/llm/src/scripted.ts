@@ -80,6 +80,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /** Replays a script of replies. Every request is recorded so tests can inspect what the model was sent. */
 export class ScriptedAdapter implements LlmAdapter {
   readonly provider = 'scripted'
+  /** A scripted model is free: its runs cost $0, not an unknown amount. */
+  readonly price = { input: 0, output: 0 }
   readonly requests: LlmRequest[] = []
   private readonly used = new Set<number>()
   private firstUnused = 0

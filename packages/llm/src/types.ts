@@ -1,6 +1,7 @@
 // Messages and token usage are the session log's shapes: @keel/session owns them and this package imports them as
 // types only, from the subpath that holds nothing else, so loading an adapter never loads the session store.
 import type { AssistantMessage, Message, TokenUsage } from '@keel/session/messages'
+import type { ModelPrice } from '@keel/session/cost'
 
 /** What a model is told about one tool: exactly these three fields. */
 export interface ToolSchema {
@@ -43,6 +44,10 @@ export interface LlmAdapter {
   readonly model: string
   /** Tokens the model accepts in one request, when known. */
   readonly contextWindow?: number
+  /** Dollars per million tokens (catalog.ts), when known: the agent prices each reply with it. */
+  readonly price?: ModelPrice
+  /** False for a model that takes no images: limits.ts puts a one-line note in their place. */
+  readonly vision?: boolean
   stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk>
 }
 
@@ -50,7 +55,7 @@ export interface LlmAdapter {
 export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number]
 
-/** How a model thinks: per model in settings (`llm.models`), `--effort` on the command line. */
+/** How a model thinks: per model in settings (`models`), `--effort` on the command line. */
 export interface ReasoningSettings {
   /** `on`, `off`, or a budget in tokens where the provider takes one (Anthropic, OpenRouter); unset: its default. */
   thinking?: 'on' | 'off' | number
@@ -69,6 +74,10 @@ export interface ProviderOptions {
   env: Record<string, string | undefined>
   /** Longest silence of a streamed request (no headers, then no event) before it counts as dropped. */
   idleTimeoutMs?: number
+  /** The settings' `models` overrides of the catalog (catalog.ts). */
+  models?: import('./catalog.ts').ModelOverrides
+  /** Anthropic prompt-cache lifetime (anthropic-cache.ts). */
+  promptCacheTtl?: import('./anthropic-cache.ts').CacheTtl
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
@@ -85,6 +94,8 @@ export class LlmError extends Error {
     readonly kind: LlmErrorKind,
     message: string,
     readonly status?: number,
+    /** How long the server asked to wait before the next attempt (retry-after and kin), when it said. */
+    readonly retryAfterMs?: number,
   ) {
     super(message)
     this.name = 'LlmError'

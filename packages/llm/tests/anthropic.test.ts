@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
-import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../src/anthropic.ts'
 import { createAnthropic } from '../src/anthropic-provider.ts'
 import type { Message } from '@keel/session/messages'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '../src/index.ts'
@@ -25,7 +24,7 @@ function adapter(env: Record<string, string> = { ANTHROPIC_API_KEY: 'sk-ant-test
 }
 
 describe('Anthropic adapter against the fake server', () => {
-  it('streams text; the system prompt goes in `system`; max_tokens defaults to 8192; the SDK sends the key', async () => {
+  it('streams text; the system prompt goes in `system` with a cache breakpoint; max_tokens from the catalog; the SDK sends the key', async () => {
     await serve({ text: 'Hello there, how are you today?' })
     const chunks = await collect(adapter().stream(hello, new AbortController().signal))
     expect(chunks.filter((chunk) => chunk.type === 'text-delta').length).toBeGreaterThan(3)
@@ -40,12 +39,12 @@ describe('Anthropic adapter against the fake server', () => {
     expect(request!.path).toBe('/v1/messages')
     expect(request!.body).toEqual({
       model: MODEL,
-      max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+      // claude-sonnet-5 has no output limit in the snapshot: Claude's stated floor (catalog.ts).
+      max_tokens: 32_000,
       stream: true,
-      system: 'You are terse.',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],
     })
-    expect(ANTHROPIC_DEFAULT_MAX_TOKENS).toBe(8192)
     const auth = `${request!.headers.authorization ?? ''} ${request!.headers['x-api-key'] ?? ''}`
     expect(auth).toContain('sk-ant-test')
   })
@@ -231,12 +230,14 @@ describe('Anthropic adapter against the fake server', () => {
     const body = fake!.requests[0]!.body
     expect(JSON.stringify(body)).not.toContain('UNSIGNED')
     expect(body.max_tokens).toBe(2048)
-    expect(body.system).toBe('sys')
+    // Cache breakpoints: the last tool, the system prompt, the last block of the latest message (anthropic-cache.ts).
+    expect(body.system).toEqual([{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }])
     expect(body.tools).toEqual([
       {
         name: 'bash',
         description: 'Run a command',
         input_schema: { type: 'object', properties: { command: { type: 'string' } } },
+        cache_control: { type: 'ephemeral' },
       },
     ])
     expect(body.messages).toEqual([
@@ -270,7 +271,7 @@ describe('Anthropic adapter against the fake server', () => {
         ],
       },
       { role: 'assistant', content: [{ type: 'text', text: 'Then nothing.' }] },
-      { role: 'user', content: [{ type: 'text', text: 'ok' }] },
+      { role: 'user', content: [{ type: 'text', text: 'ok', cache_control: { type: 'ephemeral' } }] },
     ])
   })
 
@@ -332,7 +333,9 @@ describe('Anthropic adapter against the fake server', () => {
     )
   })
 
-  it('has a 200k context window for claude models', () => {
-    expect(createAnthropic('claude-opus-5', { env: { ANTHROPIC_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(200_000)
+  it("takes a Claude model's 1M context window from the catalog", () => {
+    expect(createAnthropic('claude-opus-5', { env: { ANTHROPIC_API_KEY: 'k' }, cwd: '.' }).contextWindow).toBe(
+      1_000_000,
+    )
   })
 })

@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { createOpenAiCompatible } from '../src/openai-provider.ts'
 import { toChatMessages } from '../src/openai.ts'
-import { contextWindowFor } from '../src/providers.ts'
 import type { Message } from '@keel/session/messages'
 import { LlmError, type LlmAdapter, type LlmRequest, type ReasoningSettings, type StreamChunk } from '../src/index.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
@@ -464,15 +463,19 @@ describe('OpenAI-compatible adapter against the fake server', () => {
     ).toThrow(/not an http\(s\) URL/)
   })
 
-  it('knows the context window of common models', () => {
-    expect(
-      createOpenAiCompatible('deepseek', 'deepseek-v4-flash', { env: { DEEPSEEK_API_KEY: 'k' }, cwd: '.' })
-        .contextWindow,
-    ).toBe(1_000_000)
-    expect(contextWindowFor('deepseek-v4-pro')).toBe(1_000_000)
-    expect(contextWindowFor('gpt-4o-mini')).toBe(128_000)
-    expect(contextWindowFor('gpt-4.1')).toBe(1_047_576)
-    expect(contextWindowFor('anthropic/claude-sonnet-4-5')).toBe(200_000)
-    expect(contextWindowFor('llama3.1:8b')).toBeUndefined()
+  it('takes the context window, output limit and price of a known model from the catalog', () => {
+    const gpt = createOpenAiCompatible('openai', 'gpt-5', { env: { OPENAI_API_KEY: 'k' }, cwd: '.' })
+    expect(gpt.contextWindow).toBe(400_000)
+    expect(gpt.options.maxOutput).toBe(128_000)
+    expect(gpt.price).toMatchObject({ input: 1.25, output: 10 })
+    expect(gpt.vision).toBe(true)
+    const local = createOpenAiCompatible('openai-compatible', 'llama3.1:8b', {
+      baseUrl: 'http://127.0.0.1:1',
+      env: {},
+      cwd: '.',
+    })
+    expect(local.contextWindow).toBe(32_768)
+    expect(local.price).toBeUndefined()
+    expect(local.vision).toBe(false)
   })
 })

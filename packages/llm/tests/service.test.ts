@@ -174,7 +174,7 @@ describe('ctx.llm with the real providers', () => {
       env: { OPENROUTER_API_KEY: 'k' },
     })
     expect(adapter.model).toBe('anthropic/claude-sonnet-5')
-    expect(adapter.contextWindow).toBe(200_000)
+    expect(adapter.contextWindow).toBe(1_000_000)
     await run(adapter.stream(request('hi'), new AbortController().signal))
     expect(fake!.requests[0]!.body.model).toBe('anthropic/claude-sonnet-5')
   })

@@ -69,10 +69,16 @@ export interface ToolMessage {
 }
 export type Message = UserMessage | AssistantMessage | ToolMessage
 
+/**
+ * Tokens one request was billed for, as the provider reported them. `input` is the whole prompt (what the context
+ * holds); `cacheRead` and `cacheWrite` are the parts of it read from and written to the provider's prompt cache
+ * (priced apart); `reasoning` is the part of `output` the model spent thinking.
+ */
 export interface TokenUsage {
   input: number
   output: number
   cacheRead?: number
+  cacheWrite?: number
   reasoning?: number
 }
 

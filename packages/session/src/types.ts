@@ -19,8 +19,11 @@ export interface SessionEventMap {
   'step/end': { turn: number; step: number }
   /** The person's prompt, or a compaction summary standing in for earlier messages (`surfaceOp.op === 'replace'`). */
   'user/message': { message: UserMessage }
-  /** What the model answered in one step: text, reasoning and tool calls, with the usage it reported. */
-  'assistant/message': { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage }
+  /**
+   * What the model answered in one step: text, reasoning and tool calls, with the usage it reported and, when the
+   * model's price is known, what that request cost (`costUsd`, see cost.ts).
+   */
+  'assistant/message': { turn: number; step: number; message: AssistantMessage; usage?: TokenUsage; costUsd?: number }
   /** `arguments` is the raw JSON string as the model sent it. */
   'tool/call': { turn: number; step: number; callId: string; name: string; arguments: string }
   /**

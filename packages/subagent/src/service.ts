@@ -1,6 +1,7 @@
 import { type Context, Service } from 'cordis'
 import type { Agent, LlmAdapter, TurnResult } from '@keel/agent'
 import { errorLine, type Session, type SessionEvent } from '@keel/session'
+import { sessionCost } from '@keel/session/cost'
 import { standingPlan } from '@keel/todo'
 import { defineTool, type ToolAgent, type ToolExecution, type ToolOutput, Type } from '@keel/tools'
 import { describeTask, resultOf } from './describe.ts'
@@ -205,6 +206,7 @@ export class SubagentService extends Service {
         reason: result.reason,
         ...(result.message ? { message: result.message } : {}),
         todos: standingPlan(child.session.events),
+        cost: sessionCost(child.session.events).total,
       })
       const { text, isError } = resultOf(child.id, result)
       return { isError, content: [{ type: 'text', text }] }

@@ -1,4 +1,5 @@
 import type { TurnEndReason } from '@keel/session'
+import type { CostTotal } from '@keel/session/cost'
 import type { TodoItem } from '@keel/todo'
 
 /** Where a child stands, as the parent's UI shows it. */
@@ -32,6 +33,8 @@ declare module '@keel/session' {
       reason: TurnEndReason
       message?: string
       todos: TodoItem[] | null
+      /** Every request of the child's session rolled up (its own subagents included), for the parent's cost. */
+      cost?: CostTotal
     }
   }
   interface ProjectionMap {

@@ -17,6 +17,8 @@ import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
+import { costLabel } from '@keel/session/cost'
+import { retryText } from '@keel/llm/retry-text'
 import { style } from './style.ts'
 import { subagentPlan } from './subagent.ts'
 import { editorTheme } from './theme.ts'
@@ -183,6 +185,7 @@ export class KeelApp {
       ...this.footer.info,
       sessionId: agent.id,
       tokens: { ...this.state.tokens },
+      cost: costLabel(this.state.cost),
       contextWindow: contextWindowOf(this.options.ctx, agent.model),
     }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
@@ -222,6 +225,8 @@ export class KeelApp {
     }
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info.tokens = { ...this.state.tokens }
+    this.footer.info.cost = costLabel(this.state.cost)
+    this.status.retry = this.state.retry ? retryText(this.state.retry) : undefined
     this.footer.info.contextWindow = contextWindowOf(this.options.ctx, this.agent.model)
     this.tui.requestRender()
   }

@@ -1,5 +1,9 @@
 import { type DiffDetails, textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
 import type {} from '@keel/compaction' // the compaction/end event
+import type {} from '@keel/subagent' // the subagent/end event
+import type {} from '@keel/agent' // the model/retry event
+import { addRequest, addTotal, type CostTotal, emptyCost } from '@keel/session/cost'
+import type { RetryNotice } from '@keel/llm/retry-text'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo'
 import { parseShellMessage } from './user-shell.ts'
 
@@ -72,6 +76,10 @@ export interface TranscriptState {
   plan: TodoItem[] | null
   /** Summed over the session's replies; `context` is the latest reply's input plus output: what the context holds. */
   tokens: { input: number; output: number; context?: number }
+  /** Every request of the session priced (its own, compaction summaries, subagents): @keel/session/cost's sums. */
+  cost: CostTotal
+  /** The step's request is waiting to be sent again (`model/retry`), until its reply or the turn's end. */
+  retry: RetryNotice | undefined
   /** The turn now open on the log, if any. */
   openTurn: number | null
   /** Index into `entries` of each tool call's card. */
@@ -87,6 +95,8 @@ export function emptyTranscript(): TranscriptState {
     entries: [],
     plan: null,
     tokens: { input: 0, output: 0 },
+    cost: emptyCost(),
+    retry: undefined,
     openTurn: null,
     calls: {},
     seq: -1,
@@ -100,7 +110,15 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
   state.seq = event.seq
   state.plan = applyPlan(state.plan, event)
   if (event.type === 'todo/write') state.callsSincePlan = 0
+  if (event.type === 'assistant/message' || event.type === 'turn/end' || event.type === 'step/start')
+    state.retry = undefined
   switch (event.type) {
+    case 'model/retry':
+      state.retry = event.data
+      break
+    case 'subagent/end':
+      if (event.data.cost) addTotal(state.cost, event.data.cost)
+      break
     case 'turn/start':
       state.openTurn = event.data.turn
       state.callsSincePlan = 0
@@ -140,6 +158,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
         state.tokens.input += event.data.usage.input
         state.tokens.output += event.data.usage.output
         state.tokens.context = event.data.usage.input + event.data.usage.output
+        addRequest(state.cost, event.data.usage, event.data.costUsd)
       }
       break
     }
@@ -159,6 +178,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       break
     case 'compaction/end': {
       const { before, after, summarised, error } = event.data
+      if (event.data.usage) addRequest(state.cost, event.data.usage, event.data.costUsd)
       state.entries.push({ kind: 'compaction', seq: event.seq, before, after, summarised, ...(error ? { error } : {}) })
       break
     }

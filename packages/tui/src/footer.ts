@@ -46,6 +46,8 @@ export interface FooterInfo {
   tokens: { input: number; output: number; context?: number }
   /** Tokens the model accepts in one request, when known: the footer then shows the share in use. */
   contextWindow?: number
+  /** Dollars so far (`costText` of @keel/session/cost), once any request reported usage. */
+  cost?: string
   /** Shown first, highlighted: the scripted demo says so on every frame. */
   label?: string
 }
@@ -61,10 +63,11 @@ export class Footer implements Component {
   invalidate(): void {}
 
   render(width: number): string[] {
-    const { model, cwd, sessionId, tokens, label, contextWindow } = this.info
+    const { model, cwd, sessionId, tokens, label, contextWindow, cost } = this.info
     const parts = [
       escapeLine(shortModel(model)),
       usageText(tokens, contextWindow),
+      ...(cost ? [cost] : []),
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
       `session ${escapeLine(sessionId.slice(0, 8))}`,
       escapeLine(shortPath(cwd)),

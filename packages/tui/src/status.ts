@@ -16,6 +16,8 @@ export class StatusLine implements Component {
   queued = 0
   /** Esc was pressed: said until the turn has ended (not for a fixed time, which left it on screen after). */
   cancelling = false
+  /** Why nothing streams: the request waits to be retried (`retryText`), until its reply. */
+  retry: string | undefined
   private flash: { text: string; until: number } | undefined
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -46,6 +48,7 @@ export class StatusLine implements Component {
       parts.push(
         `${style.cyan(frame)} ${style.cyan('working')} ${style.dim(`${formatDuration(elapsed)}${running} · ${keys}`)}`,
       )
+      if (this.retry && !this.cancelling) parts.push(style.yellow(escapeLine(this.retry)))
       if (this.cancelling) parts.push(style.yellow('Cancelling…'))
     }
     if (this.queued) parts.push(style.dim(`${this.queued} queued`))

@@ -1,5 +1,6 @@
 // The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
 // can import it without pulling in anything from Node.
+import type { CostTotal } from '@keel/session/cost'
 import type { AgentDelta, AgentStatus } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
@@ -69,6 +70,8 @@ export interface UsageSummary {
   total?: number
   /** The latest reply's input plus output: what the context holds now. Absent before any reported usage. */
   context?: number
+  /** Every request priced (@keel/session/cost), subagents and compaction included; absent like `total`. */
+  cost?: CostTotal
 }
 
 export interface HistoryPage {

@@ -1,5 +1,6 @@
 // Token figures for the page header, from the usage providers report on `assistant/message` events.
 import { backscan, type SessionEvent } from '@keel/session'
+import { sessionCost } from '@keel/session/cost'
 import type { UsageSummary } from './protocol.ts'
 
 /** Adds one event to a summary; events without reported usage leave it as it is. */
@@ -16,7 +17,7 @@ const NO_USAGE: UsageSummary = { total: 0 }
 export function usageOfEvents(events: readonly SessionEvent[]): UsageSummary {
   let summary = NO_USAGE
   for (const event of events) summary = addUsage(summary, event)
-  return summary
+  return { ...summary, cost: sessionCost(events).total }
 }
 
 /**

@@ -16,6 +16,9 @@ import type {
   UsageSummary,
 } from '../protocol.ts'
 import type { ToolResultDetails } from '@keel/session'
+import { addRequest, addTotal, type CostTotal } from '@keel/session/cost'
+import type { TokenUsage } from '@keel/session/messages'
+import type { RetryNotice } from '@keel/llm/retry-text'
 import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
 import { openTasks, openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
 import { parseDecision, type DecisionView } from './permission.ts'
@@ -73,6 +76,8 @@ export interface ConversationSnapshot {
   model: ModelInfo | null
   /** Token usage over the whole log: the tail page's figures plus the replies logged since. */
   usage: UsageSummary
+  /** The running step's request waits to be retried (`model/retry`), until its reply or the turn's end. */
+  retry: RetryNotice | null
   /** Permission asks waiting for an answer on this page: this session's and its subagents', oldest first. */
   asks: readonly PermissionAsk[]
   /** Seqs of the window's first and last events (-1 when empty). */
@@ -90,10 +95,23 @@ const NO_USAGE: UsageSummary = Object.freeze({})
 /** Adds a reply's reported usage (the same rule as the host's usage.ts: input already counts cached tokens). */
 export function foldUsage(usage: UsageSummary, entry: HistoryEntry): UsageSummary {
   const { event } = entry
+  usage = foldCost(usage, event)
   if (event.type !== 'assistant/message' || !event.data.usage) return usage
   const used = event.data.usage.input + event.data.usage.output
   // An unknown total (a session the host read from its file) stays unknown rather than counting from here.
-  return usage.total === undefined ? { context: used } : { total: usage.total + used, context: used }
+  return usage.total === undefined ? { context: used } : { ...usage, total: usage.total + used, context: used }
+}
+
+/** The session's dollars after one more event, by @keel/session/cost's sums (unknown stays unknown, as `total`). */
+function foldCost(usage: UsageSummary, event: HistoryEntry['event']): UsageSummary {
+  if (!usage.cost) return usage
+  const data = event.data as { usage?: TokenUsage; costUsd?: number; cost?: CostTotal }
+  const cost = { ...usage.cost }
+  if ((event.type === 'assistant/message' || event.type === 'compaction/end') && data.usage)
+    addRequest(cost, data.usage, data.costUsd)
+  else if (event.type === 'subagent/end' && data.cost) addTotal(cost, data.cost)
+  else return usage
+  return { ...usage, cost }
 }
 
 /**
@@ -121,6 +139,7 @@ export class ConversationStore {
   private plans: Record<string, SubagentPlan> = {}
   private plansSeq = -1
   private running = false
+  private retry: RetryNotice | null = null
   private model: ModelInfo | null = null
   private usage: UsageSummary = NO_USAGE
   private partial: { text: string; reasoning: string } | null = null
@@ -355,6 +374,9 @@ export class ConversationStore {
     this.todos = foldTodos(this.todos, entry)
     this.usage = foldUsage(this.usage, entry)
     const { event } = entry
+    if (event.type === 'model/retry') this.retry = event.data as RetryNotice
+    else if (event.type === 'assistant/message' || event.type === 'turn/end' || event.type === 'step/start')
+      this.retry = null
     if (event.type === 'turn/start') this.running = true
     else if (event.type === 'turn/end') {
       this.running = false
@@ -531,6 +553,7 @@ export class ConversationStore {
       subagentPlans: this.plans,
       model: this.model,
       usage: this.usage,
+      retry: this.retry,
       asks: this.asks,
       firstSeq: this.window.length ? this.window[0]!.event.seq : -1,
       lastSeq: this.lastSeq(),

@@ -1,3 +1,4 @@
+import { retryText } from '@keel/llm/retry-text'
 import { useDeferredValue, useEffect, useLayoutEffect, useRef, useState } from 'react'
 import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
 import type { MessageSource } from '@keel/session/messages'
@@ -81,7 +82,7 @@ export function Transcript({
         )}
         {snapshot.running && !snapshot.partial && (
           <div className="working" aria-live="polite">
-            Working…
+            {snapshot.retry ? `${retryText(snapshot.retry)}…` : 'Working…'}
           </div>
         )}
       </div>

@@ -1,4 +1,5 @@
 import { useSyncExternalStore } from 'react'
+import { costLabel } from '@keel/session/cost'
 import type { ConversationStore } from '../store.ts'
 
 /** 12345 → "12.3k", 1234567 → "1.23M". */
@@ -32,6 +33,11 @@ export function UsageBadge({ store }: { store: ConversationStore }) {
       {usage.total !== undefined && (
         <span className="usage-tokens" data-testid="usage-tokens">
           {compactCount(usage.total)} tok
+        </span>
+      )}
+      {usage.cost && costLabel(usage.cost) && (
+        <span className="usage-cost" data-testid="usage-cost">
+          {costLabel(usage.cost)}
         </span>
       )}
       {share !== undefined && (
