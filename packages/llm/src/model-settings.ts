@@ -20,9 +20,9 @@ export const ModelSettingsSchema: Schema<ModelSettings> = Schema.dict(
   Schema.object({
     contextWindow: Schema.natural().min(1),
     maxOutput: Schema.natural().min(1),
-    vision: Boolean,
-    toolCalls: Boolean,
-    reasoning: Boolean,
+    vision: Schema.boolean(),
+    toolCalls: Schema.boolean(),
+    reasoning: Schema.boolean(),
     price,
     thinking: Schema.union([
       Schema.const('on' as const),

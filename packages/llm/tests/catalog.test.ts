@@ -55,7 +55,8 @@ describe('createProvider with the catalog', () => {
     fake = await startFakeProvider([{ text: 'ok' }])
     const model = await createProvider('openai', 'gpt-5', { baseUrl: `${fake.url}/v1`, env, cwd: '.' })
     await collect(model.stream(request([{ type: 'text', text: 'hi' }]), new AbortController().signal))
-    expect(fake.requests[0]!.body.max_completion_tokens).toBe(128_000)
+    // openai/* speaks the Responses API, whose field is max_output_tokens.
+    expect(fake.requests[0]!.body.max_output_tokens).toBe(128_000)
   })
 
   it("reads an openai-compatible server's window from its /v1/models (vLLM max_model_len)", async () => {
@@ -80,14 +81,18 @@ describe('createProvider with the catalog', () => {
     fake = await startFakeProvider([{ text: 'ok' }, { text: 'ok' }])
     const image = { type: 'image' as const, mediaType: 'image/png', data: 'iVBORw0KGgo=' }
     const messages = request([{ type: 'text', text: 'look' }, image])
-    const textOnly = await createProvider('deepseek', 'deepseek-chat', { baseUrl: `${fake.url}/v1`, env, cwd: '.' })
+    const textOnly = await createProvider('deepseek', 'deepseek-v4-flash', {
+      baseUrl: `${fake.url}/v1`,
+      env,
+      cwd: '.',
+    })
     await collect(textOnly.stream(messages, new AbortController().signal))
     const sent = JSON.stringify(fake.requests[0]!.body.messages)
     expect(sent).not.toContain('image_url')
-    expect(sent).toContain(JSON.stringify(imageNote(image, 'deepseek-chat')).slice(1, -1))
+    expect(sent).toContain(JSON.stringify(imageNote(image, 'deepseek-v4-flash')).slice(1, -1))
     const vision = await createProvider('openai', 'gpt-5', { baseUrl: `${fake.url}/v1`, env, cwd: '.' })
     await collect(vision.stream(messages, new AbortController().signal))
-    expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('image_url')
+    expect(JSON.stringify(fake.requests[1]!.body.input)).toContain('input_image')
   })
 })
 

@@ -27,7 +27,7 @@ async function adapter(
   const anthropic = spec.startsWith('anthropic/')
   const model = await ctx.llm.create(spec, {
     baseUrl: anthropic ? fake.url : `${fake.url}/v1`,
-    env: { ANTHROPIC_API_KEY: 'k', OPENAI_API_KEY: 'k' },
+    env: { ANTHROPIC_API_KEY: 'k', OPENAI_API_KEY: 'k', DEEPSEEK_API_KEY: 'k' },
   })
   return { model, notices }
 }
@@ -110,7 +110,7 @@ describe('withRetries against the fake server', () => {
   })
 
   it('an invalid key reported inside a 200 stream is an auth error, not retried', async () => {
-    const { model } = await adapter('openai/gpt-5', [
+    const { model } = await adapter('deepseek/deepseek-v4-flash', [
       { text: 'he', streamError: { message: 'Incorrect API key provided', code: 'invalid_api_key' } },
       { text: 'never' },
     ])
