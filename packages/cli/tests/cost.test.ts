@@ -190,6 +190,31 @@ describe('cost in the -p JSON', () => {
   }, 60_000)
 })
 
+describe('the catalog through settings.json', () => {
+  test('an override in the user settings wins (max_tokens); a project file may not set a price', async () => {
+    fake = await startFakeProvider([{ text: 'ok' }, { text: 'ok' }])
+    const run = await keel(['-p', 'hi'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(fake.requests[0]!.body.max_tokens).toBe(modelInfo('anthropic', MODEL).maxOutput)
+    settings({ models: { [`anthropic/${MODEL}`]: { maxOutput: 1234 } } })
+    const overridden = await keel(['-p', 'hi'])
+    expect(overridden.code, overridden.stderr).toBe(0)
+    expect(fake.requests[1]!.body.max_tokens).toBe(1234)
+    mkdirSync(join(scratch, '.git'))
+    mkdirSync(join(scratch, '.keel'))
+    writeFileSync(
+      join(scratch, '.keel', 'settings.json'),
+      JSON.stringify({ models: { [`anthropic/${MODEL}`]: { price: { input: 0, output: 0 } } } }),
+    )
+    const refused = await keel(['-p', 'hi'])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(
+      /settings\.json: models\.anthropic\/claude-sonnet-4-5\.price is read only from your own settings/,
+    )
+    expect(fake.requests).toHaveLength(2)
+  }, 60_000)
+})
+
 describe('retries through keel -p', () => {
   test('429 with retry-after: 2, twice, then a stream: exit 0, attempts ≥ 2 s apart, the wait on stderr', async () => {
     const limited = { status: 429, headers: { 'retry-after': '2' } }

@@ -16,9 +16,9 @@ export const ModelOverridesSchema: Schema<ModelOverrides> = Schema.dict(
   Schema.object({
     contextWindow: Schema.natural().min(1),
     maxOutput: Schema.natural().min(1),
-    vision: Boolean,
-    toolCalls: Boolean,
-    reasoning: Boolean,
+    vision: Schema.boolean(),
+    toolCalls: Schema.boolean(),
+    reasoning: Schema.boolean(),
     price,
   }),
 ).description('Per-model overrides of the catalog, keyed "<provider>/<model>".') as Schema<ModelOverrides>
