@@ -103,7 +103,9 @@ function billed(bodies: Body[], keepMarks: boolean): { billed: number; input: nu
     let write = 0
     if (lastMark >= 0 && tokens(lastMark) >= MIN_TOKENS) {
       write = tokens(lastMark) - read
-      blocks.forEach((block, i) => block.marked && tokens(i) >= MIN_TOKENS && written.add(prefixes[i]!))
+      blocks.forEach((block, i) => {
+        if (block.marked && tokens(i) >= MIN_TOKENS) written.add(prefixes[i]!)
+      })
     }
     total += all - read - write + read * 0.1 + write * 1.25
   }

@@ -73,11 +73,10 @@ type Body = {
 /** Where `cache_control` sits in a body: `tools[i]`, `system[i]`, `messages[i][j]`. */
 function breakpoints(body: Body): string[] {
   const at: string[] = []
-  body.tools.forEach((tool, i) => tool.cache_control && at.push(`tools[${i}]`))
-  body.system.forEach((block, i) => block.cache_control && at.push(`system[${i}]`))
-  body.messages.forEach((message, i) =>
-    message.content.forEach((block, j) => block.cache_control && at.push(`messages[${i}][${j}]`)),
-  )
+  for (const [i, tool] of body.tools.entries()) if (tool.cache_control) at.push(`tools[${i}]`)
+  for (const [i, block] of body.system.entries()) if (block.cache_control) at.push(`system[${i}]`)
+  for (const [i, message] of body.messages.entries())
+    for (const [j, block] of message.content.entries()) if (block.cache_control) at.push(`messages[${i}][${j}]`)
   return at
 }
 
