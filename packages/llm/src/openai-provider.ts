@@ -1,6 +1,7 @@
 import type { ProviderOptions } from './index.ts'
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
-import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW } from './catalog.ts'
+import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW, priceForTtl } from './catalog.ts'
+import { takesChatBreakpoints } from './chat-cache.ts'
 import { checkedUrl, requireKey, value } from './providers.ts'
 import { LlmError } from './types.ts'
 
@@ -70,8 +71,9 @@ export function createOpenAiCompatible(
       info.contextWindow ??
       (provider === 'openai-compatible' ? (serverWindow ?? OPENAI_COMPATIBLE_DEFAULT_WINDOW) : undefined),
     maxOutput: info.maxOutput,
-    price: info.price,
+    price: takesChatBreakpoints(provider, model) ? priceForTtl(info.price, options.promptCacheTtl ?? '5m') : info.price,
     vision: info.vision ?? false,
+    cacheTtl: options.promptCacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     ...flavor.extra?.(options.env),
   })
