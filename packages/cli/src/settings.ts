@@ -128,9 +128,10 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
-        const message = core.meta.description
-          ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}`
-          : expected(error, key)
+        const message =
+          core.meta.description && key !== 'models'
+            ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}`
+            : expected(error, key)
         throw new SettingsError(`${file.path}: ${message}`)
       }
       continue
@@ -158,6 +159,18 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
   }
 }
 
+/** A repository must not decide what its runs cost (a budget reads the price): prices come from the user's file. */
+function refuseProjectPrices(file: SettingsFile): void {
+  const models = file.data.models
+  if (!isObject(models)) return
+  for (const [key, value] of Object.entries(models)) {
+    if (isObject(value) && 'price' in value)
+      throw new SettingsError(
+        `${file.path}: models.${key}.price is read only from your own settings ($KEEL_HOME/settings.json): a project cannot set what its runs cost`,
+      )
+  }
+}
+
 function rejectUnknown(file: SettingsFile, key: string, value: Record<string, unknown>, known: string[]): void {
   for (const inner of Object.keys(value)) {
     if (known.includes(inner)) continue
@@ -175,7 +188,10 @@ function rejectUnknown(file: SettingsFile, key: string, value: Record<string, un
 export async function resolveSettings(flags: Flags, cwd: string, composition: string): Promise<ResolvedSettings> {
   const entries = await readComposition(composition)
   const read = readSettingsFiles(cwd)
-  for (const file of read) await validate(file, entries, composition)
+  for (const file of read) {
+    await validate(file, entries, composition)
+    if (file.scope === 'project') refuseProjectPrices(file)
+  }
   // Held back or not, a server entry that cannot work is named now (checking runs nothing).
   for (const file of read) {
     if (file.data.mcpServers === undefined) continue

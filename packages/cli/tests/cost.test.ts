@@ -73,11 +73,10 @@ type Body = {
 /** Where `cache_control` sits in a body: `tools[i]`, `system[i]`, `messages[i][j]`. */
 function breakpoints(body: Body): string[] {
   const at: string[] = []
-  body.tools.forEach((tool, i) => tool.cache_control && at.push(`tools[${i}]`))
-  body.system.forEach((block, i) => block.cache_control && at.push(`system[${i}]`))
-  body.messages.forEach((message, i) =>
-    message.content.forEach((block, j) => block.cache_control && at.push(`messages[${i}][${j}]`)),
-  )
+  for (const [i, tool] of body.tools.entries()) if (tool.cache_control) at.push(`tools[${i}]`)
+  for (const [i, block] of body.system.entries()) if (block.cache_control) at.push(`system[${i}]`)
+  for (const [i, message] of body.messages.entries())
+    for (const [j, block] of message.content.entries()) if (block.cache_control) at.push(`messages[${i}][${j}]`)
   return at
 }
 
@@ -187,6 +186,31 @@ describe('cost in the -p JSON', () => {
     const shown = await keel(['sessions', 'show', result.sessionId])
     expect(shown.stdout).toMatch(/cost +cost unknown/)
     expect(shown.stdout).not.toContain('$0.00')
+  }, 60_000)
+})
+
+describe('the catalog through settings.json', () => {
+  test('an override in the user settings wins (max_tokens); a project file may not set a price', async () => {
+    fake = await startFakeProvider([{ text: 'ok' }, { text: 'ok' }])
+    const run = await keel(['-p', 'hi'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(fake.requests[0]!.body.max_tokens).toBe(modelInfo('anthropic', MODEL).maxOutput)
+    settings({ models: { [`anthropic/${MODEL}`]: { maxOutput: 1234 } } })
+    const overridden = await keel(['-p', 'hi'])
+    expect(overridden.code, overridden.stderr).toBe(0)
+    expect(fake.requests[1]!.body.max_tokens).toBe(1234)
+    mkdirSync(join(scratch, '.git'))
+    mkdirSync(join(scratch, '.keel'))
+    writeFileSync(
+      join(scratch, '.keel', 'settings.json'),
+      JSON.stringify({ models: { [`anthropic/${MODEL}`]: { price: { input: 0, output: 0 } } } }),
+    )
+    const refused = await keel(['-p', 'hi'])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(
+      /settings\.json: models\.anthropic\/claude-sonnet-4-5\.price is read only from your own settings/,
+    )
+    expect(fake.requests).toHaveLength(2)
   }, 60_000)
 })
 

@@ -35,7 +35,10 @@ declare module 'cordis' {
     llm: LlmService
   }
   interface Events {
-    /** A request failed and will be sent again after `notice.waitMs`; `sessionId` is the request's. */
+    /**
+     * A request failed and will be sent again after `notice.waitMs`; `sessionId` is the request's.
+     * @mode emit
+     */
     'llm/retry'(notice: RetryNotice, sessionId: string | undefined): void
   }
 }

@@ -1,5 +1,6 @@
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
-import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW } from './catalog.ts'
+import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW, priceForTtl } from './catalog.ts'
+import { takesChatBreakpoints } from './chat-cache.ts'
 import { checkedUrl, requireKey, retiredModel, value } from './providers.ts'
 import type { ProviderOptions } from './types.ts'
 import { LlmError } from './types.ts'
@@ -71,8 +72,9 @@ export function createOpenAiCompatible(
       info.contextWindow ??
       (provider === 'openai-compatible' ? (serverWindow ?? OPENAI_COMPATIBLE_DEFAULT_WINDOW) : undefined),
     maxOutput: info.maxOutput,
-    price: info.price,
+    price: takesChatBreakpoints(provider, model) ? priceForTtl(info.price, options.promptCacheTtl ?? '5m') : info.price,
     vision: info.vision ?? false,
+    cacheTtl: options.promptCacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
     ...flavor.extra?.(options.env),

@@ -2,7 +2,9 @@
 // (DeepSeek's `reasoning_content` and `prompt_cache_hit_tokens`, Ollama's and vLLM's `reasoning`). Only what the
 // adapter touches is typed; a server's extra fields pass through unread.
 
-export type UserPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+/** `cache_control` is OpenRouter's, passed on to Anthropic (chat-cache.ts); OpenAI itself takes none. */
+export type TextPart = { type: 'text'; text: string; cache_control?: { type: 'ephemeral'; ttl?: '1h' } }
+export type UserPart = TextPart | { type: 'image_url'; image_url: { url: string } }
 
 export interface ChatToolCall {
   id: string
@@ -11,7 +13,7 @@ export interface ChatToolCall {
 }
 
 export type ChatMessage =
-  | { role: 'system'; content: string }
+  | { role: 'system'; content: string | TextPart[] }
   | { role: 'user'; content: string | UserPart[] }
   | {
       role: 'assistant'
@@ -22,7 +24,7 @@ export type ChatMessage =
       /** OpenRouter: the reasoning as it streamed it, sent back unchanged. */
       reasoning_details?: unknown[]
     }
-  | { role: 'tool'; tool_call_id: string; content: string }
+  | { role: 'tool'; tool_call_id: string; content: string | TextPart[] }
 
 export interface ChatRequest {
   model: string

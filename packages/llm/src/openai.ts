@@ -5,6 +5,8 @@ import { ConnectionError, type EventStream, HttpStatusError, postEventStream } f
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import { serverWaitMs } from './retries.ts'
+import type { CacheTtl } from './anthropic-cache.ts'
+import { placeChatBreakpoints, takesChatBreakpoints } from './chat-cache.ts'
 import {
   LlmError,
   type FinishReason,
@@ -38,6 +40,8 @@ export interface OpenAiAdapterOptions {
   maxOutput?: number
   price?: ModelPrice
   vision?: boolean
+  /** Claude through OpenRouter: the prompt-cache lifetime of its breakpoints (chat-cache.ts). */
+  cacheTtl?: CacheTtl
   /** OpenAI's own API wants `max_completion_tokens`; most compatible servers still read `max_tokens`. */
   maxTokensField?: 'max_tokens' | 'max_completion_tokens'
   organization?: string
@@ -136,6 +140,7 @@ export class OpenAiAdapter implements LlmAdapter {
         },
       }))
     }
+    if (takesChatBreakpoints(this.provider, this.model)) placeChatBreakpoints(body, this.options.cacheTtl)
     const maxTokens = request.maxTokens ?? this.options.maxOutput
     if (maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = maxTokens
 

@@ -96,6 +96,22 @@ describe('createProvider with the catalog', () => {
   })
 })
 
+describe('Claude through OpenRouter', () => {
+  it('marks the system prompt and the latest message as cache breakpoints; other OpenRouter models get none', async () => {
+    fake = await startFakeProvider([{ text: 'ok' }, { text: 'ok' }])
+    const options = { baseUrl: `${fake.url}/v1`, env: { OPENROUTER_API_KEY: 'k' }, cwd: '.' }
+    const claude = await createProvider('openrouter', 'anthropic/claude-sonnet-4.5', options)
+    await collect(claude.stream(request([{ type: 'text', text: 'hi' }]), new AbortController().signal))
+    expect(fake.requests[0]!.body.messages).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }] },
+      { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] },
+    ])
+    const gpt = await createProvider('openrouter', 'openai/gpt-5', options)
+    await collect(gpt.stream(request([{ type: 'text', text: 'hi' }]), new AbortController().signal))
+    expect(JSON.stringify(fake.requests[1]!.body)).not.toContain('cache_control')
+  })
+})
+
 function request(content: LlmRequest['messages'][number]['content']): LlmRequest {
   return { system: 's', messages: [{ role: 'user', content } as LlmRequest['messages'][number]], tools: [] }
 }

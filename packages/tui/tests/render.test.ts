@@ -3,6 +3,9 @@ import type { DiffDetails } from '@keel/session'
 import { DIFF_COLLAPSED_LINES, diffRows, renderDiff } from '../src/diff-view.ts'
 import { foldEvents } from '../src/fold.ts'
 import { Footer, usageText } from '../src/footer.ts'
+import { StatusLine } from '../src/status.ts'
+import { costLabel } from '@keel/session/cost'
+import { retryText } from '@keel/llm/retry-text'
 import { HIGHLIGHT_MAX_CHARS, highlightCode, loadHighlighter } from '../src/highlight.ts'
 import { renderMarkdown } from '../src/markdown.ts'
 import { TranscriptView, withoutToolName } from '../src/transcript.ts'
@@ -293,5 +296,36 @@ describe('footer', () => {
     })
     const state = foldEvents([reply(0, 100, 10), reply(1, 300, 20)] as never)
     expect(state.tokens).toEqual({ input: 400, output: 30, context: 320 })
+  })
+
+  test('the footer shows the dollars the log holds; the status line shows a retry wait until the reply', () => {
+    const at = (seq: number, type: string, data: object) => ({ type, seq, time: 0, data })
+    const retry = { provider: 'anthropic', kind: 'rate-limit', attempt: 2, attempts: 6, waitMs: 7000, message: '429' }
+    const events = [
+      at(0, 'model/retry', { turn: 1, step: 1, ...retry }),
+      at(1, 'assistant/message', {
+        turn: 1,
+        step: 1,
+        message: { role: 'assistant', content: [] },
+        usage: { input: 10, output: 1 },
+        costUsd: 0.25,
+      }),
+    ]
+    const waiting = foldEvents(events.slice(0, 1) as never)
+    expect(waiting.retry && retryText(waiting.retry)).toBe('rate limited by anthropic, retrying in 7 s (2/6)')
+    const status = new StatusLine(() => 1000)
+    status.runningSince = 0
+    status.retry = retryText(waiting.retry!)
+    expect(plain(status.render(120).join('\n'))).toContain('rate limited by anthropic, retrying in 7 s (2/6)')
+    const state = foldEvents(events as never)
+    expect(state.retry).toBeUndefined()
+    const footer = new Footer({
+      model: 'anthropic/claude-sonnet-4-5',
+      cwd: '/w',
+      sessionId: '0123456789abcdef',
+      tokens: state.tokens,
+      cost: costLabel(state.cost),
+    })
+    expect(plain(footer.render(120)[0]!)).toBe('anthropic/claude-sonnet-4-5 · 11 tok · $0.25 · session 01234567 · /w')
   })
 })

@@ -8,9 +8,11 @@ test('the web client bundles for the browser, taking from other Keel packages on
   expect(bundle.errors).toEqual([])
   const keel = bundle.inputs.filter((file) => file.startsWith('packages/') && !file.startsWith('packages/web/'))
   expect(keel.sort()).toEqual([
+    'packages/llm/src/retry-text.ts',
     'packages/permissions/src/decisions.ts',
     'packages/permissions/src/render.ts',
     'packages/permissions/src/types.ts',
+    'packages/session/src/cost.ts',
     'packages/session/src/escape.ts',
     'packages/session/src/text.ts',
     'packages/subagent/src/plans.ts',

@@ -477,7 +477,9 @@ describe('model and usage on the tail page', () => {
     const tail = await f.ok('session.history', { sessionId: session.id, maxMessages: 1 })
     expect(tail.events.filter((entry) => entry.event.type === 'assistant/message')).toHaveLength(1)
     expect(tail.model).toEqual({ provider: 'scripted', model: 'script', contextWindow: 8000 })
-    expect(tail.usage).toEqual({ total: 1050 + 1230 + 1520, context: 1520 })
+    expect(tail.usage).toMatchObject({ total: 1050 + 1230 + 1520, context: 1520 })
+    // The scripted model is free: three requests, priced at $0 (not unknown).
+    expect(tail.usage?.cost).toMatchObject({ requests: 3, unpriced: 0, usd: 0 })
     // Older pages carry neither.
     const older = await f.ok('session.history', { sessionId: session.id, beforeSeq: tail.events[0]!.event.seq })
     expect(older.model).toBeUndefined()
