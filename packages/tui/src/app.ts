@@ -12,6 +12,8 @@ import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
 import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { contextWindowOf, Footer } from './footer.ts'
+import { isPrintable } from './deliberate.ts'
+import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
@@ -144,10 +146,17 @@ export class KeelApp {
       ctx.on('mcp/warning', (line) => this.warn(line)),
       ctx.on('checkpoint/warning', (line) => this.warn(line)),
       ctx.on('permission/notice', (line) => this.warn(line)),
+      ctx.on('permission/mode', (mode) => {
+        this.footer.info.mode = mode
+        this.tui.requestRender()
+      }),
     )
     // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
     const permissions = ctx.get('permissions')
-    if (permissions) this.disposers.push(permissions.setAsker(this.prompt.asker))
+    if (permissions) {
+      this.disposers.push(permissions.setAsker(this.prompt.asker))
+      this.footer.info.mode = permissions.mode
+    }
     this.open(this.agent)
     if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
     for (const repair of options.repairs ?? []) this.transcript.note('warn', repair)
@@ -253,8 +262,15 @@ export class KeelApp {
       this.onCtrlC()
       return { consume: true }
     }
-    // An open approval prompt takes every other key: y / a / n / esc answer it, the rest is dropped.
+    // Text typed just before an approval opens must not answer it: the prompt waits for a pause after the last key.
+    if (isPrintable(data)) this.prompt.guard.typed()
+    // An open approval prompt takes its keys (arrows, digits, Enter, Esc); letters go on to the editor.
     if (this.prompt.handleKey(data)) return { consume: true }
+    if (matchesKey(data, 'shift+tab')) {
+      cycleMode(this.options.ctx, this.agent.session, (line) => this.transcript.note('info', line))
+      this.tui.requestRender()
+      return { consume: true }
+    }
     // Enter on a menu the person has typed past (a burst of keys): close it, so Enter submits what was typed.
     if (
       matchesKey(data, 'enter') &&
@@ -430,8 +446,8 @@ export class KeelApp {
   }
 
   /**
-   * `!command`: runs it through the bash tool under the same permission mode, rules and sandbox as the model's calls
-   * (asking here in ask mode), shows it live, and records it on the log as a user message for the next turn.
+   * `!command`: runs it through the bash tool under the same deny rules and sandbox as the model's calls, without
+   * asking (the person typed it), shows it live, and records it on the log as a user message for the next turn.
    */
   private async userCommand(command: string): Promise<void> {
     if (!command) {
@@ -453,7 +469,6 @@ export class KeelApp {
         ctx: this.options.ctx,
         agent,
         command,
-        asker: this.prompt.asker,
         signal: controller.signal,
         onUpdate: (text) => {
           const all = view.output + text

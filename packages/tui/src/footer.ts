@@ -48,6 +48,8 @@ export interface FooterInfo {
   contextWindow?: number
   /** Shown first, highlighted: the scripted demo says so on every frame. */
   label?: string
+  /** The permission mode in force (Shift+Tab cycles it), when @keel/permissions is loaded. */
+  mode?: string
 }
 
 /** One line: model · tokens · session · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
@@ -61,8 +63,9 @@ export class Footer implements Component {
   invalidate(): void {}
 
   render(width: number): string[] {
-    const { model, cwd, sessionId, tokens, label, contextWindow } = this.info
+    const { model, cwd, sessionId, tokens, label, contextWindow, mode } = this.info
     const parts = [
+      ...(mode ? [`${escapeLine(mode)} mode (shift+tab)`] : []),
       escapeLine(shortModel(model)),
       usageText(tokens, contextWindow),
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.

@@ -14,6 +14,7 @@ import {
   type RewindScope,
   type TurnPrompt,
 } from '@keel/checkpoint'
+import { isPermissionAnswer } from '@keel/permissions'
 import type { Compaction } from '@keel/compaction'
 import type { SubagentService } from '@keel/subagent'
 import {
@@ -359,11 +360,19 @@ export class WebHost {
       const callId = params.callId
       if (typeof callId !== 'string' || !callId || callId.length > 256)
         throw new RpcFailure('bad-request', 'callId must be a non-empty string')
-      const { decision, scope } = params
-      if (decision !== 'allow' && decision !== 'deny')
-        throw new RpcFailure('bad-request', 'decision must be allow or deny')
-      if (scope !== 'once' && scope !== 'always') throw new RpcFailure('bad-request', 'scope must be once or always')
-      return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
+      const { decision, scope, file, message } = params
+      const answer = {
+        decision,
+        scope,
+        ...(file !== undefined ? { file } : {}),
+        ...(message !== undefined ? { message } : {}),
+      }
+      if (!isPermissionAnswer(answer))
+        throw new RpcFailure(
+          'bad-request',
+          'an answer is { decision: allow | deny, scope: once | session | always, file?: local | project, message?: text }',
+        )
+      return { accepted: this.asks.answer(sessionIdOf(params), callId, answer) }
     },
     'session.compact': async (params) => {
       const compaction: Compaction | undefined = this.ctx.get('compaction')
