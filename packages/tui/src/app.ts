@@ -263,7 +263,7 @@ export class KeelApp {
       return { consume: true }
     }
     // Text typed just before an approval opens must not answer it: the prompt waits for a pause after the last key.
-    if (isPrintable(data)) this.prompt.guard.typed()
+    if (isPrintable(data) && !this.prompt.active) this.prompt.guard.typed()
     // An open approval prompt takes its keys (arrows, digits, Enter, Esc); letters go on to the editor.
     if (this.prompt.handleKey(data)) return { consume: true }
     if (matchesKey(data, 'shift+tab')) {
