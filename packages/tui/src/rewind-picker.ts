@@ -178,7 +178,10 @@ class RewindPicker implements Component {
   }
 
   handleInput(data: string): void {
-    if (isPrintable(data)) return this.guard.typed()
+    if (isPrintable(data)) {
+      this.guard.typed()
+      return
+    }
     if (matchesKey(data, 'enter') && !this.guard.settled()) return
     if ('list' in this.step) this.step.list.handleInput(data)
   }
