@@ -53,6 +53,14 @@ export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>
   return `${status}\n[killed ${what} the command left running]`
 }
 
+/** How the command ended, for front ends (they decide "failed" from it through `resultStatus` in @keel/session). */
+function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>, timeoutSeconds: number) {
+  if (outcome.kind === 'timeout') return { kind: 'timeout' as const, seconds: timeoutSeconds }
+  if (outcome.kind === 'cancelled') return { kind: 'cancelled' as const }
+  if (outcome.code === null) return { kind: 'killed' as const, signal: outcome.signal ?? 'a signal' }
+  return { kind: 'exited' as const, code: outcome.code }
+}
+
 /** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
 export type SandboxSource = () => SandboxService | undefined
 
@@ -122,6 +130,7 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       return {
         isError: outcome.kind !== 'exited',
         content: [{ type: 'text', text: body ? `${body}\n${status}` : status }],
+        details: { kind: 'command', exit: exitOf(outcome, timeoutSeconds) },
       }
     },
   })

@@ -4,7 +4,7 @@ import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
-import { closest, type Session, type SessionEvent } from '@keel/session'
+import { closest, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
@@ -249,7 +249,8 @@ export class KeelApp {
         if (delta.name) live.preparing = delta.name
         break
       case 'tool-output': {
-        const text = (live.output[delta.callId] ?? '') + delta.text
+        // The live view shows what the log will keep: without the terminal's colour and title codes.
+        const text = (live.output[delta.callId] ?? '') + stripTerminalCodes(delta.text)
         live.output[delta.callId] = text.length > LIVE_OUTPUT_CAP ? text.slice(-LIVE_OUTPUT_CAP) : text
         break
       }

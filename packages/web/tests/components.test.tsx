@@ -152,6 +152,29 @@ describe('ApprovalCard and decisions', () => {
     expect(html).not.toContain('<img')
   })
 
+  test('a command that exited non-zero is a failed row: ✗ and its exit code, its output still shown', () => {
+    const row = (code: number) =>
+      renderToStaticMarkup(
+        <ToolRow
+          item={{
+            ...toolItem('bash', { command: 'make' }),
+            result: {
+              isError: false,
+              text: `building\n[exit code ${code} · 0.1 s]`,
+              details: { kind: 'command', exit: { kind: 'exited', code } },
+            },
+          }}
+        />,
+      )
+    const failed = row(3)
+    expect(failed).toContain('data-state="error"')
+    expect(failed).toContain('data-testid="tool-failed">✗ exit 3<')
+    expect(failed).toContain('building')
+    const ok = row(0)
+    expect(ok).toContain('data-state="ok"')
+    expect(ok).not.toContain('tool-failed')
+  })
+
   test('a row carries its decision line, or waits while asked', () => {
     const denied = renderToStaticMarkup(
       <ToolRow
