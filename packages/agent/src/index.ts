@@ -6,7 +6,7 @@ import { loadInstructions } from '@keel/settings'
 import { Agent, type AgentDelta, type AgentOptions, type AgentStatus } from './agent.ts'
 
 export * from './agent.ts'
-export { lastModelChoice, modelSpecOf } from './model-choice.ts'
+export { lastModel, lastModelChoice, modelSpecOf } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
 
 declare module 'cordis' {

@@ -57,7 +57,7 @@ export async function runPrint(
 ): Promise<number> {
   const format = flags['output-format'] ?? 'text'
   const started = Date.now()
-  const { agent, repairs } = await openAgent(ctx, flags, options)
+  const { agent, repairs, resumed } = await openAgent(ctx, flags, options)
   // The tools of this run's first request, for the next run's early one (first-request.ts); after it has left.
   const { toolsKey } = options
   const disposeRequest = ctx.on('agent/request', (source, request) => {
@@ -92,6 +92,8 @@ export async function runPrint(
   const out = guardedOutput(process.stdout, () => stop('EPIPE'))
   const err = guardedOutput(process.stderr, () => {})
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
+  // A reopened session runs on the model its log records: say which, so a switch is never silent.
+  if (resumed) err.write(`keel: continuing session ${agent.id} on ${escapeLine(model)}\n`)
   // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
   // why the sandbox is off, a rule that could not be saved.
   const warn = (line: string) => {

@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
+import { lastModel, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
@@ -52,7 +52,7 @@ export interface AppOptions {
   /** The model the flags or settings configured, when a reopened session chose another (`/model` lists both). */
   configuredModel?: string
   /** Builds the adapter for `/model <spec>` as the CLI builds the flags' model; without it, `ctx.llm.create`. */
-  createModel?: (spec: string) => Promise<LlmAdapter>
+  createModel?: (spec: string, baseUrl?: string) => Promise<LlmAdapter>
   version: string
   /** Shown on every frame in the footer (the scripted demo). */
   label?: string
@@ -158,7 +158,8 @@ export class KeelApp {
       this.footer.info.mode = permissions.mode
     }
     this.open(this.agent)
-    if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
+    if (options.resumed)
+      this.transcript.note('info', `Resumed session ${this.agent.id} on ${escapeLine(options.modelSpec)}.`)
     for (const repair of options.repairs ?? []) this.transcript.note('warn', repair)
   }
 
@@ -405,7 +406,11 @@ export class KeelApp {
         if (this.busy()) return
         const model = this.agent.model
         this.replaceAgent(() => {
-          const agent = this.options.ctx.agents.create({ cwd: this.options.cwd, model })
+          const agent = this.options.ctx.agents.create({
+            cwd: this.options.cwd,
+            model,
+            recordModel: { spec: this.footer.info.model },
+          })
           // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
           const spec = this.footer.info.model
           if (spec !== this.configuredModel) agent.switchModel(model, spec)
@@ -565,25 +570,30 @@ export class KeelApp {
       this.transcript.note('info', 'That is the session already open.')
       return
     }
-    // The session's own last /model choice, when it made one; otherwise it continues with the model in use.
+    // The model the session's log records (the one it started on, or its last /model choice); otherwise it continues
+    // with the model in use.
     let model = this.agent.model
-    let chosen: string | undefined
+    let chosen: { spec: string; baseUrl?: string } | undefined
     try {
-      chosen = lastModelChoice(this.options.ctx.sessions.read(id).events)
+      chosen = lastModel(this.options.ctx.sessions.read(id).events)
     } catch {
       chosen = undefined // an unknown id: agents.resume below says so
     }
     let spec = this.footer.info.model
-    if (chosen && chosen !== spec) {
+    if (chosen && chosen.spec !== spec) {
       try {
-        model = await this.makeModel(chosen)
-        spec = chosen
+        model = await this.makeModel(chosen.spec, chosen.baseUrl)
+        spec = chosen.spec
       } catch (error) {
-        this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
+        this.transcript.note(
+          'warn',
+          `That session used ${escapeLine(chosen.spec)}, which cannot start: ${oneLine(error)}`,
+        )
       }
     }
     if (this.running) return void this.busy()
-    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`))
+    const resumed = `Resumed session ${id} on ${escapeLine(spec)}.`
+    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model, recordModel: { spec } }), resumed))
       this.showModel(spec)
     this.tui.requestRender()
   }
@@ -607,10 +617,10 @@ export class KeelApp {
     return items
   }
 
-  private makeModel(spec: string): Promise<LlmAdapter> {
+  private makeModel(spec: string, baseUrl?: string): Promise<LlmAdapter> {
     return this.options.createModel
-      ? this.options.createModel(spec)
-      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd })
+      ? this.options.createModel(spec, baseUrl)
+      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd, ...(baseUrl ? { baseUrl } : {}) })
   }
 
   /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */
