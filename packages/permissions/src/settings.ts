@@ -1,5 +1,6 @@
 // "Always" writes the rules where the person will find them: `<project root>/.keel/settings.local.json` (personal,
-// not committed: Keel adds it to the project's .gitignore when it creates it) or, when the person picks it, the
+// not committed: Keel git-ignores it in `.keel/.gitignore` when it creates it, inside Keel's own folder, so no
+// checkpoint takes or reverts the line and the project's own .gitignore is left alone) or, when the person picks it, the
 // shared `<project root>/.keel/settings.json`; under `permissions.allow` (or `.deny`), keeping every other key. The
 // project root is the nearest ancestor with `.git`, else the cwd. Only Keel writes here, never the agent's tools.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
@@ -8,7 +9,7 @@ import { projectRoot } from '@keel/settings'
 import type { RuleFile } from './types.ts'
 
 const FILE_NAMES: Record<RuleFile, string> = { local: 'settings.local.json', project: 'settings.json' }
-const LOCAL_IGNORE = '.keel/settings.local.json'
+const LOCAL_IGNORE = 'settings.local.json'
 
 export function projectSettingsPath(cwd: string, file: RuleFile = 'project'): string {
   return join(projectRoot(cwd), '.keel', FILE_NAMES[file])
@@ -55,11 +56,11 @@ function save(cwd: string, path: string, settings: Record<string, unknown>, file
   const temp = `${path}.${process.pid}.tmp`
   writeFileSync(temp, JSON.stringify(settings, null, 2) + '\n')
   renameSync(temp, path)
-  if (created && file === 'local') ignoreLocal(projectRoot(cwd))
+  if (created && file === 'local') ignoreLocal(dirname(path))
 }
 
-function ignoreLocal(root: string): void {
-  const ignore = join(root, '.gitignore')
+function ignoreLocal(keelDir: string): void {
+  const ignore = join(keelDir, '.gitignore')
   const text = existsSync(ignore) ? readFileSync(ignore, 'utf8') : ''
   if (text.split(/\r?\n/).some((line) => line.trim() === LOCAL_IGNORE || line.trim() === `/${LOCAL_IGNORE}`)) return
   appendFileSync(ignore, `${text && !text.endsWith('\n') ? '\n' : ''}${LOCAL_IGNORE}\n`)

@@ -70,13 +70,12 @@ const decisions = (events: readonly SessionEvent[]) =>
   events.filter((e) => e.type === 'permission/decision').map((e) => (e as SessionEvent<'permission/decision'>).data)
 
 describe('answers', () => {
-  it('"always" on a piped test command saves the prefix to .keel/settings.local.json, git-ignores it, and the next variant runs unasked', async () => {
+  it('"always" on a piped test command saves the prefix to .keel/settings.local.json, git-ignores it in .keel/.gitignore, and the next variant runs unasked', async () => {
     const k = await start([
       bash('npm test 2>&1 | tail -3', 'b1'),
       bash('npm test -- --run 2>&1 | grep Tests', 'b2'),
       { text: 'done' },
     ])
-    writeFileSync(join(k.cwd, '.gitignore'), 'node_modules')
     const asks: PermissionAsk[] = []
     k.ctx.permissions.setAsker(async (ask) => {
       asks.push(ask)
@@ -93,7 +92,8 @@ describe('answers', () => {
     const local = join(k.cwd, '.keel', 'settings.local.json')
     expect(JSON.parse(readFileSync(local, 'utf8'))).toEqual({ permissions: { allow: ['bash(npm test:*)'] } })
     expect(existsSync(join(k.cwd, '.keel', 'settings.json'))).toBe(false)
-    expect(readFileSync(join(k.cwd, '.gitignore'), 'utf8')).toBe('node_modules\n.keel/settings.local.json\n')
+    expect(readFileSync(join(k.cwd, '.keel', '.gitignore'), 'utf8')).toBe('settings.local.json\n')
+    expect(existsSync(join(k.cwd, '.gitignore'))).toBe(false)
     expect(ran).toEqual(['npm test 2>&1 | tail -3', 'npm test -- --run 2>&1 | grep Tests'])
     expect(decisions(agent.session.events).map((d) => d.scope)).toEqual(['always', 'rule'])
   })

@@ -7,8 +7,7 @@ export type ResultStatus = 'ok' | 'failed' | 'cancelled'
 
 export function resultStatus(result: { isError: boolean; details?: ToolResultDetails }): ResultStatus {
   const details = result.details
-  if (details?.kind === 'cancelled' || (details?.kind === 'command' && details.exit.kind === 'cancelled'))
-    return 'cancelled'
+  if (details?.kind === 'cancelled') return 'cancelled'
   if (result.isError) return 'failed'
   if (details?.kind === 'command' && !(details.exit.kind === 'exited' && details.exit.code === 0)) return 'failed'
   return 'ok'
@@ -25,8 +24,6 @@ export function failureLabel(details: ToolResultDetails | undefined): string | u
       return `killed by ${exit.signal}`
     case 'timeout':
       return `timed out after ${exit.seconds} s`
-    case 'cancelled':
-      return undefined
   }
 }
 

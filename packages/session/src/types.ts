@@ -69,12 +69,11 @@ export interface CancelledDetails {
   kind: 'cancelled'
 }
 
-/** How a command ended (the bash tool): its exit code, a signal, the timeout, or a cancel. */
+/** How a command ended (the bash tool): its exit code, a signal, or the timeout (a cancel is `CancelledDetails`). */
 export type CommandExit =
   | { kind: 'exited'; code: number }
   | { kind: 'killed'; signal: string }
   | { kind: 'timeout'; seconds: number }
-  | { kind: 'cancelled' }
 
 /** A command's end, so every front end decides "failed" by the same rule (`resultStatus`, outcome.ts). */
 export interface CommandDetails {

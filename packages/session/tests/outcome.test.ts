@@ -25,7 +25,6 @@ describe('resultStatus', () => {
     expect(resultStatus(command({ kind: 'exited', code: 3 }))).toBe('failed')
     expect(resultStatus(command({ kind: 'timeout', seconds: 1 }, true))).toBe('failed')
     expect(resultStatus(command({ kind: 'killed', signal: 'SIGKILL' }))).toBe('failed')
-    expect(resultStatus(command({ kind: 'cancelled' }, true))).toBe('cancelled')
     expect(resultStatus({ isError: true, details: { kind: 'cancelled' } })).toBe('cancelled')
     expect(failureLabel(command({ kind: 'exited', code: 3 }).details)).toBe('exit 3')
     expect(failureLabel(command({ kind: 'exited', code: 0 }).details)).toBeUndefined()

@@ -54,9 +54,8 @@ export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>
 }
 
 /** How the command ended, for front ends (they decide "failed" from it through `resultStatus` in @keel/session). */
-function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>, timeoutSeconds: number) {
+function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' | 'cancelled' }>, timeoutSeconds: number) {
   if (outcome.kind === 'timeout') return { kind: 'timeout' as const, seconds: timeoutSeconds }
-  if (outcome.kind === 'cancelled') return { kind: 'cancelled' as const }
   if (outcome.code === null) return { kind: 'killed' as const, signal: outcome.signal ?? 'a signal' }
   return { kind: 'exited' as const, code: outcome.code }
 }
@@ -130,7 +129,11 @@ export function bashTool(config: Config, sandbox: SandboxSource = () => undefine
       return {
         isError: outcome.kind !== 'exited',
         content: [{ type: 'text', text: body ? `${body}\n${status}` : status }],
-        details: { kind: 'command', exit: exitOf(outcome, timeoutSeconds) },
+        // A cancel is the agent's word (`cancelled` details), not the command's failure.
+        details:
+          outcome.kind === 'cancelled'
+            ? { kind: 'cancelled' }
+            : { kind: 'command', exit: exitOf(outcome, timeoutSeconds) },
       }
     },
   })
