@@ -50,7 +50,7 @@ function list(object: Record<string, unknown>, key: string, where: string, path:
 }
 
 /** Writes beside it and renames, so a crash never leaves half a settings file; a new local file is git-ignored. */
-function save(cwd: string, path: string, settings: Record<string, unknown>, file: RuleFile): void {
+function save(path: string, settings: Record<string, unknown>, file: RuleFile): void {
   const created = !existsSync(path)
   mkdirSync(dirname(path), { recursive: true })
   const temp = `${path}.${process.pid}.tmp`
@@ -78,7 +78,7 @@ export function appendRules(cwd: string, to: 'allow' | 'deny', rules: readonly s
   const added = rules.filter((rule) => !existing.includes(rule))
   if (added.length) {
     settings.permissions = { ...permissions, [to]: [...existing, ...added] }
-    save(cwd, path, settings, file)
+    save(path, settings, file)
   }
   return path
 }
@@ -91,7 +91,7 @@ export function appendAllowedDomain(cwd: string, host: string, file: RuleFile): 
   const existing = list(sandbox, 'allowedDomains', 'sandbox.allowedDomains', path)
   if (!existing.includes(host)) {
     settings.sandbox = { ...sandbox, allowedDomains: [...existing, host] }
-    save(cwd, path, settings, file)
+    save(path, settings, file)
   }
   return path
 }
