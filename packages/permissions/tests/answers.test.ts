@@ -1,7 +1,7 @@
 // The answers a person gives, through the real agent loop: the personal settings file (and its .gitignore line),
 // rules held for the session (on its log, folded back when it is reopened), a denial with a sentence the model
 // reads, and mode changes on the log.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Context, Service } from 'cordis'
 import { Type } from 'typebox'

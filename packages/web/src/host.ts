@@ -14,7 +14,7 @@ import {
   type RewindScope,
   type TurnPrompt,
 } from '@keel/checkpoint'
-import { isPermissionAnswer } from '@keel/permissions'
+import { isPermissionAnswer, isPermissionMode, MODE_CYCLE } from '@keel/permissions'
 import type { Compaction } from '@keel/compaction'
 import type { SubagentService } from '@keel/subagent'
 import {
@@ -144,6 +144,7 @@ export class WebHost {
       ctx.on('agent/delta', (agent, delta) => {
         if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })
       }),
+      ctx.on('permission/mode', (mode) => this.hub.broadcast({ type: 'permission/mode', mode })),
       ctx.on('agent/status', (agent, status) => {
         if (this.sessionInScope(agent.session))
           this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
@@ -373,6 +374,20 @@ export class WebHost {
           'an answer is { decision: allow | deny, scope: once | session | always, file?: local | project, message?: text }',
         )
       return { accepted: this.asks.answer(sessionIdOf(params), callId, answer) }
+    },
+    'permission.mode': (params) => {
+      const permissions = this.ctx.get('permissions')
+      if (!permissions)
+        throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
+      const offered = () =>
+        MODE_CYCLE.includes(permissions.mode) ? [...MODE_CYCLE] : [...MODE_CYCLE, permissions.mode]
+      if (params.mode !== undefined) {
+        if (!isPermissionMode(params.mode) || !offered().includes(params.mode))
+          throw new RpcFailure('bad-request', `mode must be one of ${offered().join(', ')}`)
+        const held = typeof params.sessionId === 'string' ? this.held.get(this.scopedSessionId(params)) : undefined
+        permissions.setMode(params.mode, held ? [held.session] : [])
+      }
+      return { mode: permissions.mode, modes: offered() }
     },
     'session.compact': async (params) => {
       const compaction: Compaction | undefined = this.ctx.get('compaction')
