@@ -99,7 +99,7 @@ export class KeelApp {
       requestRender: () => this.tui.requestRender(),
     })
     this.transcript.banner = [
-      `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,
+      `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · shift+tab mode · ctrl+c twice exits')}`,
       ...(options.intro ? options.intro.split('\n').map((line) => style.yellow(line)) : []),
       ...instructionsLine(options.agent),
     ]

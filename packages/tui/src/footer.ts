@@ -52,7 +52,7 @@ export interface FooterInfo {
   mode?: string
 }
 
-/** One line: model · tokens · session · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
+/** One line: model · tokens · session · mode · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
 export class Footer implements Component {
   info: FooterInfo
 
@@ -65,11 +65,11 @@ export class Footer implements Component {
   render(width: number): string[] {
     const { model, cwd, sessionId, tokens, label, contextWindow, mode } = this.info
     const parts = [
-      ...(mode ? [`${escapeLine(mode)} mode (shift+tab)`] : []),
       escapeLine(shortModel(model)),
       usageText(tokens, contextWindow),
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
       `session ${escapeLine(sessionId.slice(0, 8))}`,
+      ...(mode ? [`${escapeLine(mode)} mode`] : []),
       escapeLine(shortPath(cwd)),
     ]
     const text =

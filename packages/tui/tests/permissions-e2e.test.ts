@@ -54,7 +54,7 @@ test.skipIf(skip)(
       }
 
     tmux.start('ask', keel(''))
-    await until(has('SCRIPTED MODEL', '─────', 'ask mode (shift+tab)'), 'the UI to start', 60_000, screen)
+    await until(has('SCRIPTED MODEL', '─────', '· ask mode ·'), 'the UI to start', 60_000, screen)
     tmux.type('ask', 'tidy up')
     tmux.key('ask', 'Enter')
 
@@ -120,7 +120,7 @@ test.skipIf(skip)(
     // 5. Shift+Tab steps through the modes, each change on the log and in the footer.
     for (const mode of ['auto', 'read-only', 'ask']) {
       tmux.key('ask', 'BTab')
-      await until(has(`${mode} mode (shift+tab)`), `the footer to say ${mode}`, 10_000, screen)
+      await until(has(`· ${mode} mode ·`), `the footer to say ${mode}`, 10_000, screen)
     }
 
     // 6. The sentence typed earlier is still the person's: Enter sends it. Then `!touch` runs without asking.

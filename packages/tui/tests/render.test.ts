@@ -302,7 +302,7 @@ describe('footer', () => {
     expect(plain(footer.render(120)[0]!)).toBe('openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · /work/x')
     footer.info.mode = 'auto'
     expect(plain(footer.render(140)[0]!)).toBe(
-      'auto mode (shift+tab) · openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · /work/x',
+      'openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · auto mode · /work/x',
     )
   })
 
