@@ -15,13 +15,14 @@ import {
 } from '@agentclientprotocol/sdk'
 import type { McpService } from '@keel/mcp'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
-import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
+import { isPermissionMode, type PermissionAnswer, type PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
 import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
 import { diffOfEditArgs, type FileDiff } from './diff.ts'
 import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { acpServers } from './mcp.ts'
+import { modeState } from './modes.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
 
@@ -104,6 +105,11 @@ export class AcpBridge {
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
       ctx.on('permission/notice', (text) => this.log(text)),
+      // The mode is Keel's, not a session's: every bridged session hears a change.
+      ctx.on('permission/mode', (mode) => {
+        for (const bridged of this.sessions.values())
+          bridged.send({ sessionUpdate: 'current_mode_update', currentModeId: mode })
+      }),
     )
     // This connection's client is who Keel asks (the mode comes from `keel acp --mode`, default ask).
     const permissions = ctx.get('permissions')
@@ -119,9 +125,28 @@ export class AcpBridge {
       .onRequest(methods.agent.session.prompt, ({ params, signal }) =>
         this.prompt(params.sessionId, params.prompt, signal),
       )
+      .onRequest(methods.agent.session.setMode, ({ params }) => this.setMode(params.sessionId, params.modeId))
       .onNotification(methods.agent.session.cancel, ({ params }) => {
         this.sessions.get(params.sessionId)?.agent.cancel()
       })
+  }
+
+  /** The modes this session may be in, when @keel/permissions is loaded. */
+  private get modes() {
+    const permissions = this.ctx.get('permissions')
+    return permissions ? { modes: modeState(permissions.mode) } : {}
+  }
+
+  /** `session/set_mode`: the person picked a mode in the editor; it applies at once and is on the session's log. */
+  private setMode(id: string, modeId: string): Record<string, never> {
+    const bridged = this.sessions.get(id)
+    if (!bridged) throw RequestError.sessionNotFound(id)
+    const permissions = this.ctx.get('permissions')
+    if (!permissions) throw RequestError.invalidRequest({ sessionId: id }, 'permissions are not loaded: no modes')
+    const offered = modeState(permissions.mode).availableModes.some((m) => m.id === modeId)
+    if (!offered || !isPermissionMode(modeId)) throw RequestError.invalidParams({ modeId }, `unknown mode ${modeId}`)
+    permissions.setMode(modeId, [bridged.agent.session])
+    return {}
   }
 
   private log(line: string): void {
@@ -170,7 +195,7 @@ export class AcpBridge {
     const agent = this.ctx.agents.create({ cwd, model })
     this.adopt(agent, client)
     await this.connectServers(agent.id, cwd, mcpServers)
-    return { sessionId: agent.id }
+    return { sessionId: agent.id, ...this.modes }
   }
 
   /** The client's MCP servers for this session (on top of the configured ones); a failure is a log line, not an error. */
@@ -218,7 +243,7 @@ export class AcpBridge {
       bridged.sentPlan = plan
     }
     await bridged.flushed()
-    return {}
+    return { ...this.modes }
   }
 
   private resume(id: string, cwd: string, model: LlmAdapter, client: AgentContext): Bridged {

@@ -12,11 +12,24 @@ import type { FileDiff } from './diff.ts'
 
 export const DENY_ONCE: PermissionAnswer = { decision: 'deny', scope: 'once' }
 
-/** The three answers Keel offers, as ACP permission options (the option id is the kind). */
+/**
+ * Keel's answers as ACP permission options (the option id names the answer). "Always" saves to the personal
+ * `.keel/settings.local.json`; no rule is offered for a call no rule can cover.
+ */
 function permissionOptions(ask: PermissionAsk): PermissionOption[] {
+  const rules = ask.suggestedRules.join(', ')
   return [
     { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
-    { optionId: 'allow_always', name: `Always allow ${ask.suggestedRule}`, kind: 'allow_always' },
+    ...(ask.sessionRules.length
+      ? [
+          {
+            optionId: 'allow_session',
+            name: `Allow ${ask.sessionRules.join(', ')} for this session`,
+            kind: 'allow_always' as const,
+          },
+        ]
+      : []),
+    ...(rules ? [{ optionId: 'allow_always', name: `Always allow ${rules}`, kind: 'allow_always' as const }] : []),
     { optionId: 'reject_once', name: 'Deny', kind: 'reject_once' },
   ]
 }
@@ -61,6 +74,8 @@ export function answerOf(response: RequestPermissionResponse): PermissionAnswer 
   switch (outcome.optionId) {
     case 'allow_once':
       return { decision: 'allow', scope: 'once' }
+    case 'allow_session':
+      return { decision: 'allow', scope: 'session' }
     case 'allow_always':
       return { decision: 'allow', scope: 'always' }
     default:

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import type { PlanEntry, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@keel/agent'
-import type { SessionEvent, TurnEndReason } from '@keel/session'
+import { resultStatus, type SessionEvent, type TurnEndReason } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 import type { ToolCallView, ToolContent } from '@keel/tools'
 import { diffFromDetails, diffOfEditArgs, type FileDiff } from './diff.ts'
@@ -159,7 +159,8 @@ export class UpdateProjector {
           {
             sessionUpdate: 'tool_call_update',
             toolCallId: event.data.callId,
-            status: event.data.isError ? 'failed' : 'completed',
+            // Failed is resultStatus's word (a non-zero exit too); ACP has no "cancelled" status for a call.
+            status: resultStatus(event.data) === 'ok' ? 'completed' : 'failed',
             content,
           },
         ]

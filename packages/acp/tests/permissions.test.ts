@@ -45,12 +45,51 @@ function decisions(events: readonly SessionEvent[]) {
   return events.filter((event) => event.type === 'permission/decision').map((event) => event.data)
 }
 
+describe('session/set_mode', () => {
+  it('advertises the modes with the session; set_mode changes the mode, logs it, and tells the client', async () => {
+    keel = await makeKeel({
+      steps: [
+        { toolCalls: [{ id: 'call-touch', name: 'bash', arguments: { command: 'touch made.txt' } }] },
+        { text: 'ok' },
+      ],
+      plugins: [
+        [fsPlugin, { allowOutsideCwd: false }],
+        [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
+      ],
+    })
+    const client = connectInProcess(keel)
+    open.push(client)
+    await initialize(client)
+    const agent = client.connection.agent
+    const created = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
+    expect(created.modes?.currentModeId).toBe('ask')
+    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(['ask', 'auto', 'read-only'])
+    await expect(
+      agent.request(methods.agent.session.setMode, { sessionId: created.sessionId, modeId: 'sideways' }),
+    ).rejects.toThrow(/unknown mode sideways/)
+    await agent.request(methods.agent.session.setMode, { sessionId: created.sessionId, modeId: 'auto' })
+    expect(keel.ctx.permissions.mode).toBe('auto')
+    await waitFor(() => client.updates(created.sessionId, 'current_mode_update').length === 1, 'the mode update')
+    expect(client.updates(created.sessionId, 'current_mode_update')[0]).toMatchObject({ currentModeId: 'auto' })
+    // Auto runs the command without asking the client.
+    await agent.request(methods.agent.session.prompt, {
+      sessionId: created.sessionId,
+      prompt: [{ type: 'text', text: 'go' }],
+    })
+    expect(client.permissionRequests).toEqual([])
+    const events = keel.ctx.agents.get(created.sessionId)!.session.events
+    expect(events.filter((e) => e.type === 'permission/mode').map((e) => e.data)).toEqual([
+      { mode: 'auto', previous: 'ask' },
+    ])
+  })
+})
+
 describe('session/request_permission', () => {
-  it('asks the client with allow_once / allow_always / reject_once, and does what it chose', async () => {
+  it('asks the client with allow_once / allow_session / allow_always / reject_once, and does what it chose', async () => {
     const { keel, client, agent, sessionId } = await start([
       { toolCalls: [{ id: 'call-rm', name: 'bash', arguments: { command: 'rm -rf build' } }] },
       { toolCalls: [{ id: 'call-once', name: 'bash', arguments: { command: 'echo once > once.txt' } }] },
-      { toolCalls: [{ id: 'call-always', name: 'bash', arguments: { command: 'echo always > always.txt' } }] },
+      { toolCalls: [{ id: 'call-always', name: 'bash', arguments: { command: 'touch always.txt' } }] },
       {
         toolCalls: [
           { id: 'call-edit', name: 'edit', arguments: { path: 'once.txt', old_string: 'once', new_string: 'twice' } },
@@ -71,10 +110,14 @@ describe('session/request_permission', () => {
     expect(requests[0]!.sessionId).toBe(sessionId)
     expect(requests[0]!.options.map((o) => [o.optionId, o.kind])).toEqual([
       ['allow_once', 'allow_once'],
+      ['allow_session', 'allow_always'],
       ['allow_always', 'allow_always'],
       ['reject_once', 'reject_once'],
     ])
-    expect(requests[0]!.options[1]!.name).toBe('Always allow bash(rm -rf build)')
+    // No rule could allow a redirection to a file: only once and deny are offered.
+    expect(requests[1]!.options.map((o) => o.optionId)).toEqual(['allow_once', 'reject_once'])
+    expect(requests[0]!.options[1]!.name).toBe('Allow bash(rm -rf build) for this session')
+    expect(requests[0]!.options[2]!.name).toBe('Always allow bash(rm -rf build)')
     expect(requests[0]!.toolCall).toMatchObject({
       title: 'rm -rf build',
       kind: 'execute',
@@ -91,9 +134,9 @@ describe('session/request_permission', () => {
 
     expect(existsSync(join(keel.cwd, 'once.txt'))).toBe(true)
     expect(readFileSync(join(keel.cwd, 'once.txt'), 'utf8')).toBe('twice\n')
-    expect(readFileSync(join(keel.cwd, 'always.txt'), 'utf8')).toBe('always\n')
-    const settings = JSON.parse(readFileSync(join(keel.cwd, '.keel/settings.json'), 'utf8'))
-    expect(settings.permissions.allow).toEqual(['bash(echo always > always.txt)'])
+    expect(existsSync(join(keel.cwd, 'always.txt'))).toBe(true)
+    const settings = JSON.parse(readFileSync(join(keel.cwd, '.keel/settings.local.json'), 'utf8'))
+    expect(settings.permissions.allow).toEqual(['bash(touch always.txt)'])
 
     const events = keel.ctx.agents.get(sessionId)!.session.events
     expect(decisions(events)).toEqual([
@@ -103,8 +146,9 @@ describe('session/request_permission', () => {
         callId: 'call-always',
         decision: 'allow',
         scope: 'always',
-        rule: 'bash(echo always > always.txt)',
-        file: join(keel.cwd, '.keel/settings.json'),
+        rule: 'bash(touch always.txt)',
+        rules: ['bash(touch always.txt)'],
+        file: join(keel.cwd, '.keel/settings.local.json'),
       },
       { callId: 'call-edit', decision: 'allow', scope: 'once' },
     ])

@@ -170,6 +170,21 @@ describe('UpdateProjector', () => {
       status: 'failed',
       content: [{ type: 'content', content: { type: 'text', text: 'Error: no match' } }],
     })
+
+    // A command that exited non-zero is a failure too (resultStatus), though its result is no error for the model.
+    projector.event(event('tool/call', { turn: 1, step: 1, callId: 'b1', name: 'bash', arguments: '{}' }), false)
+    const [exited] = projector.event(
+      event('tool/result', {
+        turn: 1,
+        step: 1,
+        callId: 'b1',
+        content: [{ type: 'text', text: 'building\n[exit code 3 · 0.1 s]' }],
+        isError: false,
+        details: { kind: 'command', exit: { kind: 'exited', code: 3 } },
+      }),
+      false,
+    )
+    expect(exited).toMatchObject({ toolCallId: 'b1', status: 'failed' })
   })
 
   it('passes images in tool results through as image content', () => {

@@ -50,6 +50,11 @@ export interface AgentOptions {
   system?: string
   /** Project instructions (AGENTS.md / CLAUDE.md) for the system prompt; none when undefined. */
   instructions?: Instructions
+  /**
+   * The model as the person named it, recorded on the log (`session/model`) before the first turn of a session that
+   * records none yet, so reopening it (`-c`, `-r`, `/resume`) uses the same model and server.
+   */
+  recordModel?: { spec: string; baseUrl?: string }
 }
 
 /** `ctx.permissions` as the loop uses it; structural, so @keel/agent does not depend on @keel/permissions. */
@@ -122,6 +127,12 @@ export class Agent implements ToolAgent {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
+    const record = this.options.recordModel
+    if (record && !this.session.events.some((event) => event.type === 'session/model'))
+      this.session.append('session/model', {
+        spec: record.spec,
+        ...(record.baseUrl ? { baseUrl: record.baseUrl } : {}),
+      })
     this.controller = new AbortController()
     this.running = this.turn(blocks, this.controller.signal).finally(() => {
       this.running = undefined

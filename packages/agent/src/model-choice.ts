@@ -3,20 +3,26 @@ import type { SessionEvent } from '@keel/session'
 declare module '@keel/session' {
   interface SessionEventMap {
     /**
-     * Between turns: the person switched the model (`provider/model`, as typed) for the following turns. Reopening
-     * the session uses the last one, unless `--model` names another.
+     * Between turns: the model (`provider/model`, as typed) of the following turns: the one a session started with
+     * (before its first turn, with the `--base-url` it used), or one the person switched to (`/model`). Reopening the
+     * session uses the last one, unless `--model` names another.
      */
-    'session/model': { spec: string }
+    'session/model': { spec: string; baseUrl?: string }
   }
 }
 
-/** The model the person last chose in this log (`session/model`), or undefined when they never switched. */
-export function lastModelChoice(events: readonly SessionEvent[]): string | undefined {
+/** The model this log last recorded (`session/model`): the one it started with or last switched to. */
+export function lastModel(events: readonly SessionEvent[]): { spec: string; baseUrl?: string } | undefined {
   for (let i = events.length - 1; i >= 0; i--) {
     const event = events[i]!
-    if (event.type === 'session/model') return event.data.spec
+    if (event.type === 'session/model') return event.data
   }
   return undefined
+}
+
+/** The spec of `lastModel`, or undefined when the log records none (a session from before models were recorded). */
+export function lastModelChoice(events: readonly SessionEvent[]): string | undefined {
+  return lastModel(events)?.spec
 }
 
 /** `provider/model` of an adapter: what the footer shows and what `/model` compares. */

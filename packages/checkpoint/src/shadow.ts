@@ -51,7 +51,9 @@ export class Shadow {
     const projectExclude = join(this.cwd, '.git', 'info', 'exclude')
     const exclude = existsSync(projectExclude) ? readFileSync(projectExclude, 'utf8') : ''
     mkdirSync(join(this.gitDir, 'info'), { recursive: true })
-    writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n`)
+    // Keel's own files (settings, rules "always" saved) are not the agent's work: no snapshot takes them, so no rewind
+    // deletes or reverts them.
+    writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n.keel/\n`)
   }
 
   /** Files and bytes a snapshot would hold, stopping early once past a limit. */

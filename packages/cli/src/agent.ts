@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { lastModelChoice, type Agent, type LlmAdapter } from '@keel/agent'
+import { lastModel, type Agent, type LlmAdapter } from '@keel/agent'
 import { modelSpec, UsageError, workingDirectory, type Flags } from './args.ts'
 import type { FirstRequest } from './first-request.ts'
 import { mcpOf } from './mcp.ts'
@@ -12,7 +12,8 @@ export function latestSessionId(ctx: Context, cwd: string): string | undefined {
 /**
  * A new agent, or the one --continue / --resume names, with the model the flags ask for. `modelFlag` is the
  * `--model` typed on the command line (main() folds the settings' model into `flags.model` too): a reopened session
- * keeps its own last /model choice over the settings, the environment and the default, but not over `--model`.
+ * keeps the model its log records (the one it started with, with its --base-url, or its last /model choice) over the
+ * settings, the environment and the default, but not over `--model`, which it then records.
  */
 export async function openAgent(
   ctx: Context,
@@ -33,10 +34,11 @@ export async function openAgent(
   // MCP servers start now, alongside whatever comes before the first request; that request waits for them.
   void mcpOf(ctx)?.ready(cwd)
   // Print mode's first request already sent (first-request.ts; only ever for a new session): the agent takes it over.
+  const recordModel = { spec: modelSpec(flags), ...(flags['base-url'] ? { baseUrl: flags['base-url'] } : {}) }
   if (first) {
     const { sessionId, model, instructions } = first
     return {
-      agent: ctx.agents.create({ cwd, model, sessionId, instructions, ...limit }),
+      agent: ctx.agents.create({ cwd, model, sessionId, instructions, recordModel, ...limit }),
       repairs: [],
       resumed: false,
     }
@@ -47,19 +49,27 @@ export async function openAgent(
     if (!id) throw new UsageError(`no session to continue in ${cwd}`)
   }
   if (id && flags.fork) id = ctx.sessions.branch(id)
-  // A reopened session keeps the model last chosen in it (/model), unless --model names one.
-  const chosen = id && modelFlag === undefined ? lastModelChoice(ctx.sessions.read(id).events) : undefined
-  const model = await createModel(ctx, flags, chosen ?? modelSpec(flags))
+  // A reopened session keeps the model its log records, unless --model names one.
+  const recorded = id ? lastModel(ctx.sessions.read(id).events) : undefined
+  const chosen = modelFlag === undefined ? recorded : undefined
+  const model = chosen
+    ? await createModel(ctx, flags, chosen.spec, chosen.baseUrl)
+    : await createModel(ctx, flags, modelSpec(flags))
   if (id) {
-    const { agent, repairs } = ctx.agents.resume(id, { model, cwd, ...limit })
+    const { agent, repairs } = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })
+    // --model on a reopened session: the log says so, so the next -c continues on it.
+    if (!chosen && recorded && recorded.spec !== recordModel.spec) agent.session.append('session/model', recordModel)
     return { agent, repairs, resumed: true }
   }
-  return { agent: ctx.agents.create({ cwd, model, ...limit }), repairs: [], resumed: false }
+  return { agent: ctx.agents.create({ cwd, model, recordModel, ...limit }), repairs: [], resumed: false }
 }
 
-/** The adapter for `spec`; --base-url applies to the provider the flags chose, not to one switched to later. */
-export function createModel(ctx: Context, flags: Flags, spec: string): Promise<LlmAdapter> {
+/**
+ * The adapter for `spec`; --base-url applies to the provider the flags chose, not to one switched to later. A
+ * session's recorded base URL (`recordedBaseUrl`) is the server it started on, used unless --base-url names another.
+ */
+export function createModel(ctx: Context, flags: Flags, spec: string, recordedBaseUrl?: string): Promise<LlmAdapter> {
   const provider = (spec: string) => spec.slice(0, spec.indexOf('/'))
-  const baseUrl = provider(spec) === provider(modelSpec(flags)) ? flags['base-url'] : undefined
-  return ctx.llm.create(spec, { baseUrl, cwd: workingDirectory(flags) })
+  const flagged = provider(spec) === provider(modelSpec(flags)) ? flags['base-url'] : undefined
+  return ctx.llm.create(spec, { baseUrl: flagged ?? recordedBaseUrl, cwd: workingDirectory(flags) })
 }

@@ -105,7 +105,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
           modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
           openAgent: () => openAgent(booted, flags, { modelFlag }),
-          createModel: (spec) => createModel(booted, flags, spec),
+          createModel: (spec, baseUrl) => createModel(booted, flags, spec, baseUrl),
         })
       }
     }

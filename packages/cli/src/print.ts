@@ -106,7 +106,7 @@ export async function runPrint(
   const limits: PrintLimits = options.limits ?? { failOnDenial: false }
   const { outputSchema } = options
   const started = Date.now()
-  const { agent, repairs } = await openAgent(ctx, flags, { ...options, maxSteps: limits.maxTurns })
+  const { agent, repairs, resumed } = await openAgent(ctx, flags, { ...options, maxSteps: limits.maxTurns })
   // Model requests of this run: the agent's own (what --max-turns limits), and its subagents' apart.
   const requests = { agent: 0, subagents: 0 }
   // The tools of this run's first request, for the next run's early one (first-request.ts); after it has left.
@@ -144,6 +144,8 @@ export async function runPrint(
   const out = guardedOutput(process.stdout, () => stop('EPIPE'))
   const err = guardedOutput(process.stderr, () => {})
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
+  // A reopened session runs on the model its log records: say which, so a switch is never silent.
+  if (resumed) err.write(`keel: continuing session ${agent.id} on ${escapeLine(model)}\n`)
   // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
   // why the sandbox is off, a rule that could not be saved.
   const warn = (line: string) => {

@@ -1,6 +1,14 @@
 import type { Context } from 'cordis'
 import type {} from '@keel/checkpoint' // the checkpoint/* log events
-import { escapeLine, terminalJson, textOf, type SessionEvent, type SessionSummary } from '@keel/session'
+import {
+  escapeLine,
+  failureLabel,
+  resultStatus,
+  terminalJson,
+  textOf,
+  type SessionEvent,
+  type SessionSummary,
+} from '@keel/session'
 import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type {} from '@keel/subagent' // the subagent/end event
@@ -118,8 +126,12 @@ function describe(event: SessionEvent): string | undefined {
       }
       case 'tool/call':
         return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
-      case 'tool/result':
-        return event.data.isError ? `    ✗ ${escapeLine(textOf(event.data.content)).slice(0, 200)}` : undefined
+      case 'tool/result': {
+        if (resultStatus(event.data) === 'ok') return undefined
+        const how = failureLabel(event.data.details)
+        const text = escapeLine(textOf(event.data.content))
+        return `    ✗ ${how ? `${escapeLine(how)}: ${text.slice(-200)}` : text.slice(0, 200)}`
+      }
       case 'permission/request':
         return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
       case 'permission/decision':

@@ -257,6 +257,30 @@ describe('keel -p (print mode)', () => {
 })
 
 describe('keel sessions', () => {
+  test('show marks a command that exited non-zero as a failure, with its exit code', () => {
+    const home = join(scratch, 'failed-home')
+    const cwd = mkdtempSync(join(scratch, 'proj-'))
+    const run = keel(
+      [
+        '-p',
+        'build it',
+        '--mode',
+        'yolo',
+        '--model',
+        script('failed', [
+          { toolCalls: [{ name: 'bash', arguments: { command: 'echo building; exit 3' } }] },
+          { text: 'It failed.' },
+        ]),
+        '--output-format',
+        'json',
+      ],
+      { home, cwd },
+    )
+    expect(run.status, run.stderr).toBe(0)
+    const show = keel(['sessions', 'show', JSON.parse(run.stdout).sessionId], { home, cwd })
+    expect(show.stdout).toMatch(/\n {4}✗ exit 3: building \[exit code 3 · /)
+  })
+
   test('list and show, with the standing plan as text, JSON and Markdown', () => {
     const home = join(scratch, 'sessions-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))

@@ -170,6 +170,8 @@ describe('settings files', () => {
     )
     mkdirSync(join(p.app, '.keel'))
     writeFileSync(join(p.app, '.keel', 'settings.json'), JSON.stringify({ compaction: { threshold: 0.5 } }))
+    // The personal file beside it ("always" writes there) counts over the shared one of its folder.
+    writeFileSync(join(p.repo, '.keel', 'settings.local.json'), JSON.stringify({ compaction: { keepTurns: 4 } }))
     // The person's own repository: trusted, so its project files apply in full (untrusted, they only narrow).
     expect(keel(['trust'], { home: p.home, cwd: p.app }).status).toBe(0)
     const json = (env: Record<string, string> = {}, args: string[] = []) => {
@@ -181,14 +183,15 @@ describe('settings files', () => {
     expect(merged.files).toEqual([
       { path: join(p.home, 'settings.json'), scope: 'user' },
       { path: join(p.repo, '.keel', 'settings.json'), scope: 'project' },
+      { path: join(p.repo, '.keel', 'settings.local.json'), scope: 'project' },
       { path: join(p.app, '.keel', 'settings.json'), scope: 'project' },
     ])
     expect(merged.settings.model).toBe('scripted/project')
-    expect(merged.settings.compaction).toMatchObject({ keepTurns: 3, threshold: 0.5, auto: true })
+    expect(merged.settings.compaction).toMatchObject({ keepTurns: 4, threshold: 0.5, auto: true })
     expect(merged.settings.todo).toEqual({ allowParallelInProgress: true })
     expect(merged.sources).toMatchObject({
       model: join(p.repo, '.keel', 'settings.json'),
-      'compaction.keepTurns': join(p.repo, '.keel', 'settings.json'),
+      'compaction.keepTurns': join(p.repo, '.keel', 'settings.local.json'),
       'compaction.threshold': join(p.app, '.keel', 'settings.json'),
       'todo.allowParallelInProgress': join(p.home, 'settings.json'),
     })

@@ -59,3 +59,54 @@ test('the last session/model wins over $KEEL_MODEL and the default; a typed --mo
   expect(overridden.status, overridden.stderr).toBe(0)
   expect(overridden.stdout).toContain('from the first script')
 })
+
+/** keel in `cwd`, without blocking the event loop (a fake provider in this process answers it). */
+async function keelIn(cwd: string, args: string[], env: Record<string, string> = {}) {
+  const { spawn } = await import('node:child_process')
+  const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
+    cwd,
+    env: { ...process.env, KEEL_HOME: home, KEEL_MODEL: '', DEEPSEEK_API_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => {
+    stdout += d
+  })
+  child.stderr.on('data', (d) => {
+    stderr += d
+  })
+  const status = await new Promise<number | null>((done) => child.on('close', done))
+  return { status, stdout, stderr }
+}
+
+test('a session keeps the model and base URL it started with: -c with no --model continues on them and says so', async () => {
+  const kept = `scripted/${join(scratch, script('kept', 'from the kept script').slice('scripted/'.length))}`
+  const dir = mkdtempSync(join(scratch, 'kept-'))
+  const started = await keelIn(dir, ['-p', 'hi', '--model', kept])
+  expect(started.status, started.stderr).toBe(0)
+  // No DEEPSEEK_API_KEY and no --model: the log's model, not the default provider.
+  const continued = await keelIn(dir, ['-p', 'again', '-c', '--output-format', 'json'])
+  expect(continued.status, continued.stderr).toBe(0)
+  const answer = JSON.parse(continued.stdout) as { text: string; model: string; sessionId: string }
+  expect(answer.text).toBe('from the kept script')
+  expect(answer.model).toBe(kept)
+  expect(continued.stderr).toContain(`keel: continuing session ${answer.sessionId} on ${kept}`)
+
+  // A server named by --base-url: the continued turn goes to the same server.
+  const { startFakeProvider } = await import('../../../test-support/fake-provider.ts')
+  const fake = await startFakeProvider([{ text: 'first answer' }, { text: 'second answer' }])
+  try {
+    const served = mkdtempSync(join(scratch, 'served-'))
+    const flags = ['--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`]
+    const one = await keelIn(served, ['-p', 'hi', ...flags], { OPENAI_API_KEY: 'sk-test' })
+    expect(one.status, one.stderr).toBe(0)
+    const two = await keelIn(served, ['-p', 'again', '-c'], { OPENAI_API_KEY: 'sk-test' })
+    expect(two.status, two.stderr).toBe(0)
+    expect(two.stdout).toBe('second answer\n')
+    expect(fake.requests).toHaveLength(2)
+    expect((fake.requests[1]!.body as { model: string }).model).toBe('test-model')
+  } finally {
+    await fake.close()
+  }
+}, 120_000)

@@ -59,8 +59,11 @@ export interface DoorContext {
   instructionFiles: InstructionFile[]
   /** A new agent, or the session --continue / --resume names, with the flags' model. */
   openAgent(): Promise<{ agent: Agent; repairs: string[]; resumed: boolean }>
-  /** The adapter for a `provider/model` spec, built as the CLI builds the flags' model (`/model` in the TUI). */
-  createModel(spec: string): Promise<LlmAdapter>
+  /**
+   * The adapter for a `provider/model` spec, built as the CLI builds the flags' model (`/model` in the TUI); a
+   * reopened session's recorded `baseUrl` is the server it started on.
+   */
+  createModel(spec: string, baseUrl?: string): Promise<LlmAdapter>
 }
 
 /** A front door's entry point: runs until the person is done and returns the process exit code. */

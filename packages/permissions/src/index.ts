@@ -9,10 +9,11 @@ export { decide, type PolicyInput } from './policy.ts'
 export { parseRule, parseRules, type Rule } from './rules.ts'
 export { analyzeCommand, type CommandAnalysis, type SimpleCommand } from './command.ts'
 export { isReadOnly, READ_ONLY_COMMANDS } from './readonly.ts'
-export { summarize, suggestRule } from './describe.ts'
-export { appendRule, projectSettingsPath } from './settings.ts'
+export { summarize } from './describe.ts'
+export { suggestRules, type Suggestion } from './suggest.ts'
+export { appendAllowedDomain, appendRules, projectSettingsPath, ruleFiles } from './settings.ts'
 export { projectRoot } from '@keel/settings'
-export { describeDecision } from './render.ts'
+export { describeDecision, describeModeChange } from './render.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -29,6 +30,11 @@ declare module 'cordis' {
      * @mode emit
      */
     'permission/notice'(text: string): void
+    /**
+     * The person changed the permission mode mid-session (`ctx.permissions.setMode`); front doors show the new one.
+     * @mode emit
+     */
+    'permission/mode'(mode: PermissionMode, previous: PermissionMode): void
   }
 }
 

@@ -10,8 +10,23 @@ export function describeDecision(data: SessionEventMap['permission/decision']): 
     case 'mode':
       return `${verb} by ${data.mode ? `${data.mode} mode` : 'the permission mode'}`
     case 'once':
-      return `${verb} once by the user`
+      return `${verb} once by the user${said(data)}`
+    case 'session':
+      return `${verb} for this session by the user (${rulesOf(data)})${said(data)}`
     case 'always':
-      return `${verb} always by the user${data.rule ? ` (${data.rule}${data.file ? ` saved to ${data.file}` : ''})` : ''}`
+      return `${verb} always by the user${data.rule ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
   }
+}
+
+function rulesOf(data: SessionEventMap['permission/decision']): string {
+  return (data.rules ?? (data.rule ? [data.rule] : [])).join(', ')
+}
+
+function said(data: SessionEventMap['permission/decision']): string {
+  return data.message ? `: “${data.message}”` : ''
+}
+
+/** One line for a mode change: "mode: auto (was ask)". */
+export function describeModeChange(data: SessionEventMap['permission/mode']): string {
+  return `mode: ${data.mode} (was ${data.previous})`
 }

@@ -4,20 +4,22 @@ import { protectedEntries, protectedMatch } from '@keel/settings'
 import type { Session, SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
-import { summarize, suggestRule } from './describe.ts'
+import { summarize } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
 import { decide } from './policy.ts'
 import { parseRules, type Rule } from './rules.ts'
 import { projectRules } from './project.ts'
-import { appendRule } from './settings.ts'
-import type {
-  Asker,
-  Authorization,
-  CallToAuthorize,
-  PermissionAnswer,
-  PermissionAsk,
-  PermissionMode,
-  Verdict,
+import { appendRules, ruleFiles } from './settings.ts'
+import { suggestRules } from './suggest.ts'
+import {
+  isPermissionAnswer,
+  type Asker,
+  type Authorization,
+  type CallToAuthorize,
+  type PermissionAnswer,
+  type PermissionAsk,
+  type PermissionMode,
+  type Verdict,
 } from './types.ts'
 
 export interface PermissionsConfig {
@@ -67,6 +69,8 @@ export class PermissionService extends Service {
   private readonly waiting = new Map<string, Waiting>()
   private readonly noticed = new Set<string>()
   private sandboxStatus: Promise<{ available: true } | { available: false; reason: string }> | undefined
+  /** Rules a session holds ("allow for this session"), by top-level session id; folded from its log when first used. */
+  private readonly held = new Map<string, { allow: Rule[]; deny: Rule[] }>()
 
   constructor(
     ctx: Context,
@@ -76,6 +80,8 @@ export class PermissionService extends Service {
     this.mode = config.mode ?? 'ask'
     this.addRules({ allow: config.allow, deny: config.deny })
     ctx.inject(['invariants'], (ctx) => {
+      // A mode change is the person's, and comes whenever they make it: between turns too.
+      ctx.invariants.allowBetweenTurns('permission/mode')
       ctx.invariants.register('permissions', (event, trace) => {
         if (event.type !== 'permission/request' && event.type !== 'permission/decision') return undefined
         return trace.pendingCalls.has(event.data.callId)
@@ -111,6 +117,34 @@ export class PermissionService extends Service {
     return problems
   }
 
+  /**
+   * The person changes the mode mid-session (Shift+Tab, the web header, ACP `session/set_mode`): it applies from the
+   * next check on, and each session given gets a `permission/mode` event. Everyone watching hears `permission/mode`.
+   */
+  setMode(mode: PermissionMode, sessions: readonly Session[] = []): void {
+    const previous = this.mode
+    if (mode === previous) return
+    this.mode = mode
+    for (const session of sessions) session.append('permission/mode', { mode, previous })
+    this.ctx.emit('permission/mode', mode, previous)
+  }
+
+  /** The rules `session` holds for the rest of it (a subagent shares its top-level session's). */
+  private heldBy(session: Session): { allow: Rule[]; deny: Rule[] } {
+    const id = session.header.parent?.sessionId ?? session.id
+    let held = this.held.get(id)
+    if (!held) {
+      const texts = { allow: [] as string[], deny: [] as string[] }
+      if (!session.header.parent)
+        for (const event of session.events)
+          if (event.type === 'permission/decision' && event.data.scope === 'session')
+            texts[event.data.decision].push(...(event.data.rules ?? (event.data.rule ? [event.data.rule] : [])))
+      held = { allow: parseRules(texts.allow).rules, deny: parseRules(texts.deny).rules }
+      this.held.set(id, held)
+    }
+    return held
+  }
+
   /** A front door registers how it asks; the latest registered asks. The disposer removes it. */
   setAsker(asker: Asker): () => void {
     return this.ctx.effect(() => {
@@ -130,7 +164,7 @@ export class PermissionService extends Service {
   /** Answers a pending ask from anywhere; the first answer wins. False when nothing waits under that id. */
   answer(sessionId: string, callId: string, answer: PermissionAnswer): boolean {
     const waiting = this.waiting.get(key(sessionId, callId))
-    if (!waiting || !isAnswer(answer)) return false
+    if (!waiting || !isPermissionAnswer(answer)) return false
     waiting.settle(answer)
     return true
   }
@@ -147,7 +181,7 @@ export class PermissionService extends Service {
   }
 
   /** The verdict for a call without asking or logging anything: what `authorize` would start from. */
-  async check(tool: string, access: ToolAccess, cwd: string): Promise<Verdict> {
+  async check(tool: string, access: ToolAccess, cwd: string, session?: Session): Promise<Verdict> {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
@@ -160,10 +194,11 @@ export class PermissionService extends Service {
         `the sandbox is off: ${sandbox.reason}; ${this.mode === 'ask' ? 'every command will be asked about' : this.mode === 'auto' ? 'commands are denied (install bubblewrap, or run with --mode yolo)' : 'commands are denied'}`,
       )
     const project = projectRules(cwd)
+    const held = session ? this.heldBy(session) : { allow: [], deny: [] }
     return decide({
       mode: this.mode,
-      allow: [...this.allowRules, ...project.allow],
-      deny: [...this.denyRules, ...project.deny],
+      allow: [...this.allowRules, ...project.allow, ...held.allow],
+      deny: [...this.denyRules, ...project.deny, ...held.deny],
       tool,
       access,
       cwd,
@@ -183,7 +218,7 @@ export class PermissionService extends Service {
     const { session, callId, tool, cwd } = call
     const access = this.ctx.tools.access(tool, call.arguments, cwd)
     if (!access) return { allowed: true, sandbox: 'off' }
-    const verdict = await this.check(tool, access, cwd)
+    const verdict = await this.check(tool, access, cwd, session)
     if (verdict.outcome === 'allow') {
       if (verdict.log)
         this.decision(session, {
@@ -203,13 +238,16 @@ export class PermissionService extends Service {
       })
       return { allowed: false, message: declined(tool, verdict.reason) }
     }
+    const offered = suggestRules(tool, access, cwd, [...this.allowRules, ...this.heldBy(session).allow])
     const ask: PermissionAsk = {
       sessionId: session.id,
       callId,
       tool,
       summary: summarize(tool, access, cwd),
       detail: detailOf(access, this.ctx.tools.parse(tool, call.arguments)),
-      suggestedRule: suggestRule(tool, access, cwd),
+      suggestedRules: offered.always,
+      sessionRules: offered.session,
+      files: ruleFiles(cwd),
       reason: verdict.reason,
       ...(session.header.parent ? { parent: session.header.parent } : {}),
     }
@@ -217,7 +255,8 @@ export class PermissionService extends Service {
     const asker = this.askers[this.askers.length - 1]
     if (!asker) {
       this.decision(session, { callId, decision: 'deny', scope: 'mode', mode: this.mode })
-      const hint = verdict.hint ?? `--allow '${ask.suggestedRule}' or --mode auto lets it run`
+      const allow = ask.suggestedRules.map((rule) => `--allow '${rule}'`).join(' ')
+      const hint = verdict.hint ?? `${allow ? `${allow} or ` : ''}--mode auto lets it run`
       return {
         allowed: false,
         message: declined(
@@ -238,25 +277,50 @@ export class PermissionService extends Service {
         message: declined(tool, `the question could not be answered (${(error as Error).message})`),
       }
     }
-    let file: string | undefined
-    let saveProblem: string | undefined
-    if (answer.scope === 'always') {
-      try {
-        file = appendRule(cwd, answer.decision, ask.suggestedRule)
-        this.addRules(
-          answer.decision === 'allow'
-            ? { allow: [ask.suggestedRule], deny: [] }
-            : { allow: [], deny: [ask.suggestedRule] },
-        )
-      } catch (error) {
-        saveProblem = (error as Error).message
-        this.notice(saveProblem)
-      }
-    }
-    const rule = answer.scope === 'always' ? { rule: ask.suggestedRule, ...(file ? { file } : {}) } : {}
-    this.decision(session, { callId, decision: answer.decision, scope: answer.scope, ...rule })
+    const message = answer.decision === 'deny' ? answer.message?.trim().slice(0, 2000) || undefined : undefined
+    const recorded = this.hold(session, cwd, answer, answer.scope === 'session' ? ask.sessionRules : ask.suggestedRules)
+    this.decision(session, {
+      callId,
+      decision: answer.decision,
+      scope: recorded.scope,
+      ...(recorded.rules.length ? { rule: recorded.rules[0], rules: recorded.rules } : {}),
+      ...(recorded.file ? { file: recorded.file } : {}),
+      ...(message ? { message } : {}),
+    })
     if (answer.decision === 'allow') return { allowed: true, sandbox: verdict.sandbox }
-    return { allowed: false, message: declined(tool, 'the user declined it') }
+    return {
+      allowed: false,
+      message: declined(
+        tool,
+        message ? `the user declined it and said: ${JSON.stringify(message)}` : 'the user declined it',
+      ),
+    }
+  }
+
+  /**
+   * Applies an answer's reach: "session" holds the rules for the rest of the session, "always" saves them (and holds
+   * them for this run). What cannot be saved is said once, and the answer counts for this call only.
+   */
+  private hold(
+    session: Session,
+    cwd: string,
+    answer: PermissionAnswer,
+    rules: readonly string[],
+  ): { scope: 'once' | 'session' | 'always'; rules: string[]; file?: string } {
+    if (answer.scope === 'once' || !rules.length) return { scope: 'once', rules: [] }
+    const parsed = parseRules(rules).rules
+    if (answer.scope === 'session') {
+      this.heldBy(session)[answer.decision].push(...parsed)
+      return { scope: 'session', rules: [...rules] }
+    }
+    try {
+      const file = appendRules(cwd, answer.decision, rules, answer.file ?? 'local')
+      this.addRules(answer.decision === 'allow' ? { allow: rules, deny: [] } : { allow: [], deny: rules })
+      return { scope: 'always', rules: [...rules], file }
+    } catch (error) {
+      this.notice((error as Error).message)
+      return { scope: 'once', rules: [] }
+    }
   }
 
   private ask(asker: Asker, ask: PermissionAsk, signal: AbortSignal): Promise<PermissionAnswer> {
@@ -280,7 +344,7 @@ export class PermissionService extends Service {
       Promise.resolve()
         .then(() => asker(ask, controller.signal))
         .then(
-          (answer) => settle(isAnswer(answer) ? answer : new Error('the front door gave no answer')),
+          (answer) => settle(isPermissionAnswer(answer) ? answer : new Error('the front door gave no answer')),
           (error: unknown) => settle(error instanceof Error ? error : new Error(String(error))),
         )
     })
@@ -300,11 +364,6 @@ export class PermissionService extends Service {
 
 function key(sessionId: string, callId: string): string {
   return `${sessionId}\u0000${callId}`
-}
-
-function isAnswer(value: unknown): value is PermissionAnswer {
-  const v = value as PermissionAnswer | undefined
-  return !!v && (v.decision === 'allow' || v.decision === 'deny') && (v.scope === 'once' || v.scope === 'always')
 }
 
 const DETAIL_LIMIT = 20_000

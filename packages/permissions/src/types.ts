@@ -10,6 +10,21 @@ export function isPermissionMode(value: unknown): value is PermissionMode {
   return typeof value === 'string' && (PERMISSION_MODES as readonly string[]).includes(value)
 }
 
+/**
+ * The modes a person steps through mid-session (Shift+Tab in the TUI), in order. `yolo` is left out: it lifts the
+ * sandbox, so it is only ever typed (`--mode yolo`). A new mode (a plan mode) joins by being added here.
+ */
+export const MODE_CYCLE: readonly PermissionMode[] = ['ask', 'auto', 'read-only']
+
+/** The mode after `mode` in `MODE_CYCLE` (a mode outside the cycle steps to its start). */
+export function nextMode(mode: PermissionMode): PermissionMode {
+  const i = MODE_CYCLE.indexOf(mode)
+  return MODE_CYCLE[(i + 1) % MODE_CYCLE.length]!
+}
+
+/** Which project settings file "always" writes to: the personal one (not committed) or the shared one. */
+export type RuleFile = 'local' | 'project'
+
 /** One question for the person at the front door. */
 export interface PermissionAsk {
   sessionId: string
@@ -19,24 +34,52 @@ export interface PermissionAsk {
   summary: string
   /** Shown in full above the prompt: the command, or the content of a write. */
   detail?: string
-  /** The narrowest rule "always" would add: bash(npm test:*), edit(src/a.ts), mcp__s__t. */
-  suggestedRule: string
+  /**
+   * The rules "always" would save, one per part of the call that needed asking (`npm test 2>&1 | tail -3` gives
+   * `bash(npm test:*)`: `tail` runs unasked): bash(npm test:*), edit(src/a.ts), mcp__s__t. Empty when no rule can
+   * cover the call (a loop, a command the parser cannot judge): then only "once" and "deny" are offered.
+   */
+  suggestedRules: string[]
+  /** The rules "allow for this session" would hold (a file tool's whole tool inside the working directory). */
+  sessionRules: string[]
+  /** Where "always" saves, by choice: the personal file (the default) and the shared one, as paths to show. */
+  files?: Record<RuleFile, string>
   /** Why the policy asks: "the command may change things", "/etc/x is outside the working directory …". */
   reason?: string
   /** Set when a subagent asks: its parent session and the `task` call that started it. */
   parent?: { sessionId: string; callId: string }
 }
 
+/** How far an answer reaches: this call, the rest of the session (a rule on its log), or saved to a file. */
+export type AnswerScope = 'once' | 'session' | 'always'
+export const ANSWER_SCOPES: readonly AnswerScope[] = ['once', 'session', 'always']
+
 export interface PermissionAnswer {
   decision: 'allow' | 'deny'
-  scope: 'once' | 'always'
+  scope: AnswerScope
+  /** For "always": which file the rule goes to; the personal `.keel/settings.local.json` when unset. */
+  file?: RuleFile
+  /** For a denial: a sentence from the person, which the model reads in the tool result. */
+  message?: string
+}
+
+/** A well-formed answer (front doors pass on what a client sent). */
+export function isPermissionAnswer(value: unknown): value is PermissionAnswer {
+  const v = value as PermissionAnswer | undefined
+  return (
+    !!v &&
+    (v.decision === 'allow' || v.decision === 'deny') &&
+    ANSWER_SCOPES.includes(v.scope) &&
+    (v.file === undefined || v.file === 'local' || v.file === 'project') &&
+    (v.message === undefined || typeof v.message === 'string')
+  )
 }
 
 /** How a front door asks. It should settle with a denial (or reject) when `signal` aborts. */
 export type Asker = (ask: PermissionAsk, signal: AbortSignal) => Promise<PermissionAnswer>
 
 /** Who decided a call, as logged in `permission/decision`. */
-export type DecisionScope = 'once' | 'always' | 'rule' | 'mode'
+export type DecisionScope = 'once' | 'session' | 'always' | 'rule' | 'mode'
 
 /** The policy's answer for one call, before anyone is asked. */
 export type Verdict =
@@ -70,18 +113,24 @@ declare module '@keel/session' {
     'permission/request': { callId: string; tool: string; summary: string }
     /**
      * Between a call's `tool/call` and its `tool/result`: whether it may run, and who decided (the person once or
-     * always, a rule, or the mode). A denial's `tool/result` is an error naming the same. `rule` names the rule
-     * that decided, or the one "always" saved, `file` the settings file it was saved to, and `mode` the mode
-     * when the mode decided. `interrupted`: written by crash repair for a request no one answered (a denial).
+     * for the session or always, a rule, or the mode). A denial's `tool/result` is an error naming the same. `rule`
+     * names the rule that decided, or the first one "always" saved or "session" holds, `rules` all of them, `file`
+     * the settings file they were saved to, `message` the person's sentence with a denial, and `mode` the mode when
+     * the mode decided. `interrupted`: written by crash repair for a request no one answered (a denial). A `session`
+     * allow is how the session holds its rules: reopening it folds them back from these events.
      */
     'permission/decision': {
       callId: string
       decision: 'allow' | 'deny'
       scope: DecisionScope
       rule?: string
+      rules?: string[]
       file?: string
+      message?: string
       mode?: PermissionMode
       interrupted?: boolean
     }
+    /** The person changed the permission mode mid-session (Shift+Tab, the web header, ACP `session/set_mode`). */
+    'permission/mode': { mode: PermissionMode; previous: PermissionMode }
   }
 }

@@ -188,7 +188,8 @@ describe('the permission hook in the agent loop', () => {
       tool: 'write',
       summary: 'write a.txt',
       detail: 'first line\nsecond line\n',
-      suggestedRule: 'write(a.txt)',
+      suggestedRules: ['write(a.txt)'],
+      sessionRules: ['write'],
     })
     expect(readFileSync(join(k.cwd, 'a.txt'), 'utf8')).toBe('first line\nsecond line\n')
     expect(existsSync(join(k.cwd, 'b.txt'))).toBe(false)
@@ -229,7 +230,7 @@ describe('the permission hook in the agent loop', () => {
     }
   })
 
-  it('"always" saves the narrowest rule to <project root>/.keel/settings.json, keeps other keys, and applies it at once', async () => {
+  it('"always" on the shared file saves the narrowest rule to <project root>/.keel/settings.json, keeps other keys, and applies it at once', async () => {
     const k = await start(
       [
         call('bash', { command: 'npm test -- --one' }, 'b1'),
@@ -259,11 +260,11 @@ describe('the permission hook in the agent loop', () => {
     const asks: PermissionAsk[] = []
     k.ctx.permissions.setAsker(async (ask) => {
       asks.push(ask)
-      return { decision: 'allow', scope: 'always' }
+      return { decision: 'allow', scope: 'always', file: 'project' }
     })
     const agent = k.agent({ cwd: sub })
     await agent.prompt('go')
-    expect(asks.map((a) => a.suggestedRule)).toEqual(['bash(npm test:*)'])
+    expect(asks.map((a) => a.suggestedRules)).toEqual([['bash(npm test:*)']])
     const file = join(k.cwd, '.keel', 'settings.json')
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
       model: 'x/y',
@@ -273,7 +274,7 @@ describe('the permission hook in the agent loop', () => {
       .filter((e) => e.type === 'permission/decision')
       .map((e) => (e as SessionEvent<'permission/decision'>).data)
     expect(decisions).toEqual([
-      { callId: 'b1', decision: 'allow', scope: 'always', rule: 'bash(npm test:*)', file },
+      { callId: 'b1', decision: 'allow', scope: 'always', rule: 'bash(npm test:*)', rules: ['bash(npm test:*)'], file },
       { callId: 'b2', decision: 'allow', scope: 'rule', rule: 'bash(npm test:*)' },
     ])
   }, 60_000)
@@ -284,12 +285,12 @@ describe('the permission hook in the agent loop', () => {
     writeFileSync(join(k.cwd, '.keel', 'settings.json'), '{ not json')
     const notices: string[] = []
     k.ctx.on('permission/notice', (text) => notices.push(text))
-    k.ctx.permissions.setAsker(async () => ({ decision: 'allow', scope: 'always' }))
+    k.ctx.permissions.setAsker(async () => ({ decision: 'allow', scope: 'always', file: 'project' }))
     const agent = k.agent()
     await agent.prompt('go')
     expect(readFileSync(join(k.cwd, '.keel', 'settings.json'), 'utf8')).toBe('{ not json')
     expect(readFileSync(join(k.cwd, 'a.txt'), 'utf8')).toBe('x')
-    expect(notices).toEqual([expect.stringMatching(/settings\.json is not valid JSON .*the rule was not saved/)])
+    expect(notices).toEqual([expect.stringMatching(/settings\.json is not valid JSON .*nothing was saved/)])
   })
 
   it('pending() lists a waiting ask and answer() from anywhere settles it; the first answer wins', async () => {

@@ -1,6 +1,7 @@
 // Text helpers every layer shares, the browser included: this module (the `@keel/session/text` entry) imports
 // nothing from Node, so the web client bundles it. Escaping for terminals lives in escape.ts and is re-exported here.
 export * from './escape.ts'
+export * from './outcome.ts'
 
 /** Default length of an error line: long enough for a path and a reason, short enough for one row of a log. */
 export const ERROR_LINE_MAX = 500

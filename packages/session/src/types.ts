@@ -72,8 +72,20 @@ export interface CancelledDetails {
   kind: 'cancelled'
 }
 
+/** How a command ended (the bash tool): its exit code, a signal, or the timeout (a cancel is `CancelledDetails`). */
+export type CommandExit =
+  | { kind: 'exited'; code: number }
+  | { kind: 'killed'; signal: string }
+  | { kind: 'timeout'; seconds: number }
+
+/** A command's end, so every front end decides "failed" by the same rule (`resultStatus`, outcome.ts). */
+export interface CommandDetails {
+  kind: 'command'
+  exit: CommandExit
+}
+
 /** Structured data a tool result carries for front ends, by `kind`. */
-export type ToolResultDetails = DiffDetails | CancelledDetails
+export type ToolResultDetails = DiffDetails | CancelledDetails | CommandDetails
 
 export type SessionEventType = keyof SessionEventMap & string
 

@@ -6,7 +6,11 @@ describe('@keel/session/text', () => {
   test('bundles for the browser: no node: import, no package at all', async () => {
     const bundle = await browserBundle('@keel/session/text')
     expect(bundle.errors).toEqual([])
-    expect(bundle.inputs.sort()).toEqual(['packages/session/src/escape.ts', 'packages/session/src/text.ts'])
+    expect(bundle.inputs.sort()).toEqual([
+      'packages/session/src/escape.ts',
+      'packages/session/src/outcome.ts',
+      'packages/session/src/text.ts',
+    ])
   })
 
   test('errorLine keeps the first line of a message, cut to the limit', () => {

@@ -19,13 +19,18 @@ export interface SettingsFile {
   data: Settings
 }
 
-/** `$KEEL_HOME/settings.json`, then `.keel/settings.json` of every folder from the project root down to `cwd`. */
+/**
+ * `$KEEL_HOME/settings.json`, then `.keel/settings.json` and the personal, git-ignored `.keel/settings.local.json`
+ * (where "always allow" saves by default) of every folder from the project root down to `cwd`.
+ */
 export function settingsPaths(cwd: string): { path: string; scope: SettingsFile['scope'] }[] {
   const user = join(keelHome(), 'settings.json')
   const paths: { path: string; scope: SettingsFile['scope'] }[] = [{ path: user, scope: 'user' }]
   for (const dir of projectDirs(cwd)) {
-    const path = join(dir, '.keel', 'settings.json')
-    if (path !== user) paths.push({ path, scope: 'project' })
+    for (const name of ['settings.json', 'settings.local.json']) {
+      const path = join(dir, '.keel', name)
+      if (path !== user) paths.push({ path, scope: 'project' })
+    }
   }
   return paths
 }

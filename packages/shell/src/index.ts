@@ -59,6 +59,13 @@ export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>
   return `${status}\n[killed ${what} the command left running]`
 }
 
+/** How the command ended, for front ends (they decide "failed" from it through `resultStatus` in @keel/session). */
+function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' | 'cancelled' }>, timeoutSeconds: number) {
+  if (outcome.kind === 'timeout') return { kind: 'timeout' as const, seconds: timeoutSeconds }
+  if (outcome.code === null) return { kind: 'killed' as const, signal: outcome.signal ?? 'a signal' }
+  return { kind: 'exited' as const, code: outcome.code }
+}
+
 /** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
 export type SandboxSource = () => SandboxService | undefined
 
@@ -134,6 +141,11 @@ export function bashTool(
       return {
         isError: outcome.kind !== 'exited',
         content: [{ type: 'text', text: body ? `${body}\n${status}` : status }],
+        // A cancel is the agent's word (`cancelled` details), not the command's failure.
+        details:
+          outcome.kind === 'cancelled'
+            ? { kind: 'cancelled' }
+            : { kind: 'command', exit: exitOf(outcome, timeoutSeconds) },
       }
     },
   })

@@ -1,12 +1,14 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolSchema } from '@keel/llm'
+import { stripTerminalCodes } from '@keel/session/text'
 import {
   errorResult,
   type SandboxLevel,
   type ToolAccess,
   type ToolAgent,
   type ToolCallView,
+  type ToolContent,
   type ToolDefinition,
   type ToolResult,
 } from './define.ts'
@@ -137,10 +139,12 @@ export class ToolRegistry extends Service {
         onUpdate: input.onUpdate,
         ...(input.sandbox ? { sandbox: input.sandbox } : {}),
       })
-      if (typeof output === 'string') return { isError: false, content: [{ type: 'text', text: output }] }
+      // Terminal codes never reach the model or the log: every tool's output is cleaned here, once.
+      if (typeof output === 'string')
+        return { isError: false, content: [{ type: 'text', text: stripTerminalCodes(output) }] }
       return {
         isError: output.isError === true,
-        content: output.content,
+        content: plainContent(output.content),
         ...(output.details ? { details: output.details } : {}),
       }
     } catch (error) {
@@ -148,6 +152,10 @@ export class ToolRegistry extends Service {
       return errorResult(error instanceof Error ? error.message : String(error))
     }
   }
+}
+
+function plainContent(content: ToolContent): ToolContent {
+  return content.map((block) => (block.type === 'text' ? { ...block, text: stripTerminalCodes(block.text) } : block))
 }
 
 export const name = 'keel-tools'

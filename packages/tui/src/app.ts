@@ -1,10 +1,10 @@
 import type { Context } from 'cordis'
 import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
+import { lastModel, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
 import type {} from '@keel/mcp' // the mcp/warning event
 import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
-import { closest, type Session, type SessionEvent } from '@keel/session'
+import { closest, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
@@ -12,6 +12,8 @@ import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
 import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
 import { contextWindowOf, Footer } from './footer.ts'
+import { isPrintable } from './deliberate.ts'
+import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
@@ -52,7 +54,7 @@ export interface AppOptions {
   /** The model the flags or settings configured, when a reopened session chose another (`/model` lists both). */
   configuredModel?: string
   /** Builds the adapter for `/model <spec>` as the CLI builds the flags' model; without it, `ctx.llm.create`. */
-  createModel?: (spec: string) => Promise<LlmAdapter>
+  createModel?: (spec: string, baseUrl?: string) => Promise<LlmAdapter>
   version: string
   /** Shown on every frame in the footer (the scripted demo). */
   label?: string
@@ -99,7 +101,7 @@ export class KeelApp {
       requestRender: () => this.tui.requestRender(),
     })
     this.transcript.banner = [
-      `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · ctrl+c twice exits')}`,
+      `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · shift+tab mode · ctrl+c twice exits')}`,
       ...(options.intro ? options.intro.split('\n').map((line) => style.yellow(line)) : []),
       ...instructionsLine(options.agent),
     ]
@@ -146,12 +148,20 @@ export class KeelApp {
       ctx.on('mcp/warning', (line) => this.warn(line)),
       ctx.on('checkpoint/warning', (line) => this.warn(line)),
       ctx.on('permission/notice', (line) => this.warn(line)),
+      ctx.on('permission/mode', (mode) => {
+        this.footer.info.mode = mode
+        this.tui.requestRender()
+      }),
     )
     // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
     const permissions = ctx.get('permissions')
-    if (permissions) this.disposers.push(permissions.setAsker(this.prompt.asker))
+    if (permissions) {
+      this.disposers.push(permissions.setAsker(this.prompt.asker))
+      this.footer.info.mode = permissions.mode
+    }
     this.open(this.agent)
-    if (options.resumed) this.transcript.note('info', `Resumed session ${this.agent.id}.`)
+    if (options.resumed)
+      this.transcript.note('info', `Resumed session ${this.agent.id} on ${escapeLine(options.modelSpec)}.`)
     for (const repair of options.repairs ?? []) this.transcript.note('warn', repair)
   }
 
@@ -245,7 +255,8 @@ export class KeelApp {
         if (delta.name) live.preparing = delta.name
         break
       case 'tool-output': {
-        const text = (live.output[delta.callId] ?? '') + delta.text
+        // The live view shows what the log will keep: without the terminal's colour and title codes.
+        const text = (live.output[delta.callId] ?? '') + stripTerminalCodes(delta.text)
         live.output[delta.callId] = text.length > LIVE_OUTPUT_CAP ? text.slice(-LIVE_OUTPUT_CAP) : text
         break
       }
@@ -258,8 +269,15 @@ export class KeelApp {
       this.onCtrlC()
       return { consume: true }
     }
-    // An open approval prompt takes every other key: y / a / n / esc answer it, the rest is dropped.
+    // Text typed just before an approval opens must not answer it: the prompt waits for a pause after the last key.
+    if (isPrintable(data) && !this.prompt.active) this.prompt.guard.typed()
+    // An open approval prompt takes its keys (arrows, digits, Enter, Esc); letters go on to the editor.
     if (this.prompt.handleKey(data)) return { consume: true }
+    if (matchesKey(data, 'shift+tab')) {
+      cycleMode(this.options.ctx, this.agent.session, (line) => this.transcript.note('info', line))
+      this.tui.requestRender()
+      return { consume: true }
+    }
     // Enter on a menu the person has typed past (a burst of keys): close it, so Enter submits what was typed.
     if (
       matchesKey(data, 'enter') &&
@@ -393,7 +411,11 @@ export class KeelApp {
         if (this.busy()) return
         const model = this.agent.model
         this.replaceAgent(() => {
-          const agent = this.options.ctx.agents.create({ cwd: this.options.cwd, model })
+          const agent = this.options.ctx.agents.create({
+            cwd: this.options.cwd,
+            model,
+            recordModel: { spec: this.footer.info.model },
+          })
           // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
           const spec = this.footer.info.model
           if (spec !== this.configuredModel) agent.switchModel(model, spec)
@@ -435,8 +457,8 @@ export class KeelApp {
   }
 
   /**
-   * `!command`: runs it through the bash tool under the same permission mode, rules and sandbox as the model's calls
-   * (asking here in ask mode), shows it live, and records it on the log as a user message for the next turn.
+   * `!command`: runs it through the bash tool under the same deny rules and sandbox as the model's calls, without
+   * asking (the person typed it), shows it live, and records it on the log as a user message for the next turn.
    */
   private async userCommand(command: string): Promise<void> {
     if (!command) {
@@ -458,7 +480,6 @@ export class KeelApp {
         ctx: this.options.ctx,
         agent,
         command,
-        asker: this.prompt.asker,
         signal: controller.signal,
         onUpdate: (text) => {
           const all = view.output + text
@@ -554,25 +575,30 @@ export class KeelApp {
       this.transcript.note('info', 'That is the session already open.')
       return
     }
-    // The session's own last /model choice, when it made one; otherwise it continues with the model in use.
+    // The model the session's log records (the one it started on, or its last /model choice); otherwise it continues
+    // with the model in use.
     let model = this.agent.model
-    let chosen: string | undefined
+    let chosen: { spec: string; baseUrl?: string } | undefined
     try {
-      chosen = lastModelChoice(this.options.ctx.sessions.read(id).events)
+      chosen = lastModel(this.options.ctx.sessions.read(id).events)
     } catch {
       chosen = undefined // an unknown id: agents.resume below says so
     }
     let spec = this.footer.info.model
-    if (chosen && chosen !== spec) {
+    if (chosen && chosen.spec !== spec) {
       try {
-        model = await this.makeModel(chosen)
-        spec = chosen
+        model = await this.makeModel(chosen.spec, chosen.baseUrl)
+        spec = chosen.spec
       } catch (error) {
-        this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
+        this.transcript.note(
+          'warn',
+          `That session used ${escapeLine(chosen.spec)}, which cannot start: ${oneLine(error)}`,
+        )
       }
     }
     if (this.running) return void this.busy()
-    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model }), `Resumed session ${id}.`))
+    const resumed = `Resumed session ${id} on ${escapeLine(spec)}.`
+    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model, recordModel: { spec } }), resumed))
       this.showModel(spec)
     this.tui.requestRender()
   }
@@ -596,10 +622,10 @@ export class KeelApp {
     return items
   }
 
-  private makeModel(spec: string): Promise<LlmAdapter> {
+  private makeModel(spec: string, baseUrl?: string): Promise<LlmAdapter> {
     return this.options.createModel
-      ? this.options.createModel(spec)
-      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd })
+      ? this.options.createModel(spec, baseUrl)
+      : this.options.ctx.llm.create(spec, { cwd: this.options.cwd, ...(baseUrl ? { baseUrl } : {}) })
   }
 
   /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */

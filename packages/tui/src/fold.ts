@@ -1,4 +1,12 @@
-import { type DiffDetails, textOf, type SessionEvent, type SessionEventMap, type TurnEndReason } from '@keel/session'
+import {
+  type DiffDetails,
+  failureLabel,
+  resultStatus,
+  textOf,
+  type SessionEvent,
+  type SessionEventMap,
+  type TurnEndReason,
+} from '@keel/session'
 import type {} from '@keel/compaction' // the compaction/end event
 import type {} from '@keel/subagent' // the subagent/end event
 import type {} from '@keel/agent' // the model/retry event
@@ -38,6 +46,8 @@ export interface ToolEntry {
   diff?: DiffDetails
   /** Whether @keel/permissions let the call run, and who decided (its `permission/decision`). */
   decision?: SessionEventMap['permission/decision']
+  /** How a failed command ended (`exit 3`, `timed out after 120 s`), from `failureLabel`. */
+  failure?: string
 }
 /** A command the person ran with `!`, and its output (a `user/message` with source `shell`). */
 interface ShellEntry {
@@ -193,11 +203,15 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
       const details = event.data.details
       entry.endedAt = event.time
       entry.output = textOf(event.data.content)
-      entry.status = !event.data.isError
-        ? 'done'
-        : details?.kind === 'cancelled' || (!details && cancelledWording(entry.output))
+      const status = resultStatus(event.data)
+      entry.status =
+        status === 'cancelled' || (event.data.isError && !details && cancelledWording(entry.output))
           ? 'cancelled'
-          : 'error'
+          : status === 'ok'
+            ? 'done'
+            : 'error'
+      const failure = entry.status === 'error' ? failureLabel(details) : undefined
+      if (failure) entry.failure = failure
       if (details?.kind === 'diff') entry.diff = details
       break
     }

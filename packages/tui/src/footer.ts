@@ -50,9 +50,11 @@ export interface FooterInfo {
   cost?: string
   /** Shown first, highlighted: the scripted demo says so on every frame. */
   label?: string
+  /** The permission mode in force (Shift+Tab cycles it), when @keel/permissions is loaded. */
+  mode?: string
 }
 
-/** One line: model · tokens · session · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
+/** One line: model · tokens · session · mode · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
 export class Footer implements Component {
   info: FooterInfo
 
@@ -63,13 +65,14 @@ export class Footer implements Component {
   invalidate(): void {}
 
   render(width: number): string[] {
-    const { model, cwd, sessionId, tokens, label, contextWindow, cost } = this.info
+    const { model, cwd, sessionId, tokens, label, contextWindow, cost, mode } = this.info
     const parts = [
       escapeLine(shortModel(model)),
       usageText(tokens, contextWindow),
       ...(cost ? [cost] : []),
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
       `session ${escapeLine(sessionId.slice(0, 8))}`,
+      ...(mode ? [`${escapeLine(mode)} mode`] : []),
       escapeLine(shortPath(cwd)),
     ]
     const text =

@@ -30,7 +30,7 @@ export async function runInteractive(door: DoorContext): Promise<number> {
     cwd: door.cwd,
     modelSpec: modelSpecOf(agent.model),
     configuredModel: door.modelSpec,
-    createModel: (spec) => door.createModel(spec),
+    createModel: (spec, baseUrl) => door.createModel(spec, baseUrl),
     version: door.version,
     repairs,
     resumed,

@@ -1,5 +1,6 @@
 import type { Context } from 'cordis'
 import {
+  matchesKey,
   SelectList,
   truncateToWidth,
   visibleWidth,
@@ -18,6 +19,7 @@ import {
   type TurnPrompt,
 } from '@keel/checkpoint'
 import type { Session } from '@keel/session'
+import { isPrintable, TypingGuard } from './deliberate.ts'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 import { editorTheme } from './theme.ts'
@@ -57,6 +59,8 @@ type Step =
 class RewindPicker implements Component {
   private step: Step
   private closed = false
+  /** Enter confirms only after a pause in typing: the Enter that sent `/rewind`, or typing on, picks nothing. */
+  private readonly guard = new TypingGuard()
 
   constructor(
     private readonly host: RewindHost,
@@ -174,6 +178,11 @@ class RewindPicker implements Component {
   }
 
   handleInput(data: string): void {
+    if (isPrintable(data)) {
+      this.guard.typed()
+      return
+    }
+    if (matchesKey(data, 'enter') && !this.guard.settled()) return
     if ('list' in this.step) this.step.list.handleInput(data)
   }
 

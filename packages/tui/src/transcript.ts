@@ -217,7 +217,7 @@ export class TranscriptView implements Component {
       entry.status === 'running'
         ? style.yellow('running')
         : entry.status === 'error'
-          ? `${style.red('error')} ${style.dim(elapsed)}`
+          ? `${style.red(entry.failure ? `✗ ${escapeLine(entry.failure)}` : 'error')} ${style.dim(elapsed)}`
           : entry.status === 'cancelled'
             ? `${style.yellow('cancelled')} ${style.dim(elapsed)}`
             : style.dim(elapsed)
@@ -245,6 +245,9 @@ export class TranscriptView implements Component {
     if (decision?.decision === 'deny') {
       // The decision line says why; the result repeats it for the model.
       if (this.expanded) lines.push(...this.outputLines(body, width))
+    } else if (entry.status === 'error' && entry.failure) {
+      // A command that failed: its output says why, as a success's would (the header says how it ended).
+      lines.push(...this.outputLines(body, width))
     } else if (entry.status === 'error') {
       // Ctrl+O shows the whole error, wrapped, where the card otherwise shows its one-line reason cut to the width.
       if (this.expanded)

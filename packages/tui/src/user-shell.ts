@@ -1,13 +1,13 @@
 import type { Context } from 'cordis'
 import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
 import type { Agent } from '@keel/agent'
-import { appendRule, summarize, suggestRule, type Asker, type SandboxLevel } from '@keel/permissions'
+import type { SandboxLevel } from '@keel/permissions'
 import { textOf } from '@keel/session'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
-// `!command`: the person runs a command themselves. It goes through the same gate as the model's `bash` calls (the
-// permission mode and rules of @keel/permissions, and the sandbox level they choose), runs through the `bash` tool
+// `!command`: the person runs a command themselves. Typing it is the person's consent, so nothing asks; deny rules
+// and the mode's refusals still apply, and it runs at the sandbox level the mode chooses. It runs through the `bash` tool
 // itself (timeout, output cap, process-group kill), and lands on the log as a user message the model reads next turn.
 
 const HEADER = 'The user ran a shell command in the terminal (typed with `!`; not one of your tool calls).'
@@ -40,8 +40,6 @@ export interface ShellRun {
   ctx: Context
   agent: Agent
   command: string
-  /** How this front door asks (the TUI's approval prompt). */
-  asker: Asker
   signal: AbortSignal
   onUpdate?: (text: string) => void
 }
@@ -62,35 +60,10 @@ export async function runUserCommand(run: ShellRun): Promise<ShellOutcome> {
   let sandbox: SandboxLevel | undefined
   const permissions = ctx.get('permissions')
   if (permissions && access) {
-    const verdict = await permissions.check('bash', access, cwd)
+    const verdict = await permissions.check('bash', access, cwd, agent.session)
     if (verdict.outcome === 'deny') {
       const who = verdict.rule ? `the rule ${verdict.rule}` : `the ${permissions.mode} mode`
       return { kind: 'refused', reason: `denied by ${who}: ${verdict.reason}` }
-    }
-    if (verdict.outcome === 'ask') {
-      const suggested = suggestRule('bash', access, cwd)
-      const answer = await run.asker(
-        {
-          sessionId: agent.id,
-          callId,
-          tool: 'bash',
-          summary: summarize('bash', access, cwd),
-          detail: command,
-          suggestedRule: suggested,
-          reason: verdict.reason,
-        },
-        signal,
-      )
-      if (signal.aborted) return { kind: 'refused', reason: 'cancelled' }
-      if (answer.decision === 'deny') return { kind: 'refused', reason: 'you declined it' }
-      if (answer.scope === 'always') {
-        try {
-          appendRule(cwd, 'allow', suggested)
-          permissions.configure({ allow: [suggested] })
-        } catch (error) {
-          permissions.notice((error as Error).message)
-        }
-      }
     }
     sandbox = verdict.sandbox
   }

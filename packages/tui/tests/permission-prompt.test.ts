@@ -5,7 +5,8 @@ import type { PermissionAsk } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
 import { waitFor } from '../../../test-support/harness.ts'
 import { foldEvents } from '../src/fold.ts'
-import { PermissionPrompt } from '../src/permission-prompt.ts'
+import { SETTLE_MS } from '../src/deliberate.ts'
+import { choicesOf, PermissionPrompt } from '../src/permission-prompt.ts'
 import { TranscriptView } from '../src/transcript.ts'
 import { startApp, stopApps } from './app-harness.ts'
 import { plainLines } from './support.ts'
@@ -16,41 +17,90 @@ const ask = (over: Partial<PermissionAsk> = {}): PermissionAsk => ({
   tool: 'bash',
   summary: 'bash: rm -rf build',
   detail: 'rm -rf build',
-  suggestedRule: 'bash(rm:*)',
+  suggestedRules: ['bash(rm -rf build)'],
+  sessionRules: ['bash(rm -rf build)'],
+  files: { local: '/repo/.keel/settings.local.json', project: '/repo/.keel/settings.json' },
   ...over,
 })
 
+/** A clock the test moves: the prompt's pause in typing is measured on it. */
+function clock() {
+  let now = 1_000_000
+  return { now: () => now, pass: (ms = SETTLE_MS) => (now += ms) }
+}
+const ENTER = '\r'
+const DOWN = '\x1b[B'
+const UP = '\x1b[A'
+
 describe('permission prompt', () => {
-  test('shows the detail in full above the summary and the keys; nothing when no ask waits', () => {
+  test('shows the detail in full above the summary and numbered choices that name the files; nothing when no ask waits', () => {
     const prompt = new PermissionPrompt()
     expect(prompt.render(80)).toEqual([])
     const detail = Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n')
     void prompt.asker(ask({ detail, reason: 'the command may change things' }), new AbortController().signal)
-    const lines = plainLines(prompt.render(80))
+    const lines = plainLines(prompt.render(100))
     expect(lines[1]).toBe('  ◆ Allow bash: rm -rf build?')
     expect(lines[2]).toBe('    the command may change things')
     expect(lines.filter((line) => line.startsWith('  │ line '))).toHaveLength(60)
-    expect(lines.at(-1)).toBe('  y allow once  a always (bash(rm:*))  n/esc deny')
+    expect(lines.slice(-7)).toEqual([
+      '  ❯ 1. Allow once',
+      '    2. Allow for this session  bash(rm -rf build)',
+      '    3. Always allow  bash(rm -rf build) → .keel/settings.local.json',
+      '    4. Always allow, for everyone  bash(rm -rf build) → .keel/settings.json',
+      '    5. Deny',
+      '    6. Deny, and tell the model why…',
+      '  ↑↓ or 1-6 choose · enter confirms · esc denies',
+    ])
+    // No rule can cover the call: only once and deny.
+    expect(choicesOf(ask({ suggestedRules: [], sessionRules: [] })).map((c) => c.label)).toEqual([
+      'Allow once',
+      'Deny',
+      'Deny, and tell the model why…',
+    ])
   })
 
-  test('y, a, n and esc answer; other keys are swallowed without answering', async () => {
-    for (const [key, expected] of [
-      ['y', { decision: 'allow', scope: 'once' }],
-      ['a', { decision: 'allow', scope: 'always' }],
-      ['n', { decision: 'deny', scope: 'once' }],
-      ['\x1b', { decision: 'deny', scope: 'once' }],
-      ['Y', { decision: 'allow', scope: 'once' }],
+  test('an answer is chosen and confirmed with Enter after a pause; letters go on to the editor and answer nothing', async () => {
+    for (const [keys, expected] of [
+      [[ENTER], { decision: 'allow', scope: 'once' }],
+      [[DOWN, ENTER], { decision: 'allow', scope: 'session' }],
+      [['3', ENTER], { decision: 'allow', scope: 'always', file: 'local' }],
+      [['4', ENTER], { decision: 'allow', scope: 'always', file: 'project' }],
+      [[UP, UP, ENTER], { decision: 'deny', scope: 'once' }],
+      [['\x1b'], { decision: 'deny', scope: 'once' }],
     ] as const) {
-      const prompt = new PermissionPrompt()
-      const answer = prompt.asker(ask(), new AbortController().signal)
-      expect(prompt.handleKey('x')).toBe(true)
-      expect(prompt.handleKey('\r')).toBe(true)
-      expect(prompt.waiting).toBe(1)
-      expect(prompt.handleKey(key)).toBe(true)
-      expect(await answer).toEqual(expected)
+      const time = clock()
+      const prompt = new PermissionPrompt({ now: time.now })
+      let settled: unknown
+      void prompt.asker(ask(), new AbortController().signal).then((a) => (settled = a))
+      // The sentence the person was typing when the prompt opened: no key of it answers.
+      for (const char of 'actually keep dist 1') expect(prompt.handleKey(char)).toBe(false)
+      expect(prompt.handleKey(ENTER)).toBe(true) // held back: the person was typing
+      await Promise.resolve()
+      expect(settled).toBeUndefined()
+      time.pass()
+      for (const key of keys) expect(prompt.handleKey(key)).toBe(true)
+      await Promise.resolve()
+      expect(settled).toEqual(expected)
       expect(prompt.render(80)).toEqual([])
-      expect(prompt.handleKey('y')).toBe(false) // no prompt: the key is the editor's
+      expect(prompt.handleKey(ENTER)).toBe(false) // no prompt: the key is the editor's
     }
+  })
+
+  test('"deny, and tell the model why" takes a sentence; Esc goes back to the choices', async () => {
+    const time = clock()
+    const prompt = new PermissionPrompt({ now: time.now })
+    const answer = prompt.asker(ask(), new AbortController().signal)
+    time.pass()
+    prompt.handleKey('6')
+    prompt.handleKey(ENTER)
+    expect(plainLines(prompt.render(80)).join('\n')).toContain('Why? The model reads this with the denial:')
+    prompt.handleKey('\x1b')
+    expect(plainLines(prompt.render(80)).join('\n')).toContain('❯ 6. Deny, and tell the model why…')
+    prompt.handleKey(ENTER)
+    for (const char of 'keep dist') expect(prompt.handleKey(char)).toBe(true)
+    expect(plainLines(prompt.render(80)).join('\n')).toContain('keep dist')
+    prompt.handleKey(ENTER)
+    expect(await answer).toEqual({ decision: 'deny', scope: 'once', message: 'keep dist' })
   })
 
   test('asks wait in arrival order; an aborted ask leaves the queue as a denial', async () => {
@@ -60,8 +110,8 @@ describe('permission prompt', () => {
     const second = prompt.asker(ask({ callId: 'c2', sessionId: 'child', summary: 'edit src/a.ts' }), abort.signal)
     const third = prompt.asker(ask({ callId: 'c3', summary: 'write notes.md' }), new AbortController().signal)
     expect(plainLines(prompt.render(80)).at(-1)).toContain('· 2 more waiting')
-    prompt.handleKey('y')
-    expect(await first).toEqual({ decision: 'allow', scope: 'once' })
+    prompt.handleKey('\x1b')
+    expect(await first).toEqual({ decision: 'deny', scope: 'once' })
     expect(plainLines(prompt.render(80))[1]).toBe('  ◆ Allow edit src/a.ts?  (asked by a subagent)')
     abort.abort()
     expect(await second).toEqual({ decision: 'deny', scope: 'once' })
@@ -79,7 +129,7 @@ describe('permission prompt', () => {
         tool: 'edit',
         summary: 'edit a\x1b[31m.ts',
         detail: '--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-old\x07\n+new',
-        suggestedRule: 'edit(a\x1b.ts)',
+        suggestedRules: ['edit(a\x1b.ts)'],
       }),
       new AbortController().signal,
     )
@@ -183,7 +233,7 @@ describe('decisions in the transcript', () => {
 describe('the app as the asker (in-process, recording terminal)', () => {
   afterEach(stopApps)
 
-  test('registers while it runs; y answers; the live transcript equals the cold rebuild; the notice shows once', async () => {
+  test('registers while it runs; Enter after a pause answers; the live transcript equals the cold rebuild; the notice shows once', async () => {
     const { keel, app, terminal } = await startApp(
       [
         { toolCalls: [{ id: 'call-1', name: 'bash', arguments: { command: 'echo one > one.txt' } }] },
@@ -196,7 +246,8 @@ describe('the app as the asker (in-process, recording terminal)', () => {
     const screen = () => plainLines(app.frame(100)).join('\n')
     await waitFor(() => app.prompt.active?.callId === 'call-1', 'the first ask', 15_000)
     expect(screen()).toContain('◆ Allow bash: echo one > one.txt?')
-    terminal.type('y')
+    await new Promise((done) => setTimeout(done, SETTLE_MS + 50))
+    terminal.type('\r')
     await waitFor(() => app.prompt.active?.callId === 'call-2', 'the second ask', 15_000)
     terminal.type('\x1b')
     await waitFor(() => app.agent.status === 'idle', 'the turn to end', 15_000)

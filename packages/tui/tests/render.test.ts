@@ -269,6 +269,24 @@ describe('tool cards', () => {
     expect(expanded.slice(2).join(' ').replace(/\s+/g, ' ').trim()).toBe(`✗ ${reason}`)
     expect(expanded.length).toBeGreaterThan(3)
   })
+
+  test('a command that exited non-zero, timed out or was killed is a failure: red ✗ and how it ended; exit 0 is green', () => {
+    const card = (details: unknown, isError = false) =>
+      toolCard('bash', { path: 'x' }, { text: 'building\n[exit code 3 · 0.1 s]', isError, details })
+    const failed = card({ kind: 'command', exit: { kind: 'exited', code: 3 } })
+    expect(failed[1]).toContain(`${RED}●`)
+    expect(failed[1]).toContain(`${RED}✗ exit 3`)
+    expect(plainLines(failed).join('\n')).toContain('building')
+    expect(plain(card({ kind: 'command', exit: { kind: 'timeout', seconds: 120 } }, true)[1]!)).toContain(
+      '✗ timed out after 120 s',
+    )
+    expect(plain(card({ kind: 'command', exit: { kind: 'killed', signal: 'SIGKILL' } })[1]!)).toContain(
+      '✗ killed by SIGKILL',
+    )
+    const ok = card({ kind: 'command', exit: { kind: 'exited', code: 0 } })
+    expect(ok[1]).toContain(`${GREEN}●`)
+    expect(plain(ok[1]!)).not.toContain('✗')
+  })
 })
 
 describe('footer', () => {
@@ -285,6 +303,10 @@ describe('footer', () => {
       contextWindow: 200_000,
     })
     expect(plain(footer.render(120)[0]!)).toBe('openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · /work/x')
+    footer.info.mode = 'auto'
+    expect(plain(footer.render(140)[0]!)).toBe(
+      'openai/gpt-4o · 1.0k tok · 1% of 200k · session 01234567 · auto mode · /work/x',
+    )
   })
 
   test('the fold keeps the latest reply as the context in use', () => {

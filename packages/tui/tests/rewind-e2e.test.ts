@@ -9,6 +9,10 @@ import { afterAll, expect, test } from 'vitest'
 import { IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { HAS_TMUX, Tmux, until } from './tmux.ts'
 import { fileTree } from '../../../test-support/files.ts'
+import { SETTLE_MS } from '../src/deliberate.ts'
+
+/** The picker takes Enter only after a pause in typing (the Enter that sent /rewind picks nothing). */
+const pause = () => new Promise((done) => setTimeout(done, SETTLE_MS + 100))
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const skip = skipWithout('tmux', HAS_TMUX, 'the /rewind terminal test')
@@ -107,6 +111,7 @@ test.skipIf(skip)(
     writeFileSync(join(cwd, 'a.txt'), 'my own edit\n')
     send('/rewind')
     await until(has('Rewind', 'Turn 1', 'first change', 'Turn 2', 'second change'), 'the prompt picker', 10_000, screen)
+    await pause()
     tmux.key('r', 'Enter') // Turn 2, the latest, is selected
     await until(has('Files and conversation', 'Files only', 'Conversation only'), 'the scope step', 10_000, screen)
     tmux.key('r', 'Enter')
@@ -129,6 +134,7 @@ test.skipIf(skip)(
     writeFileSync(join(cwd, 'a.txt'), 'three\n')
     send('/rewind')
     await until(has('pick the prompt', 'Turn 2'), 'the prompt picker again', 10_000, screen)
+    await pause()
     tmux.key('r', 'Enter')
     await until(has('Files and conversation'), 'the scope step', 10_000, screen)
     tmux.key('r', 'Enter')
@@ -161,6 +167,7 @@ test.skipIf(skip)(
     // Files only, from the fork, back to the start of turn 1: exactly the starting tree, and the fork stays open.
     send('/rewind')
     await until(has('pick the prompt', 'Turn 1'), 'the prompt picker in the fork', 10_000, screen)
+    await pause()
     tmux.key('r', 'Up')
     tmux.key('r', 'Enter')
     await until(has('Files only'), 'the scope step', 10_000, screen)

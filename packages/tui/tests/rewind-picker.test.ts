@@ -5,6 +5,7 @@ import { afterEach, expect, test } from 'vitest'
 import { waitFor } from '../../../test-support/harness.ts'
 import { appIdle, startApp, stopApps } from './app-harness.ts'
 import { plain } from './support.ts'
+import { SETTLE_MS } from '../src/deliberate.ts'
 
 afterEach(stopApps)
 
@@ -33,6 +34,7 @@ test('/rewind without checkpoints: files refused with a reason, conversation onl
   expect(drawnSince(mark)).not.toContain('\x1b[31mred')
   expect(drawnSince(mark)).toMatch(/Turn 1\s+make it \u241b\[31mred\u2407/)
 
+  await new Promise((done) => setTimeout(done, SETTLE_MS + 50)) // Enter counts after a pause in typing
   mark = terminal.output.length
   terminal.type(ENTER) // Turn 2, the latest
   await waitDrawn(mark, 'Conversation only')

@@ -14,6 +14,7 @@ import {
   type RewindScope,
   type TurnPrompt,
 } from '@keel/checkpoint'
+import { isPermissionAnswer, isPermissionMode, MODE_CYCLE } from '@keel/permissions'
 import type { Compaction } from '@keel/compaction'
 import type { SubagentService } from '@keel/subagent'
 import {
@@ -143,6 +144,7 @@ export class WebHost {
       ctx.on('agent/delta', (agent, delta) => {
         if (this.sessionInScope(agent.session)) this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })
       }),
+      ctx.on('permission/mode', (mode) => this.hub.broadcast({ type: 'permission/mode', mode })),
       ctx.on('agent/status', (agent, status) => {
         if (this.sessionInScope(agent.session))
           this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
@@ -359,11 +361,33 @@ export class WebHost {
       const callId = params.callId
       if (typeof callId !== 'string' || !callId || callId.length > 256)
         throw new RpcFailure('bad-request', 'callId must be a non-empty string')
-      const { decision, scope } = params
-      if (decision !== 'allow' && decision !== 'deny')
-        throw new RpcFailure('bad-request', 'decision must be allow or deny')
-      if (scope !== 'once' && scope !== 'always') throw new RpcFailure('bad-request', 'scope must be once or always')
-      return { accepted: this.asks.answer(sessionIdOf(params), callId, { decision, scope }) }
+      const { decision, scope, file, message } = params
+      const answer = {
+        decision,
+        scope,
+        ...(file !== undefined ? { file } : {}),
+        ...(message !== undefined ? { message } : {}),
+      }
+      if (!isPermissionAnswer(answer))
+        throw new RpcFailure(
+          'bad-request',
+          'an answer is { decision: allow | deny, scope: once | session | always, file?: local | project, message?: text }',
+        )
+      return { accepted: this.asks.answer(sessionIdOf(params), callId, answer) }
+    },
+    'permission.mode': (params) => {
+      const permissions = this.ctx.get('permissions')
+      if (!permissions)
+        throw new RpcFailure('unavailable', 'permissions are not loaded (add @keel/permissions to the composition)')
+      const offered = () =>
+        MODE_CYCLE.includes(permissions.mode) ? [...MODE_CYCLE] : [...MODE_CYCLE, permissions.mode]
+      if (params.mode !== undefined) {
+        if (!isPermissionMode(params.mode) || !offered().includes(params.mode))
+          throw new RpcFailure('bad-request', `mode must be one of ${offered().join(', ')}`)
+        const held = typeof params.sessionId === 'string' ? this.held.get(this.scopedSessionId(params)) : undefined
+        permissions.setMode(params.mode, held ? [held.session] : [])
+      }
+      return { mode: permissions.mode, modes: offered() }
     },
     'session.compact': async (params) => {
       const compaction: Compaction | undefined = this.ctx.get('compaction')

@@ -3,11 +3,20 @@
 import type { CostTotal } from '@keel/session/cost'
 import type { AgentDelta, AgentStatus } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
-import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
+import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
-export type { AgentDelta, AgentStatus, CompactionOutcome, PermissionAnswer, PermissionAsk, SessionEvent, TodoItem }
+export type {
+  AgentDelta,
+  AgentStatus,
+  CompactionOutcome,
+  PermissionAnswer,
+  PermissionAsk,
+  PermissionMode,
+  SessionEvent,
+  TodoItem,
+}
 
 export type RpcErrorCode =
   | 'unauthorized'
@@ -128,6 +137,14 @@ export interface RpcMethods {
     params: { sessionId: string; callId: string } & PermissionAnswer
     value: { accepted: boolean }
   }
+  /**
+   * The permission mode and the modes a person may pick (the TUI's Shift+Tab cycle, plus the mode in force); with
+   * `mode`, changes it first (logged as `permission/mode` on `sessionId`'s log). Every tab hears `permission/mode`.
+   */
+  'permission.mode': {
+    params: { sessionId?: string; mode?: PermissionMode }
+    value: { mode: PermissionMode; modes: PermissionMode[] }
+  }
   /** Summarise older turns now (needs @keel/compaction in the composition): what it did, as @keel/compaction says. */
   'session.compact': { params: { sessionId: string }; value: CompactionOutcome }
   /** What "Rewind to here" on the prompt at `seq` would do: the files that change and the conflicts. Changes nothing. */
@@ -187,6 +204,8 @@ export type ServerFrame =
   | { type: 'session/created'; session: SessionInfo }
   /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */
   | { type: 'permission/ask'; sessionId: string; ask: PermissionAsk }
+  /** The person changed the permission mode (here, in another tab, or in another door). */
+  | { type: 'permission/mode'; mode: PermissionMode }
   /** The ask was answered (here or elsewhere) or its turn ended: every tab drops the card. */
   | { type: 'permission/settled'; sessionId: string; askSessionId: string; callId: string }
 

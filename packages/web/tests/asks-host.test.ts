@@ -90,10 +90,14 @@ describe('permission asks over the web host', () => {
     await f.ok('session.prompt', { sessionId: session.id, text: 'go' })
     await waitFor(() => asksIn(tab.frames).length === 1, 'the ask')
     for (const [params, message] of [
-      [{ sessionId: session.id, callId: 'call-1', decision: 'maybe', scope: 'once' }, 'decision must be allow or deny'],
+      [{ sessionId: session.id, callId: 'call-1', decision: 'maybe', scope: 'once' }, 'decision: allow | deny'],
       [
         { sessionId: session.id, callId: 'call-1', decision: 'allow', scope: 'forever' },
-        'scope must be once or always',
+        'scope: once | session | always',
+      ],
+      [
+        { sessionId: session.id, callId: 'call-1', decision: 'allow', scope: 'always', file: 'elsewhere' },
+        'file?: local | project',
       ],
       [{ sessionId: session.id, decision: 'allow', scope: 'once' }, 'callId must be a non-empty string'],
       [{ sessionId: '../x', callId: 'call-1', decision: 'allow', scope: 'once' }, 'sessionId must be a session id'],

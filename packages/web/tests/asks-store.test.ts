@@ -18,7 +18,8 @@ const ask = (callId: string, sessionId = ID): PermissionAsk => ({
   tool: 'bash',
   summary: `bash: rm -rf ${callId}`,
   detail: `rm -rf ${callId}`,
-  suggestedRule: 'bash(rm:*)',
+  suggestedRules: ['bash(rm:*)'],
+  sessionRules: ['bash(rm:*)'],
 })
 
 /** Pages of `session`, with the asks the host would report as still waiting. */

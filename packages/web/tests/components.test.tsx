@@ -120,22 +120,59 @@ describe('ApprovalCard and decisions', () => {
     tool: 'edit',
     summary: `edit ${XSS}`,
     detail: `- old ${XSS}\n+ new`,
-    suggestedRule: `edit(${XSS})`,
+    suggestedRules: [`edit(${XSS})`],
+    sessionRules: ['edit'],
+    files: { local: '/r/.keel/settings.local.json', project: '/r/.keel/settings.json' },
     reason: `${XSS} is outside the working directory`,
   }
 
-  test('the card shows the summary, the detail with its diff lines marked, and three answers; markup stays text', () => {
+  test('the card shows the summary, the detail with its diff lines marked, and its answers; markup stays text', () => {
     const html = renderToStaticMarkup(<ApprovalCard ask={ask} subagent onAnswer={async () => {}} />)
     expect(html).toContain('Allow edit &lt;img src=x onerror=alert(1)&gt;?')
     expect(html).toContain(
       '<span class="del">- old &lt;img src=x onerror=alert(1)&gt;\n</span><span class="add">+ new</span>',
     )
-    for (const id of ['allow-once', 'allow-always', 'deny']) expect(html).toContain(`data-testid="${id}"`)
+    for (const id of ['allow-once', 'allow-session', 'allow-always', 'always-shared', 'deny', 'deny-reason'])
+      expect(html).toContain(`data-testid="${id}"`)
+    expect(html).toContain('“Always” saves to .keel/settings.local.json (only you)')
+    // No rule can cover the call: no session or always answer is offered.
+    const bare = renderToStaticMarkup(
+      <ApprovalCard
+        ask={{ ...ask, suggestedRules: [], sessionRules: [] }}
+        subagent={false}
+        onAnswer={async () => {}}
+      />,
+    )
+    expect(bare).not.toContain('allow-always')
+    expect(bare).not.toContain('allow-session')
     expect(html).toContain('asked by a subagent')
     expect(html).toContain(
       '<div class="approval-reason">&lt;img src=x onerror=alert(1)&gt; is outside the working directory</div>',
     )
     expect(html).not.toContain('<img')
+  })
+
+  test('a command that exited non-zero is a failed row: ✗ and its exit code, its output still shown', () => {
+    const row = (code: number) =>
+      renderToStaticMarkup(
+        <ToolRow
+          item={{
+            ...toolItem('bash', { command: 'make' }),
+            result: {
+              isError: false,
+              text: `building\n[exit code ${code} · 0.1 s]`,
+              details: { kind: 'command', exit: { kind: 'exited', code } },
+            },
+          }}
+        />,
+      )
+    const failed = row(3)
+    expect(failed).toContain('data-state="error"')
+    expect(failed).toContain('data-testid="tool-failed">✗ exit 3<')
+    expect(failed).toContain('building')
+    const ok = row(0)
+    expect(ok).toContain('data-state="ok"')
+    expect(ok).not.toContain('tool-failed')
   })
 
   test('a row carries its decision line, or waits while asked', () => {

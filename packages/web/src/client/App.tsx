@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
-import type { PermissionAnswer, PermissionAsk, RewindDone, SessionInfo } from '../protocol.ts'
+import type { PermissionAnswer, PermissionAsk, PermissionMode, RewindDone, SessionInfo } from '../protocol.ts'
+import { ModeControl } from './components/ModeControl.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import type { RewindActions } from './components/RewindCard.tsx'
@@ -42,6 +43,7 @@ export function App() {
 
 function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const api = useMemo(() => new Api(), [])
+  const [mode, setMode] = useState<PermissionMode | null>(null)
   const [sessions, setSessions] = useState<SessionInfo[]>([])
   const [cwd, setCwd] = useState('')
   const [all, setAll] = useState(false)
@@ -91,6 +93,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       timer = setTimeout(refresh, 150)
     }
     const close = api.events((frame) => {
+      if (frame.type === 'permission/mode') setMode(frame.mode)
       storeRef.current?.accept(frame)
       if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
     }, setStream)
@@ -234,6 +237,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
               {selected.slice(0, 8)}
             </span>
           )}
+          <ModeControl api={api} sessionId={selected} mode={mode} onMode={setMode} />
           {store && <UsageBadge store={store} />}
         </header>
         {store ? (

@@ -4,7 +4,8 @@ import type { PermissionAnswer, PermissionAsk } from '../../protocol.ts'
 export type AnswerAsk = (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
 
 /**
- * A tool call waiting for approval: its summary, the command or diff in full, and the three answers. Every tab shows
+ * A tool call waiting for approval: its summary, the command or diff in full, and the answers (once, this session,
+ * always to the personal or the shared file, deny with an optional sentence for the model). Every tab shows
  * the card; the first answer wins and the card leaves every tab when the decision lands.
  */
 export function ApprovalCard({
@@ -17,6 +18,8 @@ export function ApprovalCard({
   onAnswer: AnswerAsk
 }) {
   const [sending, setSending] = useState(false)
+  const [shared, setShared] = useState(false)
+  const [why, setWhy] = useState('')
   const answer = async (value: PermissionAnswer) => {
     setSending(true)
     try {
@@ -54,25 +57,63 @@ export function ApprovalCard({
         >
           Allow once
         </button>
-        <button
-          type="button"
-          className="always"
-          data-testid="allow-always"
-          disabled={sending}
-          title={`Adds ${ask.suggestedRule} to the project's .keel/settings.json`}
-          onClick={() => void answer({ decision: 'allow', scope: 'always' })}
-        >
-          Always allow <code>{ask.suggestedRule}</code>
-        </button>
+        {ask.sessionRules.length > 0 && (
+          <button
+            type="button"
+            className="always"
+            data-testid="allow-session"
+            disabled={sending}
+            title={`Holds ${ask.sessionRules.join(', ')} for the rest of this session`}
+            onClick={() => void answer({ decision: 'allow', scope: 'session' })}
+          >
+            Allow for this session <code>{ask.sessionRules.join(', ')}</code>
+          </button>
+        )}
+        {ask.suggestedRules.length > 0 && (
+          <button
+            type="button"
+            className="always"
+            data-testid="allow-always"
+            disabled={sending}
+            title={`Adds ${ask.suggestedRules.join(', ')} to ${shared ? ask.files?.project : ask.files?.local}`}
+            onClick={() => void answer({ decision: 'allow', scope: 'always', file: shared ? 'project' : 'local' })}
+          >
+            Always allow <code>{ask.suggestedRules.join(', ')}</code>
+          </button>
+        )}
         <button
           type="button"
           className="deny"
           data-testid="deny"
           disabled={sending}
-          onClick={() => void answer({ decision: 'deny', scope: 'once' })}
+          onClick={() =>
+            void answer({ decision: 'deny', scope: 'once', ...(why.trim() ? { message: why.trim() } : {}) })
+          }
         >
           Deny
         </button>
+      </div>
+      <div className="approval-extra">
+        {ask.suggestedRules.length > 0 && (
+          <label>
+            <input
+              type="checkbox"
+              data-testid="always-shared"
+              checked={shared}
+              onChange={(event) => setShared(event.target.checked)}
+            />{' '}
+            “Always” saves to {shared ? '.keel/settings.json (shared)' : '.keel/settings.local.json (only you)'}
+          </label>
+        )}
+        <input
+          type="text"
+          className="approval-why"
+          data-testid="deny-reason"
+          placeholder="Why deny? (the model reads this)"
+          value={why}
+          maxLength={2000}
+          onChange={(event) => setWhy(event.target.value)}
+        />
       </div>
     </div>
   )

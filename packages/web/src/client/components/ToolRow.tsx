@@ -1,4 +1,5 @@
 import { useState, type ReactNode } from 'react'
+import { failureLabel, resultStatus } from '@keel/session/text'
 import { isCancelledResult, lastLines, rowsOf, type DiffRow } from '../diff.ts'
 import { describeDecision } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentPlan } from '../plan.ts'
@@ -23,10 +24,14 @@ function prettyArguments(raw: string): string {
 
 export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 
+/** The row's state: whether a call failed is `resultStatus`'s answer (@keel/session), as in every other door. */
 function stateOf(item: ToolItem): ToolState {
   if (!item.result) return 'running'
-  if (!item.result.isError) return 'ok'
-  return isCancelledResult(item.result.text, item.result.details) ? 'cancelled' : 'error'
+  const status = resultStatus(item.result)
+  if (status === 'ok') return 'ok'
+  if (status === 'cancelled' || (item.result.isError && isCancelledResult(item.result.text, item.result.details)))
+    return 'cancelled'
+  return 'error'
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */
@@ -61,7 +66,9 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
   const nested = item.name === 'task' && run ? <SubagentPlanView run={run} /> : null
   const diff = diffOf(item)
   const state = stateOf(item)
-  const tail = output && !item.result ? output : item.result && !item.result.isError ? item.result.text : ''
+  const failed = item.result ? failureLabel(item.result.details) : undefined
+  // A command that failed shows its output's tail, as a success does; the row's mark says how it ended.
+  const tail = output && !item.result ? output : item.result && (!item.result.isError || failed) ? item.result.text : ''
   return (
     <Row
       item={item}
@@ -78,7 +85,7 @@ export function ToolRow({ item, output, run }: { item: ToolItem; output?: string
               </pre>
             )
           )}
-          {state === 'error' && item.result && <ErrorLine text={item.result.text} />}
+          {state === 'error' && item.result && !failed && <ErrorLine text={item.result.text} />}
           {nested}
         </>
       }
@@ -208,7 +215,11 @@ function Row({
               cancelled
             </span>
           )}
-          {state === 'error' && <span className="row-state error">error</span>}
+          {state === 'error' && (
+            <span className="row-state error" data-testid="tool-failed">
+              ✗ {(item.result && failureLabel(item.result.details)) ?? 'error'}
+            </span>
+          )}
         </summary>
         <div className="tool-body">{children}</div>
       </details>
