@@ -15,6 +15,7 @@ import { contextWindowOf, Footer } from './footer.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
+import { errorLine } from '@keel/session/text'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
 import { style } from './style.ts'
@@ -28,12 +29,6 @@ function instructionsLine(agent: Agent): string[] {
   if (!files.length) return []
   const cut = files.some((file) => file.cut) ? ' (capped at 32 KiB)' : ''
   return [style.dim(`Instructions: ${files.map((file) => escapeLine(file.label)).join(', ')}${cut}`)]
-}
-
-/** An error's message on one line (a provider's message may span several). */
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return escapeLine(text.replace(/\s+/g, ' ').trim()).slice(0, 300)
 }
 
 /** Live tool output kept per running call; the log has the whole result once the call ends. */
@@ -468,7 +463,7 @@ export class KeelApp {
         recordUserCommand(agent, command, outcome.output)
       }
     } catch (error) {
-      this.transcript.note('error', `! ${escapeLine(command)} failed: ${oneLine(error)}`)
+      this.transcript.note('error', `! ${escapeLine(command)} failed: ${escapeLine(errorLine(error, 300))}`)
     } finally {
       this.shellView.running = undefined
       this.shell = undefined
@@ -563,7 +558,10 @@ export class KeelApp {
         model = await this.makeModel(chosen)
         spec = chosen
       } catch (error) {
-        this.transcript.note('warn', `That session used ${escapeLine(chosen)}, which cannot start: ${oneLine(error)}`)
+        this.transcript.note(
+          'warn',
+          `That session used ${escapeLine(chosen)}, which cannot start: ${escapeLine(errorLine(error, 300))}`,
+        )
       }
     }
     if (this.running) return void this.busy()
@@ -618,7 +616,7 @@ export class KeelApp {
     try {
       model = await this.makeModel(parsed.spec)
     } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
       this.tui.requestRender()
       return
     }
@@ -627,7 +625,7 @@ export class KeelApp {
     try {
       this.agent.switchModel(model, parsed.spec)
     } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
       this.tui.requestRender()
       return
     }
