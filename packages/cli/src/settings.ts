@@ -12,6 +12,7 @@ import {
   type SettingsFile,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
+import { domainProblem } from '@keel/sandbox/domains'
 import { closest } from '@keel/session/text'
 import { DEFAULT_MODEL, type Flags } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
@@ -101,6 +102,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
         if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers')
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
+        if (key === 'sandbox') checkDomains(file, value as { allowedDomains?: string[] })
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
@@ -131,6 +133,14 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     } catch (error) {
       throw new SettingsError(`${file.path}: ${expected(error, key)}`)
     }
+  }
+}
+
+function checkDomains(file: SettingsFile, sandbox: { allowedDomains?: string[] }): void {
+  for (const entry of sandbox.allowedDomains ?? []) {
+    const problem = domainProblem(entry)
+    if (problem)
+      throw new SettingsError(`${file.path}: sandbox.allowedDomains: ${JSON.stringify(entry)} is refused. ${problem}`)
   }
 }
 
