@@ -11,7 +11,7 @@ export interface GitEnv {
   indexFile: string
 }
 
-const TIMEOUT_MS = 120_000
+export const GIT_TIMEOUT_MS = 120_000
 
 /**
  * Runs system git against the shadow repository, never the project's own: GIT_DIR and GIT_WORK_TREE point it, and
@@ -55,7 +55,7 @@ export function git(
         },
         cwd: env.workTree ?? env.gitDir,
         maxBuffer: 256 * 1024 * 1024,
-        timeout: TIMEOUT_MS,
+        timeout: GIT_TIMEOUT_MS,
         signal: options.signal,
       },
       (error, stdout, stderr) => {

@@ -1,8 +1,17 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { cwdSlug } from '@keel/session'
-import { git, GitError, type GitEnv } from './git.ts'
+import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
 /** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
 export interface Change {
@@ -87,7 +96,9 @@ export class Shadow {
 
   /** The work tree as a tree object now (the index is a stat cache, so an unchanged tree costs little). */
   async tree(index = 'index'): Promise<string> {
-    await retryOnLock(() => git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']))
+    await retryOnLock(join(this.gitDir, `${index}.lock`), () =>
+      git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']),
+    )
     return (await git(this.env(index), ['write-tree'])).trim()
   }
 
@@ -131,14 +142,50 @@ export class Shadow {
   }
 }
 
-async function retryOnLock<T>(run: () => Promise<T>): Promise<T> {
+async function retryOnLock<T>(lock: string, run: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await run()
     } catch (error) {
       // Another Keel process snapshotting the same directory holds the shadow's index lock for a moment.
-      if (attempt >= 20 || !(error instanceof GitError) || !/index\.lock/.test(error.message)) throw error
-      await new Promise((done) => setTimeout(done, 50))
+      if (!(error instanceof GitError) || !/index\.lock/.test(error.message)) throw error
+      if (attempt < 20) {
+        await new Promise((done) => setTimeout(done, 50))
+        continue
+      }
+      // A git killed mid-snapshot (kill -9, a crash) leaves its lock behind, which would disable checkpoints for
+      // this folder for good: a lock no process holds open is removed, once.
+      if (attempt === 20 && staleLock(lock)) {
+        rmSync(lock, { force: true })
+        continue
+      }
+      throw error
     }
   }
+}
+
+/** Whether no process holds `lock` open: /proc on Linux; elsewhere, older than any git run may last. */
+function staleLock(lock: string): boolean {
+  let stats: ReturnType<typeof statSync>
+  try {
+    stats = statSync(lock)
+  } catch {
+    return true
+  }
+  if (process.platform !== 'linux') return Date.now() - stats.mtimeMs > GIT_TIMEOUT_MS
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    let fds: string[]
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`)
+    } catch {
+      continue
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === lock) return false
+      } catch {}
+    }
+  }
+  return true
 }

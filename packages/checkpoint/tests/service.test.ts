@@ -1,12 +1,12 @@
 // Snapshots through the real agent loop: one at each turn start, one after a step that may have changed files
 // (only when the tree changed), none after read-only steps; limits turn checkpoints off with one warning.
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
-import type { SessionEvent } from '@keel/session'
+import { cwdSlug, type SessionEvent } from '@keel/session'
 import * as checkpointPlugin from '../src/index.ts'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 
@@ -142,6 +142,36 @@ describe('checkpoint snapshots', () => {
     expect(types.indexOf('checkpoint/snapshot')).toBeGreaterThan(types.indexOf('turn/start'))
     expect(types.indexOf('checkpoint/snapshot')).toBeLessThan(types.indexOf('turn/end'))
   })
+
+  test('a shadow index.lock a killed git left behind is recovered; one a live process holds is not taken', async () => {
+    keel = await makeKeel({
+      steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }],
+      plugins: [[checkpointPlugin, config]],
+    })
+    const agent = keel.agent()
+    await agent.prompt('go')
+    const lock = join(keel.home, 'checkpoints', `${cwdSlug(keel.cwd)}.git`, 'index.lock')
+    // What a kill -9 during `git add` leaves: the lock file, and no process holding it.
+    writeFileSync(lock, '')
+    writeFileSync(join(keel.cwd, 'after-crash.txt'), 'x\n')
+    await agent.prompt('again')
+    expect(snapshots(agent.session.events).map((s) => [s.turn, s.kind])).toEqual([
+      [1, 'turn-start'],
+      [2, 'turn-start'],
+    ])
+    expect(existsSync(lock)).toBe(false)
+    // A live holder (another git at work) keeps its lock: this snapshot gives up instead.
+    const holder = spawn('bash', ['-c', `exec 3>>'${lock}'; exec sleep 30`], { stdio: 'ignore' })
+    try {
+      while (!existsSync(lock)) await new Promise((done) => setTimeout(done, 10))
+      writeFileSync(join(keel.cwd, 'while-held.txt'), 'x\n')
+      await agent.prompt('third')
+      expect(existsSync(lock)).toBe(true)
+      expect(snapshots(agent.session.events)).toHaveLength(2)
+    } finally {
+      holder.kill()
+    }
+  }, 60_000)
 
   test('a directory over the file limit gets one warning and no snapshots; rewind then says why', async () => {
     keel = await makeKeel({

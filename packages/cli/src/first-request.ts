@@ -10,7 +10,17 @@
 // plain run is sent early: a new session of a real provider, no --config, no --allow and no MCP server (their tools
 // are only known once the servers are up).
 import { createHash, randomUUID } from 'node:crypto'
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
 import type { CacheTtl, LlmAdapter, LlmRequest, ModelSettings, StreamChunk, ToolSchema } from '@keel/llm'
@@ -84,15 +94,20 @@ function storedTools(key: string): readonly ToolSchema[] | undefined {
 
 /** Keeps the tools a first request was sent with, for the next run; a cache, so a failure to write is ignored. */
 export function rememberTools(key: string, tools: readonly ToolSchema[]): void {
+  const file = cacheFile()
+  const temporary = `${file}.${process.pid}.tmp`
   try {
     const text = JSON.stringify({ key, tools } satisfies StoredTools)
-    const file = cacheFile()
     if (readCache(file) === text) return
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
-    const temporary = `${file}.${process.pid}.tmp`
     writeFileSync(temporary, text)
     renameSync(temporary, file)
-  } catch {}
+  } catch {
+    // A full disk fails the write after the file was made: no half-written temporary stays behind.
+    try {
+      rmSync(temporary, { force: true })
+    } catch {}
+  }
 }
 
 export interface FirstRequestOptions {

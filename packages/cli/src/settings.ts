@@ -17,6 +17,7 @@ import {
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
 import { ModelSettingsSchema } from '@keel/llm/model-settings'
+import { domainProblem } from '@keel/sandbox/domains'
 import { closest } from '@keel/session/text'
 import { REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
@@ -125,6 +126,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
         if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers' && key !== 'models')
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
+        if (key === 'sandbox') checkDomains(file, value as { allowedDomains?: string[] })
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
@@ -168,6 +170,14 @@ function refuseProjectPrices(file: SettingsFile): void {
       throw new SettingsError(
         `${file.path}: models.${key}.price is read only from your own settings ($KEEL_HOME/settings.json): a project cannot set what its runs cost`,
       )
+  }
+}
+
+function checkDomains(file: SettingsFile, sandbox: { allowedDomains?: string[] }): void {
+  for (const entry of sandbox.allowedDomains ?? []) {
+    const problem = domainProblem(entry)
+    if (problem)
+      throw new SettingsError(`${file.path}: sandbox.allowedDomains: ${JSON.stringify(entry)} is refused. ${problem}`)
   }
 }
 

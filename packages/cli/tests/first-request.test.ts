@@ -23,6 +23,7 @@ import { afterAll, describe, expect, test } from 'vitest'
 import type { LlmRequest, StreamChunk, ToolSchema } from '@keel/llm'
 import { writeChunkRecorder } from '../../../test-support/chunk-recorder.ts'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
+import { HAS_BWRAP, skipWithout } from '../../../test-support/system-tools.ts'
 import { rememberTools, sendFirstRequest, toolsKey } from '../src/first-request.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -345,4 +346,48 @@ http.request = function (...args) {
       await fake.close()
     }
   }, 60_000)
+})
+
+describe('a full disk', () => {
+  test.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the full-disk start'))(
+    'a run whose cache write fails on a full disk leaves no temporary file in $KEEL_HOME/cache',
+    async () => {
+      const home = join(scratch, 'home-full')
+      const work = join(scratch, 'work-full')
+      mkdirSync(join(home, 'cache'), { recursive: true })
+      mkdirSync(work, { recursive: true })
+      const fake = await startFakeProvider([{ text: 'hi' }])
+      try {
+        // The cache folder is a tmpfs of one page: the tools (about 20 KB) do not fit, the session log does.
+        const script = `${process.execPath} ${join(root, 'bin/keel.js')} -p 'say hi' --model openai-compatible/m --base-url ${fake.url}/v1; echo "exit=$?"; ls -A ${home}/cache`
+        // Spawned, not run synchronously: the fake provider answers from this process's event loop.
+        const child = spawn(
+          'bwrap',
+          [
+            '--dev-bind',
+            '/',
+            '/',
+            '--size',
+            '4096',
+            '--tmpfs',
+            join(home, 'cache'),
+            '--chdir',
+            work,
+            'sh',
+            '-c',
+            script,
+          ],
+          { env: { ...process.env, KEEL_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] },
+        )
+        let output = ''
+        child.stdout.on('data', (chunk) => (output += chunk))
+        await new Promise((done) => child.on('close', done))
+        expect(fake.requests.length).toBeGreaterThan(0)
+        expect(output.split('\n').filter(Boolean)).toEqual(['hi', 'exit=0'])
+      } finally {
+        await fake.close()
+      }
+    },
+    60_000,
+  )
 })

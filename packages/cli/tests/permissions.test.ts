@@ -281,3 +281,26 @@ describe('keel -p: deny rules see what a command runs; read-only means it cannot
     60_000,
   )
 })
+
+describe('sandbox.allowedDomains', () => {
+  test('an entry the sandbox refuses fails the start in one line naming the file and key; good ones start', () => {
+    mkdirSync(home, { recursive: true })
+    const settings = join(home, 'settings.json')
+    try {
+      for (const bad of ['*', 'http://example.com', '*.com', 'example.com:99999']) {
+        writeFileSync(settings, JSON.stringify({ sandbox: { allowedDomains: ['registry.npmjs.org', bad] } }))
+        const result = keel(['-p', 'go', '--model', script([{ text: 'never' }])])
+        expect([bad, result.status, result.stdout]).toEqual([bad, 2, ''])
+        expect(result.stderr).toContain(
+          `keel: ${settings}: sandbox.allowedDomains: ${JSON.stringify(bad)} is refused. Invalid domain pattern`,
+        )
+        expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      }
+      writeFileSync(settings, JSON.stringify({ sandbox: { allowedDomains: ['*.npmjs.org', 'github.com:443'] } }))
+      const good = keel(['-p', 'go', '--model', script([{ text: 'started' }])])
+      expect([good.status, good.stdout]).toEqual([0, 'started\n'])
+    } finally {
+      rmSync(settings, { force: true })
+    }
+  })
+})

@@ -37,13 +37,17 @@ export const ServerConfigSchema: Schema<ServerConfig> = Schema.union([
     args: Schema.array(Schema.string()),
     env: StringMap,
     cwd: Schema.string(),
-    timeout: Schema.natural(),
+    timeout: Schema.natural().description(
+      'milliseconds one tool call of this server may take (default: callTimeoutMs)',
+    ),
   }),
   Schema.object({
     type: Schema.union([Schema.const('http' as const), Schema.const('sse' as const)]),
     url: Schema.string().required(),
     headers: StringMap,
-    timeout: Schema.natural(),
+    timeout: Schema.natural().description(
+      'milliseconds one tool call of this server may take (default: callTimeoutMs)',
+    ),
   }),
 ]) as Schema<ServerConfig>
 

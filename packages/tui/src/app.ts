@@ -17,6 +17,7 @@ import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { openRewindPicker } from './rewind-picker.ts'
+import { errorLine } from '@keel/session/text'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
 import { costLabel } from '@keel/session/cost'
@@ -32,12 +33,6 @@ function instructionsLine(agent: Agent): string[] {
   if (!files.length) return []
   const cut = files.some((file) => file.cut) ? ' (capped at 32 KiB)' : ''
   return [style.dim(`Instructions: ${files.map((file) => escapeLine(file.label)).join(', ')}${cut}`)]
-}
-
-/** An error's message on one line (a provider's message may span several). */
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return escapeLine(text.replace(/\s+/g, ' ').trim()).slice(0, 300)
 }
 
 /** Live tool output kept per running call; the log has the whole result once the call ends. */
@@ -494,7 +489,7 @@ export class KeelApp {
         recordUserCommand(agent, command, outcome.output)
       }
     } catch (error) {
-      this.transcript.note('error', `! ${escapeLine(command)} failed: ${oneLine(error)}`)
+      this.transcript.note('error', `! ${escapeLine(command)} failed: ${escapeLine(errorLine(error, 300))}`)
     } finally {
       this.shellView.running = undefined
       this.shell = undefined
@@ -592,7 +587,7 @@ export class KeelApp {
       } catch (error) {
         this.transcript.note(
           'warn',
-          `That session used ${escapeLine(chosen.spec)}, which cannot start: ${oneLine(error)}`,
+          `That session used ${escapeLine(chosen.spec)}, which cannot start: ${escapeLine(errorLine(error, 300))}`,
         )
       }
     }
@@ -649,7 +644,7 @@ export class KeelApp {
     try {
       model = await this.makeModel(parsed.spec)
     } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
       this.tui.requestRender()
       return
     }
@@ -658,7 +653,7 @@ export class KeelApp {
     try {
       this.agent.switchModel(model, parsed.spec)
     } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${oneLine(error)}`)
+      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
       this.tui.requestRender()
       return
     }

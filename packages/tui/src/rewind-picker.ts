@@ -20,6 +20,7 @@ import {
 } from '@keel/checkpoint'
 import type { Session } from '@keel/session'
 import { isPrintable, TypingGuard } from './deliberate.ts'
+import { flattenLine } from '@keel/session/text'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 import { editorTheme } from './theme.ts'
@@ -210,7 +211,7 @@ class RewindPicker implements Component {
         ]
       case 'scope':
         return [
-          `${style.bold('Rewind to before turn')} ${step.prompt.turn}${style.dim(` · ${escapeLine(oneLine(step.prompt.text))}`)}`,
+          `${style.bold('Rewind to before turn')} ${step.prompt.turn}${style.dim(` · ${escapeLine(flattenLine(step.prompt.text, 80))}`)}`,
           '',
           ...step.list.render(width),
           '',
@@ -299,10 +300,6 @@ function selectList(items: SelectItem[]): SelectList {
     minPrimaryColumnWidth: 10,
     maxPrimaryColumnWidth: 34,
   })
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim().slice(0, 80)
 }
 
 function messageOf(error: unknown): string {
