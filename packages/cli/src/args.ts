@@ -84,6 +84,9 @@ const SUBCOMMANDS = {
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 
+/** Flags that only print mode reads: given to another command they would be silently ignored, so they are refused. */
+const PRINT_ONLY = ['quiet', 'max-turns', 'timeout', 'max-budget-usd', 'fail-on-denial', 'output-schema'] as const
+
 export type Flags = {
   [K in keyof typeof FLAGS]?: (typeof FLAGS)[K] extends { multiple: true }
     ? string[]
@@ -139,6 +142,8 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
   if (flags.continue && flags.resume) throw new UsageError('use either --continue or --resume, not both')
   if (flags.fork && !flags.continue && !flags.resume)
     throw new UsageError('--fork goes with -c/--continue or -r/--resume')
+  const printOnly = PRINT_ONLY.find((name) => flags[name] !== undefined)
+  if (printOnly && !flags.print) throw new UsageError(`--${printOnly} goes with -p (print mode)`)
   if (flags.print) return { command: { kind: 'print', prompt: words.join(' ') || undefined }, flags }
   const [first, second, third] = words
   if (first === 'serve' && words.length === 1) return { command: { kind: 'serve' }, flags }

@@ -395,6 +395,11 @@ describe('the limits as parsed', () => {
     expect(parseDuration('1 week')).toBeUndefined()
   })
 
+  test('a print-mode flag without -p is refused, not ignored', () => {
+    expect(() => parse(['--timeout', '5m'])).toThrow('--timeout goes with -p (print mode)')
+    expect(() => parse(['serve', '--output-schema', 's.json'])).toThrow('--output-schema goes with -p')
+  })
+
   test('a flag wins over the settings', () => {
     const { flags } = parse(['-p', 'x', '--max-turns', '3'])
     const settings = {
