@@ -37,6 +37,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     checkCwd(flags.cwd)
     if (command.kind === 'trust') {
+      if (command.dir !== undefined) checkCwd(command.dir, 'trust')
       process.stdout.write(trustCommand(command.dir ?? workingDirectory(flags)) + '\n')
       return 0
     }
@@ -102,14 +103,14 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** --cwd must name a folder that exists, checked before anything runs in it. */
-function checkCwd(cwd: string | undefined): void {
+/** --cwd (or `keel trust`'s folder) must name a folder that exists, checked before anything runs in it. */
+function checkCwd(cwd: string | undefined, what = '--cwd'): void {
   if (cwd === undefined) return
   let isDirectory: boolean
   try {
     isDirectory = statSync(cwd).isDirectory()
   } catch {
-    throw new UsageError(`--cwd ${cwd}: no such directory`)
+    throw new UsageError(`${what} ${cwd}: no such directory`)
   }
-  if (!isDirectory) throw new UsageError(`--cwd ${cwd}: not a directory`)
+  if (!isDirectory) throw new UsageError(`${what} ${cwd}: not a directory`)
 }

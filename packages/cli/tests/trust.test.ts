@@ -151,6 +151,11 @@ describe('an untrusted repository only narrows', () => {
     expect(json.settings.mode).toBeUndefined()
     expect(json.settings.permissions).toEqual({ deny: ['bash(rm:*)'] })
 
+    const missing = await keel(['trust', join(dir, 'no-such-folder')], dir, home)
+    expect([missing.status, missing.stderr]).toEqual([
+      2,
+      `keel: trust ${join(dir, 'no-such-folder')}: no such directory\n`,
+    ])
     const trusted = await keel(['trust'], dir, home)
     expect(trusted.status, trusted.stderr).toBe(0)
     expect(trusted.stdout).toContain(`trusted ${dir}`)
