@@ -18,9 +18,12 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 let cleanup: (() => Promise<void>) | undefined
 afterAll(() => cleanup?.())
 
-/** The text of every user message in an OpenAI chat-completions request body. */
-function userTexts(body: { messages: { role: string; content: unknown }[] }): string[] {
-  return body.messages
+/** The text of every user message in an OpenAI request body (Responses `input`, or chat-completions `messages`). */
+function userTexts(body: {
+  input?: { role?: string; content?: unknown }[]
+  messages?: { role: string; content: unknown }[]
+}): string[] {
+  return (body.input ?? body.messages ?? [])
     .filter((message) => message.role === 'user')
     .map((message) =>
       typeof message.content === 'string'
