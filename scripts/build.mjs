@@ -83,6 +83,17 @@ for (const name of readdirSync(esm)) {
   )
 }
 rmSync(esm, { recursive: true, force: true })
+// web_fetch's HTML converter runs in a worker thread from its own file (packages/fetch/src/html-worker.cjs), found
+// beside the chunk that starts it: one self-contained script with its parsers bundled in.
+await build({
+  entryPoints: [`${root}packages/fetch/src/html-worker.cjs`],
+  outfile: join(next, 'html-worker.cjs'),
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+})
 // What the bundled runtime looks for beside the bundle (<bundle dir>/vendor/…): the prebuilt apply-seccomp helpers
 // and BPF filters (x64, arm64), and the JVM proxy agent. A file it cannot find there it looks for in a global npm
 // install, by spawning a whole `npm root -g` (about 0.3 s) before the first sandboxed command of every process. The

@@ -16,6 +16,11 @@ export const SHIPPED_COMPOSITION: readonly EntryOptions[] = [
   { id: 'shell', name: '@keel/shell', config: { defaultTimeout: 120, maxTimeout: 600 } },
   { id: 'todo', name: '@keel/todo', config: { allowParallelInProgress: false } },
   { id: 'fs', name: '@keel/fs', config: { allowOutsideCwd: false } },
+  {
+    id: 'fetch',
+    name: '@keel/fetch',
+    config: { timeoutMs: 30000, maxBytes: 5242880, maxChars: 60000, maxRedirects: 5, privateHosts: [] },
+  },
   { id: 'subagent', name: '@keel/subagent', config: { maxDepth: 1, maxConcurrent: 4 } },
   {
     id: 'compaction',

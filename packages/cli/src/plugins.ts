@@ -11,6 +11,7 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/shell': () => import('@keel/shell'),
   '@keel/todo': () => import('@keel/todo'),
   '@keel/fs': () => import('@keel/fs'),
+  '@keel/fetch': () => import('@keel/fetch'),
   '@keel/subagent': () => import('@keel/subagent'),
   '@keel/compaction': () => import('@keel/compaction'),
   '@keel/acp': () => import('@keel/acp'),

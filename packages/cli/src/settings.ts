@@ -59,6 +59,9 @@ const LLM_ENTRY = 'llm'
 /** The composition entry that takes `mcpServers` (as its `servers`). */
 const MCP_ENTRY = 'mcp'
 
+/** The composition entry of web_fetch, which takes the exact hosts of `sandbox.allowedDomains` as `privateHosts`. */
+const FETCH_ENTRY = 'fetch'
+
 /** The composition entry that takes `mode`, `permissions` and `sandbox` (as `{ mode, allow, deny, sandbox }`). */
 const PERMISSIONS_ENTRY = 'permissions'
 
@@ -262,6 +265,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     }
     overrides[PERMISSIONS_ENTRY] = config
   }
+  // web_fetch reaches a loopback, private or link-local address only for a host the person named exactly.
+  const fetch = entries.find((entry) => entry.id === FETCH_ENTRY)
+  const domains = (merged.values.sandbox as { allowedDomains?: unknown } | undefined)?.allowedDomains
+  if (fetch && touched.has('sandbox') && Array.isArray(domains))
+    overrides[FETCH_ENTRY] = {
+      ...(isObject(fetch.config) ? fetch.config : {}),
+      ...overrides[FETCH_ENTRY],
+      privateHosts: domains.filter((entry): entry is string => typeof entry === 'string' && !entry.includes('*')),
+    }
   if (touched.has('mcpServers')) {
     const where = files
       .filter((file) => 'mcpServers' in file.data)

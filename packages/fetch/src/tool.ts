@@ -58,7 +58,10 @@ export function webFetchTool(config: Config, resolve?: (host: string) => Promise
     description: `Fetch a web page and return its main content as Markdown (text and JSON as they are). Up to ${kb(config.maxBytes)} are read and ${config.maxChars} characters returned; redirects to another host are reported, not followed. No JavaScript runs, so pages that render in the browser may come back empty.`,
     parameters: Parameters,
     concurrencySafe: true,
-    access: () => ({ kind: 'other' }),
+    access: (args) => {
+      const host = hostOf(args.url)
+      return { kind: 'network', hosts: host ? [host] : [] }
+    },
     presentCall: (args) => ({ title: args.url, kind: 'fetch', rawInput: args }),
     async execute(args, exec) {
       try {

@@ -12,5 +12,6 @@ export function summarize(tool: string, access: ToolAccess, cwd: string): string
   if (access.command !== undefined)
     return `${tool}: ${access.command.split('\n')[0]}${access.command.includes('\n') ? ' …' : ''}`
   if (access.paths?.length) return `${tool} ${access.paths.map((p) => shown(p, cwd)).join(', ')}`
+  if (access.hosts?.length) return `${tool} ${access.hosts.join(', ')}`
   return tool
 }

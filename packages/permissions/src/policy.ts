@@ -18,6 +18,8 @@ export interface PolicyInput {
   real?: string[]
   /** Paths of a write that fall under Keel's protected list (@keel/settings), each with the entry it matched. */
   protected?: { path: string; entry: string }[]
+  /** Hosts the person allowed for the network (`sandbox.allowedDomains`, `*.example.com` for subdomains). */
+  allowedHosts?: readonly string[]
   /** Whether the OS sandbox can run commands here; when not, `reason` says why. */
   sandbox: { available: true } | { available: false; reason: string }
 }
@@ -47,6 +49,7 @@ export function decide(input: PolicyInput): Verdict {
   }
 
   if (access.kind === 'read') return { outcome: 'allow', scope: 'mode', sandbox: SANDBOX_FOR[mode], log: false }
+  if (access.kind === 'network') return decideNetwork(input)
   if (mode === 'yolo') return { outcome: 'allow', scope: 'mode', sandbox: 'off', log: true }
   if (access.kind === 'execute') return decideCommand(input, analysis)
 
@@ -170,4 +173,50 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
   if (mode === 'auto' || readOnly) return { outcome: 'allow', scope: 'mode', sandbox: level, log: true }
   const why = !analysis?.ok ? (analysis?.reason ?? 'no command') : 'the command may change things'
   return { outcome: 'ask', reason: why, sandbox: level }
+}
+
+/** Whether `host` is one of `allowed`: the same name, or under a `*.domain` entry (the sandbox's own reading). */
+export function hostListed(host: string, allowed: readonly string[]): boolean {
+  const name = host.toLowerCase()
+  return allowed.some((entry) => {
+    const pattern = entry.trim().toLowerCase()
+    return pattern.startsWith('*.') ? name.endsWith(pattern.slice(1)) : name === pattern
+  })
+}
+
+/**
+ * A call that reaches hosts (web_fetch): a `tool(host)` rule names a host (`web_fetch(*.python.org)`), and the hosts
+ * of `sandbox.allowedDomains` count as allowed, the same list commands reach. ask asks per host; auto and read-only
+ * allow only listed hosts; yolo allows any. Which addresses a host may resolve to is the tool's own check.
+ */
+function decideNetwork(input: PolicyInput): Verdict {
+  const { mode, tool, access } = input
+  const hosts = access.hosts ?? []
+  // No host: the URL does not parse, and the tool says so without reaching anything.
+  if (!hosts.length) return { outcome: 'allow', scope: 'mode', sandbox: SANDBOX_FOR[mode], log: false }
+  const ruleFor = (rules: readonly Rule[], host: string) =>
+    rules.find(
+      (rule) => rule.tool === tool && (matchesWholeTool(rule, tool) || (rule.kind === 'path' && rule.match(host))),
+    )
+  for (const host of hosts) {
+    const denied = ruleFor(input.deny, host)
+    if (denied) return { outcome: 'deny', scope: 'rule', rule: denied.text, reason: `denied by rule ${denied.text}` }
+  }
+  if (mode === 'yolo') return { outcome: 'allow', scope: 'mode', sandbox: 'off', log: true }
+  const unlisted = hosts.filter((host) => !hostListed(host, input.allowedHosts ?? []))
+  const ruled = unlisted.map((host) => ruleFor(input.allow, host))
+  if (ruled.every((rule) => rule !== undefined)) {
+    const rule = ruled[0]
+    return rule
+      ? { outcome: 'allow', scope: 'rule', rule: rule.text, sandbox: SANDBOX_FOR[mode], log: true }
+      : { outcome: 'allow', scope: 'rule', rule: 'sandbox.allowedDomains', sandbox: SANDBOX_FOR[mode], log: true }
+  }
+  const host = unlisted.find((_, i) => !ruled[i]) ?? '(no host)'
+  const where = `${host} is not on sandbox.allowedDomains and no ${tool}(host) rule allows it`
+  if (mode === 'ask') return { outcome: 'ask', reason: where, sandbox: 'workspace', hint: `--allow '${tool}(${host})'` }
+  return {
+    outcome: 'deny',
+    scope: 'mode',
+    reason: `denied by ${mode} mode: ${where} (add it to sandbox.allowedDomains, or --allow '${tool}(${host})')`,
+  }
 }

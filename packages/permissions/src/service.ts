@@ -205,6 +205,7 @@ export class PermissionService extends Service {
       outside,
       real,
       protected: guarded,
+      allowedHosts: this.config.sandbox?.allowedDomains ?? [],
       sandbox,
     })
   }

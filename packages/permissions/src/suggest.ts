@@ -83,6 +83,11 @@ export function suggestRules(tool: string, access: ToolAccess, cwd: string, allo
     }
     return { always: rules, session: rules }
   }
+  // A network tool: the host, for this session or always (`web_fetch(docs.python.org)`).
+  if (access.kind === 'network' && access.hosts?.length) {
+    const rules = [...new Set(access.hosts.map((host) => `${tool}(${host})`))]
+    return { always: rules, session: rules }
+  }
   // A file tool: "always" names the path; "this session" is the tool inside the working directory (writes outside
   // it are asked about whatever the rules say).
   if (access.paths?.length) {

@@ -305,7 +305,8 @@ describe('suggested rules', () => {
     // tail and grep run unasked (read-only): only the test command needed asking.
     expect(always('bash', bash('npm test 2>&1 | tail -3'))).toEqual(['bash(npm test:*)'])
     expect(always('bash', bash("npm test 2>&1 | grep -E 'x|Tests' | head -20"))).toEqual(['bash(npm test:*)'])
-    expect(always('bash', bash('cd src && npm test'))).toEqual(['bash(cd src)', 'bash(npm test:*)'])
+    // cd is read-only, so only the test command needed asking.
+    expect(always('bash', bash('cd src && npm test'))).toEqual(['bash(npm test:*)'])
     expect(always('bash', bash('make && make install'))).toEqual(['bash(make)', 'bash(make install:*)'])
     // A part an allow rule already covers needed no asking.
     expect(always('bash', bash('npm test && npm run lint'), ['bash(npm test:*)'])).toEqual(['bash(npm run lint:*)'])
@@ -322,7 +323,6 @@ describe('suggested rules', () => {
       'rm -rf build',
       'make && make install',
       'npm test -- --grep x',
-      "echo 'a)b' $(date)",
       "git commit -m 'fix: it'",
       'npm test 2>&1 | tail -3',
     ]) {
@@ -333,5 +333,50 @@ describe('suggested rules', () => {
       ])
     }
     expect(outcome(verdict('ask', 'bash', bash('rm -rf build2'), { allow: ['bash(rm -rf build)'] }))).toBe('ask')
+    // A read-only call needs no rule: it runs unasked, and nothing is offered for it.
+    expect(outcome(verdict('ask', 'bash', bash("echo 'a)b' $(date)")))).toBe('allow:mode')
+    expect(always('bash', bash("echo 'a)b' $(date)"))).toEqual([])
+  })
+})
+
+describe('network calls (web_fetch)', () => {
+  const fetch = (...hosts: string[]): ToolAccess => ({ kind: 'network', hosts })
+  const listed = { allowedHosts: ['docs.python.org', '*.example.com'] }
+
+  it('a listed host runs in every mode; an unlisted one asks in ask mode and is refused in auto and read-only', () => {
+    for (const mode of ['ask', 'auto', 'read-only'] as const) {
+      expect(outcome(verdict(mode, 'web_fetch', fetch('docs.python.org'), {}, listed))).toBe(
+        'allow:rule:sandbox.allowedDomains',
+      )
+      expect(outcome(verdict(mode, 'web_fetch', fetch('api.example.com'), {}, listed))).toBe(
+        'allow:rule:sandbox.allowedDomains',
+      )
+    }
+    expect(outcome(verdict('ask', 'web_fetch', fetch('evil.test'), {}, listed))).toBe('ask')
+    const auto = verdict('auto', 'web_fetch', fetch('evil.test'), {}, listed)
+    expect(auto).toMatchObject({ outcome: 'deny', scope: 'mode' })
+    expect(auto.outcome === 'deny' && auto.reason).toContain('evil.test is not on sandbox.allowedDomains')
+    expect(outcome(verdict('read-only', 'web_fetch', fetch('evil.test'), {}, listed))).toBe('deny:mode')
+    // `*.example.com` is the subdomains, not a name that only ends the same way.
+    expect(outcome(verdict('auto', 'web_fetch', fetch('notexample.com'), {}, listed))).toBe('deny:mode')
+    expect(outcome(verdict('yolo', 'web_fetch', fetch('evil.test'), {}, listed))).toBe('allow:mode')
+  })
+
+  it('a web_fetch(host) rule allows or denies a host; a deny wins over the list and over yolo', () => {
+    expect(outcome(verdict('auto', 'web_fetch', fetch('pypi.org'), { allow: ['web_fetch(pypi.org)'] }))).toBe(
+      'allow:rule:web_fetch(pypi.org)',
+    )
+    expect(outcome(verdict('auto', 'web_fetch', fetch('a.pypi.org'), { allow: ['web_fetch(*.pypi.org)'] }))).toBe(
+      'allow:rule:web_fetch(*.pypi.org)',
+    )
+    expect(
+      outcome(verdict('yolo', 'web_fetch', fetch('docs.python.org'), { deny: ['web_fetch(docs.python.org)'] }, listed)),
+    ).toBe('deny:rule:web_fetch(docs.python.org)')
+    expect(outcome(verdict('ask', 'web_fetch', fetch('x.test'), { deny: ['web_fetch'] }))).toBe('deny:rule:web_fetch')
+    // "Always" and "this session" name the host.
+    expect(suggestRules('web_fetch', fetch('pypi.org'), cwd)).toEqual({
+      always: ['web_fetch(pypi.org)'],
+      session: ['web_fetch(pypi.org)'],
+    })
   })
 })

@@ -16,11 +16,13 @@ export type SandboxLevel = 'workspace' | 'read-only' | 'off'
 
 /** What a tool call would touch, declared by the tool so permission rules match without guessing. */
 export interface ToolAccess {
-  kind: 'read' | 'write' | 'execute' | 'other'
+  kind: 'read' | 'write' | 'execute' | 'network' | 'other'
   /** Absolute paths the call reads or writes. */
   paths?: string[]
   /** The shell command an `execute` call runs. */
   command?: string
+  /** The hosts a `network` call reaches (web_fetch's URL host). */
+  hosts?: string[]
 }
 
 export interface ToolExecution {
