@@ -9,7 +9,7 @@ import { defineTool } from '@keel/tools'
 import type { TodoItem } from '@keel/todo'
 import { type makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
 import type { KeelApp } from '../src/app.ts'
-import { foldEvents } from '../src/fold.ts'
+import { foldEvents } from '@keel/door/transcript'
 import { TranscriptView } from '../src/transcript.ts'
 import { subagentPlan } from '../src/subagent.ts'
 import { appIdle, type StartedApp, startApp, stopApps } from './app-harness.ts'
@@ -163,9 +163,10 @@ describe('interactive app (in-process, recording terminal)', () => {
     const { app } = await start([{ error: { kind: 'server', message: 'the provider fell over\nwith a stack' } }])
     app.submit('hi')
     await idle(app)
-    const line = app.frame(100).find((l) => plain(l).includes('✗ error'))
+    // The words are @keel/door/words' (every door says them); the TUI's style is the red cross.
+    const line = app.frame(100).find((l) => plain(l).includes('✗ the turn ended with an error'))
     expect(line).toContain('\x1b[31m')
-    expect(plain(line!)).toContain('✗ error: the provider fell over')
+    expect(plain(line!)).toContain('✗ the turn ended with an error: the provider fell over')
     expect(plain(line!)).not.toContain('with a stack')
   })
 

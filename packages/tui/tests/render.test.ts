@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
-import type { DiffDetails } from '@keel/session'
+import type { DiffDetails, SessionEvent } from '@keel/session'
 import { DIFF_COLLAPSED_LINES, diffRows, renderDiff } from '../src/diff-view.ts'
-import { foldEvents } from '../src/fold.ts'
+import { foldEvents } from '@keel/door/transcript'
 import { Footer, usageText } from '../src/footer.ts'
 import { HIGHLIGHT_MAX_CHARS, highlightCode, loadHighlighter } from '../src/highlight.ts'
 import { renderMarkdown } from '../src/markdown.ts'
@@ -293,5 +293,26 @@ describe('footer', () => {
     })
     const state = foldEvents([reply(0, 100, 10), reply(1, 300, 20)] as never)
     expect(state.tokens).toEqual({ input: 400, output: 30, context: 320 })
+  })
+})
+
+describe('open tasks at the end of a turn', () => {
+  test("the line under the turn uses @keel/todo's wording (openTasksNotice), escaped", () => {
+    let seq = 0
+    const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
+    const state = foldEvents([
+      event('turn/start', { turn: 1, trigger: 'prompt' }),
+      event('todo/write', {
+        todos: [
+          { content: 'Ask \x1b[2Jthe user', status: 'in_progress' },
+          { content: 'Done', status: 'completed' },
+          { content: 'Finish', status: 'pending' },
+        ],
+      }),
+      event('turn/end', { turn: 1, reason: 'completed' }),
+    ])
+    const view = new TranscriptView({ present: () => ({ title: '' }) })
+    view.reset(state)
+    expect(plainLines(view.render(120))).toContain('  ◌ the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"')
   })
 })
