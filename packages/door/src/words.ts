@@ -62,8 +62,8 @@ export function rewindWords(restore: {
   return { text: `${what}: ${count}${restore.fork ? `; conversation forked as ${restore.fork}` : ''}`, tone: 'info' }
 }
 
-/** A line as a sentence of its own (the web page's style): a capital first letter and a full stop. */
+/** A line as a sentence of its own (the web page's style): a capital first letter and a full stop if it has none. */
 export function sentence(text: string): string {
   const capital = text.charAt(0).toUpperCase() + text.slice(1)
-  return /[.!?]$/.test(capital) ? capital : `${capital}.`
+  return /[.!?"')]$/.test(capital) ? capital : `${capital}.`
 }

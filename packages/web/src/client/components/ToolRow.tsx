@@ -1,5 +1,5 @@
 import { useState, type ReactNode } from 'react'
-import { isCancelledResult, lastLines, rowsOf, type DiffRow } from '../diff.ts'
+import { lastLines, rowsOf, type DiffRow } from '../diff.ts'
 import { describeDecision } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentPlan } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
@@ -24,9 +24,7 @@ function prettyArguments(raw: string): string {
 export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 
 function stateOf(item: ToolItem): ToolState {
-  if (!item.result) return 'running'
-  if (!item.result.isError) return 'ok'
-  return isCancelledResult(item.result.text, item.result.details) ? 'cancelled' : 'error'
+  return item.status === 'done' ? 'ok' : item.status
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */
