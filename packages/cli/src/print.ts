@@ -1,10 +1,8 @@
 import type { Context } from 'cordis'
 import type { AgentDelta } from '@keel/agent'
-import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
+import { escapeControls, escapeLine, onNotice, textOf, type SessionEvent } from '@keel/session'
 import type {} from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
-import type {} from '@keel/mcp' // the mcp/warning event
-import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 import { rememberTools, type FirstRequest } from './first-request.ts'
@@ -92,16 +90,8 @@ export async function runPrint(
   const out = guardedOutput(process.stdout, () => stop('EPIPE'))
   const err = guardedOutput(process.stderr, () => {})
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
-  // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
-  // why the sandbox is off, a rule that could not be saved.
-  const warn = (line: string) => {
-    err.write(`keel: ${escapeLine(line)}\n`)
-  }
-  const disposeWarnings = [
-    ctx.on('mcp/warning', warn),
-    ctx.on('checkpoint/warning', warn),
-    ctx.on('permission/notice', warn),
-  ]
+  // Plugins' one-line notices for the person (`keel/notice`), on stderr in every output format.
+  const disposeWarnings = [onNotice(ctx, (notice) => err.write(`keel: ${escapeLine(notice.text)}\n`))]
   if (format === 'stream-json') {
     out.write(
       JSON.stringify({

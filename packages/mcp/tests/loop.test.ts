@@ -52,8 +52,8 @@ describe('MCP tools in the agent loop', () => {
     })
     writeFileSync(join(keel.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => {
-      warnings.push(line)
+    keel.ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'mcp') warnings.push(notice.text)
     })
     const agent = keel.agent()
     await agent.prompt('hi')
@@ -69,8 +69,8 @@ describe('MCP tools in the agent loop', () => {
       JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { args: [] } } }),
     )
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => {
-      warnings.push(line)
+    keel.ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'mcp') warnings.push(notice.text)
     })
     const result = await keel.agent().prompt('hi')
     expect(result.reason).toBe('completed')

@@ -24,11 +24,6 @@ declare module 'cordis' {
      * @mode emit
      */
     'permission/ask'(ask: PermissionAsk): void
-    /**
-     * Something the person should read once per run: why the sandbox is off, a settings file that could not be written.
-     * @mode emit
-     */
-    'permission/notice'(text: string): void
   }
 }
 

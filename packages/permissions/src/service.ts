@@ -1,5 +1,5 @@
 import { type Context, Service } from 'cordis'
-import type { Session, SessionEventMap } from '@keel/session'
+import { notify, type Session, type SessionEventMap } from '@keel/session'
 import type { ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
 import { summarize, suggestRule } from './describe.ts'
@@ -280,7 +280,7 @@ export class PermissionService extends Service {
   notice(text: string): void {
     if (this.noticed.has(text)) return
     this.noticed.add(text)
-    this.ctx.emit('permission/notice', text)
+    notify(this.ctx, 'permissions', text)
   }
 }
 

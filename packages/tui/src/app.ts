@@ -1,10 +1,8 @@
 import type { Context } from 'cordis'
 import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import { lastModelChoice, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
-import type {} from '@keel/mcp' // the mcp/warning event
-import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
-import { closest, type Session, type SessionEvent } from '@keel/session'
+import { closest, onNotice, type Session, type SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
@@ -140,11 +138,8 @@ export class KeelApp {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
-      // Plugins' one-line notices for the person: an MCP server down, checkpoints off, why the sandbox is off, a rule
-      // that could not be saved.
-      ctx.on('mcp/warning', (line) => this.warn(line)),
-      ctx.on('checkpoint/warning', (line) => this.warn(line)),
-      ctx.on('permission/notice', (line) => this.warn(line)),
+      // Plugins' one-line notices for the person (`keel/notice`): an MCP server down, checkpoints off, …
+      onNotice(ctx, (notice) => this.warn(notice.text)),
     )
     // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
     const permissions = ctx.get('permissions')
