@@ -164,12 +164,14 @@ export class AcpBridge {
   }
 
   /**
-   * A plugin's notice (an MCP server down, checkpoints off) goes to the client in every session of this connection:
-   * as a `notice` update when the client said it shows them, else as an agent message (what the protocol suggests:
-   * https://agentclientprotocol.com/rfds/session-notices). Before any session exists, the first one gets it.
+   * A plugin's notice (an MCP server down, checkpoints off) goes to the client in every session of this connection
+   * as a `notice` update, when the client said it shows them (https://agentclientprotocol.com/rfds/session-notices);
+   * before any session exists, the first one gets it. It is always a line on stderr, which is all a client that
+   * does not show notices gets: as an agent message it would land in the middle of the reply's text.
    */
   private notice(notice: Notice): void {
     this.log(notice.text)
+    if (!this.clientShowsNotices) return
     if (!this.sessions.size) {
       if (this.early.length < MAX_EARLY_NOTICES) this.early.push(notice)
       return
@@ -178,10 +180,8 @@ export class AcpBridge {
   }
 
   private noticeUpdate(notice: Notice): SessionUpdate {
-    const text = escapeLine(notice.text)
-    if (this.clientShowsNotices)
-      return { sessionUpdate: 'notice', severity: notice.level === 'warn' ? 'warning' : notice.level, title: text }
-    return { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `keel: ${text}\n` } }
+    const severity = notice.level === 'warn' ? 'warning' : notice.level
+    return { sessionUpdate: 'notice', severity, title: escapeLine(notice.text) }
   }
 
   private initialize(capabilities: ClientCapabilities | undefined): InitializeResponse {

@@ -105,22 +105,20 @@ describe('a notice reaches the client', () => {
     ])
   })
 
-  it('a client that does not say so gets it as an agent message', async () => {
+  it('a client that does not say so gets no update, only the line on stderr (an agent message would split a reply)', async () => {
     keel = await makeKeel({ steps: [], plugins: [[mcpPlugin, mcpConfig]] })
-    client = connectInProcess(keel)
+    const logged: string[] = []
+    client = connectInProcess(keel, false, (line) => logged.push(line))
     await initialize(client)
     const agent = client.connection.agent
     const { sessionId } = await agent.request(methods.agent.session.new, {
       cwd: keel.cwd,
       mcpServers: broken,
     })
-    await until(() => client!.updates(sessionId, 'agent_message_chunk').length > 0)
+    await until(() => logged.some((line) => line.includes('broken failed to start')))
+    expect(logged).toEqual([expect.stringMatching(/^mcp server broken failed to start: .*missing database url/)])
+    await new Promise((done) => setTimeout(done, 50))
     expect(client.updates(sessionId, 'notice')).toEqual([])
-    expect(client.updates(sessionId, 'agent_message_chunk')).toEqual([
-      {
-        sessionUpdate: 'agent_message_chunk',
-        content: { type: 'text', text: expect.stringMatching(/^keel: mcp server broken failed to start: .*\n$/) },
-      },
-    ])
+    expect(client.updates(sessionId, 'agent_message_chunk')).toEqual([])
   })
 })

@@ -517,6 +517,8 @@ describe('keel -p against a provider that speaks the real wire format', () => {
           'openai-compatible/test-model',
           '--base-url',
           `${fake.url}/v1`,
+          // The wire format is the point, not the sandbox: the bash call runs without one (no bubblewrap needed).
+          '--yolo',
         ],
         { cwd: work, env: { ...process.env, KEEL_HOME: home } },
       )
