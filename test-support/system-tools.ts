@@ -8,7 +8,7 @@ import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 
 /** `npm run test:unit`: the system tools count as absent, so no test here drives one (not even under CI=true). */
-export const UNIT_TIER = process.env.KEEL_TESTS === 'unit'
+const UNIT_TIER = process.env.KEEL_TESTS === 'unit'
 
 export const IN_CI = process.env.CI === 'true' && !UNIT_TIER
 
@@ -70,7 +70,7 @@ const TOOLS: readonly { pkg: string; found: () => boolean }[] = [
 ]
 
 /** The packages of the system tools missing here (by PATH): the tiers that need them skip outside CI. */
-export function missingTools(): string[] {
+function missingTools(): string[] {
   return TOOLS.filter((tool) => !tool.found()).map((tool) => tool.pkg)
 }
 

@@ -1,6 +1,6 @@
 import { type Context, Service } from 'cordis'
 import { notify, type Session, type SessionEventMap } from '@keel/session'
-import type { ToolAccess } from '@keel/tools'
+import type { PermissionGate, ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
 import { summarize, suggestRule } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
@@ -45,7 +45,7 @@ export function declined(tool: string, reason: string): string {
  * `ctx.permissions`: the policy (mode and allow/deny rules) and the one channel for asking a person. The agent loop
  * calls `authorize` after `tool/call` is logged and before the tool runs; every ask and decision goes on the log.
  */
-export class PermissionService extends Service {
+export class PermissionService extends Service implements PermissionGate {
   /** The effective mode; the CLI sets it from flags, environment, settings and the front door's default. */
   mode: PermissionMode
   private allowRules: Rule[] = []
