@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
+import { skipSummary } from '../../test-support/system-tools.ts'
 import { summarize, type Report } from '../ci-summary.ts'
 import { REPO_ROOT } from '../gen-cordis-catalog.ts'
 
@@ -81,5 +82,15 @@ describe('the gate summary', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('the skip line of a run on a machine without the system tools', () => {
+  test('one line naming what to install; none when nothing is missing, or where tests fail instead (CI)', () => {
+    expect(skipSummary(['tmux', 'chromium', 'bubblewrap'], true)).toBe(
+      'keel tests: the tiers that need tmux, chromium, bubblewrap were skipped; to run them: apt-get install tmux chromium bubblewrap (under CI=true they fail instead)',
+    )
+    expect(skipSummary([], true)).toBeUndefined()
+    expect(skipSummary(['tmux'], false)).toBeUndefined()
   })
 })

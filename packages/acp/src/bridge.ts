@@ -8,6 +8,7 @@ import {
   RequestError,
   type AgentApp,
   type AgentContext,
+  type ClientCapabilities,
   type ContentBlock,
   type InitializeResponse,
   type McpServer,
@@ -17,7 +18,15 @@ import type { McpService } from '@keel/mcp'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
 import { isPermissionMode, type PermissionAnswer, type PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
-import { escapeLine, isSessionId, SessionNotFoundError, type Session, type SessionEvent } from '@keel/session'
+import {
+  escapeLine,
+  isSessionId,
+  type Notice,
+  onNotice,
+  SessionNotFoundError,
+  type Session,
+  type SessionEvent,
+} from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
 import { diffOfEditArgs, type FileDiff } from './diff.ts'
 import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
@@ -35,6 +44,9 @@ export interface BridgeOptions {
   /** One line of diagnostics (stderr in `keel acp`). */
   log?(line: string): void
 }
+
+/** Notices kept for the first session, at most. */
+const MAX_EARLY_NOTICES = 20
 
 /** A Keel session this connection drives. */
 class Bridged {
@@ -54,8 +66,27 @@ class Bridged {
     return this.agent.id
   }
 
+  /** Updates held until the client has the session's id (the answer to its `session/new`). */
+  private held: SessionUpdate[] | undefined
+
+  /** A session the client is still creating: updates wait for `open()`. */
+  hold(): void {
+    this.held ??= []
+  }
+
+  /** The client knows the session now: what was held goes out, in order. */
+  open(): void {
+    const held = this.held ?? []
+    this.held = undefined
+    for (const update of held) this.send(update)
+  }
+
   /** Sends now, in order; `flushed()` resolves once everything sent so far is written. */
   send(update: SessionUpdate): void {
+    if (this.held) {
+      this.held.push(update)
+      return
+    }
     const sent = this.client
       .notify(methods.client.session.update, { sessionId: this.id, update })
       .catch((error: unknown) =>
@@ -95,6 +126,10 @@ export class AcpBridge {
   private readonly sessions = new Map<string, Bridged>()
   private readonly disposers: (() => void)[] = []
   private modelPromise: Promise<LlmAdapter> | undefined
+  /** Notices from before the first session (a project's MCP server that failed at start). */
+  private readonly early: Notice[] = []
+  /** The client said it presents `notice` updates (`clientCapabilities.session.notices`). */
+  private clientShowsNotices = false
   private closed = false
 
   constructor(
@@ -104,7 +139,7 @@ export class AcpBridge {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
-      ctx.on('permission/notice', (text) => this.log(text)),
+      onNotice(ctx, (notice) => this.notice(notice)),
       // The mode is Keel's, not a session's: every bridged session hears a change.
       ctx.on('permission/mode', (mode) => {
         for (const bridged of this.sessions.values())
@@ -115,7 +150,7 @@ export class AcpBridge {
     const permissions = ctx.get('permissions')
     if (permissions) this.disposers.push(permissions.setAsker((ask, signal) => this.askClient(ask, signal)))
     this.app = agentApp({ name: 'keel' })
-      .onRequest(methods.agent.initialize, () => this.initialize())
+      .onRequest(methods.agent.initialize, ({ params }) => this.initialize(params.clientCapabilities))
       .onRequest(methods.agent.session.new, ({ params, client }) =>
         this.newSession(params.cwd, params.mcpServers, client),
       )
@@ -153,7 +188,29 @@ export class AcpBridge {
     this.options.log?.(escapeLine(line))
   }
 
-  private initialize(): InitializeResponse {
+  /**
+   * A plugin's notice (an MCP server down, checkpoints off) goes to the client in every session of this connection
+   * as a `notice` update, when the client said it shows them (https://agentclientprotocol.com/rfds/session-notices);
+   * before any session exists, the first one gets it. It is always a line on stderr, which is all a client that
+   * does not show notices gets: as an agent message it would land in the middle of the reply's text.
+   */
+  private notice(notice: Notice): void {
+    this.log(notice.text)
+    if (!this.clientShowsNotices) return
+    if (!this.sessions.size) {
+      if (this.early.length < MAX_EARLY_NOTICES) this.early.push(notice)
+      return
+    }
+    for (const bridged of this.sessions.values()) bridged.send(this.noticeUpdate(notice))
+  }
+
+  private noticeUpdate(notice: Notice): SessionUpdate {
+    const severity = notice.level === 'warn' ? 'warning' : notice.level
+    return { sessionUpdate: 'notice', severity, title: escapeLine(notice.text) }
+  }
+
+  private initialize(capabilities: ClientCapabilities | undefined): InitializeResponse {
+    this.clientShowsNotices = capabilities?.session?.notices != null
     return {
       protocolVersion: PROTOCOL_VERSION,
       agentCapabilities: {
@@ -177,13 +234,15 @@ export class AcpBridge {
     }
   }
 
-  private adopt(agent: Agent, client: AgentContext): Bridged {
+  private adopt(agent: Agent, client: AgentContext, creating = false): Bridged {
     const projector = new UpdateProjector({
       cwd: agent.cwd,
       present: (name, args) => this.ctx.tools.present(name, args),
     })
     const bridged = new Bridged(agent, client, projector, (line) => this.log(line))
+    if (creating) bridged.hold()
     this.sessions.set(agent.id, bridged)
+    for (const notice of this.early.splice(0)) bridged.send(this.noticeUpdate(notice))
     return bridged
   }
 
@@ -193,8 +252,10 @@ export class AcpBridge {
     const model = await this.model()
     this.refuseWhenClosed()
     const agent = this.ctx.agents.create({ cwd, model })
-    this.adopt(agent, client)
+    const bridged = this.adopt(agent, client, true)
     await this.connectServers(agent.id, cwd, mcpServers)
+    // Its updates (a notice of a server that failed to start) go out once the answer has told the client its id.
+    setImmediate(() => bridged.open())
     return { sessionId: agent.id, ...this.modes }
   }
 

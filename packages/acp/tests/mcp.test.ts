@@ -1,10 +1,10 @@
 // The mcpServers an ACP client sends with session/new are connected for that session: the model can call their tools,
 // the client sees the calls as tool cards, and closing the connection stops the servers.
 import { afterEach, describe, expect, it } from 'vitest'
-import { methods } from '@agentclientprotocol/sdk'
+import { type McpServer, methods, PROTOCOL_VERSION } from '@agentclientprotocol/sdk'
 import * as mcpPlugin from '@keel/mcp'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
-import { EVERYTHING } from '../../mcp/tests/support.ts'
+import { EVERYTHING, FAULTY } from '../../mcp/tests/support.ts'
 import { alive as processAlive } from '../../../test-support/processes.ts'
 import { connectInProcess, initialize, toolTrace } from './support.ts'
 
@@ -67,5 +67,58 @@ describe('MCP servers from the client', () => {
     expect(keel.ctx.mcp.status()).toEqual([])
     expect(keel.ctx.tools.get('mcp__every_thing__echo')).toBeUndefined()
     expect(processAlive(pid)).toBe(false)
+  })
+})
+
+describe('a notice reaches the client', () => {
+  const broken: McpServer[] = [
+    {
+      name: 'broken',
+      command: FAULTY.command,
+      args: FAULTY.args,
+      env: [{ name: 'FAULTY_FAIL_AT_START', value: '1' }],
+    },
+  ]
+  const until = async (check: () => boolean) => {
+    for (let i = 0; i < 200 && !check(); i++) await new Promise((done) => setTimeout(done, 10))
+  }
+
+  it("a broken server's warning is a notice update for a client that shows notices", async () => {
+    keel = await makeKeel({ steps: [], plugins: [[mcpPlugin, mcpConfig]] })
+    client = connectInProcess(keel)
+    const agent = client.connection.agent
+    await agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: { session: { notices: {} } },
+    })
+    const { sessionId } = await agent.request(methods.agent.session.new, {
+      cwd: keel.cwd,
+      mcpServers: broken,
+    })
+    await until(() => client!.updates(sessionId, 'notice').length > 0)
+    expect(client.updates(sessionId, 'notice')).toEqual([
+      {
+        sessionUpdate: 'notice',
+        severity: 'warning',
+        title: expect.stringMatching(/^mcp server broken failed to start: .*missing database url/),
+      },
+    ])
+  })
+
+  it('a client that does not say so gets no update, only the line on stderr (an agent message would split a reply)', async () => {
+    keel = await makeKeel({ steps: [], plugins: [[mcpPlugin, mcpConfig]] })
+    const logged: string[] = []
+    client = connectInProcess(keel, false, (line) => logged.push(line))
+    await initialize(client)
+    const agent = client.connection.agent
+    const { sessionId } = await agent.request(methods.agent.session.new, {
+      cwd: keel.cwd,
+      mcpServers: broken,
+    })
+    await until(() => logged.some((line) => line.includes('broken failed to start')))
+    expect(logged).toEqual([expect.stringMatching(/^mcp server broken failed to start: .*missing database url/)])
+    await new Promise((done) => setTimeout(done, 50))
+    expect(client.updates(sessionId, 'notice')).toEqual([])
+    expect(client.updates(sessionId, 'agent_message_chunk')).toEqual([])
   })
 })

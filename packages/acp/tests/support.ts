@@ -76,10 +76,10 @@ export async function initialize(test: TestClient) {
 }
 
 /** A bridge over an in-process Keel and a client talking to it through in-memory NDJSON streams. */
-export function connectInProcess(keel: Keel, plan = false) {
+export function connectInProcess(keel: Keel, plan = false, log: (line: string) => void = () => {}) {
   const toAgent = new TransformStream<Uint8Array, Uint8Array>()
   const toClient = new TransformStream<Uint8Array, Uint8Array>()
-  const bridge = new AcpBridge(keel.ctx, { model: async () => keel.model, plan, version: 'test', log: () => {} })
+  const bridge = new AcpBridge(keel.ctx, { model: async () => keel.model, plan, version: 'test', log })
   const agentConnection = bridge.app.connect(ndJsonStream(toClient.writable, toAgent.readable))
   const test = testClient(ndJsonStream(toAgent.writable, toClient.readable))
   return {

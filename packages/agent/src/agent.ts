@@ -9,7 +9,7 @@ import {
   type TurnEndReason,
   errorLine,
 } from '@keel/session'
-import type { SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
+import type { PermissionGate, SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
@@ -57,17 +57,6 @@ export interface AgentOptions {
   recordModel?: { spec: string; baseUrl?: string }
 }
 
-/** `ctx.permissions` as the loop uses it; structural, so @keel/agent does not depend on @keel/permissions. */
-interface PermissionGate {
-  authorize(call: {
-    session: Session
-    cwd: string
-    callId: string
-    tool: string
-    arguments: unknown
-    signal: AbortSignal
-  }): Promise<{ allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }>
-}
 type Verdict = { allowed: true; sandbox?: SandboxLevel } | { allowed: false; message: string }
 
 const ABORTED_BEFORE_START = 'Error: the turn was cancelled before this tool call started.'
@@ -438,7 +427,8 @@ export class Agent implements ToolAgent {
    * model order, so a person is never shown two questions at once by one agent.
    */
   private async authorize(batch: ToolCallBlock[], signal: AbortSignal): Promise<Verdict[]> {
-    const permissions = this.ctx.get('permissions') as PermissionGate | undefined
+    // `ctx.permissions` when @keel/permissions is loaded; it implements the seam @keel/tools declares.
+    const permissions: PermissionGate | undefined = this.ctx.get('permissions')
     const exclude = this.options.excludeTools ?? []
     const out: Verdict[] = []
     for (const call of batch) {

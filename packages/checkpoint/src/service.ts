@@ -1,6 +1,6 @@
 import { type Context, Service } from 'cordis'
 import type { Agent } from '@keel/agent'
-import { keelHome, type Session, type SessionEvent } from '@keel/session'
+import { keelHome, notify, type Session, type SessionEvent } from '@keel/session'
 import { GitError } from './git.ts'
 import { Shadow, type Change, type Limits } from './shadow.ts'
 
@@ -23,13 +23,6 @@ declare module '@keel/session' {
 declare module 'cordis' {
   interface Context {
     checkpoints: CheckpointService
-  }
-  interface Events {
-    /**
-     * One line for the person: checkpoints are off for this directory (no git, or the tree is over the limits).
-     * @mode emit
-     */
-    'checkpoint/warning'(message: string): void
   }
 }
 
@@ -108,7 +101,7 @@ export class CheckpointService extends Service {
     }
   }
 
-  /** The snapshot each agent has under way (it never rejects: a failure is a `checkpoint/warning`). */
+  /** The snapshot each agent has under way (it never rejects: a failure is a `keel/notice`). */
   private readonly pending = new WeakMap<Agent, Promise<void>>()
 
   /**
@@ -127,10 +120,7 @@ export class CheckpointService extends Service {
       try {
         await this.snapshot(agent)
       } catch (error) {
-        this.ctx.emit(
-          'checkpoint/warning',
-          `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`,
-        )
+        notify(this.ctx, 'checkpoint', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
       }
     })()
     this.pending.set(agent, next)
@@ -152,15 +142,13 @@ export class CheckpointService extends Service {
     if (off) {
       if (!this.warned.has(agent.cwd)) {
         this.warned.add(agent.cwd)
-        this.ctx.emit('checkpoint/warning', off)
+        // Checkpoints are off for this directory (no git, or the tree is over the limits).
+        notify(this.ctx, 'checkpoint', off)
       }
       return
     }
     const tree = await directory.shadow.tree().catch((error: unknown) => {
-      this.ctx.emit(
-        'checkpoint/warning',
-        `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`,
-      )
+      notify(this.ctx, 'checkpoint', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
       return undefined
     })
     if (!tree) return

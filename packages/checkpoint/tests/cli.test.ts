@@ -62,6 +62,8 @@ describe('keel sessions rewind and fork', () => {
       [
         '-p',
         'turn one',
+        // The bash calls run outside the sandbox: this test is about checkpoints, and must pass without bubblewrap.
+        '--yolo',
         '--model',
         script('one', [
           { toolCalls: [plan('in_progress'), edit('a.txt', 'one', 'two')] },
@@ -84,6 +86,7 @@ describe('keel sessions rewind and fork', () => {
         'turn two',
         '-r',
         id,
+        '--yolo',
         '--model',
         script('two', [
           { toolCalls: [edit('a.txt', 'two', 'three'), bash('echo later > later.txt')] },

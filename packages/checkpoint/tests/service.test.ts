@@ -180,8 +180,8 @@ describe('checkpoint snapshots', () => {
     })
     for (const name of ['a', 'b', 'c']) writeFileSync(join(keel.cwd, name), name)
     const warnings: string[] = []
-    keel.ctx.on('checkpoint/warning', (line) => {
-      warnings.push(line)
+    keel.ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'checkpoint') warnings.push(notice.text)
     })
     const agent = keel.agent()
     await agent.prompt('one')

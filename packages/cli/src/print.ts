@@ -1,10 +1,8 @@
 import type { Context } from 'cordis'
 import type { AgentDelta, TurnResult } from '@keel/agent'
-import { escapeControls, escapeLine, textOf, type SessionEvent } from '@keel/session'
+import { escapeControls, escapeLine, onNotice, textOf, type SessionEvent } from '@keel/session'
 import { summarize } from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
-import type {} from '@keel/mcp' // the mcp/warning event
-import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import { addTotal, type CostTotal, costUsd, emptyCost, sessionCost } from '@keel/session/cost'
 import { retryText } from '@keel/llm/retry-text'
 import type { Flags } from './args.ts'
@@ -146,16 +144,11 @@ export async function runPrint(
   for (const repair of repairs) err.write(`keel: session ${agent.id}: ${repair}\n`)
   // A reopened session runs on the model its log records: say which, so a switch is never silent.
   if (resumed) err.write(`keel: continuing session ${agent.id} on ${escapeLine(model)}\n`)
-  // Plugins' one-line notices for the person, on stderr in every output format: an MCP server down, checkpoints off,
-  // why the sandbox is off, a rule that could not be saved.
+  // Plugins' one-line notices for the person (`keel/notice`), on stderr in every output format.
   const warn = (line: string) => {
     err.write(`keel: ${escapeLine(line)}\n`)
   }
-  const disposeWarnings = [
-    ctx.on('mcp/warning', warn),
-    ctx.on('checkpoint/warning', warn),
-    ctx.on('permission/notice', warn),
-  ]
+  const disposeWarnings = [onNotice(ctx, (notice) => warn(notice.text))]
   if (format === 'stream-json') {
     out.write(
       JSON.stringify({

@@ -1,15 +1,8 @@
 import type { Context } from 'cordis'
-import type {} from '@keel/checkpoint' // the checkpoint/* log events
-import {
-  escapeLine,
-  failureLabel,
-  resultStatus,
-  terminalJson,
-  textOf,
-  type SessionEvent,
-  type SessionSummary,
-} from '@keel/session'
-import { planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
+import { foldEvents, type TranscriptEntry } from '@keel/door/transcript'
+import { CANCELLED, compactionWords, rewindWords, turnEndWords } from '@keel/door/words'
+import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
+import { openTasksNotice, planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type {} from '@keel/subagent' // the subagent/end event
 import { costBreakdown, costLabel, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
@@ -101,50 +94,42 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
   lines.push(`  events   ${events.length}`)
   if (cost.total.requests) lines.push(`  cost     ${costText(cost.total)} (${costBreakdown(cost)})`)
   lines.push('')
-  for (const event of events) {
-    const line = describe(event)
-    if (line) lines.push(line)
-  }
+  for (const entry of foldEvents(events).entries) lines.push(...describe(entry))
   lines.push('')
   if (todos) lines.push(planHeader(todos), ...planLines(todos as TodoItem[]).map((l) => `  ${l}`))
   else lines.push('No plan stands.')
   return lines.join('\n')
 }
 
-function describe(event: SessionEvent): string | undefined {
-  try {
-    switch (event.type) {
-      case 'turn/start':
-        return `── turn ${safe(event.data.turn)}`
-      case 'turn/end':
-        return `── turn ${safe(event.data.turn)} ended: ${safe(event.data.reason)}${event.data.message ? ` (${safe(event.data.message)})` : ''}`
-      case 'user/message':
-        return `> ${escapeLine(textOf(event.data.message.content)).slice(0, 300)}`
-      case 'assistant/message': {
-        const text = textOf(event.data.message.content)
-        return text ? `${escapeLine(text).slice(0, 300)}` : undefined
-      }
-      case 'tool/call':
-        return `  → ${safe(event.data.name).slice(0, 80)} ${safe(event.data.arguments).slice(0, 160)}`
-      case 'tool/result': {
-        if (resultStatus(event.data) === 'ok') return undefined
-        const how = failureLabel(event.data.details)
-        const text = escapeLine(textOf(event.data.content))
-        return `    ✗ ${how ? `${escapeLine(how)}: ${text.slice(-200)}` : text.slice(0, 200)}`
-      }
-      case 'permission/request':
-        return `    ? asked: ${escapeLine(event.data.summary).slice(0, 200)}`
-      case 'permission/decision':
-        return `    ${escapeLine(describeDecision(event.data))}`
-      case 'checkpoint/restore': {
-        const { undo, toTurn, files, fork } = event.data
-        return `── files ${undo ? 'put back (undo of a rewind)' : `rewound to the start of turn ${safe(toTurn)}`}: ${files.length} file${files.length === 1 ? '' : 's'}${fork ? `; conversation forked as ${safe(fork)}` : ''}`
-      }
-      default:
-        return undefined
+/** One transcript entry (the fold every door shows) as lines of text; every log-borne field escaped. */
+function describe(entry: TranscriptEntry): string[] {
+  switch (entry.kind) {
+    case 'user':
+      return [`> ${escapeLine(entry.text).slice(0, 300)}`]
+    case 'shell':
+      return [`! ${escapeLine(entry.command).slice(0, 300)}`]
+    case 'context':
+      return []
+    case 'assistant':
+      return entry.text ? [escapeLine(entry.text).slice(0, 300)] : []
+    case 'tool': {
+      const lines = [`  → ${safe(entry.name).slice(0, 80)} ${safe(entry.arguments).slice(0, 160)}`]
+      if (entry.asked !== undefined) lines.push(`    ? asked: ${escapeLine(entry.asked).slice(0, 200)}`)
+      if (entry.decision) lines.push(`    ${escapeLine(describeDecision(entry.decision))}`)
+      if (entry.status === 'error') {
+        const how = failureLabel(entry.details)
+        const text = escapeLine(entry.output)
+        lines.push(`    ✗ ${how ? `${escapeLine(how)}: ${text.slice(-200)}` : text.slice(0, 200)}`)
+      } else if (entry.status === 'cancelled') lines.push(`    ⏹ ${CANCELLED}`)
+      return lines
     }
-  } catch {
-    // A hand-edited or hostile file can put anything in `data`; the transcript goes on.
-    return `  (event ${safe(event.seq)}: ${safe(event.type)} with data of the wrong shape)`
+    case 'turn-end':
+      return [`── turn ${entry.turn}: ${escapeLine(turnEndWords(entry.reason, entry.message)?.text ?? '')}`]
+    case 'plan-open':
+      return [`  ◌ ${openTasksNotice(entry.open).text}`]
+    case 'compaction':
+      return [`── ${escapeLine(compactionWords(entry).text)}`]
+    case 'rewind':
+      return [`── ${escapeLine(rewindWords(entry).text)}`]
   }
 }

@@ -1,5 +1,6 @@
 import { type Context, Service } from 'cordis'
 import type {} from '@keel/agent' // the agent/prepare event's declaration
+import { notify } from '@keel/session'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { trustState } from '@keel/settings'
 import { expandEnv, McpConfigError, readProjectServers, validateServers, type ServerConfig } from './config.ts'
@@ -9,14 +10,6 @@ import { mcpTool, toolName } from './tools.ts'
 declare module 'cordis' {
   interface Context {
     mcp: McpService
-  }
-  interface Events {
-    /**
-     * One line about an MCP server for the person: it failed to start, died, or was skipped. Front doors show it;
-     * the session goes on.
-     * @mode emit
-     */
-    'mcp/warning'(message: string): void
   }
 }
 
@@ -67,7 +60,7 @@ async function loadConnection(): Promise<typeof import('./connection.ts')> {
 /**
  * `ctx.mcp`: the configured MCP servers, started together when the first agent prepares a request (or earlier, when
  * a front door calls `ready`), each server's tools registered on `ctx.tools` as `mcp__<server>__<tool>` while it is
- * up. A server that fails or dies is one `mcp/warning` and its tools go; the session goes on.
+ * up. A server that fails or dies is one `keel/notice` and its tools go; the session goes on.
  */
 export class McpService extends Service {
   private readonly entries = new Map<string, Entry>()
@@ -220,8 +213,9 @@ export class McpService extends Service {
     }))
   }
 
+  /** One line about a server for the person (it failed to start, died, or was skipped); the session goes on. */
   private warn(message: string): void {
-    this.ctx.emit('mcp/warning', message)
+    notify(this.ctx, 'mcp', message)
   }
 
   private async closeAll(): Promise<void> {

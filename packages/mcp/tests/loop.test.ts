@@ -55,8 +55,8 @@ describe('MCP tools in the agent loop', () => {
     // The person trusted the folder: an untrusted folder's .mcp.json is not read at all.
     trustFolder(keel.cwd)
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => {
-      warnings.push(line)
+    keel.ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'mcp') warnings.push(notice.text)
     })
     const agent = keel.agent()
     await agent.prompt('hi')
@@ -73,8 +73,8 @@ describe('MCP tools in the agent loop', () => {
     )
     trustFolder(keel.cwd)
     const warnings: string[] = []
-    keel.ctx.on('mcp/warning', (line) => {
-      warnings.push(line)
+    keel.ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'mcp') warnings.push(notice.text)
     })
     const result = await keel.agent().prompt('hi')
     expect(result.reason).toBe('completed')

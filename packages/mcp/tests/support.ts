@@ -27,8 +27,8 @@ export async function bootMcp(config: Partial<mcpPlugin.Config>): Promise<Booted
   quietCordisLogger()
   const ctx = new Context()
   const warnings: string[] = []
-  ctx.on('mcp/warning', (message) => {
-    warnings.push(message)
+  ctx.on('keel/notice', (notice) => {
+    if (notice.source === 'mcp') warnings.push(notice.text)
   })
   ctx.plugin(toolsPlugin)
   ctx.plugin(mcpPlugin, {

@@ -26,11 +26,6 @@ declare module 'cordis' {
      */
     'permission/ask'(ask: PermissionAsk): void
     /**
-     * Something the person should read once per run: why the sandbox is off, a settings file that could not be written.
-     * @mode emit
-     */
-    'permission/notice'(text: string): void
-    /**
      * The person changed the permission mode mid-session (`ctx.permissions.setMode`); front doors show the new one.
      * @mode emit
      */

@@ -1,8 +1,8 @@
 import { relative } from 'node:path'
 import { type Context, Service } from 'cordis'
 import { protectedEntries, protectedMatch } from '@keel/settings'
-import type { Session, SessionEventMap } from '@keel/session'
-import type { ToolAccess } from '@keel/tools'
+import { notify, type Session, type SessionEventMap } from '@keel/session'
+import type { PermissionGate, ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
 import { summarize } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
@@ -58,7 +58,7 @@ export function declinedReason(text: string): string | undefined {
  * `ctx.permissions`: the policy (mode and allow/deny rules) and the one channel for asking a person. The agent loop
  * calls `authorize` after `tool/call` is logged and before the tool runs; every ask and decision goes on the log.
  */
-export class PermissionService extends Service {
+export class PermissionService extends Service implements PermissionGate {
   /** The effective mode; the CLI sets it from flags, environment, settings and the front door's default. */
   mode: PermissionMode
   private allowRules: Rule[] = []
@@ -359,7 +359,7 @@ export class PermissionService extends Service {
   notice(text: string): void {
     if (this.noticed.has(text)) return
     this.noticed.add(text)
-    this.ctx.emit('permission/notice', text)
+    notify(this.ctx, 'permissions', text)
   }
 }
 

@@ -88,18 +88,8 @@ export type Verdict =
   /** `hint` says what would let the call run when no one can be asked. */
   | { outcome: 'ask'; reason: string; sandbox: SandboxLevel; hint?: string }
 
-/** What the agent loop gets back: run the call (at this sandbox level), or use `result` as its tool result. */
-export type Authorization = { allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }
-
-export interface CallToAuthorize {
-  session: import('@keel/session').Session
-  cwd: string
-  callId: string
-  tool: string
-  /** The raw arguments as the model sent them. */
-  arguments: unknown
-  signal: AbortSignal
-}
+/** The seam the agent loop asks through, declared in @keel/tools below both (`PermissionService` implements it). */
+export type { Authorization, CallToAuthorize, PermissionGate } from '@keel/tools'
 
 /** Rules as written in settings: `bash(git status)`, `bash(npm test:*)`, `edit(src/**)`, `mcp__s__*`, `read`. */
 export interface PermissionRules {

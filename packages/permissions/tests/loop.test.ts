@@ -284,7 +284,7 @@ describe('the permission hook in the agent loop', () => {
     mkdirSync(join(k.cwd, '.keel'))
     writeFileSync(join(k.cwd, '.keel', 'settings.json'), '{ not json')
     const notices: string[] = []
-    k.ctx.on('permission/notice', (text) => notices.push(text))
+    k.ctx.on('keel/notice', (notice) => notices.push(notice.text))
     k.ctx.permissions.setAsker(async () => ({ decision: 'allow', scope: 'always', file: 'project' }))
     const agent = k.agent()
     await agent.prompt('go')
@@ -354,7 +354,7 @@ describe('the permission hook in the agent loop', () => {
       { mode: 'auto', sandbox: false },
     )
     const notices: string[] = []
-    k.ctx.on('permission/notice', (text) => notices.push(text))
+    k.ctx.on('keel/notice', (notice) => notices.push(notice.text))
     const agent = k.agent()
     await agent.prompt('go')
     const results = agent.session.events

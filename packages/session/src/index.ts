@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { Projections } from './projections.ts'
+import { keepNotices } from './notice.ts'
 import { SessionStore } from './store.ts'
 
 export * from './types.ts'
@@ -17,6 +18,7 @@ export * from './open-turns.ts'
 export * from './backscan.ts'
 export * from './store.ts'
 export * from './projections.ts'
+export * from './notice.ts'
 export { Invariants, InvariantError, coreProblem, type InvariantCheck, type Trace } from './invariants.ts'
 
 export const name = 'keel-session'
@@ -25,6 +27,7 @@ export const Config: Schema<Config> = Schema.object({})
 
 /** Provides `ctx.sessions` (the log store) and `ctx.projections` (folds over it). */
 export function apply(ctx: Context): void {
+  keepNotices(ctx)
   ctx.plugin(SessionStore)
   ctx.plugin(Projections)
 }

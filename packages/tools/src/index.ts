@@ -15,6 +15,7 @@ import {
 import { compileValidator, type Validator } from './validate.ts'
 
 export * from './define.ts'
+export type { Authorization, CallToAuthorize, PermissionGate } from './gate.ts'
 export { Type } from './type.ts'
 export { compileValidator, pathOf, type Validator } from './validate.ts'
 

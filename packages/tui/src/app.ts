@@ -1,16 +1,15 @@
 import type { Context } from 'cordis'
 import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import { lastModel, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
-import type {} from '@keel/mcp' // the mcp/warning event
-import type {} from '@keel/checkpoint' // the checkpoint/warning event
 import type { Compaction } from '@keel/compaction'
-import { closest, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
+import { closest, onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
 import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
 import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
-import { recordUserCommand, runUserCommand, ShellRunView } from './user-shell.ts'
-import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from './fold.ts'
+import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
+import { ShellRunView } from './user-shell.ts'
+import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from '@keel/door/transcript'
 import { contextWindowOf, Footer } from './footer.ts'
 import { isPrintable } from './deliberate.ts'
 import { cycleMode } from './mode-cycle.ts'
@@ -138,11 +137,8 @@ export class KeelApp {
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
-      // Plugins' one-line notices for the person: an MCP server down, checkpoints off, why the sandbox is off, a rule
-      // that could not be saved.
-      ctx.on('mcp/warning', (line) => this.warn(line)),
-      ctx.on('checkpoint/warning', (line) => this.warn(line)),
-      ctx.on('permission/notice', (line) => this.warn(line)),
+      // Plugins' one-line notices for the person (`keel/notice`): an MCP server down, checkpoints off, …
+      onNotice(ctx, (notice) => this.warn(notice.text)),
       ctx.on('permission/mode', (mode) => {
         this.footer.info.mode = mode
         this.tui.requestRender()

@@ -5,7 +5,13 @@ import { KeelApp } from './app.ts'
 import { scriptedLabel } from './model-switch.ts'
 
 export { KeelApp, type AppOptions } from './app.ts'
-export { foldEvent, foldEvents, emptyTranscript, type TranscriptState, type Entry } from './fold.ts'
+export {
+  foldEvent,
+  foldEvents,
+  emptyTranscript,
+  type TranscriptState,
+  type TranscriptEntry as Entry,
+} from '@keel/door/transcript'
 export { PlanPanel, planLines, planWindow } from './plan-panel.ts'
 export { TranscriptView } from './transcript.ts'
 export { guardLine } from './safe.ts'

@@ -2,7 +2,8 @@ import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from 
 import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
-import type { Entry, ToolEntry, TranscriptState, TurnEndEntry } from './fold.ts'
+import type { TranscriptEntry as Entry, ToolEntry, TranscriptState, TurnEndEntry } from '@keel/door/transcript'
+import { compactionWords, turnEndWords } from '@keel/door/words'
 import { diffCounts, renderDiff } from './diff-view.ts'
 import { onHighlighterReady } from './highlight.ts'
 import { renderMarkdown } from './markdown.ts'
@@ -165,17 +166,17 @@ export class TranscriptView implements Component {
         lines = [fit(style.yellow(`  ◌ ${notice.head}: `) + style.dim(notice.names), width)]
         break
       }
-      case 'compaction':
+      case 'compaction': {
+        const words = compactionWords(entry)
         lines = entry.error
-          ? [fit(`  ${style.yellow(`── compaction failed: ${escapeLine(entry.error)}`)}`, width)]
-          : [
-              fit(
-                style.dim(
-                  `  ── context compacted: ${entry.summarised} messages summarised, ~${tokens(entry.before)} → ~${tokens(entry.after)} tokens ──`,
-                ),
-                width,
-              ),
-            ]
+          ? [fit(`  ${style.yellow(`── ${escapeLine(words.text)}`)}`, width)]
+          : [fit(style.dim(`  ── ${words.text} ──`), width)]
+        break
+      }
+      case 'context':
+      case 'rewind':
+        // Harness-made context is for the model; a rewind shows as the TUI's own note when it happens.
+        lines = []
         break
     }
     if (final) this.cache.set(entry, { width, expanded: this.expanded, lines })
@@ -319,22 +320,9 @@ export function withoutToolName(title: string, name: string): string {
   return first!.toLowerCase() === name.toLowerCase() ? rest.join(' ') : title
 }
 
-function tokens(count: number): string {
-  return count >= 1000 ? `${(count / 1000).toFixed(1)}k` : String(count)
-}
-
 function renderTurnEnd(entry: TurnEndEntry, width: number): string[] {
-  const reason = entry.message ? `: ${escapeLine(entry.message)}` : ''
-  switch (entry.reason) {
-    case 'aborted':
-      return [fit(`  ${style.yellow('⏹ cancelled')}`, width)]
-    case 'error':
-      return [fit(`  ${style.red(`✗ error${reason}`)}`, width)]
-    case 'step-limit':
-      return [fit(`  ${style.yellow('⏹ stopped: the turn hit the step limit')}`, width)]
-    case 'max-tokens':
-      return [fit(`  ${style.yellow('⏹ stopped: the model hit its output limit')}`, width)]
-    case 'interrupted':
-      return [fit(`  ${style.yellow(`⏹ interrupted: Keel stopped before this turn ended${reason}`)}`, width)]
-  }
+  const words = turnEndWords(entry.reason, entry.message)
+  if (!words) return []
+  const text = escapeLine(words.text)
+  return [fit(`  ${words.tone === 'error' ? style.red(`✗ ${text}`) : style.yellow(`⏹ ${text}`)}`, width)]
 }

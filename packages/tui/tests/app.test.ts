@@ -3,15 +3,17 @@ import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
 import * as compactionPlugin from '@keel/compaction'
+import * as mcpPlugin from '@keel/mcp'
 import * as subagentPlugin from '@keel/subagent'
 import type { Session } from '@keel/session'
 import { defineTool } from '@keel/tools'
 import type { TodoItem } from '@keel/todo'
 import { type makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
 import type { KeelApp } from '../src/app.ts'
-import { foldEvents } from '../src/fold.ts'
+import { foldEvents } from '@keel/door/transcript'
 import { TranscriptView } from '../src/transcript.ts'
 import { subagentPlan } from '../src/subagent.ts'
+import { FAULTY } from '../../mcp/tests/support.ts'
 import { appIdle, type StartedApp, startApp, stopApps } from './app-harness.ts'
 import { plain, plainLines, processRunning } from './support.ts'
 
@@ -163,9 +165,10 @@ describe('interactive app (in-process, recording terminal)', () => {
     const { app } = await start([{ error: { kind: 'server', message: 'the provider fell over\nwith a stack' } }])
     app.submit('hi')
     await idle(app)
-    const line = app.frame(100).find((l) => plain(l).includes('✗ error'))
+    // The words are @keel/door/words' (every door says them); the TUI's style is the red cross.
+    const line = app.frame(100).find((l) => plain(l).includes('✗ the turn ended with an error'))
     expect(line).toContain('\x1b[31m')
-    expect(plain(line!)).toContain('✗ error: the provider fell over')
+    expect(plain(line!)).toContain('✗ the turn ended with an error: the provider fell over')
     expect(plain(line!)).not.toContain('with a stack')
   })
 
@@ -381,5 +384,23 @@ describe('/compact', () => {
     const { app } = await start([])
     app.submit('/compact')
     await waitFor(() => screen(app).includes('Compaction is not loaded'), 'the warning')
+  })
+})
+
+describe('notices', () => {
+  test("a broken MCP server's warning (a keel/notice) shows as a note", async () => {
+    const broken = { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } }
+    const config = {
+      servers: { broken },
+      projectFile: false,
+      startTimeoutMs: 20_000,
+      callTimeoutMs: 20_000,
+      maxResultChars: 25_000,
+    }
+    const { app } = await start([{ text: 'ok' }], { plugins: [[mcpPlugin, config]] })
+    app.submit('hi') // the servers start with the first turn
+    await waitFor(() => screen(app).includes('mcp server broken failed to start'), 'the notice', 20_000)
+    // A note wraps at the terminal's width.
+    expect(screen(app).replace(/\s+/g, ' ')).toMatch(/mcp server broken failed to start: .*missing database url/)
   })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
-import type { DiffDetails } from '@keel/session'
+import type { DiffDetails, SessionEvent } from '@keel/session'
 import { DIFF_COLLAPSED_LINES, diffRows, renderDiff } from '../src/diff-view.ts'
-import { foldEvents } from '../src/fold.ts'
+import { foldEvents } from '@keel/door/transcript'
 import { Footer, usageText } from '../src/footer.ts'
 import { StatusLine } from '../src/status.ts'
 import { costLabel } from '@keel/session/cost'
@@ -349,5 +349,26 @@ describe('footer', () => {
       cost: costLabel(state.cost),
     })
     expect(plain(footer.render(120)[0]!)).toBe('anthropic/claude-sonnet-4-5 · 11 tok · $0.25 · session 01234567 · /w')
+  })
+})
+
+describe('open tasks at the end of a turn', () => {
+  test("the line under the turn uses @keel/todo's wording (openTasksNotice), escaped", () => {
+    let seq = 0
+    const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
+    const state = foldEvents([
+      event('turn/start', { turn: 1, trigger: 'prompt' }),
+      event('todo/write', {
+        todos: [
+          { content: 'Ask \x1b[2Jthe user', status: 'in_progress' },
+          { content: 'Done', status: 'completed' },
+          { content: 'Finish', status: 'pending' },
+        ],
+      }),
+      event('turn/end', { turn: 1, reason: 'completed' }),
+    ])
+    const view = new TranscriptView({ present: () => ({ title: '' }) })
+    view.reset(state)
+    expect(plainLines(view.render(120))).toContain('  ◌ the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"')
   })
 })

@@ -20,6 +20,8 @@ import type { SubagentService } from '@keel/subagent'
 import {
   errorLine,
   isSessionId,
+  type Notice,
+  onNotice,
   type Session,
   type SessionEvent,
   type SessionHeader,
@@ -33,6 +35,7 @@ import { HeldAgents } from './held.ts'
 import { pageOfEvents, pageOfFile, PageRequestError, standingPlanOfFile } from './history.ts'
 import {
   DEFAULT_PAGE_MESSAGES,
+  MAX_NOTICES,
   MAX_PAGE_MESSAGES,
   type CallView,
   type HistoryEntry,
@@ -97,6 +100,8 @@ export class WebHost {
   readonly hub = new EventHub()
   private asksOf: WebAsks | undefined
   private booted: { ctx: Context; model: LlmAdapter } | undefined
+  /** The plugins' notices of this run, the latest `MAX_NOTICES`: a page that connects later sees them too. */
+  private notices: Notice[] = []
   /** Resolved by attach(): until then the page is served and the API waits. */
   private readonly attached: Promise<void>
   private markAttached!: () => void
@@ -148,6 +153,10 @@ export class WebHost {
       ctx.on('agent/status', (agent, status) => {
         if (this.sessionInScope(agent.session))
           this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
+      }),
+      onNotice(ctx, (notice) => {
+        this.notices = [...this.notices, notice].slice(-MAX_NOTICES)
+        this.hub.broadcast({ type: 'notice', notice })
       }),
     )
     // Optional plugins, reached through their typed service declarations; absent when not composed.
@@ -648,6 +657,7 @@ export class WebHost {
           lastSeq: session.seq - 1,
           running: this.turns.has(session.id),
         })),
+      ...(this.notices.length ? { notices: this.notices } : {}),
     }
   }
 

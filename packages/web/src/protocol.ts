@@ -4,7 +4,7 @@ import type { CostTotal } from '@keel/session/cost'
 import type { AgentDelta, AgentStatus } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
-import type { SessionEvent } from '@keel/session'
+import type { Notice, SessionEvent } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 
 export type {
@@ -196,7 +196,14 @@ export type RpcMethod = keyof RpcMethods
 /** Frames on `GET /api/events` (server-sent events, one JSON object per `data:` line). */
 export type ServerFrame =
   /** Sent first on every (re)connection: where each live session's log ends, so a client can spot missed events. */
-  | { type: 'hello'; sessions: { sessionId: string; lastSeq: number; running: boolean }[] }
+  | {
+      type: 'hello'
+      sessions: { sessionId: string; lastSeq: number; running: boolean }[]
+      /** The plugins' notices of this run so far (`keel/notice`), oldest first, the last `MAX_NOTICES`. */
+      notices?: Notice[]
+    }
+  /** A plugin's notice for the person (an MCP server down, checkpoints off): the page shows it as a banner. */
+  | { type: 'notice'; notice: Notice }
   | { type: 'session/event'; sessionId: string; event: SessionEvent; view?: CallView }
   | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
@@ -208,6 +215,9 @@ export type ServerFrame =
   | { type: 'permission/mode'; mode: PermissionMode }
   /** The ask was answered (here or elsewhere) or its turn ended: every tab drops the card. */
   | { type: 'permission/settled'; sessionId: string; askSessionId: string; callId: string }
+
+/** Notices a page is sent on connecting: the latest ones. */
+export const MAX_NOTICES = 20
 
 export const DEFAULT_PAGE_MESSAGES = 50
 export const MAX_PAGE_MESSAGES = 500

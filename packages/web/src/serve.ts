@@ -4,7 +4,7 @@ import { serve, type ServerType } from '@hono/node-server'
 import type { DoorContext, DoorPrelude, StartedDoor } from '@keel/door'
 import { loadScript } from '@keel/llm'
 import { createProvider, PROVIDER_NAMES, splitSpec } from '@keel/llm/providers'
-import { escapeLine, isSessionId } from '@keel/session'
+import { escapeLine, isSessionId, onNotice } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'
 import { WebHost } from './host.ts'
@@ -104,8 +104,8 @@ export async function runServe(door: DoorContext): Promise<number> {
     host.listening(bind.host, port, extraHosts())
     printUrl(bind.host, port, token, focus)
   }
-  // Said once per run by @keel/permissions (why the sandbox is off, a rule that could not be saved).
-  const stopNotices = ctx.on('permission/notice', (text) => err(`keel: ${escapeLine(text)}`))
+  // Plugins' one-line notices (`keel/notice`): on stderr here, and the host shows them on the page.
+  const stopNotices = onNotice(ctx, (notice) => err(`keel: ${escapeLine(notice.text)}`))
   err(
     all
       ? `keel: serving the sessions of every working directory (--all), new ones in ${escapeLine(door.cwd)}, with ${escapeLine(door.modelSpec)}; Ctrl+C to stop`

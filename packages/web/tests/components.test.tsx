@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { renderToStaticMarkup } from 'react-dom/server'
+import { isCancelledResult } from '@keel/door/transcript'
 import { describe, expect, test } from 'vitest'
 import { ApprovalCard } from '../src/client/components/ApprovalCard.tsx'
 import { TodoPanel } from '../src/client/components/TodoPanel.tsx'
@@ -29,6 +30,7 @@ function toolItem(
     callId: 'c1',
     name,
     arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    status: !result ? 'running' : !result.isError ? 'done' : isCancelledResult(result.text) ? 'cancelled' : 'error',
     ...(result ? { result } : {}),
   }
 }

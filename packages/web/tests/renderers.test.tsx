@@ -1,10 +1,11 @@
 // @vitest-environment happy-dom
 // The transcript's renderers: Markdown (react-markdown), the edit diff parser and view, and the tool row's states.
 import { renderToStaticMarkup } from 'react-dom/server'
+import { isCancelledResult } from '@keel/door/transcript'
 import { describe, expect, test } from 'vitest'
 import { ToolRow, summaryOf } from '../src/client/components/ToolRow.tsx'
 import type { DiffDetails } from '@keel/session'
-import { isCancelledResult, lastLines, rowsOf } from '../src/client/diff.ts'
+import { lastLines, rowsOf } from '../src/client/diff.ts'
 import { HIGHLIGHT_MAX_CHARS, highlighted } from '../src/client/markdown/CodeBlock.tsx'
 import { highlight } from '../src/client/markdown/highlight.ts'
 import { Markdown, safeHref } from '../src/client/markdown/Markdown.tsx'
@@ -23,6 +24,13 @@ function toolItem(
     callId: 'c1',
     name,
     arguments: JSON.stringify(args),
+    status: !result
+      ? 'running'
+      : !result.isError
+        ? 'done'
+        : isCancelledResult(result.text, result.details)
+          ? 'cancelled'
+          : 'error',
     ...(result ? { result } : {}),
     ...(title ? { view: { title, kind: 'other' } } : {}),
   }

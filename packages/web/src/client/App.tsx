@@ -1,5 +1,13 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
-import type { PermissionAnswer, PermissionAsk, PermissionMode, RewindDone, SessionInfo } from '../protocol.ts'
+import type { Notice } from '@keel/session'
+import {
+  MAX_NOTICES,
+  type PermissionAnswer,
+  type PermissionAsk,
+  type PermissionMode,
+  type RewindDone,
+  type SessionInfo,
+} from '../protocol.ts'
 import { ModeControl } from './components/ModeControl.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
@@ -47,6 +55,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [sessions, setSessions] = useState<SessionInfo[]>([])
   const [cwd, setCwd] = useState('')
   const [all, setAll] = useState(false)
+  /** The plugins' notices of this run (an MCP server down, checkpoints off), from the event stream. */
+  const [notices, setNotices] = useState<readonly Notice[]>([])
   const [selected, setSelected] = useState<string | null>(sessionFromHash)
   const [stream, setStream] = useState<StreamState>('connecting')
   const [error, setError] = useState<string | null>(null)
@@ -96,6 +106,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       if (frame.type === 'permission/mode') setMode(frame.mode)
       storeRef.current?.accept(frame)
       if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
+      else if (frame.type === 'hello') setNotices(frame.notices ?? [])
+      else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
     }, setStream)
     return () => {
       clearTimeout(timer)
@@ -208,6 +220,17 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
         {all && (
           <div className="scope-banner" role="status" data-testid="all-banner">
             Serving the sessions of every working directory (<code>--all</code>); each runs in its own directory.
+          </div>
+        )}
+        {notices.length > 0 && (
+          <div className="scope-banner notice-banner" role="status" data-testid="notice-banner">
+            {notices.map((notice, i) => (
+              // Notices have no id and repeat; their order is all there is.
+              // biome-ignore lint/suspicious/noArrayIndexKey: an append-only list, never reordered
+              <div key={i} className={`notice-line ${notice.level}`} data-testid="notice-line">
+                {notice.text}
+              </div>
+            ))}
           </div>
         )}
         <SessionList

@@ -1,6 +1,6 @@
 // An `edit`/`write` result's diff as rows with line numbers, for the coloured diff view. Read from the result's
 // `details` (packages/fs puts the hunks there); a result logged before `details` existed shows as plain text.
-import type { DiffDetails, ToolResultDetails } from '@keel/session'
+import type { DiffDetails } from '@keel/session'
 
 export type DiffRow =
   | { kind: 'hunk'; text: string }
@@ -28,21 +28,6 @@ export function rowsOf(details: DiffDetails): DiffRow[] {
   }
   if (details.omitted) rows.push({ kind: 'note', text: `… ${details.omitted} more diff lines were not kept` })
   return rows
-}
-
-/**
- * A call that was cancelled rather than failed: the agent marks it (`details.kind === 'cancelled'`); a log written
- * before that is read by the wordings the agent, the tool registry and bash used.
- */
-export function isCancelledResult(text: string, details?: ToolResultDetails): boolean {
-  if (details) return details.kind === 'cancelled'
-  const trimmed = text.trimEnd()
-  return (
-    trimmed === 'Error: the turn was cancelled before this tool call started.' ||
-    trimmed === 'Error: tool call aborted before it started' ||
-    trimmed === 'Error: tool call aborted' ||
-    trimmed.endsWith('[cancelled by the user]')
-  )
 }
 
 /** The last `count` non-empty lines of a tool's output, for the row's preview. */

@@ -1,7 +1,8 @@
 // The page's model of one conversation, free of React and of the browser so it runs (and is tested) in Node.
 //
 // It holds a window of the log (the tail page, then older pages prepended) plus live events from the event
-// stream, and derives a ConversationSnapshot from it. The plan (`todos`) follows the one rule every Keel surface
+// stream, and derives a ConversationSnapshot from it. Its rows are the entries of @keel/door's transcript fold over
+// the window (the fold every door shows), with the host's call views and the page's words. The plan (`todos`) follows the one rule every Keel surface
 // uses, imported from @keel/todo/plan (`settlePlan`: a `todo/write` sets it, the next `turn/start` clears it). A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
@@ -15,13 +16,22 @@ import type {
   ServerFrame,
   UsageSummary,
 } from '../protocol.ts'
-import type { ToolResultDetails } from '@keel/session'
+import type { SessionEvent, ToolResultDetails } from '@keel/session'
 import { addRequest, addTotal, type CostTotal } from '@keel/session/cost'
 import type { TokenUsage } from '@keel/session/messages'
 import type { RetryNotice } from '@keel/llm/retry-text'
-import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
-import { openTasks, openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
-import { parseDecision, type DecisionView } from './permission.ts'
+import {
+  emptyTranscript,
+  foldEvent,
+  type ToolStatus,
+  type TranscriptEntry,
+  type TranscriptState,
+} from '@keel/door/transcript'
+import { shellMessage } from '@keel/door/shell-message'
+import { compactionWords, sentence, turnEndWords, type Words } from '@keel/door/words'
+import type { SubagentPlan } from '@keel/subagent/plans'
+import { openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
+import type { DecisionView } from './permission.ts'
 import { parseSubagentPlan, parseSubagentPlans } from './plan.ts'
 
 export const PAGE_MESSAGES = 50
@@ -48,6 +58,8 @@ export type TranscriptItem =
       view?: CallView
       result?: ToolResultView
       run?: SubagentPlan
+      /** Running, done, failed or cancelled: @keel/door's one rule. */
+      status: ToolStatus
       /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
       asked?: boolean
       decision?: DecisionView
@@ -133,8 +145,13 @@ function seedTodos(page: HistoryPage): readonly TodoItem[] {
 
 export class ConversationStore {
   private window: HistoryEntry[] = []
+  /** The window folded by @keel/door's transcript fold; `items` are its entries as the page's rows. */
+  private fold: TranscriptState = emptyTranscript()
   private items: TranscriptItem[] = []
-  private readonly callIndex = new Map<string, number>()
+  /** Each call's view (title) from the host, which the log does not hold. */
+  private readonly views = new Map<string, CallView>()
+  /** The row made of each fold entry: the fold replaces an entry that changes, so an unchanged row stays the same object. */
+  private rows = new WeakMap<TranscriptEntry, TranscriptItem[]>()
   private todos: readonly TodoItem[] = NO_TODOS
   private plans: Record<string, SubagentPlan> = {}
   private plansSeq = -1
@@ -163,7 +180,6 @@ export class ConversationStore {
   /** Asks known to be over, so a tail page computed just before one ended cannot bring its card back. */
   private readonly settledAsks = new Set<string>()
   private snapshot: ConversationSnapshot
-  private itemPlan: readonly TodoItem[] = NO_TODOS
   private readonly listeners = new Set<() => void>()
   private readonly pageMessages: number
 
@@ -392,124 +408,31 @@ export class ConversationStore {
   }
 
   private rebuildItems(): void {
-    this.items = []
-    this.itemPlan = NO_TODOS
-    this.callIndex.clear()
-    for (const entry of this.window) this.applyItem(entry)
+    this.fold = emptyTranscript()
+    this.views.clear()
+    this.rows = new WeakMap()
+    for (const entry of this.window) this.foldEntry(entry)
+    this.items = this.fold.entries.flatMap((entry) => this.rowsOf(entry))
   }
 
   private applyItem(entry: HistoryEntry): void {
+    this.foldEntry(entry)
+    this.items = this.fold.entries.flatMap((entry) => this.rowsOf(entry))
+  }
+
+  private foldEntry(entry: HistoryEntry): void {
     const { event } = entry
-    const seq = event.seq
-    const key = `e${seq}`
-    // The plan as of this point in the window, for the open-tasks line at a turn's end (same rule as `todos`).
-    this.itemPlan = foldTodos(this.itemPlan, entry)
-    switch (event.type) {
-      case 'user/message': {
-        const message = event.data.message
-        this.items.push({
-          kind: 'user',
-          key,
-          seq,
-          text: textOf(message?.content),
-          source: typeof message?.source === 'string' ? message.source : 'user',
-        })
-        return
-      }
-      case 'assistant/message': {
-        const content = event.data.message?.content
-        const text = textOf(content)
-        const reasoning = textOf(content, 'reasoning')
-        if (text || reasoning) this.items.push({ kind: 'assistant', key, seq, text, reasoning })
-        return
-      }
-      case 'tool/call': {
-        const { callId, name } = event.data
-        this.callIndex.set(callId, this.items.length)
-        this.items.push({
-          kind: 'tool',
-          key,
-          seq,
-          callId,
-          name,
-          arguments: String(event.data.arguments ?? ''),
-          ...(entry.view ? { view: entry.view } : {}),
-        })
-        return
-      }
-      case 'tool/result':
-        this.updateCall(event.data.callId, {
-          result: {
-            isError: event.data.isError === true,
-            text: textOf(event.data.content),
-            ...(event.data.details ? { details: event.data.details } : {}),
-          },
-        })
-        return
-      case 'turn/end': {
-        const notice = turnNotice(event.data.reason, event.data.message)
-        if (notice) this.items.push({ kind: 'notice', key, seq, ...notice })
-        const open = openTasks(this.itemPlan)
-        if (open.length) {
-          const { text } = openTasksNotice(open)
-          // The notice's words, as a sentence of its own on the page.
-          this.items.push({
-            kind: 'notice',
-            key: `${key}-open`,
-            seq,
-            tone: 'info',
-            text: text[0]!.toUpperCase() + text.slice(1),
-          })
-        }
-        return
-      }
-      case 'permission/request':
-        this.updateCall(event.data.callId, { asked: true })
-        return
-      case 'permission/decision': {
-        const decision = parseDecision(event.data)
-        if (decision) this.updateCall(event.data.callId, { decision })
-        return
-      }
-      case 'compaction/end': {
-        const { error, summarised, before, after } = event.data
-        this.items.push(
-          error
-            ? { kind: 'notice', key, seq, tone: 'error', text: `Compaction failed: ${error}` }
-            : {
-                kind: 'notice',
-                key,
-                seq,
-                tone: 'info',
-                text: `Context compacted: ${summarised} messages summarised, ~${before} → ~${after} tokens`,
-              },
-        )
-        return
-      }
-      case 'subagent/start':
-      case 'subagent/end': {
-        // The task row's run, by @keel/subagent's own fold over this one call; a malformed run is not shown.
-        const { callId } = event.data
-        const previous = this.callItem(callId)?.run
-        const next = applySubagentPlans(previous ? { [callId]: previous } : {}, event)[callId]
-        const run = next === previous ? undefined : parseSubagentPlan(next)
-        if (run) this.updateCall(callId, { run })
-        return
-      }
+    if (event.type === 'tool/call' && entry.view) this.views.set(String(event.data.callId), entry.view)
+    foldEvent(this.fold, event as SessionEvent)
+  }
+
+  private rowsOf(entry: TranscriptEntry): TranscriptItem[] {
+    let rows = this.rows.get(entry)
+    if (!rows) {
+      rows = itemsOf(entry, this.views)
+      this.rows.set(entry, rows)
     }
-  }
-
-  private callItem(callId: string): Extract<TranscriptItem, { kind: 'tool' }> | undefined {
-    const index = this.callIndex.get(callId)
-    const item = index === undefined ? undefined : this.items[index]
-    return item?.kind === 'tool' ? item : undefined
-  }
-
-  private updateCall(callId: string, patch: Partial<Extract<TranscriptItem, { kind: 'tool' }>>): void {
-    const index = this.callIndex.get(callId)
-    const item = this.callItem(callId)
-    if (index === undefined || !item) return
-    this.items[index] = { ...item, ...patch }
+    return rows
   }
 
   private addAsk(ask: PermissionAsk): void {
@@ -565,28 +488,66 @@ function askKey(sessionId: string, callId: string): string {
   return `${sessionId}\u0000${callId}`
 }
 
-function textOf(content: unknown, type = 'text'): string {
-  if (!Array.isArray(content)) return ''
-  let out = ''
-  for (const block of content) if (block?.type === type && typeof block.text === 'string') out += block.text
-  return out
+/** A fold entry as the page's rows; the words are @keel/door's, in the page's style (a sentence each). */
+function itemsOf(entry: TranscriptEntry, views: ReadonlyMap<string, CallView>): TranscriptItem[] {
+  const key = `e${entry.seq}`
+  const { seq } = entry
+  switch (entry.kind) {
+    case 'user':
+      return [{ kind: 'user', key, seq, text: entry.text, source: 'user' }]
+    case 'context':
+      return [{ kind: 'user', key, seq, text: entry.text, source: entry.source }]
+    case 'shell': {
+      // The page shows the message the model read; the fold parsed it, and a text it could not parse is its output.
+      const text = entry.command ? shellMessage(entry.command, entry.output) : entry.output
+      return [{ kind: 'user', key, seq, text, source: 'shell' }]
+    }
+    case 'assistant':
+      return [{ kind: 'assistant', key, seq, text: entry.text, reasoning: entry.reasoning }]
+    case 'tool': {
+      const view = views.get(entry.callId)
+      const run = entry.run ? parseSubagentPlan(entry.run) : undefined
+      return [
+        {
+          kind: 'tool',
+          key,
+          seq,
+          callId: entry.callId,
+          name: entry.name,
+          arguments: entry.arguments,
+          status: entry.status,
+          ...(view ? { view } : {}),
+          ...(entry.status === 'running'
+            ? {}
+            : {
+                result: {
+                  isError: entry.status !== 'done',
+                  text: entry.output,
+                  ...(entry.details ? { details: entry.details } : {}),
+                },
+              }),
+          ...(run ? { run } : {}),
+          ...(entry.asked !== undefined ? { asked: true } : {}),
+          ...(entry.decision ? { decision: entry.decision } : {}),
+        },
+      ]
+    }
+    case 'turn-end': {
+      const words = turnEndWords(entry.reason, entry.message)
+      return words ? [notice(key, seq, words)] : []
+    }
+    case 'plan-open':
+      return [{ ...notice(`${key}-open`, seq, { text: openTasksNotice(entry.open).text, tone: 'info' }) }]
+    case 'compaction':
+      return [notice(key, seq, compactionWords(entry))]
+    case 'rewind':
+      // The rewind card shows what a rewind did when it happens; the log's record of it is not a row yet.
+      return []
+  }
 }
 
-function turnNotice(reason: string, message?: string): { text: string; tone: 'info' | 'error' } | undefined {
-  switch (reason) {
-    case 'completed':
-      return undefined
-    case 'aborted':
-      return { text: 'Turn cancelled.', tone: 'info' }
-    case 'max-tokens':
-      return { text: 'The reply hit the output token limit.', tone: 'info' }
-    case 'step-limit':
-      return { text: 'The turn hit the step limit and stopped.', tone: 'error' }
-    case 'interrupted':
-      return { text: 'The turn was interrupted (Keel stopped while it ran).', tone: 'error' }
-    default:
-      return { text: `The turn ended with an error${message ? `: ${message}` : '.'}`, tone: 'error' }
-  }
+function notice(key: string, seq: number, words: Words): TranscriptItem {
+  return { kind: 'notice', key, seq, text: sentence(words.text), tone: words.tone === 'error' ? 'error' : 'info' }
 }
 
 function messageOf(error: unknown): string {

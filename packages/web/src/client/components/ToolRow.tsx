@@ -1,6 +1,6 @@
 import { useState, type ReactNode } from 'react'
-import { failureLabel, resultStatus } from '@keel/session/text'
-import { isCancelledResult, lastLines, rowsOf, type DiffRow } from '../diff.ts'
+import { failureLabel } from '@keel/session/text'
+import { lastLines, rowsOf, type DiffRow } from '../diff.ts'
 import { describeDecision } from '../permission.ts'
 import { countsLabel, parseTodoArgs, todoRowSummary, type SubagentPlan } from '../plan.ts'
 import type { TranscriptItem } from '../store.ts'
@@ -26,12 +26,7 @@ export type ToolState = 'running' | 'ok' | 'error' | 'cancelled'
 
 /** The row's state: whether a call failed is `resultStatus`'s answer (@keel/session), as in every other door. */
 function stateOf(item: ToolItem): ToolState {
-  if (!item.result) return 'running'
-  const status = resultStatus(item.result)
-  if (status === 'ok') return 'ok'
-  if (status === 'cancelled' || (item.result.isError && isCancelledResult(item.result.text, item.result.details)))
-    return 'cancelled'
-  return 'error'
+  return item.status === 'done' ? 'ok' : item.status
 }
 
 /** A tool call in the transcript: `todo_write` gets its plan summary, `task` its subagent's plan, others a generic row. */

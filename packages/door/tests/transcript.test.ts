@@ -2,9 +2,8 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { SessionEvent } from '@keel/session'
 import { standingPlan } from '@keel/todo'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
-import { emptyTranscript, foldEvent, foldEvents, type TranscriptState } from '../src/fold.ts'
-import { TranscriptView } from '../src/transcript.ts'
-import { plainLines } from './support.ts'
+import { REPO_ROOT, scanCatalog } from '../../../scripts/gen-cordis-catalog.ts'
+import { emptyTranscript, FOLDED_TYPES, foldEvent, foldEvents, type TranscriptState } from '../src/transcript.ts'
 
 let keel: Keel | undefined
 afterEach(async () => {
@@ -148,25 +147,6 @@ describe('open tasks at the end of a turn', () => {
     expect(open).toEqual([{ kind: 'plan-open', seq: expect.any(Number), open: ['Fix'] }])
   })
 
-  test("the line under the turn uses @keel/todo's wording (openTasksNotice), escaped", () => {
-    let seq = 0
-    const event = (type: string, data: object) => ({ type, seq: seq++, time: 0, data }) as SessionEvent
-    const state = foldEvents([
-      event('turn/start', { turn: 1, trigger: 'prompt' }),
-      event('todo/write', {
-        todos: [
-          { content: 'Ask \x1b[2Jthe user', status: 'in_progress' },
-          { content: 'Done', status: 'completed' },
-          { content: 'Finish', status: 'pending' },
-        ],
-      }),
-      event('turn/end', { turn: 1, reason: 'completed' }),
-    ])
-    const view = new TranscriptView({ present: () => ({ title: '' }) })
-    view.reset(state)
-    expect(plainLines(view.render(120))).toContain('  ◌ the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"')
-  })
-
   test('tool calls since the last plan write are counted within the turn', () => {
     const state = emptyTranscript()
     let seq = 0
@@ -179,5 +159,81 @@ describe('open tasks at the end of a turn', () => {
     expect(state.callsSincePlan).toBe(3)
     foldEvent(state, event('todo/write', { todos: [{ content: 'a', status: 'completed' }] }))
     expect(state.callsSincePlan).toBe(0)
+  })
+})
+
+describe('every log event type has a fold case', () => {
+  test('each SessionEventMap member declared under packages/*/src is in the table (null: it shows nothing)', () => {
+    const declared = scanCatalog(REPO_ROOT).logEvents.map((event) => event.name)
+    expect(declared.length).toBeGreaterThan(10)
+    expect(declared.filter((type) => !FOLDED_TYPES.includes(type))).toEqual([])
+    expect(FOLDED_TYPES.filter((type) => !declared.includes(type))).toEqual([])
+  })
+})
+
+describe('entries of the capabilities', () => {
+  let seq = 0
+  const event = (type: string, data: unknown) => ({ type, seq: seq++, time: seq, data }) as SessionEvent
+
+  test('a task call carries its subagent run; asks and decisions land on their call', () => {
+    const state = foldEvents([
+      event('turn/start', { turn: 1, trigger: 'prompt' }),
+      event('tool/call', { turn: 1, step: 1, callId: 't1', name: 'task', arguments: '{}' }),
+      event('permission/request', { callId: 't1', tool: 'task', summary: 'delegate' }),
+      event('permission/decision', { callId: 't1', decision: 'allow', scope: 'once' }),
+      event('subagent/start', { callId: 't1', sessionId: 's1', description: 'Look around' }),
+      event('subagent/end', { callId: 't1', sessionId: 's1', reason: 'completed', todos: null }),
+      event('tool/result', { turn: 1, step: 1, callId: 't1', content: [{ type: 'text', text: 'ok' }], isError: false }),
+    ])
+    expect(state.entries).toEqual([
+      expect.objectContaining({
+        kind: 'tool',
+        status: 'done',
+        asked: 'delegate',
+        decision: { callId: 't1', decision: 'allow', scope: 'once' },
+        run: expect.objectContaining({ sessionId: 's1', description: 'Look around', status: 'completed' }),
+      }),
+    ])
+  })
+
+  test('compaction, a rewind and harness-made context are entries of their own', () => {
+    const state = foldEvents([
+      event('compaction/end', { turn: 1, before: 9000, after: 1200, summarised: 12 }),
+      event('user/message', {
+        message: { role: 'user', source: 'compaction', content: [{ type: 'text', text: 'S' }] },
+      }),
+      event('checkpoint/restore', { toTurn: 2, tree: 'a', before: 'b', files: ['x.ts'], fork: 'f1' }),
+    ])
+    expect(state.entries).toEqual([
+      { kind: 'compaction', seq: expect.any(Number), before: 9000, after: 1200, summarised: 12 },
+      { kind: 'context', seq: expect.any(Number), source: 'compaction', text: 'S' },
+      { kind: 'rewind', seq: expect.any(Number), toTurn: 2, files: ['x.ts'], fork: 'f1' },
+    ])
+  })
+
+  test('data of the wrong shape shows nothing for that event and the fold goes on', () => {
+    const state = foldEvents([
+      event('user/message', { message: null }),
+      event('tool/call', { callId: 'c', name: 'bash', arguments: 7 }),
+      event('tool/result', { callId: 'c', content: 'nope', isError: true, details: { kind: 'diff' } }),
+      event('permission/decision', { callId: 'c', decision: 'maybe', scope: 'once' }),
+      event('checkpoint/restore', null),
+      event('turn/end', { turn: 'x', reason: 'exploded' }),
+      event('x/unknown', {}),
+      event('user/message', { message: { role: 'user', content: [{ type: 'text', text: 'still here' }] } }),
+    ])
+    expect(state.entries.map((entry) => entry.kind)).toEqual(['user', 'tool', 'turn-end', 'user'])
+    expect(state.entries[1]).toMatchObject({ status: 'error', arguments: '7', output: '' })
+    expect(state.entries[1]).not.toHaveProperty('decision')
+    expect(state.entries[2]).toMatchObject({ reason: 'error', turn: 0 })
+    expect(state.entries[3]).toMatchObject({ text: 'still here' })
+  })
+
+  test('an entry that changes is a new object (views cache by identity)', () => {
+    const state = foldEvents([event('tool/call', { turn: 1, step: 1, callId: 'c', name: 'bash', arguments: '{}' })])
+    const running = state.entries[0]
+    foldEvent(state, event('tool/result', { callId: 'c', content: [], isError: false }))
+    expect(state.entries[0]).not.toBe(running)
+    expect(running).toMatchObject({ status: 'running' })
   })
 })
