@@ -1,6 +1,6 @@
 // The sandbox starts while the model thinks (src/warm-sandbox.ts): in a mode that sandboxes commands, the runtime's
-// bridges (socat children of keel) are up during the request after a todo_write, before any command; in yolo mode
-// they never start (and a run that only talks never loads the runtime: modules.test.ts). Real `keel -p`, a scripted model that takes its time, the system's bubblewrap and socat.
+// bridges (socat children of keel) are up during the first request, before any tool call; in yolo mode they never
+// start. Real `keel -p`, a scripted model that takes its time, the system's bubblewrap and socat.
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,9 +31,7 @@ async function bridgesDuringTheRequest(mode: string): Promise<boolean> {
   const cwd = join(scratch, mode)
   mkdirSync(cwd, { recursive: true })
   const script = join(cwd, 'slow.json')
-  const todo = { name: 'todo_write', arguments: { todos: [{ content: 'look', status: 'in_progress' }] } }
-  const steps = [{ toolCalls: [todo] }, { text: 'thinking slowly, then done', delayMs: 400 }]
-  writeFileSync(script, JSON.stringify({ steps }))
+  writeFileSync(script, JSON.stringify({ steps: [{ text: 'thinking slowly, then done', delayMs: 400 }] }))
   const child = spawn(
     process.execPath,
     [join(root, 'bin/keel.js'), '-p', 'hi', '--model', `scripted/${script}`, '--mode', mode],
@@ -58,7 +56,7 @@ async function bridgesDuringTheRequest(mode: string): Promise<boolean> {
 }
 
 test.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the sandbox warm-up'))(
-  'the sandbox bridges start during a request after a tool step in auto mode, and never in yolo mode',
+  'the sandbox bridges start during the first request in auto mode, and never in yolo mode',
   async () => {
     expect(await bridgesDuringTheRequest('auto')).toBe(true)
     expect(await bridgesDuringTheRequest('yolo')).toBe(false)
