@@ -12,7 +12,6 @@ import type { StartedDoor } from '@keel/door'
 import type { FirstRequest } from './first-request.ts'
 import { runPrint } from './print.ts'
 import { applyPolicy } from './policy.ts'
-import { warmSandboxWhileTheModelThinks } from './warm-sandbox.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
@@ -55,7 +54,6 @@ export async function runCommand(run: CommandRun): Promise<number> {
       command.kind === 'acp'
     ) {
       for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
-      warmSandboxWhileTheModelThinks(ctx)
     }
     switch (command.kind) {
       case 'print':
