@@ -14,7 +14,6 @@ import { runPrint } from './print.ts'
 import type { PrintLimits } from './print-limits.ts'
 import type { OutputSchema } from './print-schema.ts'
 import { applyPolicy } from './policy.ts'
-import { warmSandboxWhileTheModelThinks } from './warm-sandbox.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { formatSearch, searchSessions } from './sessions-search.ts'
 import { listMcp } from './mcp.ts'
@@ -62,7 +61,6 @@ export async function runCommand(run: CommandRun): Promise<number> {
       command.kind === 'acp'
     ) {
       for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
-      warmSandboxWhileTheModelThinks(ctx)
     }
     switch (command.kind) {
       case 'print':

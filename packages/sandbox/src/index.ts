@@ -68,16 +68,6 @@ export class SandboxService extends Service {
     return this.probed
   }
 
-  /**
-   * Probes and starts the runtime ahead of the first command (its proxy and bridges, about 0.3 s), so that a front
-   * door can overlap it with the model's answer. Never fails: a wrap reports what went wrong.
-   */
-  warm(): void {
-    void this.status()
-      .then((status) => (status.available ? this.started() : undefined))
-      .catch(() => undefined)
-  }
-
   async wrap(command: string, options: WrapOptions): Promise<WrappedCommand> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
