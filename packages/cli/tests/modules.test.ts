@@ -39,7 +39,7 @@ writeFileSync(
  * `packages/web/src/...`, and `dist/bin.cjs` and its chunks when it ran the bundle. A bundle chunk names what it
  * holds in esbuild's `//! node_modules/<package>/…` and `//! packages/<name>/…` comments; a source file by its path.
  */
-async function modulesLoaded(args: string[]): Promise<Set<string>> {
+async function modulesLoaded(args: string[], env: Record<string, string> = {}): Promise<Set<string>> {
   const list = join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`)
   writeFileSync(list, '')
   const child = spawn(
@@ -47,7 +47,7 @@ async function modulesLoaded(args: string[]): Promise<Set<string>> {
     [`--require=${chunks}`, `--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
     {
       cwd: scratch,
-      env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list, KEEL_CHUNK_LIST: list },
+      env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list, KEEL_CHUNK_LIST: list, ...env },
       stdio: 'ignore',
     },
   )
@@ -76,8 +76,8 @@ function packagesOf(modules: Set<string>): Set<string> {
   return found
 }
 
-async function packagesLoaded(args: string[]): Promise<Set<string>> {
-  return packagesOf(await modulesLoaded(args))
+async function packagesLoaded(args: string[], env: Record<string, string> = {}): Promise<Set<string>> {
+  return packagesOf(await modulesLoaded(args, env))
 }
 
 const FRONT_DOORS = [
@@ -115,6 +115,7 @@ describe('modules loaded', () => {
         'zod',
         '@anthropic-ai/sandbox-runtime',
         '@anthropic-ai/sdk',
+        'openai',
       ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
@@ -139,7 +140,13 @@ describe('modules loaded', () => {
     const script = join(scratch, 'one.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'ok' }] }))
     const loaded = await packagesLoaded(['-p', 'hi', '--model', `scripted/${script}`])
-    for (const heavy of [...FRONT_DOORS, 'eventsource-parser', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk'])
+    for (const heavy of [
+      ...FRONT_DOORS,
+      'eventsource-parser',
+      '@anthropic-ai/sdk',
+      'openai',
+      '@modelcontextprotocol/sdk',
+    ])
       expect(loaded, `loaded ${heavy}`).not.toContain(heavy)
   }, 120_000)
 
@@ -150,6 +157,19 @@ describe('modules loaded', () => {
     writeFileSync(schema, JSON.stringify({ type: 'object', required: ['ok'] }))
     const loaded = await packagesLoaded(['-p', 'hi', '--model', `scripted/${script}`, '--output-schema', schema])
     expect(loaded).toContain('ajv')
+  })
+
+  test('keel -p with an openai/* model loads the openai SDK (its Responses adapter), not the Anthropic one', async () => {
+    const fake = await startFakeProvider([{ text: 'ok' }])
+    try {
+      const loaded = await packagesLoaded(['-p', 'hi', '--model', 'openai/gpt-5.5', '--base-url', `${fake.url}/v1`], {
+        OPENAI_API_KEY: 'k',
+      })
+      expect(loaded).toContain('openai')
+      expect(loaded).not.toContain('@anthropic-ai/sdk')
+    } finally {
+      await fake.close()
+    }
   }, 120_000)
 
   test('keel -p loads the shell parser for a command with shell syntax, not for plain commands', async () => {
