@@ -147,8 +147,10 @@ describe('each provider through keel -p and -c against its strict fake', () => {
     try {
       const cwd = join(scratch, 'settings')
       mkdirSync(join(cwd, '.keel'), { recursive: true })
-      const settings = { llm: { models: { 'deepseek/deepseek-v4-pro': { thinking: 'off' } } } }
-      writeFileSync(join(cwd, '.keel/settings.json'), JSON.stringify(settings))
+      // The person's own file: an untrusted project's `models` would be held back (see trust.test.ts).
+      mkdirSync(join(cwd, '.home'), { recursive: true })
+      const settings = { models: { 'deepseek/deepseek-v4-pro': { thinking: 'off' } } }
+      writeFileSync(join(cwd, '.home/settings.json'), JSON.stringify(settings))
       const args = ['--model', 'deepseek/deepseek-v4-pro', '--effort', 'max', '--base-url', `${fake.url}/v1`]
       const result = await run(['-p', 'hi', ...args], cwd, { DEEPSEEK_API_KEY: 'k' })
       expect(result.code, result.stderr).toBe(0)
@@ -156,13 +158,13 @@ describe('each provider through keel -p and -c against its strict fake', () => {
       const config = await run(['config', '--json', ...args], cwd, {})
       expect(config.code).toBe(0)
       const shown = JSON.parse(config.stdout)
-      expect(shown.settings.llm.models['deepseek/deepseek-v4-pro']).toEqual({ thinking: 'off', reasoningEffort: 'max' })
-      expect(shown.sources['llm.models.deepseek/deepseek-v4-pro.reasoningEffort']).toBe('flag --effort')
-      writeFileSync(join(cwd, '.keel/settings.json'), JSON.stringify({ llm: { models: { x: { thinking: 'maybe' } } } }))
+      expect(shown.settings.models['deepseek/deepseek-v4-pro']).toEqual({ thinking: 'off', reasoningEffort: 'max' })
+      expect(shown.sources['models.deepseek/deepseek-v4-pro.reasoningEffort']).toBe('flag --effort')
+      writeFileSync(join(cwd, '.keel/settings.json'), JSON.stringify({ models: { x: { thinking: 'maybe' } } }))
       const bad = await run(['-p', 'hi', ...args], cwd, { DEEPSEEK_API_KEY: 'k' })
       expect(bad.code).toBe(2)
       expect(bad.stderr.split('\n')).toHaveLength(2)
-      expect(bad.stderr).toContain(`${join(cwd, '.keel/settings.json')}: llm.models.x.thinking`)
+      expect(bad.stderr).toContain(`${join(cwd, '.keel/settings.json')}: models.x.thinking`)
     } finally {
       await fake.close()
     }
