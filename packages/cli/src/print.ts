@@ -175,7 +175,7 @@ export async function runPrint(
   const disposeEvents = ctx.on('session/event', (session, event) => {
     if (!denials.observe(session, event)) return
     spent.observe(event)
-    if (budget !== undefined && (spent.total ?? 0) >= budget) stop('budget')
+    if (!stopped && budget !== undefined && (spent.total ?? 0) >= budget) stop('budget')
     if (session !== agent.session) return
     // A wait before a retry, in every format: an unattended run's log says why it paused.
     if (event.type === 'model/retry') err.write(`keel: ${escapeLine(retryText(event.data))}\n`)

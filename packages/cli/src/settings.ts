@@ -17,7 +17,6 @@ import {
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
 import { ModelSettingsSchema } from '@keel/llm/model-settings'
-import { domainProblem } from '@keel/sandbox/domains'
 import { closest } from '@keel/session/text'
 import { REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
@@ -129,7 +128,7 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
         if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers' && key !== 'models')
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
-        if (key === 'sandbox') checkDomains(file, value as { allowedDomains?: string[] })
+        if (key === 'sandbox') await checkDomains(file, value as { allowedDomains?: string[] })
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
@@ -176,8 +175,11 @@ function refuseProjectPrices(file: SettingsFile): void {
   }
 }
 
-function checkDomains(file: SettingsFile, sandbox: { allowedDomains?: string[] }): void {
-  for (const entry of sandbox.allowedDomains ?? []) {
+async function checkDomains(file: SettingsFile, sandbox: { allowedDomains?: string[] }): Promise<void> {
+  if (!sandbox.allowedDomains?.length) return
+  // The sandbox runtime's own rule, loaded only when there is something to check: a plain start never parses it.
+  const { domainProblem } = await import('@keel/sandbox/domains')
+  for (const entry of sandbox.allowedDomains) {
     const problem = domainProblem(entry)
     if (problem)
       throw new SettingsError(`${file.path}: sandbox.allowedDomains: ${JSON.stringify(entry)} is refused. ${problem}`)

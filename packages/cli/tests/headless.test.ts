@@ -250,14 +250,46 @@ describe('limits', () => {
     for (const log of logs) expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
   })
 
-  test('--max-budget-usd is taken and reported as not checkable while no price is known for the model', async () => {
-    const run = setup([{ text: 'cheap' }])
-    const result = await keel(['-p', 'hi', '--model', run.model, '--max-budget-usd', '0.5'], run)
-    expect(result.status, result.stderr).toBe(0)
-    expect(result.stdout).toBe('cheap\n')
-    expect(result.stderr).toContain(
-      `keel: --max-budget-usd: no price is known for ${run.model}, so the budget of $0.5 cannot be checked\n`,
-    )
+  test('--max-budget-usd stops a run whose requests cost more, by the catalog price of the model', async () => {
+    // deepseek-v4-flash is $0.44 per million input tokens in the catalog: the first reply alone costs $0.44.
+    const fake = await startFakeProvider([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo one' } }], usage: { input: 1_000_000, output: 10 } },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo two' } }] },
+      { text: 'never' },
+    ])
+    try {
+      const run = setup()
+      const args = ['-p', 'go', '--model', 'deepseek/deepseek-v4-flash', '--base-url', `${fake.url}/v1`]
+      const json = ['--output-format', 'json', '--mode', 'yolo']
+      const result = await keel([...args, ...json, '--max-budget-usd', '0.10'], run, { DEEPSEEK_API_KEY: 'k' })
+      expect(result.status, result.stderr).toBe(6)
+      expect(result.stdout, result.stderr).not.toBe('')
+      const summary = JSON.parse(result.stdout)
+      expect(summary).toMatchObject({ reason: 'budget' })
+      expect(summary.costUsd).toBeGreaterThanOrEqual(0.44)
+      expect(fake.requests.filter((request) => request.path === '/v1/chat/completions')).toHaveLength(1)
+    } finally {
+      await fake.close()
+    }
+  })
+
+  test('--max-budget-usd is reported as not checkable when no price is known for the model', async () => {
+    const fake = await startFakeProvider([{ text: 'cheap' }])
+    try {
+      const run = setup()
+      const model = 'openai-compatible/nobody-prices-this'
+      const result = await keel(
+        ['-p', 'hi', '--model', model, '--base-url', `${fake.url}/v1`, '--max-budget-usd', '0.5'],
+        run,
+      )
+      expect(result.status, result.stderr).toBe(0)
+      expect(result.stdout).toBe('cheap\n')
+      expect(result.stderr).toContain(
+        `keel: --max-budget-usd: no price is known for ${model}, so the budget of $0.5 cannot be checked\n`,
+      )
+    } finally {
+      await fake.close()
+    }
   })
 })
 
@@ -376,9 +408,10 @@ describe('bad input is one line and exit 2, before any request', () => {
     expect(limited.status, limited.stderr).toBe(5)
     expect(limited.stderr).toContain('used its 1 model request (--max-turns)')
     // The agent's own cap ends the run the same way, as step-limit: a looping model is not a success either.
+    // A plugin setting widens nothing here, but a project file's plugin settings wait for trust: --trust for the run.
     writeFileSync(file, JSON.stringify({ agent: { maxSteps: 2 } }))
     const capped = await keel(
-      ['-p', 'go', '--model', setup(threeSteps).model, '--mode', 'yolo', '--output-format', 'json'],
+      ['-p', 'go', '--model', setup(threeSteps).model, '--mode', 'yolo', '--output-format', 'json', '--trust'],
       run,
     )
     expect(capped.status, capped.stderr).toBe(5)

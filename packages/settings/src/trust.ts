@@ -171,6 +171,9 @@ function narrowing(key: string, value: unknown, baseModel: string): { keep?: unk
         : { held: ['mode'] }
     case 'protectedPaths':
       return { keep: value, held: [] }
+    // Print mode's limits (max turns, a timeout, a budget, failing on a denial) only ever stop a run sooner.
+    case 'print':
+      return { keep: value, held: [] }
     case 'model':
       return providerOf(value) === providerOf(baseModel) ? { keep: value, held: [] } : { held: ['model'] }
     case 'permissions': {
