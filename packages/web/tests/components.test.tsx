@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { renderToStaticMarkup } from 'react-dom/server'
-import { isCancelledResult } from '@keel/door/transcript'
+import { foldEvents, isCancelledResult } from '@keel/door/transcript'
 import { describe, expect, test } from 'vitest'
 import { ApprovalCard } from '../src/client/components/ApprovalCard.tsx'
 import { TodoPanel } from '../src/client/components/TodoPanel.tsx'
@@ -155,19 +155,26 @@ describe('ApprovalCard and decisions', () => {
   })
 
   test('a command that exited non-zero is a failed row: ✗ and its exit code, its output still shown', () => {
-    const row = (code: number) =>
-      renderToStaticMarkup(
-        <ToolRow
-          item={{
-            ...toolItem('bash', { command: 'make' }),
-            result: {
-              isError: false,
-              text: `building\n[exit code ${code} · 0.1 s]`,
-              details: { kind: 'command', exit: { kind: 'exited', code } },
-            },
-          }}
-        />,
-      )
+    const row = (code: number) => {
+      const result = {
+        isError: false,
+        text: `building\n[exit code ${code} · 0.1 s]`,
+        details: { kind: 'command' as const, exit: { kind: 'exited' as const, code } },
+      }
+      // The row's state is the shared fold's (@keel/door/transcript), as the store hands it over.
+      const [entry] = foldEvents([
+        { type: 'tool/call', seq: 0, time: 0, data: { turn: 1, step: 1, callId: 'c1', name: 'bash', arguments: '{}' } },
+        {
+          type: 'tool/result',
+          seq: 1,
+          time: 0,
+          data: { turn: 1, step: 1, callId: 'c1', content: [{ type: 'text', text: result.text }], ...result },
+          surfaceOp: { op: 'append' },
+        },
+      ] as never).entries
+      const status = (entry as { status: 'done' | 'error' }).status
+      return renderToStaticMarkup(<ToolRow item={{ ...toolItem('bash', { command: 'make' }), status, result }} />)
+    }
     const failed = row(3)
     expect(failed).toContain('data-state="error"')
     expect(failed).toContain('data-testid="tool-failed">✗ exit 3<')
