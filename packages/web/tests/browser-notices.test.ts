@@ -31,7 +31,8 @@ describe.skipIf(skip)('notices on the web page', () => {
     const broken = { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } }
     writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { broken } }))
     writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps: [{ text: 'Hello.' }] }))
-    const args = ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', cwd]
+    // --trust: an untrusted folder's .mcp.json is held back and starts nothing (see cli/tests/trust.test.ts).
+    const args = ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', cwd, '--trust']
     served = await serve(args, { KEEL_HOME: join(scratch, 'home') }, cwd)
     context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
   }, 180_000)
