@@ -351,20 +351,23 @@ const TURN_END_REASONS: ReadonlySet<string> = new Set<TurnEndEntry['reason']>([
   'step-limit',
   'interrupted',
 ])
-const SCOPES: ReadonlySet<string> = new Set<DecisionScope>(['once', 'always', 'rule', 'mode'])
+const SCOPES: ReadonlySet<string> = new Set<DecisionScope>(['once', 'session', 'always', 'rule', 'mode'])
 
 /** A decision event's data, checked field by field: known values are kept, anything else drops the decision. */
 export function parseDecision(data: unknown): Decision | undefined {
   if (!data || typeof data !== 'object') return undefined
-  const { callId, decision, scope, rule, file, mode, interrupted } = data as Record<string, unknown>
+  const { callId, decision, scope, rule, rules, file, message, mode, interrupted } = data as Record<string, unknown>
   if (typeof callId !== 'string' || (decision !== 'allow' && decision !== 'deny')) return undefined
   if (typeof scope !== 'string' || !SCOPES.has(scope)) return undefined
+  const ruleList = Array.isArray(rules) ? rules.filter((item): item is string => typeof item === 'string') : []
   return {
     callId,
     decision,
     scope: scope as DecisionScope,
     ...(typeof rule === 'string' && rule ? { rule } : {}),
+    ...(ruleList.length ? { rules: ruleList } : {}),
     ...(typeof file === 'string' && file ? { file } : {}),
+    ...(typeof message === 'string' && message ? { message } : {}),
     ...(isPermissionMode(mode) ? { mode } : {}),
     ...(interrupted === true ? { interrupted } : {}),
   }

@@ -236,4 +236,34 @@ describe('entries of the capabilities', () => {
     expect(state.entries[0]).not.toBe(running)
     expect(running).toMatchObject({ status: 'running' })
   })
+
+  test('a decision keeps its session scope, saved rules and the sentence the person gave; a failed command is an error', () => {
+    const state = foldEvents([
+      event('tool/call', { turn: 1, step: 1, callId: 'a', name: 'bash', arguments: '{}' }),
+      event('permission/decision', { callId: 'a', decision: 'deny', scope: 'once', message: 'keep dist' }),
+      event('tool/call', { turn: 1, step: 1, callId: 'b', name: 'bash', arguments: '{}' }),
+      event('permission/decision', {
+        callId: 'b',
+        decision: 'allow',
+        scope: 'session',
+        rules: ['bash(npm test:*)', 7],
+      }),
+      event('tool/result', {
+        callId: 'b',
+        content: [{ type: 'text', text: 'boom' }],
+        isError: false,
+        details: { kind: 'command', exit: { kind: 'exited', code: 3 } },
+      }),
+      event('user/message', {
+        message: { role: 'user', source: 'steer', content: [{ type: 'text', text: 'not that' }] },
+      }),
+    ])
+    expect(state.entries[0]).toMatchObject({ decision: { scope: 'once', message: 'keep dist' } })
+    expect(state.entries[1]).toMatchObject({
+      decision: { scope: 'session', rules: ['bash(npm test:*)'] },
+      status: 'error',
+      failure: 'exit 3',
+    })
+    expect(state.entries[2]).toMatchObject({ kind: 'user', text: 'not that', steer: true })
+  })
 })
