@@ -125,6 +125,8 @@ describe('in process', () => {
     const bodies: { messages: { content: string }[] }[] = []
     const closed: number[] = []
     const server = createServer((req: IncomingMessage, res) => {
+      // An openai-compatible adapter first asks GET /models for the context window (llm/src/server-models.ts).
+      if (req.method === 'GET') return void res.writeHead(404).end()
       let raw = ''
       req.on('data', (chunk) => (raw += chunk))
       req.on('end', () => {

@@ -17,8 +17,6 @@ import {
   type LlmAdapter,
   type ProviderFactory,
   type ProviderOptions,
-  REASONING_EFFORTS,
-  type ReasoningSettings,
 } from './types.ts'
 
 export * from './types.ts'

@@ -1,6 +1,7 @@
 import { ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from './types.ts'
 import type { RetryNotice } from './retry-text.ts'
+import { sleep } from './sleep.ts'
 
 export { type RetryNotice, retryText } from './retry-text.ts'
 
@@ -54,22 +55,6 @@ function durationMs(text: string): number | undefined {
   if (!parts.length || parts.map((part) => part[0]).join('') !== text.trim()) return undefined
   const unit = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const
   return parts.reduce((sum, [, n, u]) => sum + Number(n) * unit[u as keyof typeof unit], 0)
-}
-
-/** A wait that ends early, with `aborted`, the moment `signal` fires (Esc, session/cancel, a signal). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((done, fail) => {
-    if (signal.aborted) return fail(new LlmError('aborted', 'request aborted'))
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      done()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(timer)
-      fail(new LlmError('aborted', 'request aborted'))
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
 }
 
 /**

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { LlmError, type LlmAdapter, type LlmErrorKind, type LlmRequest, type StreamChunk } from './types.ts'
+import { sleep } from './sleep.ts'
 
 /**
  * One scripted model reply. `when` routes it: the step is only used for a session whose first user prompt
@@ -60,21 +61,6 @@ function firstPrompt(request: LlmRequest): string {
   const first = request.messages.find((message) => message.role === 'user')
   if (!first) return ''
   return first.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((done, fail) => {
-    if (signal.aborted) return fail(new LlmError('aborted', 'request aborted'))
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      done()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(timer)
-      fail(new LlmError('aborted', 'request aborted'))
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
 }
 
 /** Replays a script of replies. Every request is recorded so tests can inspect what the model was sent. */
