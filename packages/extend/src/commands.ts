@@ -7,7 +7,7 @@ import { parseFrontmatter } from './frontmatter.ts'
 // Slash commands from Markdown files, in claude-code's format: the file's path below its folder is the name
 // (`frontend/review.md` is `/frontend:review`), the frontmatter describes it, the body is the prompt.
 
-export type CommandScope = 'project' | 'user'
+type CommandScope = 'project' | 'user'
 
 export interface SlashCommand {
   /** `review`, `frontend:review`. */

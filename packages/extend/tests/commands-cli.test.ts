@@ -154,3 +154,22 @@ describe('slash commands from Markdown files', () => {
     expect(prompt.command).toBeUndefined()
   })
 })
+
+describe('keel config', () => {
+  test('lists the commands found where, the skipped files and why, and the shell-outs that wait for trust', () => {
+    const { dir, home } = repo()
+    put(join(dir, '.claude/commands/commit.md'), COMMIT)
+    put(join(dir, '.keel/commands/broken.md'), '---\nnot a pair\n---\nx\n')
+    put(join(home, 'commands/mine.md'), '---\ndescription: "My \u001b[31mown"\n---\nbody\n')
+    const result = keel(['config'], dir, home)
+    expect(result.status, result.stderr).toBe(0)
+    expect(result.stdout).toContain(`${join(dir, '.claude/commands')} (project): 1 found`)
+    expect(result.stdout).toContain('/commit  Create a git commit  (its !`cmd` lines wait for keel trust)')
+    expect(result.stdout).toContain('/mine  My ␛[31mown')
+    expect(result.stdout).toContain(
+      `${join(dir, '.keel/commands/broken.md')}: skipped, line 2: not a "key: value" line`,
+    )
+    const json = JSON.parse(keel(['config', '--json'], dir, home).stdout)
+    expect(json.commands.found.map((c: { name: string }) => c.name)).toEqual(['commit', 'mine'])
+  })
+})
