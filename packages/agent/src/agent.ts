@@ -112,7 +112,7 @@ export class Agent implements ToolAgent {
   }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
-  prompt(content: string | ContentBlock[]): Promise<TurnResult> {
+  prompt(content: string | ContentBlock[], options: { command?: string } = {}): Promise<TurnResult> {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
@@ -123,7 +123,7 @@ export class Agent implements ToolAgent {
         ...(record.baseUrl ? { baseUrl: record.baseUrl } : {}),
       })
     this.controller = new AbortController()
-    this.running = this.turn(blocks, this.controller.signal).finally(() => {
+    this.running = this.turn(blocks, this.controller.signal, options.command).finally(() => {
       this.running = undefined
       this.controller = undefined
       if (this.status === 'running') this.setStatus('idle')
@@ -191,7 +191,7 @@ export class Agent implements ToolAgent {
     this.ctx.emit('agent/status', this, status)
   }
 
-  private async turn(content: ContentBlock[], signal: AbortSignal): Promise<TurnResult> {
+  private async turn(content: ContentBlock[], signal: AbortSignal, command?: string): Promise<TurnResult> {
     const session = this.session
     const turn = this.lastTurn + 1
     const maxSteps = this.options.maxSteps ?? 200
@@ -218,7 +218,7 @@ export class Agent implements ToolAgent {
           if (step === 1)
             session.append(
               'user/message',
-              { message: { role: 'user', content, source: 'user' } },
+              { message: { role: 'user', content, source: 'user', ...(command ? { command } : {}) } },
               { surfaceOp: { op: 'append' } },
             )
           this.deliverSteering()

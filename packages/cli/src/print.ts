@@ -8,6 +8,7 @@ import { retryText } from '@keel/llm/retry-text'
 import type { Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 import { rememberTools, type FirstRequest } from './first-request.ts'
+import { expandSlash } from './slash.ts'
 import { assistantText, finalAnswer, isInterim, transcriptOf } from './print-answer.ts'
 import { RunCost } from './print-budget.ts'
 import { Denials } from './print-denials.ts'
@@ -204,7 +205,8 @@ export async function runPrint(
       : setTimeout(() => stop('timeout'), Math.max(0, limits.timeoutMs - performance.now()))
   timer?.unref()
   try {
-    const results: TurnResult[] = [await agent.prompt(prompt)]
+    const slash = await expandSlash(ctx, agent, prompt, !!flags.trust, (line) => err.write(`${escapeLine(line)}\n`))
+    const results: TurnResult[] = [await agent.prompt(slash.text, slash.command ? { command: slash.command } : {})]
     let check: { value?: unknown; errors: string[] } | undefined
     if (outputSchema && !stopped && answered(results.at(-1)!)) {
       check = outputSchema.check(finalAnswer(agent.session.events, results.at(-1)!.turn))

@@ -2,6 +2,7 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
+import { type CommandSet, loadCommands } from '@keel/extend'
 import {
   flatten,
   gateSettings,
@@ -17,7 +18,7 @@ import {
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
 import { ModelSettingsSchema } from '@keel/llm/model-settings'
-import { closest } from '@keel/session/text'
+import { closest, escapeLine } from '@keel/session/text'
 import { REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
@@ -313,6 +314,7 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
 /** `keel config`: the merged settings, one `key value source` line each, or the same as JSON. */
 export function describeSettings(resolved: ResolvedSettings, json: boolean): string {
   const { files, merged, held, trust } = resolved
+  const commands = loadCommands(trust.folder)
   if (json)
     return JSON.stringify(
       {
@@ -320,6 +322,11 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
         settings: merged.values,
         sources: merged.sources,
         trust: { folder: trust.folder, trusted: trust.trusted, held },
+        commands: {
+          found: commands.commands.map(({ name, path, scope, description }) => ({ name, path, scope, description })),
+          folders: commands.folders,
+          skipped: commands.warnings,
+        },
       },
       null,
       2,
@@ -338,5 +345,20 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
     lines.push('', `Held back until you trust ${trust.folder} (keel trust, or --trust for one run):`)
     for (const entry of held) lines.push(`  ${entry.key}  ${entry.file}`)
   }
+  lines.push('', ...commandLines(commands, trust.trusted && trust.hash !== ''))
   return lines.join('\n')
+}
+
+/** The slash command files found, where, and what was skipped or waits for trust (@keel/extend's discovery). */
+function commandLines(set: CommandSet, trusted: boolean): string[] {
+  const lines = ['Slash commands (first of a name wins):']
+  for (const folder of set.folders) lines.push(`  ${escapeLine(folder.path)} (${folder.scope}): ${folder.found} found`)
+  for (const command of set.commands) {
+    const waits = command.scope === 'project' && !trusted && /!`[^`\n]+`/.test(command.body)
+    lines.push(
+      `  /${command.name}  ${escapeLine(command.description)}${waits ? '  (its !`cmd` lines wait for keel trust)' : ''}`,
+    )
+  }
+  for (const warning of set.warnings) lines.push(`  ${escapeLine(warning)}`)
+  return lines
 }

@@ -12,12 +12,7 @@ import {
 import { type ModelSettings, ModelSettingsSchema } from './model-settings.ts'
 import type { CacheTtl } from './anthropic-cache.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
-import {
-  LlmError,
-  type LlmAdapter,
-  type ProviderFactory,
-  type ProviderOptions,
-} from './types.ts'
+import { LlmError, type LlmAdapter, type ProviderFactory, type ProviderOptions } from './types.ts'
 
 export * from './types.ts'
 export * from './scripted.ts'

@@ -58,6 +58,8 @@ export interface UserMessage {
   role: 'user'
   content: ContentBlock[]
   source?: MessageSource
+  /** The slash command (`frontend:review`) this prompt was expanded from (@keel/extend); the text is the expansion. */
+  command?: string
 }
 export interface AssistantMessage {
   role: 'assistant'

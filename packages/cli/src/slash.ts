@@ -1,0 +1,71 @@
+// A print-mode prompt that names a slash command (`keel -p "/review src/"`): the command's file expanded into the
+// prompt that goes on the log. Discovery and expansion are @keel/extend's; this only supplies the shell, which is
+// Keel's own `bash` tool behind the permission check and the sandbox, as for the TUI's `!command`.
+import type { Context } from 'cordis'
+import type { Agent } from '@keel/agent'
+import { expandCommand, loadCommands, parseInvocation, type ShellOutcome } from '@keel/extend'
+import type {} from '@keel/permissions' // ctx.permissions
+import { textOf } from '@keel/session'
+import { trustState } from '@keel/settings'
+
+/** Whether `prompt` invokes a command file (then the early first request is not sent: the prompt is not final). */
+export function isSlashPrompt(prompt: string, cwd: string): boolean {
+  const invocation = parseInvocation(prompt)
+  return !!invocation && loadCommands(cwd).commands.some((command) => command.name === invocation.name)
+}
+
+/**
+ * The prompt to send and the command it came from, or the prompt unchanged. A project's `` !`cmd` `` runs only when
+ * the trust gate trusts the folder for its own files (`keel trust` recorded, or `--trust`); an empty gate (no
+ * project settings to hash) does not count as trust for running code.
+ */
+export async function expandSlash(
+  ctx: Context,
+  agent: Agent,
+  prompt: string,
+  trustFlag: boolean,
+  warn: (line: string) => void,
+): Promise<{ text: string; command?: string }> {
+  const invocation = parseInvocation(prompt)
+  if (!invocation) return { text: prompt }
+  const set = loadCommands(agent.cwd)
+  for (const line of set.warnings) warn(`keel: ${line}`)
+  const command = set.commands.find((c) => c.name === invocation.name)
+  if (!command) return { text: prompt }
+  const gate = trustState(agent.cwd)
+  const trusted = trustFlag || (gate.trusted && gate.hash !== '')
+  const expansion = await expandCommand(command, invocation.args, {
+    cwd: agent.cwd,
+    trusted,
+    shell: (cmd) => runShell(ctx, agent, cmd),
+  })
+  for (const run of expansion.shell)
+    if (!run.ran) warn(`keel: /${command.name}: \`${run.command}\` was not run: ${run.reason}`)
+  for (const file of expansion.skipped) warn(`keel: /${command.name}: @${file.path} not included: ${file.reason}`)
+  return { text: expansion.text, command: command.name }
+}
+
+let runs = 0
+
+async function runShell(ctx: Context, agent: Agent, command: string): Promise<ShellOutcome> {
+  const args = { command }
+  if (!ctx.tools.get('bash')) return { ran: false, reason: 'the bash tool is not loaded' }
+  const access = ctx.tools.access('bash', args, agent.cwd)
+  const permissions = ctx.get('permissions')
+  let sandbox
+  if (permissions && access) {
+    const verdict = await permissions.check('bash', access, agent.cwd)
+    // Print mode has no one to ask: an `ask` is not a yes.
+    if (verdict.outcome !== 'allow') return { ran: false, reason: `${verdict.outcome}: ${verdict.reason}` }
+    sandbox = verdict.sandbox
+  }
+  const result = await ctx.tools.execute({
+    name: 'bash',
+    arguments: args,
+    callId: `command-shell-${process.pid}-${++runs}`,
+    agent,
+    signal: new AbortController().signal,
+    ...(sandbox ? { sandbox } : {}),
+  })
+  return { ran: true, output: textOf(result.content) }
+}
