@@ -3,7 +3,7 @@ import type { RunOutcome } from './run.ts'
 import type { Jobs } from './jobs.ts'
 
 /** The longest a `job_output` waits for new output: a call stays bounded whatever the model asks. */
-export const MAX_WAIT_MS = 30_000
+const MAX_WAIT_MS = 30_000
 
 const error = (text: string): ToolOutput => ({ isError: true, content: [{ type: 'text', text: `Error: ${text}` }] })
 
