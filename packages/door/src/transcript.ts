@@ -293,6 +293,10 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
     state.retry = event.data
   },
   'permission/mode': null,
+  // Background jobs (@keel/shell) show in their bash call's result and job_output; the fold does not list them yet.
+  'job/start': null,
+  'job/kill': null,
+  'job/exit': null,
 }
 
 /** The log event types the fold knows, for the test that every `SessionEventMap` member has a case. */

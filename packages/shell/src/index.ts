@@ -6,10 +6,13 @@ import { commandEnv, EnvConfig } from './env.ts'
 import { CappedOutput } from './output.ts'
 import { runCommand, type RunOutcome } from './run.ts'
 import { SessionTemps } from './temp.ts'
+import { Jobs } from './jobs.ts'
+import { jobKillTool, jobOutputTool } from './job-tools.ts'
 
 export { CappedOutput } from './output.ts'
 export { runCommand, type RunOptions, type RunOutcome } from './run.ts'
 export { commandEnv, isCredential, PLAIN_OUTPUT, type EnvConfig } from './env.ts'
+export { Jobs, type JobKillReason } from './jobs.ts'
 
 export const name = 'keel-shell'
 export const inject = { tools: { required: true }, sandbox: { required: false } }
@@ -22,6 +25,12 @@ export interface Config {
   outputTail: number
   /** The commands' environment: credentials dropped unless passed through, plain-output defaults (env.ts). */
   env: EnvConfig
+  /** Background jobs (`bash` with `background: true`) one session may run at once. */
+  maxJobs: number
+  /** Characters of unread output a background job keeps (the oldest are dropped, and counted). */
+  jobOutput: number
+  /** Seconds a killed job gets between SIGTERM and SIGKILL. */
+  jobKillGrace: number
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -33,12 +42,27 @@ export const Config: Schema<Config> = Schema.object({
   outputHead: Schema.natural().default(8000).description('Characters of output kept from the start.'),
   outputTail: Schema.natural().default(8000).description('Characters of output kept from the end.'),
   env: EnvConfig,
+  maxJobs: Schema.natural().default(4).description('Background jobs one session may run at once.'),
+  jobOutput: Schema.natural()
+    .min(1)
+    .default(64_000)
+    .description('Characters of unread output a background job keeps; older output is dropped and counted.'),
+  jobKillGrace: Schema.number()
+    .min(0)
+    .default(3)
+    .description('Seconds a killed background job gets between SIGTERM and SIGKILL.'),
 })
 
 const Parameters = Type.Object(
   {
     command: Type.String({ description: 'The bash command to run.' }),
     timeout: Type.Optional(Type.Number({ description: 'Seconds before the command is killed.', minimum: 1 })),
+    background: Type.Optional(
+      Type.Boolean({
+        description:
+          'Start it as a background job (a dev server, a watcher) and return its id at once; read it with job_output, stop it with job_kill.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -73,10 +97,11 @@ export function bashTool(
   config: Config,
   sandbox: SandboxSource = () => undefined,
   temps: SessionTemps = new SessionTemps(),
+  jobs?: Jobs,
 ) {
   return defineTool({
     name: 'bash',
-    description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits.`,
+    description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits${jobs ? '; for a server or watcher that must keep running, pass background: true' : ''}.`,
     parameters: Parameters,
     access: (args) => ({ kind: 'execute', command: args.command }),
     presentCall: (args) => ({ title: args.command, kind: 'execute', rawInput: args }),
@@ -113,13 +138,34 @@ export function bashTool(
           }
         }
       }
+      const env = commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
+      if (args.background) {
+        const session = exec.agent?.session
+        const fail = (text: string) => {
+          void wrapped?.dispose().catch(() => {})
+          return { isError: true, content: [{ type: 'text' as const, text: `Error: ${text}` }] }
+        }
+        if (!jobs || !session) return fail('background jobs need an agent session; the command was not run')
+        const started = jobs.start({
+          session,
+          command: args.command,
+          sandbox: exec.sandbox ?? 'off',
+          file: wrapped?.file ?? 'bash',
+          args: wrapped?.args ?? ['-c', args.command],
+          cwd,
+          env,
+          dispose: () => wrapped?.dispose() ?? Promise.resolve(),
+        })
+        if ('error' in started) return fail(`${started.error}; the command was not run`)
+        return `Started background job ${started.id}. Read its output with job_output({ "id": "${started.id}" }) and stop it with job_kill; it is killed when the session ends.`
+      }
       let outcome: RunOutcome
       try {
         outcome = await runCommand({
           file: wrapped?.file ?? 'bash',
           args: wrapped?.args ?? ['-c', args.command],
           cwd,
-          env: commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp }),
+          env,
           timeoutMs: timeoutSeconds * 1000,
           signal: exec.signal,
           onText: (text) => {
@@ -154,5 +200,24 @@ export function bashTool(
 export function apply(ctx: Context, config: Config): void {
   const temps = new SessionTemps()
   ctx.on('dispose', () => temps.clear())
-  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps))
+  const jobs = new Jobs({
+    maxJobs: config.maxJobs ?? 4,
+    outputLimit: config.jobOutput ?? 64_000,
+    killGraceMs: (config.jobKillGrace ?? 3) * 1000,
+  })
+  // Jobs die with their session, on a rewind of it, and with the plugin (Keel shutting down); the exit hook of
+  // reap.ts covers a process that exits without disposing.
+  ctx.on('dispose', () => jobs.endAll('shutdown'))
+  ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
+  ctx.on('session/event', (session, event) => {
+    // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
+    if ((event.type as string) === 'checkpoint/restore') void jobs.endSession(session, 'rewind')
+  })
+  ctx.inject(['invariants'], (ctx) => {
+    ctx.invariants.allowBetweenTurns('job/exit')
+    ctx.invariants.allowBetweenTurns('job/kill')
+  })
+  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs))
+  ctx.tools.register(jobOutputTool(jobs))
+  ctx.tools.register(jobKillTool(jobs))
 }

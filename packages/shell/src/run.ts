@@ -16,6 +16,8 @@ export interface RunOptions {
   onText(text: string): void
   /** How long to keep reading after the shell exits before closing the pipes (a process may still hold them). */
   drainMs?: number
+  /** On cancel, send SIGTERM to the group first and SIGKILL only after this long (a background job's kill). */
+  termGraceMs?: number
 }
 
 export type RunOutcome =
@@ -104,6 +106,21 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
     const kill = (why: 'timeout' | 'cancelled') => {
       if (ending || settled) return
       ending = why
+      const grace = why === 'cancelled' ? (options.termGraceMs ?? 0) : 0
+      if (grace > 0 && mark) {
+        try {
+          process.kill(-mark.pgid, 'SIGTERM')
+        } catch {}
+        // The group got its chance to exit cleanly; whatever still runs after the grace is killed outright.
+        graceTimer = setTimeout(() => {
+          if (mark) void killCall(mark)
+          graceTimer = setTimeout(
+            () => void drain().then(() => finish({ kind: why, seconds: seconds() })),
+            REAP_GRACE_MS,
+          )
+        }, grace)
+        return
+      }
       if (mark) void killCall(mark)
       // The shell normally dies at once; if it cannot be reaped, answer anyway rather than hang the turn.
       graceTimer = setTimeout(() => {
