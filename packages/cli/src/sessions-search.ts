@@ -4,6 +4,7 @@
 import { constants, createReadStream, promises as fsp } from 'node:fs'
 import { StringDecoder } from 'node:string_decoder'
 import { escapeLine, type SessionSummary } from '@keel/session'
+import { when } from './sessions.ts'
 
 /** Where in a session the text was found. */
 type MatchWhere = 'prompt' | 'answer' | 'plan'
@@ -172,11 +173,6 @@ export async function searchSessions(
     else if (outcome?.count) result.hits.push(outcome)
   }
   return result
-}
-
-const when = (ms: number) => {
-  const date = new Date(ms)
-  return Number.isNaN(date.getTime()) ? '????-??-?? ??:??' : date.toISOString().replace('T', ' ').slice(0, 16)
 }
 
 /** The terminal listing: a line per session, then its first matches; every field escaped (a log is untrusted). */

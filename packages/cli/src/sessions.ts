@@ -13,7 +13,8 @@ import { workingDirectory } from './args.ts'
 // way to the terminal, numbers included (a hand-written file can hold a string where a number belongs).
 const safe = (value: unknown): string => escapeLine(String(value))
 
-function when(ms: number): string {
+/** A log's time as `YYYY-MM-DD HH:MM` (UTC), or question marks for a time a hand-edited file made unreadable. */
+export function when(ms: number): string {
   const date = new Date(ms)
   return Number.isNaN(date.getTime()) ? '????-??-?? ??:??' : date.toISOString().replace('T', ' ').slice(0, 16)
 }
