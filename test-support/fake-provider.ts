@@ -523,9 +523,130 @@ class Issued {
  */
 function strictError(flavor: Flavor, body: any, issued: Issued): string | undefined {
   if (!body || typeof body !== 'object') return undefined
-  if (flavor === 'openai') return deepseekRule(body) ?? openrouterRule(body, issued)
-  if (flavor === 'responses') return responsesRules(body, issued)
-  return anthropicRules(body, issued)
+  if (flavor === 'openai') return deepseekRule(body) ?? chatImageRule(body) ?? openrouterRule(body, issued)
+  if (flavor === 'responses') return responsesImageRule(body) ?? responsesRules(body, issued)
+  return anthropicImageRule(body) ?? anthropicRules(body, issued)
+}
+
+/** The image type of base64 `data` by its magic number (what the real APIs check, not the claimed type). */
+function sniffBase64(data: string): { type: string | undefined; bytes: number } | undefined {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(data) || data.length % 4 !== 0) return undefined
+  const bytes = Buffer.from(data, 'base64')
+  const at = (magic: number[], offset = 0) => magic.every((byte, i) => bytes[offset + i] === byte)
+  const text = (value: string) => [...value].map((c) => c.charCodeAt(0))
+  const type = at([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    ? 'image/png'
+    : at([0xff, 0xd8, 0xff])
+      ? 'image/jpeg'
+      : at(text('GIF87a')) || at(text('GIF89a'))
+        ? 'image/gif'
+        : at(text('RIFF')) && at(text('WEBP'), 8)
+          ? 'image/webp'
+          : undefined
+  return { type, bytes: bytes.length }
+}
+
+const OPENAI_UNSUPPORTED_IMAGE =
+  "You uploaded an unsupported image. Please make sure your image is below 20 MB in size and is of one the following formats: ['png', 'jpeg', 'gif', 'webp']."
+
+/**
+ * An OpenAI image URL (chat `image_url.url`, Responses `input_image.image_url`): an http(s) URL, or a base64 data URL
+ * of PNG, JPEG, WebP or non-animated GIF bytes up to 20 MB (https://platform.openai.com/docs/guides/images-vision,
+ * "Image input requirements"; the messages as the API answers them).
+ */
+function openaiImageUrl(url: unknown, where: string): string | undefined {
+  if (typeof url !== 'string') return `Invalid type for '${where}': expected a string, but got ${typeof url} instead.`
+  if (/^https?:\/\//.test(url)) return undefined
+  const match = /^data:(image\/(?:png|jpeg|gif|webp));base64,(.*)$/s.exec(url)
+  if (!match)
+    return `Invalid image URL: '${where}'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got a value that is not one.`
+  const sniffed = sniffBase64(match[2]!)
+  if (!sniffed?.type || sniffed.bytes > 20 * 1024 * 1024) return OPENAI_UNSUPPORTED_IMAGE
+  return undefined
+}
+
+/**
+ * Chat completions (https://platform.openai.com/docs/api-reference/chat/create, `messages`; the images guide
+ * above): an `image_url` part belongs to a `user` message only, with `image_url: { url, detail? }` and `detail` one
+ * of low, high, auto. DeepSeek's models take text only (https://api-docs.deepseek.com/api/create-chat-completion:
+ * user content parts are `text`), and its API refuses the part as an unknown variant.
+ */
+function chatImageRule(body: any): string | undefined {
+  for (const [i, message] of (Array.isArray(body.messages) ? body.messages : []).entries()) {
+    if (!Array.isArray(message?.content)) continue
+    for (const [j, part] of message.content.entries()) {
+      if (part?.type !== 'image_url') continue
+      if (typeof body.model === 'string' && body.model.startsWith('deepseek-'))
+        return `Failed to deserialize the JSON body into the target type: messages[${i}]: unknown variant \`image_url\`, expected \`text\``
+      if (message.role !== 'user')
+        return `Image URLs are only allowed for messages with role 'user', but this message with role '${message.role}' contains an image URL.`
+      const detail = part.image_url?.detail
+      if (detail !== undefined && !['low', 'high', 'auto'].includes(detail))
+        return `Invalid value: '${detail}'. Supported values are: 'low', 'high', and 'auto'.`
+      const broken = openaiImageUrl(part.image_url?.url, `messages[${i}].content[${j}].image_url.url`)
+      if (broken) return broken
+    }
+  }
+  return undefined
+}
+
+/**
+ * Responses (https://platform.openai.com/docs/api-reference/responses/create, `input_image`: `image_url` or
+ * `file_id`, `detail` low, high or auto; the images guide above): an image rides a `user` message's content.
+ */
+function responsesImageRule(body: any): string | undefined {
+  for (const [i, item] of (Array.isArray(body.input) ? body.input : []).entries()) {
+    if (!Array.isArray(item?.content)) continue
+    for (const [j, part] of item.content.entries()) {
+      if (part?.type !== 'input_image') continue
+      if (item.role !== 'user')
+        return `Invalid value: 'input_image'. Supported values are: 'output_text' and 'refusal'. (input[${i}].content[${j}])`
+      if (part.detail !== undefined && !['low', 'high', 'auto'].includes(part.detail))
+        return `Invalid value: '${part.detail}'. Supported values are: 'low', 'high', and 'auto'.`
+      if (part.file_id === undefined) {
+        const broken = openaiImageUrl(part.image_url, `input[${i}].content[${j}].image_url`)
+        if (broken) return broken
+      }
+    }
+  }
+  return undefined
+}
+
+/**
+ * Anthropic Messages (https://platform.claude.com/docs/en/build-with-claude/vision, "Base64-encoded image example"
+ * and "FAQ": JPEG, PNG, GIF and WebP, at most 5 MB per image over the API; the messages as the API answers them): an
+ * `image` block, in a user message or a `tool_result`'s content, has `source: { type: 'base64', media_type, data }`
+ * (or `url`), and the bytes must be of the type it claims.
+ */
+function anthropicImageRule(body: any): string | undefined {
+  for (const [i, message] of (Array.isArray(body.messages) ? body.messages : []).entries()) {
+    if (!Array.isArray(message?.content)) continue
+    const blocks: [string, any][] = []
+    for (const [j, block] of message.content.entries()) {
+      blocks.push([`messages.${i}.content.${j}`, block])
+      if (block?.type === 'tool_result' && Array.isArray(block.content))
+        for (const [k, inner] of block.content.entries())
+          blocks.push([`messages.${i}.content.${j}.content.${k}`, inner])
+    }
+    for (const [where, block] of blocks) {
+      if (block?.type !== 'image') continue
+      if (message.role !== 'user')
+        return `${where}.type: Input tag 'image' found using 'type' does not match any of the expected tags: 'text', 'thinking', 'redacted_thinking', 'tool_use'`
+      const source = block.source
+      if (source?.type === 'url' && typeof source.url === 'string') continue
+      if (source?.type !== 'base64')
+        return `${where}.image.source: Input tag '${source?.type}' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'`
+      if (!['image/jpeg', 'image/png', 'image/gif', 'image/webp'].includes(source.media_type))
+        return `${where}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`
+      const sniffed = typeof source.data === 'string' ? sniffBase64(source.data) : undefined
+      if (!sniffed) return `${where}.image.source.base64.data: The image data is not valid base64`
+      if (source.data.length > 5 * 1024 * 1024)
+        return `${where}.image.source.base64: image exceeds 5 MB maximum: ${source.data.length} bytes > ${5 * 1024 * 1024} bytes`
+      if (sniffed.type !== source.media_type)
+        return `${where}.image.source.base64.data: The image was specified using the ${source.media_type} media type, but the image appears to be a ${sniffed.type ?? 'non-image'} image`
+    }
+  }
+  return undefined
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { LlmError, MessageAssembler, type LlmAdapter } from '@keel/llm'
+import { imageRefusal, LlmError, MessageAssembler, type LlmAdapter } from '@keel/llm'
 import {
   closeOpenTurn,
   toolCallsOf,
@@ -116,6 +116,8 @@ export class Agent implements ToolAgent {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
+    const refused = this.refuseImages(blocks)
+    if (refused) return Promise.reject(refused)
     const record = this.options.recordModel
     if (record && !this.session.events.some((event) => event.type === 'session/model'))
       this.session.append('session/model', {
@@ -142,6 +144,8 @@ export class Agent implements ToolAgent {
   ): { turn: Promise<TurnResult>; queued?: undefined } | { queued: QueuedPrompt; turn?: undefined } {
     if (this.status === 'disposed') throw new Error(`agent ${this.id} is disposed`)
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
+    const refused = this.refuseImages(blocks)
+    if (refused) throw refused
     if (!this.running) return { turn: this.prompt(blocks) }
     return { queued: this.queue.add(kind, blocks) }
   }
@@ -154,6 +158,13 @@ export class Agent implements ToolAgent {
     if (result.reason === 'aborted' || this.status === 'disposed' || this.running) return
     const next = this.queue.takeFirst('follow-up')
     if (next) this.prompt(next.content).catch(() => {})
+  }
+
+  /** A prompt with images for a model without vision: refused before anything is logged or sent. */
+  private refuseImages(blocks: readonly ContentBlock[]): LlmError | undefined {
+    if (!blocks.some((block) => block.type === 'image')) return undefined
+    const line = imageRefusal(this.model)
+    return line ? new LlmError('config', line) : undefined
   }
 
   /** Cancels the running turn: the request and every running tool see the abort; the turn ends `aborted`. */

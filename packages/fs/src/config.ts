@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { IMAGE_MAX_BYTES } from '@keel/session/image'
 
 export interface Config {
   allowOutsideCwd: boolean
@@ -35,7 +36,7 @@ export const Config: Schema<Config> = Schema.object({
     .description('Characters one `read` result may hold; it stops early and says where to continue.'),
   maxImageBytes: Schema.natural()
     .min(1)
-    .default(3_750_000)
+    .default(IMAGE_MAX_BYTES)
     .description('Largest image `read` returns (base64 of this stays under the 5 MB most providers accept).'),
   maxEditBytes: Schema.natural()
     .min(1)

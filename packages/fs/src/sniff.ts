@@ -1,31 +1,22 @@
 import type { FileHandle } from 'node:fs/promises'
+import { type ImageType, imageType } from '@keel/session/image'
 
 export const SNIFF_BYTES = 8192
 
-export type Sniffed =
-  | { kind: 'text' }
-  | { kind: 'image'; mediaType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp' }
-  | { kind: 'binary'; why: string }
+export type Sniffed = { kind: 'text' } | { kind: 'image'; mediaType: ImageType } | { kind: 'binary'; why: string }
 
 function startsWith(head: Uint8Array, bytes: readonly number[], at = 0): boolean {
   if (head.length < at + bytes.length) return false
   return bytes.every((byte, i) => head[at + i] === byte)
 }
 
-const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0))
-
 /**
  * Decides from the first bytes what a file is. Images go by magic number, not by extension, so a renamed file is
  * still recognised and a `.png` that is really text is read as text.
  */
 export function sniff(head: Uint8Array): Sniffed {
-  if (startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
-    return { kind: 'image', mediaType: 'image/png' }
-  if (startsWith(head, [0xff, 0xd8, 0xff])) return { kind: 'image', mediaType: 'image/jpeg' }
-  if (startsWith(head, ascii('GIF87a')) || startsWith(head, ascii('GIF89a')))
-    return { kind: 'image', mediaType: 'image/gif' }
-  if (startsWith(head, ascii('RIFF')) && startsWith(head, ascii('WEBP'), 8))
-    return { kind: 'image', mediaType: 'image/webp' }
+  const image = imageType(head)
+  if (image) return { kind: 'image', mediaType: image }
   if (startsWith(head, [0xff, 0xfe]) || startsWith(head, [0xfe, 0xff]))
     return { kind: 'binary', why: 'UTF-16 text, which these tools do not decode' }
   let control = 0

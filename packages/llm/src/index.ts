@@ -22,6 +22,7 @@ export type { ModelInfo, ModelOverrides } from './catalog.ts'
 export type { ModelSettings } from './model-settings.ts'
 export type { CacheTtl } from './anthropic-cache.ts'
 export { CURRENT_MODELS, PROVIDER_NAMES } from './providers.ts'
+export { imageRefusal } from './limits.ts'
 
 declare module 'cordis' {
   interface Context {

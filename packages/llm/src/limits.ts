@@ -15,6 +15,18 @@ export function imageNote(block: { mediaType: string }, model: string): string {
   return `[an image (${block.mediaType}) was here; ${model} takes no images, so it was left out]`
 }
 
+/**
+ * Why a prompt that carries images is not sent to `adapter`, in one line, or undefined when the model takes them.
+ * Only a model the catalog (or the settings' `models`) says has vision is sent a person's image: a text-only model
+ * would answer as if it had seen it. Images already in the history (a `read` of a PNG) get `imageNote` instead.
+ */
+export function imageRefusal(adapter: Pick<LlmAdapter, 'provider' | 'model' | 'vision'>): string | undefined {
+  if (adapter.vision === true) return undefined
+  const spec = `${adapter.provider}/${adapter.model}`
+  const why = adapter.vision === false ? 'takes no images' : 'is not known to take images'
+  return `${spec} ${why} (the model catalog), so nothing was sent; use a vision model, or set "vision": true for it under "models" in settings`
+}
+
 function withoutImages(messages: readonly Message[], model: string): Message[] {
   const swap = <T extends ContentBlock>(blocks: readonly T[]): T[] =>
     blocks.map((block) =>

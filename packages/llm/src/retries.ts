@@ -76,6 +76,7 @@ export function withRetries(
     model: adapter.model,
     contextWindow: adapter.contextWindow,
     price: adapter.price,
+    vision: adapter.vision,
     async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
       let waited = 0
       for (let attempt = 1; ; attempt++) {

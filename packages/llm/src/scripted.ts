@@ -26,6 +26,8 @@ export interface Script {
   steps: ScriptStep[]
   /** The context window the scripted model claims (front ends show the share in use); none when absent. */
   contextWindow?: number
+  /** Takes images in the prompt, like a vision model; absent: like a model the catalog does not know. */
+  vision?: boolean
 }
 
 /** Shipped scripts; looked up by walking up so the same code works from sources and from the CLI bundle. */
@@ -73,6 +75,7 @@ export class ScriptedAdapter implements LlmAdapter {
   private firstUnused = 0
   private measured: { count: number; sum: number; first: object; last: object } | undefined
   private callSeq = 0
+  readonly vision: boolean | undefined
 
   /** `record: false` keeps no copies of requests (benchmarks run sessions long enough for that to matter). */
   constructor(
@@ -80,7 +83,9 @@ export class ScriptedAdapter implements LlmAdapter {
     readonly model = 'script',
     readonly contextWindow?: number,
     readonly options: { record?: boolean } = {},
-  ) {}
+  ) {
+    this.vision = script.vision
+  }
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
     if (this.options.record !== false) this.requests.push(structuredClone(request))

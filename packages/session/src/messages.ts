@@ -21,7 +21,10 @@ export interface ReasoningBlock {
 export interface ImageBlock {
   type: 'image'
   mediaType: string
+  /** Base64 of the image's bytes. */
   data: string
+  /** What the person called it (`shot.png`), for the doors; adapters never send it. */
+  name?: string
 }
 /** `arguments` is the raw JSON text exactly as the model produced it. */
 export interface ToolCallBlock {
