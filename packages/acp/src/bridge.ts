@@ -336,7 +336,10 @@ export class AcpBridge {
     const onAbort = () => bridged.agent.cancel()
     signal.addEventListener('abort', onAbort, { once: true })
     try {
-      const result = await bridged.agent.prompt(parsed.content)
+      // A prompt refused before its turn (images for a model without vision) is the client's to fix: one line.
+      const result = await bridged.agent.prompt(parsed.content).catch((error: unknown) => {
+        throw RequestError.invalidParams({ sessionId: id }, message(error))
+      })
       await bridged.flushed()
       const stopReason = stopReasonOf(result.reason)
       if (stopReason) return { stopReason }

@@ -105,10 +105,19 @@ export class UpdateProjector {
         const message = event.data.message
         if (!replay || (message.source ?? 'user') !== 'user') return []
         const id = messageId(this.turn, 'user')
+        // A replayed prompt's images go back as the client sent them (session/load shows what was asked).
         return message.content.flatMap((block): SessionUpdate[] =>
           block.type === 'text' && block.text
             ? [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text }, messageId: id }]
-            : [],
+            : block.type === 'image'
+              ? [
+                  {
+                    sessionUpdate: 'user_message_chunk',
+                    content: { type: 'image', data: block.data, mimeType: block.mediaType },
+                    messageId: id,
+                  },
+                ]
+              : [],
         )
       }
       case 'assistant/message': {

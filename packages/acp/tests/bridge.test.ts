@@ -43,7 +43,7 @@ async function rejection(promise: Promise<unknown>): Promise<RequestError> {
 }
 
 describe('initialize and session/new', () => {
-  it('advertises what the bridge does: ACP v1, session/load, text and resource-link prompts only', async () => {
+  it('advertises what the bridge does: ACP v1, session/load, text, resource-link and image prompts', async () => {
     keel = await makeKeel()
     const client = connectInProcess(keel)
     open.push(client)
@@ -51,7 +51,7 @@ describe('initialize and session/new', () => {
     expect(response.protocolVersion).toBe(1)
     expect(response.agentCapabilities).toMatchObject({
       loadSession: true,
-      promptCapabilities: { image: false, audio: false, embeddedContext: false },
+      promptCapabilities: { image: true, audio: false, embeddedContext: false },
     })
     expect(response.agentInfo).toMatchObject({ name: 'keel', version: 'test' })
   })
@@ -224,7 +224,14 @@ describe('session/prompt', () => {
       }),
     )
     expect(image.code).toBe(-32602)
-    expect(image.message).toContain('image')
+    expect(image.message).toContain('prompt[0]: the image is not a PNG, JPEG, GIF or WebP image')
+    const audio = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'audio', data: 'AAAA', mimeType: 'audio/wav' }],
+      }),
+    )
+    expect(audio.message).toContain('audio content is not accepted')
     const empty = await rejection(
       agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: '  ' }] }),
     )

@@ -24,6 +24,11 @@ export const FLAGS = {
     type: 'string',
     help: 'Print mode: the answer must be JSON valid against this JSON Schema file (exit 4 if not)',
   },
+  image: {
+    type: 'string',
+    multiple: true,
+    help: 'Print mode: attach this PNG, JPEG, GIF or WebP to the prompt, repeatable (the model must take images)',
+  },
   model: { type: 'string', short: 'm', help: `Model as <provider>/<model> (default ${DEFAULT_MODEL}, or $KEEL_MODEL)` },
   'base-url': {
     type: 'string',
@@ -85,7 +90,15 @@ const SUBCOMMANDS = {
 } as const
 
 /** Flags that only print mode reads: given to another command they would be silently ignored, so they are refused. */
-const PRINT_ONLY = ['quiet', 'max-turns', 'timeout', 'max-budget-usd', 'fail-on-denial', 'output-schema'] as const
+const PRINT_ONLY = [
+  'quiet',
+  'max-turns',
+  'timeout',
+  'max-budget-usd',
+  'fail-on-denial',
+  'output-schema',
+  'image',
+] as const
 
 export type Flags = {
   [K in keyof typeof FLAGS]?: (typeof FLAGS)[K] extends { multiple: true }

@@ -3,7 +3,7 @@
 // the arguments, the settings and (for print mode) the prompt are known, and the first request may be on its way.
 import type { Context } from 'cordis'
 import { loadInstructions } from '@keel/settings'
-import { escapeLine, terminalJson } from '@keel/session'
+import { escapeLine, terminalJson, type ImageBlock } from '@keel/session'
 import { modelSpec, UsageError, workingDirectory, type Command, type Flags } from './args.ts'
 import { createModel, openAgent } from './agent.ts'
 import { FRONT_DOORS } from './doors.ts'
@@ -31,6 +31,8 @@ export interface CommandRun {
   version: string
   /** Print mode's prompt, read already. */
   prompt?: string
+  /** Print mode's `--image` files, read and checked already. */
+  images?: ImageBlock[]
   /** Print mode's first request, when it was sent before boot. */
   first?: FirstRequest
   /** What print mode keeps its first request's tools under (first-request.ts). */
@@ -44,7 +46,19 @@ export interface CommandRun {
 }
 
 export async function runCommand(run: CommandRun): Promise<number> {
-  const { command, settings, modelFlag, prompt, first, toolsKey, started, limits, outputSchema, version: VERSION } = run
+  const {
+    command,
+    settings,
+    modelFlag,
+    prompt,
+    images,
+    first,
+    toolsKey,
+    started,
+    limits,
+    outputSchema,
+    version: VERSION,
+  } = run
   let { flags } = run
   let ctx: Context | undefined
   try {
@@ -64,7 +78,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
     }
     switch (command.kind) {
       case 'print':
-        return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey, limits, outputSchema })
+        return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey, limits, outputSchema, images })
       case 'sessions-list':
         process.stdout.write(listSessions(ctx, flags) + '\n')
         return 0

@@ -67,10 +67,13 @@ export async function main(argv: string[]): Promise<number> {
       run.prompt = await printPrompt(command.prompt)
       if (!run.prompt) throw new UsageError('print mode needs a prompt: keel -p "…" (or on stdin)')
       if (run.outputSchema) run.prompt += run.outputSchema.instruction
+      if (flags.image?.length)
+        run.images = (await import('./print-images.ts')).readImages(flags.image, workingDirectory(flags))
       // A slash command's prompt is final only after its expansion, which needs the booted tools.
       const slash =
         run.prompt.startsWith('/') && (await import('./slash.ts')).isSlashPrompt(run.prompt, workingDirectory(flags))
-      if (!flags.config && !slash) {
+      // With images the model's vision is checked first (the agent refuses a text-only one before any request).
+      if (!flags.config && !slash && !run.images) {
         run.toolsKey = toolsKey(VERSION, settings?.overrides)
         // A bad --mode or KEEL_MODE is refused before anything is sent (policy.ts applies them after boot).
         resolveMode(flags, process.env, undefined, 'print')

@@ -1,6 +1,14 @@
 import type { Context } from 'cordis'
 import type { AgentDelta, TurnResult } from '@keel/agent'
-import { escapeControls, escapeLine, onNotice, textOf, type SessionEvent } from '@keel/session'
+import {
+  escapeControls,
+  escapeLine,
+  onNotice,
+  textOf,
+  type ContentBlock,
+  type ImageBlock,
+  type SessionEvent,
+} from '@keel/session'
 import { summarize } from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import { addTotal, type CostTotal, costUsd, emptyCost, sessionCost } from '@keel/session/cost'
@@ -88,6 +96,8 @@ export interface PrintOptions {
   limits?: PrintLimits
   /** --output-schema, loaded and compiled before boot. */
   outputSchema?: OutputSchema
+  /** `--image` files, after the prompt's text. */
+  images?: ImageBlock[]
 }
 
 /**
@@ -206,7 +216,8 @@ export async function runPrint(
   timer?.unref()
   try {
     const slash = await expandSlash(ctx, agent, prompt, !!flags.trust, (line) => err.write(`${escapeLine(line)}\n`))
-    const results: TurnResult[] = [await agent.prompt(slash.text, slash.command ? { command: slash.command } : {})]
+    const content: ContentBlock[] = [{ type: 'text', text: slash.text }, ...(options.images ?? [])]
+    const results: TurnResult[] = [await agent.prompt(content, slash.command ? { command: slash.command } : {})]
     let check: { value?: unknown; errors: string[] } | undefined
     if (outputSchema && !stopped && answered(results.at(-1)!)) {
       check = outputSchema.check(finalAnswer(agent.session.events, results.at(-1)!.turn))

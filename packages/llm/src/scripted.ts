@@ -75,7 +75,6 @@ export class ScriptedAdapter implements LlmAdapter {
   private firstUnused = 0
   private measured: { count: number; sum: number; first: object; last: object } | undefined
   private callSeq = 0
-  readonly vision: boolean | undefined
 
   /** `record: false` keeps no copies of requests (benchmarks run sessions long enough for that to matter). */
   constructor(
@@ -83,8 +82,10 @@ export class ScriptedAdapter implements LlmAdapter {
     readonly model = 'script',
     readonly contextWindow?: number,
     readonly options: { record?: boolean } = {},
-  ) {
-    this.vision = script.vision
+  ) {}
+
+  get vision(): boolean | undefined {
+    return this.script.vision
   }
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {

@@ -49,17 +49,24 @@ export function imageBytes(block: { data: string }): number {
 }
 
 /**
- * An image block for a prompt from a file's bytes, or the one line that says why not (not an image, too large).
+ * Why a file of `size` bytes starting with `head` cannot go in a prompt (not an image, too large), in one line, or
+ * undefined when it can. A caller may check this on a file's first bytes before reading it whole.
+ */
+export function imageError(name: string, head: Uint8Array, size: number): string | undefined {
+  if (!imageType(head.subarray(0, 16))) return `${name} is not a PNG, JPEG, GIF or WebP image`
+  if (size > IMAGE_MAX_BYTES)
+    return `${name} is ${formatBytes(size)}, over the ${formatBytes(IMAGE_MAX_BYTES)} limit for an image in a prompt`
+  return undefined
+}
+
+/**
+ * An image block for a prompt from a file's bytes, or the one line that says why not (imageError).
  * `name` is what the person called it (a path's last part); it is kept on the log for the doors, never sent.
  */
 export function imageBlock(name: string, bytes: Uint8Array): ImageBlock | { error: string } {
-  const type = imageType(bytes.subarray(0, 16))
-  if (!type) return { error: `${name} is not a PNG, JPEG, GIF or WebP image` }
-  if (bytes.length > IMAGE_MAX_BYTES)
-    return {
-      error: `${name} is ${formatBytes(bytes.length)}, over the ${formatBytes(IMAGE_MAX_BYTES)} limit for an image in a prompt`,
-    }
-  return { type: 'image', mediaType: type, data: base64(bytes), name }
+  const error = imageError(name, bytes, bytes.length)
+  if (error) return { error }
+  return { type: 'image', mediaType: imageType(bytes.subarray(0, 16))!, data: base64(bytes), name }
 }
 
 /**
@@ -73,14 +80,11 @@ export function imageFromBase64(name: string, data: string): ImageBlock | { erro
   } catch {
     return { error: `${name} is not valid base64` }
   }
-  if (binary.length > IMAGE_MAX_BYTES)
-    return {
-      error: `${name} is ${formatBytes(binary.length)}, over the ${formatBytes(IMAGE_MAX_BYTES)} limit for an image in a prompt`,
-    }
   const head = new Uint8Array(Math.min(16, binary.length))
   for (let i = 0; i < head.length; i++) head[i] = binary.charCodeAt(i)
-  const type = imageType(head)
-  if (!type) return { error: `${name} is not a PNG, JPEG, GIF or WebP image` }
+  const error = imageError(name, head, binary.length)
+  if (error) return { error }
+  const type = imageType(head)!
   return { type: 'image', mediaType: type, data: btoa(binary), name }
 }
 
