@@ -398,7 +398,7 @@ export class Agent implements ToolAgent {
       const results = await Promise.all(
         batch.map((call, k) => {
           const verdict = verdicts[k]!
-          if (exclude.includes(call.name))
+          if (this.ctx.tools.excluded(call.name, exclude))
             return Promise.resolve<ToolResult>({
               isError: true,
               content: [{ type: 'text', text: `Error: tool ${call.name} is not available to this agent` }],
@@ -443,7 +443,7 @@ export class Agent implements ToolAgent {
     const exclude = this.options.excludeTools ?? []
     const out: Verdict[] = []
     for (const call of batch) {
-      if (!permissions || exclude.includes(call.name)) {
+      if (!permissions || this.ctx.tools.excluded(call.name, exclude)) {
         out.push({ allowed: true })
         continue
       }

@@ -20,6 +20,8 @@ function ending(outcome: RunOutcome): string {
 export function jobOutputTool(jobs: Jobs) {
   return defineTool({
     name: 'job_output',
+    // A job is started by bash: an agent that may not run commands has none to read or stop.
+    offeredWith: 'bash',
     description: `Read what a background job (started with bash and background: true) printed since the last read, and whether it still runs. wait_ms (at most ${MAX_WAIT_MS}) waits for new output first. Once a job's end has been read, its id is gone.`,
     parameters: Type.Object(
       {
@@ -47,6 +49,7 @@ export function jobOutputTool(jobs: Jobs) {
 export function jobKillTool(jobs: Jobs) {
   return defineTool({
     name: 'job_kill',
+    offeredWith: 'bash',
     description:
       'Stop a background job and every process it started (SIGTERM, then SIGKILL after a short grace period).',
     parameters: Type.Object(

@@ -63,6 +63,8 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   presentCall?(args: Static<S>): ToolCallView
   /** Safe to overlap with other concurrency-safe calls of the same assistant message. */
   concurrencySafe?: boolean
+  /** Offered only beside this tool: an agent without it (excluded, or not loaded) is not offered this one either. */
+  offeredWith?: string
   /**
    * Pure; given arguments that passed validation and the agent's working directory: what the call would touch.
    * Permission rules and modes decide on it. A tool without it is treated as `{ kind: 'other' }`.

@@ -68,11 +68,21 @@ export class ToolRegistry extends Service {
     return [...this.entries.keys()]
   }
 
+  /**
+   * Whether an agent that excludes `except` may not use `name`: it is excluded, or it goes only with a tool that is
+   * (`offeredWith`: the job tools with `bash`). One rule for what the model is offered and what it may call.
+   */
+  excluded(name: string, except: readonly string[]): boolean {
+    if (except.includes(name)) return true
+    const companion = this.get(name)?.offeredWith
+    return companion !== undefined && (except.includes(companion) || !this.entries.has(companion))
+  }
+
   /** What the model is sent: name, description and the JSON Schema, nothing else. `except` hides tools by name. */
   schemas(except: readonly string[] = []): ToolSchema[] {
     const out: ToolSchema[] = []
     for (const { definition } of this.entries.values()) {
-      if (except.includes(definition.name)) continue
+      if (this.excluded(definition.name, except)) continue
       out.push({ name: definition.name, description: definition.description, parameters: definition.parameters })
     }
     return out
