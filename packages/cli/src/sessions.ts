@@ -1,3 +1,4 @@
+import { imageLabel } from '@keel/session/image'
 import type { Context } from 'cordis'
 import { foldEvents, type TranscriptEntry } from '@keel/door/transcript'
 import { CANCELLED, compactionWords, rewindWords, turnEndWords } from '@keel/door/words'
@@ -106,7 +107,10 @@ export function showSession(ctx: Context, flags: Flags, id: string): string {
 function describe(entry: TranscriptEntry): string[] {
   switch (entry.kind) {
     case 'user':
-      return [`> ${escapeLine(entry.text).slice(0, 300)}`]
+      return [
+        `> ${escapeLine(entry.text).slice(0, 300)}`,
+        ...(entry.images ?? []).map((image) => `  ${escapeLine(imageLabel(image))}`),
+      ]
     case 'shell':
       return [`! ${escapeLine(entry.command).slice(0, 300)}`]
     case 'context':

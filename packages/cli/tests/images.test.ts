@@ -1,7 +1,7 @@
 // `keel -p --image FILE` through the real binary against the strict fake: a vision model's request carries the
 // image as its wire format documents it; a text-only model, a file that is no image, one too large or one missing
 // is refused in one line (exit 2) and nothing is sent.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -60,6 +60,14 @@ test('a vision model is sent the image with the prompt', async () => {
     { type: 'text', text: 'what is wrong here?' },
     { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG.toString('base64') } },
   ])
+  // On the log once, and shown by name when the session is read back.
+  const id = /keel: session (\S+)/.exec(run.stderr)![1]!
+  const shown = spawnSync(process.execPath, [join(root, 'bin/keel.js'), 'sessions', 'show', id], {
+    cwd: scratch,
+    env: { ...process.env, KEEL_HOME: join(scratch, 'home') },
+    encoding: 'utf8',
+  })
+  expect(shown.stdout).toContain(`> what is wrong here?\n  [image shot.png ${PNG.length} B]`)
 })
 
 test('a text-only model refuses before the request', async () => {

@@ -20,8 +20,16 @@ import { failureLabel, resultStatus } from '@keel/session/text'
 import { addRequest, addTotal, type CostTotal, emptyCost } from '@keel/session/cost'
 import type { RetryNotice } from '@keel/llm/retry-text'
 import type {} from '@keel/subagent' // subagent/end's cost
+import { imageBytes } from '@keel/session/image'
+import type {} from '@keel/shell' // job/*
 import { parseShellMessage } from './shell-message.ts'
 
+/** An image the person attached to a prompt: what a door shows of it (`imageLabel`), never its bytes. */
+export interface PromptImage {
+  name?: string
+  mediaType: string
+  bytes: number
+}
 /** What the person typed. */
 export interface UserEntry {
   kind: 'user'
@@ -29,6 +37,15 @@ export interface UserEntry {
   text: string
   /** Sent while the turn ran and delivered before its next model request (not a turn's prompt). */
   steer?: true
+  /** The images attached to it, in order (stored once, on this `user/message`). */
+  images?: PromptImage[]
+}
+/** A background job (@keel/shell) that has started and not yet exited or been killed. */
+export interface RunningJob {
+  id: string
+  command: string
+  /** When its `job/start` was written (epoch ms). */
+  startedAt: number
 }
 /** A user message the harness wrote in the person's place (a compaction summary, a context block). */
 export interface ContextEntry {
@@ -138,6 +155,8 @@ export interface TranscriptState {
   seq: number
   /** Tool calls (other than todo_write) since the plan was last written in this turn: how stale it may be. */
   callsSincePlan: number
+  /** Background jobs running now, in start order; replaced (never edited) when one starts or ends. */
+  jobs: RunningJob[]
 }
 
 export function emptyTranscript(): TranscriptState {
@@ -151,6 +170,7 @@ export function emptyTranscript(): TranscriptState {
     calls: {},
     seq: -1,
     callsSincePlan: 0,
+    jobs: [],
   }
 }
 
@@ -190,9 +210,11 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
     const message = event.data.message
     const text = textOf(message?.content)
     const source = typeof message?.source === 'string' ? message.source : 'user'
-    if (source === 'user') state.entries.push({ kind: 'user', seq: event.seq, text })
+    const images = imagesOf(message?.content)
+    const attached = images.length ? { images } : {}
+    if (source === 'user') state.entries.push({ kind: 'user', seq: event.seq, text, ...attached })
     // A message the person sent while the turn ran, delivered before its next request (the agent's prompt queue).
-    else if (source === 'steer') state.entries.push({ kind: 'user', seq: event.seq, text, steer: true })
+    else if (source === 'steer') state.entries.push({ kind: 'user', seq: event.seq, text, steer: true, ...attached })
     else if (source === 'shell') state.entries.push({ kind: 'shell', seq: event.seq, ...parseShellMessage(text) })
     else state.entries.push({ kind: 'context', seq: event.seq, source, text })
   },
@@ -293,10 +315,14 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
     state.retry = event.data
   },
   'permission/mode': null,
-  // Background jobs (@keel/shell) show in their bash call's result and job_output; the fold does not list them yet.
-  'job/start': null,
-  'job/kill': null,
-  'job/exit': null,
+  // Background jobs (@keel/shell): the doors show the running ones (the TUI's footer and /jobs, the web header).
+  'job/start': (state, event) => {
+    const { id, command } = event.data
+    if (typeof id !== 'string' || state.jobs.some((job) => job.id === id)) return
+    state.jobs = [...state.jobs, { id, command: typeof command === 'string' ? command : '', startedAt: event.time }]
+  },
+  'job/kill': (state, event) => endJob(state, event.data.id),
+  'job/exit': (state, event) => endJob(state, event.data.id),
 }
 
 /** The log event types the fold knows, for the test that every `SessionEventMap` member has a case. */
@@ -404,6 +430,25 @@ function isDetails(value: unknown): value is ToolResultDetails {
     return exit?.kind === 'exited' || exit?.kind === 'killed' || exit?.kind === 'timeout'
   }
   return kind === 'cancelled' || (kind === 'diff' && Array.isArray((value as DiffDetails).hunks))
+}
+
+function endJob(state: TranscriptState, id: unknown): void {
+  if (state.jobs.some((job) => job.id === id)) state.jobs = state.jobs.filter((job) => job.id !== id)
+}
+
+/** The images of a message's content, by what the doors show of them; the size from the base64's length. */
+function imagesOf(content: unknown): PromptImage[] {
+  if (!Array.isArray(content)) return []
+  const out: PromptImage[] = []
+  for (const block of content) {
+    if (block?.type !== 'image' || typeof block.data !== 'string' || typeof block.mediaType !== 'string') continue
+    out.push({
+      ...(typeof block.name === 'string' && block.name ? { name: block.name } : {}),
+      mediaType: block.mediaType,
+      bytes: imageBytes(block),
+    })
+  }
+  return out
 }
 
 function num(value: unknown): number {

@@ -67,3 +67,18 @@ export function sentence(text: string): string {
   const capital = text.charAt(0).toUpperCase() + text.slice(1)
   return /[.!?"')]$/.test(capital) ? capital : `${capital}.`
 }
+
+/** The footer's count of running background jobs (`2 jobs`); nothing when none run. */
+export function jobCountWords(count: number): string | undefined {
+  return count ? `${count} job${count === 1 ? '' : 's'}` : undefined
+}
+
+/** One running job as `/jobs` and the web page list it: `job-1 · 12s · node server.js`. */
+export function jobLine(job: { id: string; command: string; startedAt: number }, now: number): string {
+  const seconds = Math.max(0, Math.round((now - job.startedAt) / 1000))
+  const age = seconds < 60 ? `${seconds}s` : seconds < 3600 ? `${Math.floor(seconds / 60)}m` : `${Math.floor(seconds / 3600)}h`
+  return `${job.id} · ${age} · ${job.command}`
+}
+
+/** `/jobs` with nothing running. */
+export const NO_JOBS = 'no background jobs are running'

@@ -211,6 +211,42 @@ describe('entries of the capabilities', () => {
     ])
   })
 
+  test("a prompt's images are on its entry by name, type and size; running jobs are listed until they end", () => {
+    const state = foldEvents([
+      event('user/message', {
+        message: {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=', name: 'shot.png' },
+            { type: 'image', mediaType: 'image/jpeg', data: '/9j/' },
+          ],
+        },
+      }),
+      event('job/start', { id: 'job-1', command: 'node server.js', sandbox: 'off' }),
+      event('job/start', { id: 'job-2', command: 'npm run watch', sandbox: 'off' }),
+      event('job/start', { id: 'job-3', command: 'sleep 9', sandbox: 'off' }),
+    ])
+    expect(state.entries).toEqual([
+      {
+        kind: 'user',
+        seq: expect.any(Number),
+        text: 'look',
+        images: [
+          { name: 'shot.png', mediaType: 'image/png', bytes: 8 },
+          { mediaType: 'image/jpeg', bytes: 3 },
+        ],
+      },
+    ])
+    expect(state.jobs.map((job) => job.id)).toEqual(['job-1', 'job-2', 'job-3'])
+    const before = state.jobs
+    foldEvent(state, event('job/exit', { id: 'job-1', code: 0, signal: null, seconds: 1 }))
+    foldEvent(state, event('job/kill', { id: 'job-3', why: 'job_kill' }))
+    foldEvent(state, event('job/exit', { id: 'job-3', code: null, signal: 'SIGTERM', seconds: 1 }))
+    expect(state.jobs).toEqual([{ id: 'job-2', command: 'npm run watch', startedAt: expect.any(Number) }])
+    expect(before).toHaveLength(3) // replaced, not edited
+  })
+
   test('data of the wrong shape shows nothing for that event and the fold goes on', () => {
     const state = foldEvents([
       event('user/message', { message: null }),
