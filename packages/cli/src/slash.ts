@@ -7,9 +7,12 @@ import { expandCommand, loadCommands, parseInvocation, type ShellOutcome } from 
 import type {} from '@keel/permissions' // ctx.permissions
 import { textOf } from '@keel/session'
 import { trustState } from '@keel/settings'
+import { INIT_COMMAND, initRefusal, initRun, isInit } from '@keel/door/init'
+import { UsageError } from './args.ts'
 
 /** Whether `prompt` invokes a command file (then the early first request is not sent: the prompt is not final). */
 export function isSlashPrompt(prompt: string, cwd: string): boolean {
+  if (isInit(prompt)) return true
   const invocation = parseInvocation(prompt)
   return !!invocation && loadCommands(cwd).commands.some((command) => command.name === invocation.name)
 }
@@ -26,6 +29,12 @@ export async function expandSlash(
   trustFlag: boolean,
   warn: (line: string) => void,
 ): Promise<{ text: string; command?: string }> {
+  // The built-in /init comes before a command file of the same name.
+  if (isInit(prompt)) {
+    const init = initRun(agent.cwd)
+    if (init.exists) throw new UsageError(initRefusal(init))
+    return { text: init.prompt, command: INIT_COMMAND.name }
+  }
   const invocation = parseInvocation(prompt)
   if (!invocation) return { text: prompt }
   const set = loadCommands(agent.cwd)

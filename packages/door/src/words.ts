@@ -76,7 +76,8 @@ export function jobCountWords(count: number): string | undefined {
 /** One running job as `/jobs` and the web page list it: `job-1 · 12s · node server.js`. */
 export function jobLine(job: { id: string; command: string; startedAt: number }, now: number): string {
   const seconds = Math.max(0, Math.round((now - job.startedAt) / 1000))
-  const age = seconds < 60 ? `${seconds}s` : seconds < 3600 ? `${Math.floor(seconds / 60)}m` : `${Math.floor(seconds / 3600)}h`
+  const age =
+    seconds < 60 ? `${seconds}s` : seconds < 3600 ? `${Math.floor(seconds / 60)}m` : `${Math.floor(seconds / 3600)}h`
   return `${job.id} · ${age} · ${job.command}`
 }
 
