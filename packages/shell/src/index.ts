@@ -211,7 +211,8 @@ export function apply(ctx: Context, config: Config): void {
   ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
-    if ((event.type as string) === 'checkpoint/restore') void jobs.endSession(session, 'rewind')
+    // After this event is published: its `job/kill` events cannot be appended from inside its listeners.
+    if ((event.type as string) === 'checkpoint/restore') queueMicrotask(() => void jobs.endSession(session, 'rewind'))
   })
   ctx.inject(['invariants'], (ctx) => {
     ctx.invariants.allowBetweenTurns('job/exit')

@@ -5,6 +5,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
+import * as checkpointPlugin from '@keel/checkpoint'
+import { performRewind, previewRewind } from '@keel/checkpoint'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
@@ -95,6 +97,30 @@ describe('background jobs through the real loop', () => {
     await keel.dispose()
     keel = undefined
     await goneAll(marker)
+  })
+
+  test('a rewind of the session kills its running jobs (the checkpoint plugin, through performRewind)', async () => {
+    const marker = `keeljob${randomUUID().replaceAll('-', '')}`
+    keel = await makeKeel({
+      steps: [
+        call('bash', { command: 'echo one > f.txt' }),
+        { text: 'first' },
+        call('bash', { command: `sleep 300; echo ${marker}`, background: true }),
+        { text: 'left running' },
+      ],
+      plugins: [[checkpointPlugin, { enabled: true, maxFiles: 50_000, maxBytes: 500_000_000 }]],
+    })
+    const agent = keel.agent()
+    await agent.prompt('make f')
+    await agent.prompt('start a job')
+    expect(pidsWith(marker).length).toBeGreaterThan(0)
+    const source = { id: agent.id, cwd: keel.cwd, events: agent.session.events }
+    const preview = await previewRewind(keel.ctx.checkpoints, source, { kind: 'turn', toTurn: 2, scope: 'files' })
+    await performRewind({ checkpoints: keel.ctx.checkpoints, sessions: keel.ctx.sessions }, preview, {
+      session: agent.session,
+    })
+    await goneAll(marker)
+    expect(agent.session.events.find((e) => e.type === 'job/kill')?.data).toEqual({ id: 'job-1', why: 'rewind' })
   })
 
   test('an unknown id, and one job too many, are errors naming the live jobs', async () => {
