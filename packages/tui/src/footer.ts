@@ -2,6 +2,7 @@ import { homedir } from 'node:os'
 import type { Context } from 'cordis'
 import type {} from '@keel/compaction' // ctx.compaction
 import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
+import { jobCountWords } from '@keel/door/words'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
@@ -52,6 +53,8 @@ export interface FooterInfo {
   label?: string
   /** The permission mode in force (Shift+Tab cycles it), when @keel/permissions is loaded. */
   mode?: string
+  /** Background jobs running in the session (`/jobs` lists them). */
+  jobs?: number
 }
 
 /** One line: model · tokens · session · mode · cwd (the path last, so a narrow terminal cuts it, not the numbers). */
@@ -65,7 +68,8 @@ export class Footer implements Component {
   invalidate(): void {}
 
   render(width: number): string[] {
-    const { model, cwd, sessionId, tokens, label, contextWindow, cost, mode } = this.info
+    const { model, cwd, sessionId, tokens, label, contextWindow, cost, mode, jobs } = this.info
+    const running = jobCountWords(jobs ?? 0)
     const parts = [
       escapeLine(shortModel(model)),
       usageText(tokens, contextWindow),
@@ -73,6 +77,7 @@ export class Footer implements Component {
       // Eight characters: a unique prefix in practice, and what -r, /resume and sessions show accept.
       `session ${escapeLine(sessionId.slice(0, 8))}`,
       ...(mode ? [`${escapeLine(mode)} mode`] : []),
+      ...(running ? [running] : []),
       escapeLine(shortPath(cwd)),
     ]
     const text =

@@ -1,3 +1,4 @@
+import { imageLabel } from '@keel/session/image'
 import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
 import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
@@ -146,7 +147,11 @@ export class TranscriptView implements Component {
     let final = true
     switch (entry.kind) {
       case 'user':
-        lines = ['', ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold)]
+        lines = [
+          '',
+          ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold),
+          ...(entry.images ?? []).map((image) => `  ${style.dim(escapeLine(imageLabel(image)))}`),
+        ]
         break
       case 'shell':
         lines = renderShellEntry(entry.command, entry.output, width, this.expanded)
