@@ -65,7 +65,9 @@ it('a vision model is sent the image block', { timeout: 60_000 }, async () => {
     cwd: join(root, 'work'),
     mcpServers: [],
   })
-  const response = await client.connection.agent.request(methods.agent.session.prompt, { sessionId, prompt })
+  const response = (await client.connection.agent.request(methods.agent.session.prompt, { sessionId, prompt })) as {
+    stopReason: string
+  }
   expect(response.stopReason).toBe('end_turn')
   const content = fake.requests[0]!.body.messages[0].content.map(({ cache_control, ...block }: any) => block)
   expect(content).toEqual([

@@ -122,12 +122,22 @@ export interface SessionInfo {
   running: boolean
 }
 
+/** An image the composer attached: its file name and base64 bytes (type and size are checked from the bytes). */
+export interface PromptImage {
+  name: string
+  data: string
+}
+
 export interface RpcMethods {
   /** `all`: the host serves every working directory (`keel serve --all`), not just `cwd`. */
   'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string; all: boolean } }
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
-  'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }
+  /** `images`: attached to the prompt after its text; each checked by @keel/session/image's rule. */
+  'session.prompt': {
+    params: { sessionId: string; text: string; images?: PromptImage[] }
+    value: { accepted: true }
+  }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
   /**
    * Answer a waiting permission ask (`sessionId` is the session that asked: `ask.sessionId`). Any tab may answer; the

@@ -17,6 +17,7 @@ test('the web client bundles for the browser, taking from other Keel packages on
     'packages/permissions/src/types.ts',
     'packages/session/src/cost.ts',
     'packages/session/src/escape.ts',
+    'packages/session/src/image.ts',
     'packages/session/src/outcome.ts',
     'packages/session/src/text.ts',
     'packages/subagent/src/plans.ts',

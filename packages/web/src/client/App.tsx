@@ -5,10 +5,12 @@ import {
   type PermissionAnswer,
   type PermissionAsk,
   type PermissionMode,
+  type PromptImage,
   type RewindDone,
   type SessionInfo,
 } from '../protocol.ts'
 import { ModeControl } from './components/ModeControl.tsx'
+import { JobsBadge } from './components/JobsBadge.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import type { RewindActions } from './components/RewindCard.tsx'
@@ -142,12 +144,12 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   }, [api, select, refresh, fail])
 
   const send = useCallback(
-    async (text: string): Promise<boolean> => {
+    async (text: string, images: PromptImage[] = []): Promise<boolean> => {
       setError(null)
       const id = selected ?? (await create())
       if (!id) return false
       try {
-        await api.call('session.prompt', { sessionId: id, text })
+        await api.call('session.prompt', { sessionId: id, text, ...(images.length ? { images } : {}) })
         refresh()
         return true
       } catch (err) {
@@ -262,6 +264,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           )}
           <ModeControl api={api} sessionId={selected} mode={mode} onMode={setMode} />
           {store && <UsageBadge store={store} />}
+          {store && <JobsBadge store={store} />}
         </header>
         {store ? (
           <Conversation

@@ -6,6 +6,7 @@
 // uses, imported from @keel/todo/plan (`settlePlan`: a `todo/write` sets it, the next `turn/start` clears it). A window rebuilt from a tail page starts from the
 // host's value for the whole log (its `projections` block; absent means empty), because the write that set the
 // plan may lie before the window. Older pages never reseed it.
+import { imageLabel } from '@keel/session/image'
 import type {
   CallView,
   HistoryEntry,
@@ -25,6 +26,7 @@ import {
   foldEvent,
   type ToolStatus,
   type TranscriptEntry,
+  type RunningJob,
   type TranscriptState,
 } from '@keel/door/transcript'
 import { shellMessage } from '@keel/door/shell-message'
@@ -46,7 +48,7 @@ interface ToolResultView {
 }
 
 export type TranscriptItem =
-  | { kind: 'user'; key: string; seq: number; text: string; source: string }
+  | { kind: 'user'; key: string; seq: number; text: string; source: string; images?: string[] }
   | { kind: 'assistant'; key: string; seq: number; text: string; reasoning: string }
   | {
       kind: 'tool'
@@ -92,6 +94,8 @@ export interface ConversationSnapshot {
   retry: RetryNotice | null
   /** Permission asks waiting for an answer on this page: this session's and its subagents', oldest first. */
   asks: readonly PermissionAsk[]
+  /** Background jobs running now, as far as the window shows (the fold's `jobs`). */
+  jobs: readonly RunningJob[]
   /** Seqs of the window's first and last events (-1 when empty). */
   firstSeq: number
   lastSeq: number
@@ -478,6 +482,7 @@ export class ConversationStore {
       usage: this.usage,
       retry: this.retry,
       asks: this.asks,
+      jobs: this.fold.jobs,
       firstSeq: this.window.length ? this.window[0]!.event.seq : -1,
       lastSeq: this.lastSeq(),
     })
@@ -494,7 +499,16 @@ function itemsOf(entry: TranscriptEntry, views: ReadonlyMap<string, CallView>): 
   const { seq } = entry
   switch (entry.kind) {
     case 'user':
-      return [{ kind: 'user', key, seq, text: entry.text, source: 'user' }]
+      return [
+        {
+          kind: 'user',
+          key,
+          seq,
+          text: entry.text,
+          source: 'user',
+          ...(entry.images ? { images: entry.images.map(imageLabel) } : {}),
+        },
+      ]
     case 'context':
       return [{ kind: 'user', key, seq, text: entry.text, source: entry.source }]
     case 'shell': {

@@ -1,6 +1,26 @@
-import { useEffect, useState, type FormEvent, type KeyboardEvent } from 'react'
+import {
+  useEffect,
+  useRef,
+  useState,
+  type ClipboardEvent,
+  type DragEvent,
+  type FormEvent,
+  type KeyboardEvent,
+} from 'react'
+import { imageBytes, imageFromBase64, imageLabel } from '@keel/session/image'
+import type { PromptImage } from '../../protocol.ts'
 
-/** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. */
+/** A picked, pasted or dropped file as a prompt image, checked by the rule the host applies again. */
+async function readImage(file: File): Promise<PromptImage | { error: string }> {
+  const bytes = new Uint8Array(await file.arrayBuffer())
+  let binary = ''
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  const block = imageFromBase64(file.name || 'pasted image', btoa(binary))
+  if ('error' in block) return block
+  return { name: file.name || 'pasted image', data: block.data }
+}
+
+/** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. Images: paste, drop, or pick. */
 export function Composer({
   running,
   disabled,
@@ -10,22 +30,37 @@ export function Composer({
 }: {
   running: boolean
   disabled: boolean
-  onSend: (text: string) => Promise<boolean>
+  onSend: (text: string, images: PromptImage[]) => Promise<boolean>
   onCancel: () => void
   /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
   draft?: { text: string } | null
 }) {
   const [text, setText] = useState('')
+  const [images, setImages] = useState<PromptImage[]>([])
+  const [refused, setRefused] = useState<string | null>(null)
+  const picker = useRef<HTMLInputElement>(null)
   useEffect(() => {
     if (draft) setText(draft.text)
   }, [draft])
   const [sending, setSending] = useState(false)
 
+  const attach = async (files: readonly File[]) => {
+    setRefused(null)
+    for (const file of files) {
+      const image = await readImage(file)
+      if ('error' in image) setRefused(image.error)
+      else setImages((list) => [...list, image])
+    }
+  }
   const send = async () => {
-    if (!text.trim() || running || sending || disabled) return
+    if ((!text.trim() && !images.length) || running || sending || disabled) return
     setSending(true)
     try {
-      if (await onSend(text)) setText('')
+      if (await onSend(text, images)) {
+        setText('')
+        setImages([])
+        setRefused(null)
+      }
     } finally {
       setSending(false)
     }
@@ -41,8 +76,41 @@ export function Composer({
       void send()
     }
   }
+  const onPaste = (event: ClipboardEvent<HTMLTextAreaElement>) => {
+    const files = [...event.clipboardData.files]
+    if (!files.length) return
+    event.preventDefault()
+    void attach(files)
+  }
+  const onDrop = (event: DragEvent<HTMLFormElement>) => {
+    const files = [...event.dataTransfer.files]
+    if (!files.length) return
+    event.preventDefault()
+    void attach(files)
+  }
   return (
-    <form className="composer" onSubmit={onSubmit}>
+    <form className="composer" onSubmit={onSubmit} onDragOver={(event) => event.preventDefault()} onDrop={onDrop}>
+      {images.length || refused ? (
+        <div className="attachments">
+          {images.map((image, i) => (
+            <button
+              key={i}
+              type="button"
+              className="attachment"
+              data-testid="attachment"
+              title="Remove"
+              onClick={() => setImages((list) => list.filter((_, j) => j !== i))}
+            >
+              {imageLabel({ name: image.name, mediaType: '', bytes: imageBytes(image) })} ×
+            </button>
+          ))}
+          {refused ? (
+            <span className="attachment-refused" data-testid="attachment-refused">
+              {refused}
+            </span>
+          ) : null}
+        </div>
+      ) : null}
       <textarea
         data-testid="composer-input"
         value={text}
@@ -50,13 +118,36 @@ export function Composer({
         rows={3}
         onChange={(event) => setText(event.target.value)}
         onKeyDown={onKeyDown}
+        onPaste={onPaste}
         disabled={disabled}
       />
+      <input
+        ref={picker}
+        type="file"
+        accept="image/png,image/jpeg,image/gif,image/webp"
+        multiple
+        hidden
+        data-testid="image-picker"
+        onChange={(event) => {
+          void attach([...(event.target.files ?? [])])
+          event.target.value = ''
+        }}
+      />
+      <button
+        type="button"
+        className="attach"
+        data-testid="attach"
+        title="Attach an image"
+        disabled={disabled}
+        onClick={() => picker.current?.click()}
+      >
+        Image
+      </button>
       <button
         type="submit"
         data-testid={running ? 'cancel' : 'send'}
         className={running ? 'stop' : 'send'}
-        disabled={disabled || (!running && (sending || !text.trim()))}
+        disabled={disabled || (!running && (sending || (!text.trim() && !images.length)))}
       >
         {running ? 'Stop' : 'Send'}
       </button>

@@ -109,6 +109,11 @@ function UserMessage({ item, rewind }: { item: Extract<TranscriptItem, { kind: '
       <div className={`message user${item.source !== 'user' ? ' harness' : ''}`} data-testid="user-message">
         {item.source !== 'user' && <div className="message-label">{harnessLabel(item.source)}</div>}
         <div className="message-text">{item.text}</div>
+        {item.images?.map((label, i) => (
+          <div key={i} className="message-image" data-testid="message-image">
+            {label}
+          </div>
+        ))}
         {rewind && !rewinding && (
           <button
             type="button"
