@@ -10,6 +10,7 @@ import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
 import { ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from '@keel/door/transcript'
 import { contextWindowOf, Footer } from './footer.ts'
+import { Attachments } from './attachments.ts'
 import { isPrintable } from './deliberate.ts'
 import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
@@ -74,6 +75,8 @@ export class KeelApp {
   private shell: { controller: AbortController; done: Promise<void> } | undefined
   private readonly completion: KeelAutocomplete
   private readonly actions: CommandActions
+  /** Images attached in the editor, by their labels. */
+  private readonly attachments = new Attachments(() => this.agent.cwd)
   agent: Agent
   state: TranscriptState = emptyTranscript()
   private queue: string[] = []
@@ -105,6 +108,12 @@ export class KeelApp {
     this.completion = new KeelAutocomplete(slashCommands(COMMANDS, this.actions), new PathIndex(options.cwd))
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
+    // A typed `@shot.png ` or a dragged path to an image becomes its label; a refused one is one line.
+    this.editor.onChange = (text) => {
+      const attached = this.attachments.attach(text)
+      if (attached.text !== undefined) this.editor.setText(attached.text)
+      if (attached.error) this.transcript.note('error', attached.error)
+    }
     this.footer = new Footer({
       model: options.modelSpec,
       cwd: options.cwd,
@@ -182,6 +191,7 @@ export class KeelApp {
       tokens: { ...this.state.tokens },
       cost: costLabel(this.state.cost),
       contextWindow: contextWindowOf(this.options.ctx, agent.model),
+      jobs: this.state.jobs.length,
     }
     for (const prompt of promptsOf(this.state)) this.editor.addToHistory(prompt)
     this.tui.requestRender()
@@ -221,6 +231,7 @@ export class KeelApp {
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
     this.footer.info.tokens = { ...this.state.tokens }
     this.footer.info.cost = costLabel(this.state.cost)
+    this.footer.info.jobs = this.state.jobs.length
     this.status.retry = this.state.retry ? retryText(this.state.retry) : undefined
     this.footer.info.contextWindow = contextWindowOf(this.options.ctx, this.agent.model)
     this.tui.requestRender()
@@ -328,6 +339,14 @@ export class KeelApp {
     this.editor.addToHistory(text)
     if (text.startsWith('/')) {
       this.command(text)
+      this.tui.requestRender()
+      return
+    }
+    // An image path that cannot be attached: one line, and the text stays in the editor.
+    const built = text.startsWith('!') ? undefined : this.attachments.content(text)
+    if (built && 'error' in built) {
+      this.transcript.note('error', built.error)
+      this.editor.setText(raw)
     } else if (this.running || this.shell) {
       this.queue.push(text)
       this.status.queued = this.queue.length
@@ -343,14 +362,22 @@ export class KeelApp {
     else this.send(text)
   }
 
-  private send(text: string): void {
+  private send(text: string, command?: string): void {
     const agent = this.agent
+    const built = this.attachments.content(text)
+    if ('error' in built) {
+      this.transcript.note('error', built.error)
+      return
+    }
     this.status.runningSince = Date.now()
     this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
     this.running = agent
-      .prompt(text)
+      .prompt(built.content, command ? { command } : {})
       .catch((error: unknown) => {
-        if (agent === this.agent) this.transcript.note('error', error instanceof Error ? error.message : String(error))
+        if (agent !== this.agent) return
+        this.transcript.note('error', error instanceof Error ? error.message : String(error))
+        // Refused before its turn (images for a model without vision): the prompt goes back to the editor.
+        if (!this.editor.getText()) this.editor.setText(text)
       })
       .finally(() => {
         this.running = undefined
@@ -407,6 +434,8 @@ export class KeelApp {
       turnRunning: () => app.running !== undefined,
       replaceAgent: (make, message) => app.replaceAgent(make, message),
       setDraft: (text) => app.editor.setText(text),
+      send: (text, command) => app.send(text, command),
+      jobs: () => app.state.jobs,
       quit: () => app.quit(),
       model: {
         get current() {

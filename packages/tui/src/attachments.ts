@@ -59,9 +59,10 @@ export class Attachments {
     let out = text
     let error: string | undefined
     for (const found of imagePaths(text, all).reverse()) {
+      if (this.refused.has(found.path)) continue
       const block = readImageFile(found.path, this.cwd())
       if ('error' in block) {
-        if (!this.refused.has(found.path)) error = block.error
+        error = block.error
         this.refused.add(found.path)
         continue
       }

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type { AutocompleteItem, TUI } from '@mariozechner/pi-tui'
 import type { Agent, LlmAdapter } from '@keel/agent'
+import type { RunningJob } from '@keel/door/transcript'
 
 export type NoteLevel = 'info' | 'warn' | 'error'
 
@@ -26,6 +27,10 @@ export interface CommandActions {
   replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean
   /** Puts text in the editor. */
   setDraft(text: string): void
+  /** Sends a prompt as the person's, recorded as expanded from `command` (a built-in like `/init`). */
+  send(text: string, command?: string): void
+  /** The background jobs running in the open session (the transcript fold's). */
+  jobs(): readonly RunningJob[]
   quit(): Promise<void>
   readonly model: ModelActions
 }
