@@ -5,10 +5,14 @@ import { readBodyLimited } from './body.ts'
 import type { EventHub } from './events.ts'
 import type { RpcMethod, RpcMethods, RpcResult, ServerFrame } from './protocol.ts'
 import { failure } from './rpc/failure.ts'
+import { MAX_PROMPT_IMAGES } from './rpc/session.ts'
+import { IMAGE_MAX_BYTES } from '@keel/session/image'
 import { clientFile, SECURITY_HEADERS } from './static.ts'
 import { requestToken, tokenMatches } from './token.ts'
 
 const MAX_BODY_BYTES = 1024 * 1024
+/** A prompt may carry its images (base64: 4/3 of their bytes) on top of the usual body. */
+const MAX_PROMPT_BODY_BYTES = MAX_BODY_BYTES + Math.ceil((MAX_PROMPT_IMAGES * IMAGE_MAX_BYTES * 4) / 3)
 
 /** What the routes need of the host. */
 export interface RouteHost {
@@ -59,11 +63,12 @@ export function routes(host: RouteHost): Hono {
   })
   app.get('/api/events', () => host.hub.open(host.hello()))
   app.post('/api/:method', async (c) => {
-    const params = await readParams(c)
+    const limit = c.req.param('method') === 'session.prompt' ? MAX_PROMPT_BODY_BYTES : MAX_BODY_BYTES
+    const params = await readParams(c, limit)
     if ('tooLarge' in params) {
       // Connection: close makes Node drop the socket after this answer instead of draining the rest of the body.
       c.header('connection', 'close')
-      return c.json(failure('too-large', `request body over ${MAX_BODY_BYTES} bytes`), 413)
+      return c.json(failure('too-large', `request body over ${limit} bytes`), 413)
     }
     if ('error' in params) return c.json(failure('bad-request', params.error), 400)
     const result = await host.call(c.req.param('method') as RpcMethod, params.value)
@@ -107,8 +112,11 @@ function refuse(c: HonoContext, refusal: AccessRefusal): Response {
   return c.text(refusal.message, refusal.status)
 }
 
-async function readParams(c: HonoContext): Promise<{ value: unknown } | { error: string } | { tooLarge: true }> {
-  const body = await readBodyLimited(c.req.raw, MAX_BODY_BYTES)
+async function readParams(
+  c: HonoContext,
+  limit: number,
+): Promise<{ value: unknown } | { error: string } | { tooLarge: true }> {
+  const body = await readBodyLimited(c.req.raw, limit)
   if ('tooLarge' in body) return body
   const text = body.text
   if (!text.trim()) return { value: {} }

@@ -1,9 +1,29 @@
 import type { Compaction } from '@keel/compaction'
 import type { SessionState } from '../session-state.ts'
+import { imageFromBase64 } from '@keel/session/image'
+import { errorLine, type ContentBlock, type ImageBlock } from '@keel/session'
 import { RpcFailure } from './failure.ts'
 import type { Method } from './method.ts'
 
 const MAX_PROMPT_CHARS = 200_000
+/** Images one prompt may carry (the body limit of routes.ts makes room for this many). */
+export const MAX_PROMPT_IMAGES = 4
+
+/** The prompt's images, each checked by its bytes (@keel/session/image); a bad one is the request's one-line error. */
+function promptImages(value: unknown): ImageBlock[] {
+  if (value === undefined || value === null) return []
+  if (!Array.isArray(value)) throw new RpcFailure('bad-request', 'images must be a list of { name, data }')
+  if (value.length > MAX_PROMPT_IMAGES)
+    throw new RpcFailure('bad-request', `a prompt takes at most ${MAX_PROMPT_IMAGES} images, got ${value.length}`)
+  return value.map((image, i) => {
+    const { name, data } = (image ?? {}) as { name?: unknown; data?: unknown }
+    if (typeof data !== 'string') throw new RpcFailure('bad-request', `images[${i}].data must be base64 text`)
+    const label = typeof name === 'string' && name ? name.slice(0, 200) : `images[${i}]`
+    const block = imageFromBase64(label, data)
+    if ('error' in block) throw new RpcFailure('bad-request', block.error)
+    return block
+  })
+}
 
 export const listSessions: Method<'session.list'> = (served) => ({
   sessions: served.ctx.sessions.list(served.all ? undefined : served.cwd).map((summary) => served.info(summary)),
@@ -22,7 +42,9 @@ export const createSession: Method<'session.create'> = (served) => {
 export const prompt: Method<'session.prompt'> = (served, params) => {
   const sessionId = served.scopedSessionId(params)
   const text = params.text
-  if (typeof text !== 'string' || !text.trim()) throw new RpcFailure('bad-request', 'text must be a non-empty string')
+  const images = promptImages(params.images)
+  if (typeof text !== 'string' || (!text.trim() && !images.length))
+    throw new RpcFailure('bad-request', 'text must be a non-empty string')
   if (text.length > MAX_PROMPT_CHARS)
     throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
   const now = served.states.of(sessionId)
@@ -31,8 +53,16 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
   if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
+  const content: ContentBlock[] = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...images]
+  // Images for a model without vision are refused here, before the turn: the page shows the line.
+  let started: Promise<unknown>
+  try {
+    started = agent.send(content).turn!
+  } catch (error) {
+    throw new RpcFailure('bad-request', errorLine(error))
+  }
   // A compaction waiting for the next request is committed by this turn's first one.
-  const done = agent.prompt(text).then(
+  const done = started.then(
     () => {},
     (error: unknown) => {
       served.ctx.emit(
