@@ -56,6 +56,8 @@ export class Attachments {
    * refused; `undefined` text when nothing changed.
    */
   attach(text: string, all = false): { text?: string; error?: string } {
+    // Every key runs this: text with no `@` and no `/` holds no path.
+    if (!text.includes('@') && !text.includes('/')) return {}
     let out = text
     let error: string | undefined
     for (const found of imagePaths(text, all).reverse()) {
