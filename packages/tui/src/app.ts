@@ -182,6 +182,7 @@ export class KeelApp {
   /** Shows `agent`'s session: replays its log through the fold and seeds the editor history with its prompts. */
   private open(agent: Agent): void {
     this.agent = agent
+    this.attachments.clear()
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)

@@ -98,12 +98,6 @@ export class Attachments {
     return { content, text: attached.text ?? text }
   }
 
-  /** Whether `text` holds a label of an attached image (the prompt is not plain text). */
-  holdsImage(text: string): boolean {
-    for (const label of this.images.keys()) if (text.includes(label)) return true
-    return false
-  }
-
   clear(): void {
     this.images.clear()
     this.refused.clear()

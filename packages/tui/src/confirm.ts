@@ -29,7 +29,10 @@ class Confirm implements Component {
   }
 
   handleInput(data: string): void {
-    if (isPrintable(data)) return this.guard.typed()
+    if (isPrintable(data)) {
+      this.guard.typed()
+      return
+    }
     if (matchesKey(data, 'enter') && !this.guard.settled()) return
     this.list.handleInput(data)
   }

@@ -1,7 +1,7 @@
 // session.prompt's images through the host: checked by their bytes, at most four, and refused in one line for a
 // model without vision (nothing logged); a vision model's turn gets them.
 import { afterEach, expect, test } from 'vitest'
-import { hostFixture, type HostFixture } from './host-support.ts'
+import { hostFixture, waitFor, type HostFixture } from './host-support.ts'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
 let f: HostFixture | undefined
@@ -39,9 +39,7 @@ test('a model without vision refuses; bad images are one line each; a vision mod
 
   f.k.model.script.vision = true
   await f.ok('session.prompt', { sessionId: session.id, text: 'look', images })
-  await new Promise<void>((done) => {
-    const check = setInterval(() => f!.k.model.requests.length && (clearInterval(check), done()), 10)
-  })
+  await waitFor(() => f!.k.model.requests.length > 0, 'the request')
   expect(f.k.model.requests[0]!.messages[0]!.content).toEqual([
     { type: 'text', text: 'look' },
     { type: 'image', mediaType: 'image/png', data: PNG, name: 'shot.png' },
