@@ -64,6 +64,13 @@ test.skipIf(skip)(
     tmux.key('t', 'Enter')
     await until(() => new RegExp(`job-1 · \\d+s · sleep 300; echo ${marker}`).test(screen()), '/jobs', 10_000, screen)
 
+    // A dragged file: the terminal pastes its path (bracketed paste), then a space.
+    tmux.run('set-buffer', '-b', 'drag', `'${join(cwd, 'shot.png')}'`)
+    tmux.run('paste-buffer', '-p', '-d', '-b', 'drag', '-t', 't')
+    tmux.type('t', ' ')
+    await until(has(`[image shot.png ${PNG.length} B]`), 'the dragged path to become its label', 10_000, screen)
+    tmux.key('t', 'C-u')
+    await until(() => !screen().includes(`[image shot.png ${PNG.length} B] `), 'the editor to clear', 10_000, screen)
     tmux.type('t', 'what is in @shot.png ')
     await until(has(`what is in [image shot.png ${PNG.length} B]`), 'the path to become its label', 10_000, screen)
     tmux.type('t', 'please')

@@ -79,6 +79,25 @@ describe.skipIf(skip)('images and jobs in the web UI', () => {
     const log = readFileSync(join(sessions, slug!, file!), 'utf8')
     expect(log.split(PNG.toString('base64')).length - 1).toBe(1)
 
+    // Pasted (a screenshot on the clipboard) and dropped files attach the same way; a chip's click removes it.
+    await page.getByTestId('composer-input').evaluate((area, data) => {
+      const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0))
+      const pasted = new DataTransfer()
+      pasted.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }))
+      area.dispatchEvent(new ClipboardEvent('paste', { clipboardData: pasted, bubbles: true, cancelable: true }))
+      const dropped = new DataTransfer()
+      dropped.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }))
+      area.dispatchEvent(new DragEvent('drop', { dataTransfer: dropped, bubbles: true, cancelable: true }))
+    }, PNG.toString('base64'))
+    await page.getByTestId('attachment').nth(1).waitFor()
+    expect(await page.getByTestId('attachment').allTextContents()).toEqual([
+      `[image pasted.png ${PNG.length} B] ×`,
+      `[image dropped.png ${PNG.length} B] ×`,
+    ])
+    await page.getByTestId('attachment').first().click()
+    await page.getByTestId('attachment').first().click()
+    expect(await page.getByTestId('attachment').count()).toBe(0)
+
     await page.getByTestId('composer-input').fill('start a job')
     await page.getByTestId('send').click()
     await page.getByText('Started it.').waitFor()
