@@ -132,6 +132,10 @@ export class McpService extends Service {
       clientVersion: VERSION,
       cwd,
       onTools: (tools) => this.registerTools(entry, tools),
+      onDropped: (dropped) =>
+        this.warn(
+          `mcp server ${name}: ${dropped.length === 1 ? 'a tool was' : 'tools were'} left out: ${dropped.join('; ')}`,
+        ),
       onClosed: (reason) => {
         this.unregisterTools(entry)
         this.warn(`mcp server ${name} stopped: ${reason}; its tools are gone for the rest of the session`)
