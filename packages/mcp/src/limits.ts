@@ -8,14 +8,14 @@ import { type Tool, ToolSchema } from '@modelcontextprotocol/sdk/types.js'
 /** Tools kept per server (OpenAI accepts at most 128 tools in a request, Keel's own included). */
 export const MAX_TOOLS = 100
 /** One tool's input schema, as JSON. */
-export const MAX_SCHEMA_BYTES = 64 * 1024
+const MAX_SCHEMA_BYTES = 64 * 1024
 /** Nesting of objects and arrays in one schema. */
-export const MAX_SCHEMA_DEPTH = 64
+const MAX_SCHEMA_DEPTH = 64
 /** All of one server's schemas together, as JSON. */
-export const MAX_SERVER_SCHEMA_BYTES = 256 * 1024
+const MAX_SERVER_SCHEMA_BYTES = 256 * 1024
 
 /** How deep `value` nests, counted without recursion (a deep value must not exhaust the stack); stops past `limit`. */
-export function depthOf(value: unknown, limit: number): number {
+function depthOf(value: unknown, limit: number): number {
   let deepest = 0
   const stack: [unknown, number][] = [[value, 1]]
   while (stack.length) {

@@ -173,10 +173,7 @@ describe('bash through the sandbox', () => {
       if (!runs()) return
 
       // A subshell that never execs, a double fork, and a plain job: three, none of them the sandbox's relays.
-      const three = await bash(
-        '( while :; do :; done ) & ( setsid sleep 100 & ); sleep 100 & echo started',
-        level,
-      )
+      const three = await bash('( while :; do :; done ) & ( setsid sleep 100 & ); sleep 100 & echo started', level)
       expect(three.text).toMatch(
         /^started\n\[exit code 0 · [\d.]+ s\]\n\[killed 3 background processes the command left running\]$/,
       )

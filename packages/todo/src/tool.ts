@@ -22,7 +22,7 @@ export const TodoParameters = Type.Object(
 
 /** The accepted shape, shown once under a rejected call: other agents' lists (activeForm, id, priority, plan/step,
  * description, cancelled) become this one in one retry. */
-export const TODO_ARGUMENTS_HELP =
+const TODO_ARGUMENTS_HELP =
   'Expected exactly {"todos":[{"content":"…","status":"pending|in_progress|completed"}]}: the whole list on every call, each task with only these two keys. Drop a cancelled task; keep a blocked one pending.'
 
 export function todoWriteTool(policy: Policy) {

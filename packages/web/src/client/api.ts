@@ -101,12 +101,13 @@ export class Api {
 
 /** Reads server-sent events (`data:` lines up to a blank line) until the stream ends, one frame per event. */
 async function readEvents(body: ReadableStream<Uint8Array>, onFrame: (frame: ServerFrame) => void): Promise<void> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader()
+  const reader = body.getReader()
+  const decoder = new TextDecoder()
   let buffer = ''
   for (;;) {
     const { value, done } = await reader.read()
     if (done) return
-    buffer += value
+    buffer += decoder.decode(value, { stream: true })
     let end = buffer.search(/\r?\n\r?\n/)
     while (end >= 0) {
       const block = buffer.slice(0, end)
