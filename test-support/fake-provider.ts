@@ -111,6 +111,13 @@ export interface FakeProviderOptions {
   lenient?: boolean
   /** `GET /v1/models` answers `{ object: 'list', data: models }` (vLLM-style entries); without it, 404. */
   models?: object[]
+  /**
+   * Answer as the Portkey gateway does in front of the provider: a request must say where it goes with an
+   * `x-portkey-provider` or `x-portkey-config` header (https://portkey.ai/docs/api-reference/inference-api/headers),
+   * else 400 `{"status":"failure","message":"Either x-portkey-config or x-portkey-provider header is required"}`
+   * (what gateway 1.15.2 answered in the turn-3 real-world run).
+   */
+  portkey?: boolean
 }
 
 export async function startFakeProvider(
@@ -144,6 +151,15 @@ export async function startFakeProvider(
         return res.end(JSON.stringify({ object: 'list', data: options.models }))
       }
       requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
+      if (options.portkey && !req.headers['x-portkey-provider'] && !req.headers['x-portkey-config']) {
+        res.writeHead(400, { 'content-type': 'application/json' })
+        return res.end(
+          JSON.stringify({
+            status: 'failure',
+            message: 'Either x-portkey-config or x-portkey-provider header is required',
+          }),
+        )
+      }
       const flavor =
         req.method !== 'POST'
           ? undefined

@@ -21,7 +21,7 @@ export const GIT_TIMEOUT_MS = 120_000
 export function git(
   env: GitEnv,
   args: string[],
-  options: { input?: string; signal?: AbortSignal } = {},
+  options: { input?: string; signal?: AbortSignal; okCodes?: number[] } = {},
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(
@@ -59,6 +59,8 @@ export function git(
         signal: options.signal,
       },
       (error, stdout, stderr) => {
+        // Some commands answer "nothing found" with an exit code (check-ignore: 1).
+        if (error && typeof error.code === 'number' && options.okCodes?.includes(error.code)) return resolve(stdout)
         if (error) {
           const code = (error as NodeJS.ErrnoException).code
           if (code === 'ENOENT') reject(new GitError('git is not installed (checkpoints need it)'))

@@ -10,6 +10,7 @@ export {
   previewRewind,
   REWIND_SCOPES,
   RewindConflictError,
+  repositoriesLine,
   turnAt,
   turnPrompts,
   turnStartOf,

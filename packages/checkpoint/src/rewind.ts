@@ -1,5 +1,5 @@
 import { textOf, type Session, type SessionEvent } from '@keel/session'
-import { RewindError, type CheckpointService, type RewindPlan } from './service.ts'
+import { conflictMessage, RewindError, type CheckpointService, type RewindPlan } from './service.ts'
 import type { Change } from './shadow.ts'
 
 // The rewind that every front door runs (`keel sessions rewind`, the TUI's /rewind, the web's "Rewind to here"):
@@ -34,9 +34,7 @@ export class RewindConflictError extends RewindError {
     hint: string,
     changedSincePreview = false,
   ) {
-    super(
-      `these files changed since the agent's last checkpoint and would be overwritten${changedSincePreview ? ' (some changed after the list was shown)' : ''}: ${conflicts.join(', ')} (${hint})`,
-    )
+    super(conflictMessage(conflicts, hint, changedSincePreview))
   }
 }
 
@@ -57,6 +55,14 @@ export interface RewindOutcome {
   changes: Change[]
   /** The person's changes that a forced rewind overwrote. */
   overwrote: string[]
+  /** Nested repositories that differ and were left as they are (see `repositoriesLine`). */
+  repositories: string[]
+}
+
+/** The one line every door shows for the nested repositories a rewind leaves alone, or undefined for none. */
+export function repositoriesLine(paths: readonly string[]): string | undefined {
+  if (!paths.length) return undefined
+  return `Left as they are (a git repository of their own, whose files Keel does not snapshot): ${paths.join(', ')}`
 }
 
 /** The structural part of `ctx.sessions` a rewind needs (so this module does not pin the store's class). */
@@ -169,5 +175,10 @@ export async function performRewind(
       ...(preview.request.kind === 'undo' ? { undo: true } : {}),
     })
   }
-  return { ...(fork ? { fork } : {}), changes: plan?.changes ?? [], overwrote: plan?.conflicts ?? [] }
+  return {
+    ...(fork ? { fork } : {}),
+    changes: plan?.changes ?? [],
+    overwrote: plan?.conflicts ?? [],
+    repositories: plan?.repositories ?? [],
+  }
 }

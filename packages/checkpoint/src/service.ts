@@ -35,6 +35,11 @@ const READ_ONLY_TOOLS = new Set(['read', 'grep', 'glob', 'ls', 'todo_write'])
 
 export class RewindError extends Error {}
 
+/** The one wording of a refused rewind: what it would overwrite or delete that is not the agent's. */
+export function conflictMessage(conflicts: readonly string[], hint: string, changedSincePreview = false): string {
+  return `these files changed since the agent's last checkpoint or are ignored by git (not the agent's), and would be overwritten or deleted${changedSincePreview ? ' (some changed after the list was shown)' : ''}: ${conflicts.join(', ')} (${hint})`
+}
+
 export interface RewindPlan {
   session: string
   toTurn: number
@@ -42,16 +47,29 @@ export interface RewindPlan {
   target: string
   /** The work tree as it is now. */
   current: string
+  /** The files the rewind changes (repositories of their own are not among them: see `repositories`). */
   changes: Change[]
-  /** Paths the person changed since the agent's last snapshot that the rewind would overwrite. */
+  /**
+   * Paths the rewind would overwrite or delete that are not the agent's: changed since its last snapshot, or (to be
+   * deleted) ignored by git now or in the target, such as a `.env` a changed `.gitignore` let a snapshot take.
+   */
   conflicts: string[]
+  /** Nested repositories that differ: git keeps only their commit, so the rewind leaves their folders as they are. */
+  repositories: string[]
 }
 
 interface Directory {
   shadow: Shadow
   /** Undefined while the first check runs; a string says why checkpoints are off here. */
   ready: Promise<string | undefined>
+  /** How many files the first check found. */
+  files?: number
+  /** The first snapshot's work (reading every file into the shadow's index), started when a session opens here. */
+  warm?: Promise<void>
 }
+
+/** A tool that waits longer than this for a snapshot is announced, so a long first snapshot is never a silent stall. */
+const SLOW_SNAPSHOT_MS = 1000
 
 /**
  * `ctx.checkpoints`: before each model request, a snapshot of the working directory at the start of every turn
@@ -71,7 +89,16 @@ export class CheckpointService extends Service {
     // the state before anything of this step changed.
     ctx.on('agent/prepare', async (agent) => this.startSnapshot(agent))
     ctx.on('agent/before-tools', async (agent, tools) => {
-      if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.pending.get(agent)
+      if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.waitShown(agent)
+    })
+    // The first snapshot of a folder reads every file (about 12 s for 30,000): it starts when a session opens there,
+    // while the person types or the model thinks, so the first tool call finds the index warm.
+    ctx.on('session/created', (session) => {
+      if (!this.config.enabled || session.header.parent) return
+      const directory = this.directory(session.header.cwd)
+      directory.warm ??= directory.ready.then(async (off) => {
+        if (!off) await directory.shadow.tree().catch(() => {})
+      })
     })
     ctx.on('agent/before-turn-end', async (agent) => {
       await this.pending.get(agent)
@@ -93,6 +120,8 @@ export class CheckpointService extends Service {
     try {
       await shadow.init()
       const size = await shadow.measure(this.config)
+      const directory = this.directories.get(shadow.cwd)
+      if (directory) directory.files = size.files
       if (size.over)
         return `checkpoints are off for ${shadow.cwd}: it holds ${size.over}; files cannot be rewound there`
       return undefined
@@ -103,6 +132,34 @@ export class CheckpointService extends Service {
 
   /** The snapshot each agent has under way (it never rejects: a failure is a `keel/notice`). */
   private readonly pending = new WeakMap<Agent, Promise<void>>()
+
+  /** Waits for the agent's snapshot; one that holds a tool back past SLOW_SNAPSHOT_MS is said, and its end too. */
+  private async waitShown(agent: Agent): Promise<void> {
+    const pending = this.pending.get(agent)
+    if (!pending) return
+    let timer: NodeJS.Timeout | undefined
+    const slow = await Promise.race([
+      pending.then(() => false),
+      new Promise<boolean>((done) => (timer = setTimeout(() => done(true), SLOW_SNAPSHOT_MS))),
+    ])
+    clearTimeout(timer)
+    if (!slow) return
+    const started = Date.now()
+    const files = this.directories.get(agent.cwd)?.files
+    notify(
+      this.ctx,
+      'checkpoint',
+      `taking a checkpoint of ${agent.cwd}${files ? ` (${files.toLocaleString('en-US')} files)` : ''} before the tool runs; the first one of a folder reads every file`,
+      'info',
+    )
+    await pending
+    notify(
+      this.ctx,
+      'checkpoint',
+      `checkpoint taken; the tool runs now (waited ${((Date.now() - started + SLOW_SNAPSHOT_MS) / 1000).toFixed(1)} s)`,
+      'info',
+    )
+  }
 
   /**
    * Starts the snapshot this request needs, after the one still under way (whether the next is needed is read from
@@ -147,6 +204,7 @@ export class CheckpointService extends Service {
       }
       return
     }
+    await directory.warm
     const tree = await directory.shadow.tree().catch((error: unknown) => {
       notify(this.ctx, 'checkpoint', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
       return undefined
@@ -187,19 +245,25 @@ export class CheckpointService extends Service {
     target: string,
     id: string,
   ): Promise<RewindPlan> {
-    const { shadow } = this.directory(cwd)
+    const { shadow, warm } = this.directory(cwd)
     await shadow.init()
+    await warm
     if (!(await shadow.hasTree(target)))
       throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
     const current = await shadow.tree()
-    const changes = await shadow.diff(current, target)
+    const all = await shadow.diff(current, target)
+    const changes = all.filter((change) => !change.repository)
+    const repositories = all.filter((change) => change.repository).map((change) => change.path)
     // What the agent last saw: its last snapshot, or the state a previous rewind left.
     const last = lastState(events)
     const touched = new Set(changes.map((change) => change.path))
-    const conflicts = last
+    const changed = last
       ? (await shadow.diff(last, current)).map((change) => change.path).filter((path) => touched.has(path))
       : []
-    return { session: id, toTurn, target, current, changes, conflicts }
+    const deleted = changes.filter((change) => change.status === 'D').map((change) => change.path)
+    const ignored = await shadow.ignored(deleted, target)
+    const conflicts = [...new Set([...changed, ...deleted.filter((path) => ignored.has(path))])]
+    return { session: id, toTurn, target, current, changes, conflicts, repositories }
   }
 
   /** Restores the files of a plan (refusing conflicts unless `force`) and records it on the session. */
@@ -210,9 +274,7 @@ export class CheckpointService extends Service {
     options: { force?: boolean; fork?: string; undo?: boolean } = {},
   ): Promise<void> {
     if (plan.conflicts.length && !options.force) {
-      throw new RewindError(
-        `these files changed since the agent's last checkpoint and would be overwritten: ${plan.conflicts.join(', ')} (use --force to rewind anyway)`,
-      )
+      throw new RewindError(conflictMessage(plan.conflicts, 'use --force to rewind anyway'))
     }
     const { shadow } = this.directory(cwd)
     // A private index: it is filled from the work tree right now, so git knows every file is up to date.

@@ -1,6 +1,7 @@
 import {
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -9,7 +10,8 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { lstat } from 'node:fs/promises'
-import { join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { cwdSlug } from '@keel/session'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
@@ -17,7 +19,17 @@ import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 export interface Change {
   status: 'A' | 'D' | 'M' | 'T'
   path: string
+  /** Either side is a repository of its own (a gitlink): git records its commit, never its files, and a restore
+   * leaves its folder as it is. */
+  repository?: boolean
 }
+
+/**
+ * Overrides every `.gitattributes` of the work tree (`$GIT_DIR/info/attributes` comes first): a snapshot holds the
+ * bytes of each file and a restore writes them back, whatever line-ending, `ident`, filter or encoding attributes
+ * the project sets.
+ */
+const BYTE_EXACT = '* -text !eol -filter -ident !working-tree-encoding\n'
 
 export interface Limits {
   maxFiles: number
@@ -63,6 +75,14 @@ export class Shadow {
     // Keel's own files (settings, rules "always" saved) are not the agent's work: no snapshot takes them, so no rewind
     // deletes or reverts them.
     writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n.keel/\n`)
+    const attributes = join(this.gitDir, 'info', 'attributes')
+    if (!existsSync(attributes) || readFileSync(attributes, 'utf8') !== BYTE_EXACT) {
+      // A shadow from before this rule may hold converted copies that its stat cache calls up to date: its indexes
+      // go, so the next snapshot reads every file again.
+      for (const name of readdirSync(this.gitDir))
+        if (/^index(\.|$)/.test(name) && !name.endsWith('.lock')) rmSync(join(this.gitDir, name), { force: true })
+      writeFileSync(attributes, BYTE_EXACT)
+    }
   }
 
   /** Files and bytes a snapshot would hold, stopping early once past a limit. */
@@ -125,12 +145,54 @@ export class Shadow {
 
   async diff(from: string, to: string): Promise<Change[]> {
     if (from === to) return []
-    const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--name-status', from, to])
+    // --raw: `:<mode> <mode> <sha> <sha> <status>` then the path, so a gitlink (mode 160000) is known.
+    const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--raw', from, to])
     const parts = out.split('\0').filter(Boolean)
     const changes: Change[] = []
-    for (let i = 0; i + 1 < parts.length; i += 2)
-      changes.push({ status: parts[i]![0] as Change['status'], path: parts[i + 1]! })
+    for (let i = 0; i + 1 < parts.length; i += 2) {
+      const [before, after, , , status] = parts[i]!.slice(1).split(' ')
+      const change: Change = { status: status![0] as Change['status'], path: parts[i + 1]! }
+      if (before === '160000' || after === '160000') change.repository = true
+      changes.push(change)
+    }
     return changes
+  }
+
+  /**
+   * Which of `paths` git ignores, by the work tree's ignore files as they are now or by those of `tree` (a rewind's
+   * target): such a file is the person's (a `.env`, a build), even when a changed `.gitignore` let a snapshot take it.
+   */
+  async ignored(paths: readonly string[], tree: string): Promise<Set<string>> {
+    const found = new Set<string>()
+    if (!paths.length) return found
+    const check = async (workTree: string) => {
+      const out = await git(
+        { gitDir: this.gitDir, workTree, indexFile: join(this.gitDir, 'index.ignored') },
+        ['check-ignore', '--no-index', '-z', '--stdin'],
+        { input: `${paths.join('\0')}\0`, okCodes: [1] },
+      )
+      for (const path of out.split('\0')) if (path) found.add(path)
+    }
+    await check(this.cwd)
+    // The target's ignore files, laid out alone in a scratch folder that stands in for its work tree.
+    const listing = await git(this.env(), ['ls-tree', '-r', '-z', '--full-tree', tree])
+    const ignoreFiles = listing
+      .split('\0')
+      .filter(Boolean)
+      .map((line) => ({ object: line.split(/\s/)[2]!, path: line.slice(line.indexOf('\t') + 1) }))
+      .filter((entry) => entry.path === '.gitignore' || entry.path.endsWith('/.gitignore'))
+    if (!ignoreFiles.length) return found
+    const scratch = mkdtempSync(join(tmpdir(), 'keel-ignore-'))
+    try {
+      for (const file of ignoreFiles) {
+        mkdirSync(join(scratch, dirname(file.path)), { recursive: true })
+        writeFileSync(join(scratch, file.path), await git(this.env(), ['cat-file', 'blob', file.object]))
+      }
+      await check(scratch)
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+    return found
   }
 
   /**

@@ -104,7 +104,7 @@ describe('keel sessions rewind and fork', () => {
     const refused = keel(['sessions', 'rewind', id, '--to', '2'], cwd)
     expect(refused.status).toBe(1)
     expect(refused.stderr).toContain(
-      "these files changed since the agent's last checkpoint and would be overwritten: a.txt (use --force",
+      "these files changed since the agent's last checkpoint or are ignored by git (not the agent's), and would be overwritten or deleted: a.txt (use --force",
     )
     expect(fileTree(cwd, ['.git'])['a.txt']).toBe('my own edit\n')
     writeFileSync(join(cwd, 'a.txt'), 'three\n')

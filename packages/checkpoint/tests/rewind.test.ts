@@ -73,7 +73,7 @@ describe('rewind', () => {
     const refused = performRewind(deps, preview, { session: agent.session, force: true, forceHint: 'look again' })
     await expect(refused).rejects.toThrow(RewindConflictError)
     await expect(refused).rejects.toThrow(
-      "these files changed since the agent's last checkpoint and would be overwritten (some changed after the list was shown): f.txt (look again)",
+      "these files changed since the agent's last checkpoint or are ignored by git (not the agent's), and would be overwritten or deleted (some changed after the list was shown): f.txt (look again)",
     )
     expect(readFileSync(join(keel.cwd, 'f.txt'), 'utf8')).toBe('mine\n')
     expect(existsSync(join(keel.cwd, 'g.txt'))).toBe(true)

@@ -122,16 +122,68 @@ describe('checkpoint snapshots', () => {
       const agent = keel.agent()
       await agent.prompt('go')
       expect(snapshots(agent.session.events).map((s) => s.kind)).toEqual(['turn-start'])
-      // `add` stages the tree: once for the turn's start, once to see that `cat` changed nothing; none after.
+      // `add` stages the tree: once when the session opened (the warm-up), once for the turn's start (stat only), once
+      // to see that `cat` changed nothing; none after.
       const adds = readFileSync(log, 'utf8')
         .split('\n')
         .filter((line) => / add /.test(` ${line} `))
-      expect(adds).toHaveLength(2)
+      expect(adds).toHaveLength(3)
     } finally {
       process.env.PATH = path
       rmSync(bin, { recursive: true, force: true })
     }
   })
+
+  test('the first snapshot starts when the session opens, before any prompt: the first tool call finds it done', async () => {
+    keel = await makeKeel({ steps: [{ text: 'never asked' }], plugins: [[checkpointPlugin, config]] })
+    for (let i = 0; i < 200; i++) writeFileSync(join(keel.cwd, `f${i}.txt`), `${i}\n`)
+    const index = join(keel.home, 'checkpoints', `${cwdSlug(keel.cwd)}.git`, 'index')
+    keel.agent()
+    // No prompt: the warm-up alone fills the shadow's index with every file.
+    const deadline = Date.now() + 30_000
+    while (!existsSync(index) && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20))
+    const listed = execFileSync('git', ['ls-files'], {
+      env: {
+        ...process.env,
+        GIT_DIR: join(keel.home, 'checkpoints', `${cwdSlug(keel.cwd)}.git`),
+        GIT_INDEX_FILE: index,
+      },
+      encoding: 'utf8',
+    })
+    expect(listed.split('\n').filter(Boolean)).toHaveLength(200)
+  })
+
+  test('a tool held back by a slow snapshot is said, and so is its end', async () => {
+    // A git that takes 1.5 s per `add`: what a folder of 30,000 files costs the first snapshot on a slow disk.
+    const bin = mkdtempSync(join(tmpdir(), 'keel-git-slow-'))
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\ncase " $* " in *" add "*) sleep 1.5;; esac\nexec '${real}' "$@"\n`, {
+      mode: 0o755,
+    })
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path}`
+    try {
+      keel = await makeKeel({
+        steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo x > x.txt' } }] }, { text: 'done' }],
+        plugins: [[checkpointPlugin, config]],
+      })
+      writeFileSync(join(keel.cwd, 'a.txt'), 'a\n')
+      const notices: string[] = []
+      keel.ctx.on('keel/notice', (notice) => {
+        if (notice.source === 'checkpoint') notices.push(notice.text)
+      })
+      const agent = keel.agent()
+      await agent.prompt('go')
+      expect(notices[0]).toMatch(
+        new RegExp(`^taking a checkpoint of ${keel.cwd} \\(\\d+ files?\\) before the tool runs`),
+      )
+      expect(notices[1]).toMatch(/^checkpoint taken; the tool runs now \(waited \d+\.\d s\)$/)
+      expect(snapshots(agent.session.events).map((s) => s.kind)).toEqual(['turn-start', 'change'])
+    } finally {
+      process.env.PATH = path
+      rmSync(bin, { recursive: true, force: true })
+    }
+  }, 60_000)
 
   test('a turn that ends before its snapshot is done still has it, inside the turn', async () => {
     keel = await makeKeel({ steps: [{ text: 'at once' }], plugins: [[checkpointPlugin, config]] })

@@ -16,7 +16,7 @@ import type { OutputSchema } from './print-schema.ts'
 import { applyPolicy } from './policy.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { formatSearch, searchSessions } from './sessions-search.ts'
-import { listMcp } from './mcp.ts'
+import { listMcp, mcpOf } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
 import type { ResolvedSettings } from './settings.ts'
@@ -107,6 +107,9 @@ export async function runCommand(run: CommandRun): Promise<number> {
         if (!load) throw new UsageError(`${command.kind} mode is not available in this build`)
         const door = await load()
         const booted = ctx
+        // keel serve starts no agent until a page prompts: its MCP servers start now, so a server that cannot start
+        // (an unset ${VAR}, a missing command) is said on stderr and on the page at once, not after the first prompt.
+        if (command.kind === 'serve') void mcpOf(ctx)?.ready(workingDirectory(flags))
         return await door({
           ctx,
           started,

@@ -23,7 +23,16 @@ import {
 } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
-import type { CacheTtl, LlmAdapter, LlmRequest, ModelSettings, StreamChunk, ToolSchema } from '@keel/llm'
+import type {
+  CacheTtl,
+  LlmAdapter,
+  LlmRequest,
+  ModelSettings,
+  ProviderSettings,
+  StreamChunk,
+  ToolSchema,
+} from '@keel/llm'
+import { expandHeaders } from '@keel/llm/model-settings'
 import { createProvider, PROVIDER_NAMES, reasoningFor, splitSpec } from '@keel/llm/providers'
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
@@ -144,6 +153,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
     idleTimeoutMs: number
     models?: ModelSettings
     promptCacheTtl?: CacheTtl
+    providers?: ProviderSettings
   }
   let adapter: LlmAdapter
   try {
@@ -155,6 +165,7 @@ export async function sendFirstRequest(options: FirstRequestOptions): Promise<Fi
       reasoning: reasoningFor(llm.models, spec),
       models: llm.models,
       promptCacheTtl: llm.promptCacheTtl,
+      headers: expandHeaders(llm.providers?.[split.provider]?.headers, process.env, `providers.${split.provider}`),
     })
     adapter = withRetries(made, {
       attempts: llm.retryAttempts,

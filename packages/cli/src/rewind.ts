@@ -3,6 +3,7 @@ import {
   NoSuchTurnError,
   performRewind,
   previewRewind,
+  repositoriesLine,
   turnStartOf,
   type Change,
   type CheckpointService,
@@ -84,6 +85,8 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
     )
     if (outcome.overwrote.length)
       lines.push(`Overwrote your changes to: ${outcome.overwrote.map(escapeLine).join(', ')}`)
+    const kept = repositoriesLine(outcome.repositories.map(escapeLine))
+    if (kept) lines.push(kept)
   } else {
     outcome = await performRewind({ checkpoints, sessions: ctx.sessions }, preview)
   }

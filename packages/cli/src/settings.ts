@@ -17,9 +17,9 @@ import {
   type TrustState,
 } from '@keel/settings'
 import { validateServers } from '@keel/mcp/config'
-import { ModelSettingsSchema } from '@keel/llm/model-settings'
+import { headerProblem, ModelSettingsSchema, ProviderSettingsSchema } from '@keel/llm/model-settings'
 import { closest, escapeLine } from '@keel/session/text'
-import { REASONING_EFFORTS } from '@keel/llm/providers'
+import { PROVIDER_NAMES, REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
@@ -51,6 +51,8 @@ const CORE_KEYS = {
   }),
   // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
   models: ModelSettingsSchema,
+  // Per provider: extra request headers (a gateway's routing and key), handed to the llm plugin as its `providers`.
+  providers: ProviderSettingsSchema,
 } satisfies Record<string, Schema>
 
 /** The composition entry that takes `models`. */
@@ -126,15 +128,16 @@ async function validate(file: SettingsFile, entries: EntryOptions[], composition
     const core = CORE_KEYS[key as keyof typeof CORE_KEYS]
     if (core) {
       try {
-        if (isObject(value) && 'dict' in core && core.dict && key !== 'mcpServers' && key !== 'models')
+        if (isObject(value) && 'dict' in core && core.dict && !['mcpServers', 'models', 'providers'].includes(key))
           rejectUnknown(file, key, value, Object.keys(core.dict))
         ;(core as Schema)(value)
         if (key === 'sandbox') await checkDomains(file, value as { allowedDomains?: string[] })
+        if (key === 'providers') checkProviders(file, value as Record<string, { headers?: Record<string, string> }>)
       } catch (error) {
         if (error instanceof SettingsError) throw error
         // A pattern's own message shows the regexp; say what the pattern means instead.
         const message =
-          core.meta.description && key !== 'models'
+          core.meta.description && key !== 'models' && key !== 'providers'
             ? `${key} expected ${core.meta.description} but got ${JSON.stringify(value)}`
             : expected(error, key)
         throw new SettingsError(`${file.path}: ${message}`)
@@ -184,6 +187,23 @@ async function checkDomains(file: SettingsFile, sandbox: { allowedDomains?: stri
     const problem = domainProblem(entry)
     if (problem)
       throw new SettingsError(`${file.path}: sandbox.allowedDomains: ${JSON.stringify(entry)} is refused. ${problem}`)
+  }
+}
+
+/** Each provider named is one Keel has, each header one it may send: one line naming the file and the key. */
+function checkProviders(file: SettingsFile, providers: Record<string, { headers?: Record<string, string> }>): void {
+  const known: readonly string[] = PROVIDER_NAMES
+  for (const [provider, settings] of Object.entries(providers)) {
+    if (!known.includes(provider)) {
+      const guess = closest(provider, [...known])
+      throw new SettingsError(
+        `${file.path}: unknown provider providers.${provider}${guess ? ` (did you mean providers.${guess}?)` : ''}; known: ${known.join(', ')}`,
+      )
+    }
+    for (const [name, value] of Object.entries(settings.headers ?? {})) {
+      const problem = headerProblem(name, value, process.env)
+      if (problem) throw new SettingsError(`${file.path}: providers.${provider}.headers.${name}: ${problem}`)
+    }
   }
 }
 
@@ -291,13 +311,13 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
   }
-  if (touched.has('models')) {
+  for (const key of ['models', 'providers'] as const) {
     const llm = entries.find((entry) => entry.id === LLM_ENTRY)
-    if (llm)
+    if (llm && touched.has(key))
       overrides[LLM_ENTRY] = {
         ...(isObject(llm.config) ? llm.config : {}),
         ...overrides[LLM_ENTRY],
-        models: merged.values.models,
+        [key]: merged.values[key],
       }
   }
   return {

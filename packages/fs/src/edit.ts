@@ -5,6 +5,7 @@ import { DETAILS_DIFF_LINES, diffDetails, unifiedDiff } from './diff.ts'
 import { formatBytes, plural } from './format.ts'
 import { cutChars } from './lines.ts'
 import { readAll, replaceFile, withRegular } from './open.ts'
+import { nearMatchHint } from './near-match.ts'
 import { refuseProtected, resolvePath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 
@@ -66,6 +67,8 @@ function lineEndingVariants(
 function notFoundHint(text: string, oldString: string): string {
   if (/^ *\d+\t/.test(oldString))
     return 'old_string seems to start with a line-number prefix from read output; leave the numbers and the tab out.'
+  const near = nearMatchHint(text, oldString)
+  if (near) return near
   const first = oldString
     .split('\n')
     .map((line) => line.trim())

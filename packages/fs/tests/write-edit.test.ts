@@ -140,10 +140,37 @@ describe('edit', () => {
       new_string: 'def f():\n  return 3',
     })
     expect(indented.text).toBe(
-      'Error: old_string was not found in indent.py. Its first line appears, ignoring indentation, at line 1; what follows or the whitespace differs. Read the file again and copy the text exactly.',
+      'Error: old_string was not found in indent.py. It nearly matches at line 1, differing only by indentation (tabs vs spaces, or its depth): line 2 of the file is "    return 1"; old_string has "  return 1". Copy the file\'s characters exactly.',
     )
     const numbered = await t.run('edit', { path: 'indent.py', old_string: '     2\t    return 1', new_string: 'x' })
     expect(numbered.text).toContain('line-number prefix from read output')
+  })
+
+  // Each kind of difference a model cannot see in read output: the hint names it and quotes both lines, escaped so
+  // the difference shows, and the file is left byte for byte as it was.
+  it.each([
+    ['quotes.py', 'msg = “bye”\n', 'msg = "bye"', 'typographic quotes', '"msg = “bye”"'],
+    ['dash.md', 'a – b\n', 'a - b', 'typographic quotes or dashes', '"a – b"'],
+    ['trail.py', 'def f():  \n    return 1\n', 'def f():\n    return 1', 'trailing whitespace', '"def f():  "'],
+    ['tabs.go', 'func a() {\n\treturn 1\n}\n', 'func a() {\n    return 1\n}', 'indentation', '"\\treturn 1"'],
+    ['mixed.txt', 'a\r\nb\r\nc\nd\ne\nf\n', 'a\nb', 'line endings (the file has CRLF)', '"a\\r"'],
+    ['nbsp.txt', 'a\u00a0b\n', 'a b', 'non-breaking', '"a\\u00a0b"'],
+    ['nfd.txt', 'cafe\u0301\n', 'caf\u00e9', 'Unicode normalization', '"cafe\\u0301"'],
+    ['both.py', 's = “x”  \nt = 1\n', 's = "x"\nt = 1', 'trailing whitespace and typographic quotes', '"s = “x”  "'],
+  ])('a near miss in %s names the difference', async (file, content, old, kind, quoted) => {
+    t.put(file, content)
+    const { isError, text } = await t.run('edit', { path: file, old_string: old, new_string: 'X' })
+    expect(isError).toBe(true)
+    expect(text).toContain(`old_string was not found in ${file}. It nearly matches at line 1, differing only by`)
+    expect(text).toContain(kind)
+    expect(text).toContain(`of the file is ${quoted}`)
+    expect(disk(file).toString()).toBe(content)
+  })
+
+  it('a literal \\n where the file has line breaks is named', async () => {
+    t.put('esc.txt', 'line one\nline 2\n')
+    const { text } = await t.run('edit', { path: 'esc.txt', old_string: 'line one\\nline 2', new_string: 'x' })
+    expect(text).toContain('old_string contains \\n as two characters')
   })
 
   it('keeps CRLF line endings, both in matched and in new lines', async () => {

@@ -20,6 +20,8 @@ type Event = Anthropic.RawMessageStreamEvent
 
 export interface AnthropicAdapterOptions {
   model: string
+  /** Extra request headers from the settings (`providers.<name>.headers`). */
+  headers?: Record<string, string>
   /** Without the `/v1` suffix (the SDK adds `/v1/messages`); a trailing `/v1` is dropped. */
   baseURL: string
   apiKey?: string
@@ -84,6 +86,7 @@ export class AnthropicAdapter implements LlmAdapter {
       ...(options.apiKey ? { apiKey: options.apiKey } : { authToken: options.authToken ?? null }),
       baseURL,
       webhookKey: null,
+      defaultHeaders: this.options.headers,
       maxRetries: 0,
       logLevel: 'off',
       openTelemetry: false,

@@ -9,7 +9,13 @@ import {
   type RetryPolicy,
   withRetries,
 } from './retries.ts'
-import { type ModelSettings, ModelSettingsSchema } from './model-settings.ts'
+import {
+  expandHeaders,
+  type ModelSettings,
+  ModelSettingsSchema,
+  type ProviderSettings,
+  ProviderSettingsSchema,
+} from './model-settings.ts'
 import type { CacheTtl } from './anthropic-cache.ts'
 import { loadScript, ScriptedAdapter } from './scripted.ts'
 import { LlmError, type LlmAdapter, type ProviderFactory, type ProviderOptions } from './types.ts'
@@ -19,7 +25,7 @@ export * from './scripted.ts'
 export { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 export { type RetryNotice, type RetryPolicy, retryText, serverWaitMs, withRetries } from './retries.ts'
 export type { ModelInfo, ModelOverrides } from './catalog.ts'
-export type { ModelSettings } from './model-settings.ts'
+export type { ModelSettings, ProviderSettings } from './model-settings.ts'
 export type { CacheTtl } from './anthropic-cache.ts'
 export { CURRENT_MODELS, PROVIDER_NAMES } from './providers.ts'
 export { imageRefusal } from './limits.ts'
@@ -42,6 +48,8 @@ export interface LlmServiceOptions extends RetryPolicy {
   /** `provider/model` → catalog overrides and how it thinks (settings `models`). */
   models?: ModelSettings
   promptCacheTtl?: CacheTtl
+  /** Provider name → extra request headers (settings `providers`). */
+  providers?: ProviderSettings
 }
 
 /**
@@ -54,6 +62,7 @@ export class LlmService extends Service {
   readonly idleTimeoutMs: number
   readonly models: ModelSettings
   private readonly promptCacheTtl?: CacheTtl
+  private readonly providerSettings: ProviderSettings
 
   constructor(ctx: Context, options: LlmServiceOptions = { attempts: 6, baseDelayMs: 500 }) {
     super(ctx, 'llm', true)
@@ -66,11 +75,20 @@ export class LlmService extends Service {
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
     this.models = options.models ?? {}
     this.promptCacheTtl = options.promptCacheTtl
+    this.providerSettings = options.providers ?? {}
     this.providers.set('scripted', (model, options) => {
       const script = loadScript(model, options.cwd)
       const window = script.contextWindow
       return new ScriptedAdapter(script, model, typeof window === 'number' && window > 0 ? window : undefined)
     })
+  }
+
+  private headersOf(provider: string, env: ProviderOptions['env']): Record<string, string> | undefined {
+    try {
+      return expandHeaders(this.providerSettings[provider]?.headers, env, `providers.${provider}`)
+    } catch (error) {
+      throw new LlmError('config', (error as Error).message)
+    }
   }
 
   register(provider: string, factory: ProviderFactory): () => void {
@@ -102,6 +120,7 @@ export class LlmService extends Service {
       reasoning: reasoningFor(this.models, spec, options.reasoning),
       models: options.models ?? this.models,
       promptCacheTtl: options.promptCacheTtl ?? this.promptCacheTtl,
+      headers: options.headers ?? this.headersOf(provider, options.env ?? process.env),
     })
     return withRetries(adapter, this.retry, (notice, request) => this.ctx.emit('llm/retry', notice, request.sessionId))
   }
@@ -116,6 +135,7 @@ export interface Config {
   idleTimeoutMs?: number
   promptCacheTtl?: CacheTtl
   models?: ModelSettings
+  providers?: ProviderSettings
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -138,6 +158,7 @@ export const Config: Schema<Config> = Schema.object({
     .default('5m')
     .description('How long Anthropic keeps the prompt cache: 5m, or 1h (writes cost 2x input instead of 1.25x).'),
   models: ModelSettingsSchema,
+  providers: ProviderSettingsSchema,
   idleTimeoutMs: Schema.natural()
     .min(1)
     .default(DEFAULT_IDLE_TIMEOUT_MS)
@@ -155,6 +176,7 @@ export function apply(ctx: Context, config: Config): void {
     idleTimeoutMs: config.idleTimeoutMs,
     models: config.models,
     promptCacheTtl: config.promptCacheTtl,
+    providers: config.providers,
   })
   // The provider SDKs load only when a model of theirs is created (see providers.ts): a cold start that uses one
   // provider (or the scripted model) does not pay for parsing the others.

@@ -60,6 +60,7 @@ export function createOpenAiCompatible(
       `--base-url is required for --model ${provider}/${model} (for example http://localhost:11434/v1 for Ollama)`,
     )
   const info = modelInfo(provider, model, options.models)
+  const extra = flavor.extra?.(options.env)
   return new OpenAiAdapter({
     provider,
     model,
@@ -77,6 +78,7 @@ export function createOpenAiCompatible(
     cacheTtl: options.promptCacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
-    ...flavor.extra?.(options.env),
+    ...extra,
+    headers: { ...extra?.headers, ...options.headers },
   })
 }

@@ -105,7 +105,7 @@ export async function createProvider(provider: string, model: string, options: P
   if (provider !== 'openai-compatible' || options.models?.[`${provider}/${model}`]?.contextWindow)
     return bounded(adapter)
   const { serverContextWindow } = await import('./server-models.ts')
-  const window = await serverContextWindow(adapter.options.baseURL, model, adapter.options.apiKey)
+  const window = await serverContextWindow(adapter.options.baseURL, model, adapter.options.apiKey, options.headers)
   return bounded(window ? createOpenAiCompatible(provider, model, options, window) : adapter)
 }
 

@@ -31,6 +31,8 @@ import {
 
 export interface ResponsesAdapterOptions {
   model: string
+  /** Extra request headers from the settings (`providers.<name>.headers`). */
+  headers?: Record<string, string>
   baseURL: string
   apiKey: string
   keyVariable: string
@@ -66,6 +68,7 @@ export function createResponses(model: string, options: ProviderOptions): Respon
     vision: info.vision ?? false,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
+    headers: options.headers,
   })
 }
 
@@ -96,6 +99,7 @@ export class ResponsesAdapter implements LlmAdapter {
       organization: options.organization ?? null,
       project: options.project ?? null,
       webhookSecret: null,
+      defaultHeaders: options.headers,
       // withRetries (index.ts) owns retry policy, IdleWatch the silences.
       maxRetries: 0,
       timeout: 24 * 60 * 60 * 1000,

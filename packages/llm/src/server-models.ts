@@ -14,6 +14,7 @@ export async function serverContextWindow(
   baseURL: string,
   model: string,
   apiKey: string | undefined,
+  headers: Record<string, string> = {},
 ): Promise<number | undefined> {
   let target: URL
   try {
@@ -27,7 +28,7 @@ export async function serverContextWindow(
       target,
       {
         method: 'GET',
-        headers: { accept: 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+        headers: { ...headers, accept: 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
       },
       (res) => {
         if ((res.statusCode ?? 0) !== 200) {

@@ -78,6 +78,8 @@ export interface ProviderOptions {
   models?: import('./catalog.ts').ModelOverrides
   /** Anthropic prompt-cache lifetime (anthropic-cache.ts). */
   promptCacheTtl?: import('./anthropic-cache.ts').CacheTtl
+  /** Extra request headers from the settings' `providers.<name>.headers`, `${VAR}`s already replaced. */
+  headers?: Record<string, string>
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>

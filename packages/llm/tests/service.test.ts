@@ -67,6 +67,32 @@ describe('ctx.llm with the real providers', () => {
     ])
   })
 
+  it.each([
+    ['openai-compatible/x', (url: string) => `${url}/v1`, {}],
+    ['deepseek/deepseek-v4-flash', (url: string) => `${url}/v1`, { DEEPSEEK_API_KEY: 'k' }],
+    ['openrouter/a/b', (url: string) => `${url}/v1`, { OPENROUTER_API_KEY: 'k' }],
+    ['openai/gpt-5.5', (url: string) => `${url}/v1`, { OPENAI_API_KEY: 'k' }],
+    ['anthropic/claude-sonnet-5', (url: string) => url, { ANTHROPIC_API_KEY: 'k' }],
+  ])('%s sends the settings headers of its provider, ${VAR} filled in', async (spec, base, env) => {
+    await serve({ text: 'ok' })
+    const provider = spec.slice(0, spec.indexOf('/'))
+    const ctx = boot({
+      providers: { [provider]: { headers: { 'x-gateway': 'route-${GW}' } }, other: { headers: { 'x-no': '1' } } },
+    })
+    const adapter = await ctx.llm.create(spec, { baseUrl: base(fake!.url), env: { ...env, GW: 'eu' } })
+    const { error } = await run(adapter.stream(request('hi'), new AbortController().signal))
+    expect(error).toBeUndefined()
+    expect(fake!.requests[0]!.headers['x-gateway']).toBe('route-eu')
+    expect(fake!.requests[0]!.headers['x-no']).toBeUndefined()
+  })
+
+  it('a header whose ${VAR} is unset is a config error naming the key', async () => {
+    const ctx = boot({ providers: { 'openai-compatible': { headers: { 'x-key': '${NOPE}' } } } })
+    await expect(ctx.llm.create('openai-compatible/x', { baseUrl: 'http://127.0.0.1:9/v1', env: {} })).rejects.toThrow(
+      'providers.openai-compatible.headers.x-key: uses ${NOPE}, which is not set',
+    )
+  })
+
   it('retries a 429 and then streams the answer (one request per attempt)', async () => {
     await serve({ status: 429, error: 'rate limit reached' }, { text: 'second time lucky' })
     const adapter = await boot().llm.create('openai-compatible/x', { baseUrl: `${fake!.url}/v1`, env: {} })

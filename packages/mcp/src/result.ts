@@ -78,8 +78,10 @@ export function toToolContent(result: McpCallResult, maxChars: number): { conten
         text(`[${block.type} content omitted]`)
     }
   }
-  const hasText = content.some((block) => block.type === 'text')
-  if (result.structuredContent !== undefined && !hasText) text(JSON.stringify(result.structuredContent, null, 2))
+  // Structured content only stands in for an empty `content`: the spec has servers repeat it there as text, and a
+  // server that answers with an image and the same image in structuredContent would send its base64 twice.
+  if (result.structuredContent !== undefined && !result.content?.length)
+    text(JSON.stringify(result.structuredContent, null, 2))
   if (!result.content && result.toolResult !== undefined)
     text(typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult))
   if (cut)

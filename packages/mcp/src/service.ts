@@ -41,6 +41,8 @@ interface Entry {
   source: string
   /** Disposers of the registered tools. */
   unregister: (() => void)[]
+  /** The names registered (a name taken by another tool is not among them). */
+  names: string[]
   /** ACP sessions using a session-scoped server; a configured server has none and lives as long as the plugin. */
   owners: Set<string>
 }
@@ -123,6 +125,7 @@ export class McpService extends Service {
     const entry: Entry = {
       source,
       unregister: [],
+      names: [],
       owners: new Set(owner ? [owner] : []),
       connection: undefined as never,
     }
@@ -132,6 +135,10 @@ export class McpService extends Service {
       clientVersion: VERSION,
       cwd,
       onTools: (tools) => this.registerTools(entry, tools),
+      onDropped: (dropped) =>
+        this.warn(
+          `mcp server ${name}: ${dropped.length === 1 ? 'a tool was' : 'tools were'} left out: ${dropped.join('; ')}`,
+        ),
       onClosed: (reason) => {
         this.unregisterTools(entry)
         this.warn(`mcp server ${name} stopped: ${reason}; its tools are gone for the rest of the session`)
@@ -157,6 +164,7 @@ export class McpService extends Service {
         continue
       }
       seen.add(exposed)
+      entry.names.push(exposed)
       entry.unregister.push(
         this.ctx.tools.register(
           mcpTool(entry.connection, tool, exposed, { maxResultChars: this.config.maxResultChars }),
@@ -166,6 +174,7 @@ export class McpService extends Service {
   }
 
   private unregisterTools(entry: Entry): void {
+    entry.names = []
     for (const dispose of entry.unregister.splice(0)) dispose()
   }
 
@@ -202,13 +211,13 @@ export class McpService extends Service {
   }
 
   status(): ServerStatus[] {
-    return [...this.entries.values()].map(({ connection, source, unregister }) => ({
+    return [...this.entries.values()].map(({ connection, source, names }) => ({
       name: connection.name,
       transport: connection.transportKind,
       state: connection.state,
       ...(connection.error ? { error: connection.error } : {}),
       source,
-      tools: unregister.length ? connection.tools.map((tool) => toolName(connection.name, tool.name)) : [],
+      tools: [...names],
       ...(connection.pid ? { pid: connection.pid } : {}),
     }))
   }

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
-import { EVERYTHING, FAULTY } from './support.ts'
+import { EVERYTHING, FAULTY, hostile } from './support.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-mcp-cli-'))
@@ -98,5 +98,38 @@ describe('keel -p with MCP servers', () => {
     const logged = events.find((e) => e.type === 'tool/result')
     expect(logged.data.isError).toBe(false)
     expect(JSON.stringify(logged.data.content)).toContain('42')
+  })
+})
+
+describe('hostile tool lists through the binary', () => {
+  test('5,000 tools and a 5,000-deep schema: capped, each drop named once on stderr, and the turn works', () => {
+    const cwd = project({ many: hostile('many'), deep: hostile('deep') })
+    expect(keel(['trust'], cwd).status).toBe(0)
+    const script = join(cwd, 'script.json')
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [{ toolCalls: [{ name: 'mcp__deep__echo', arguments: { text: 'still here' } }] }, { text: 'done' }],
+      }),
+    )
+    const out = keel(['-p', 'go', '--yolo', '--model', `scripted/${script}`, '--output-format', 'stream-json'], cwd)
+    expect(out.status, out.stderr).toBe(0)
+    expect(out.stderr).toContain(
+      'keel: mcp server deep: a tool was left out: "deep" (its input schema nests deeper than 64 levels)',
+    )
+    expect(out.stderr).toMatch(
+      /keel: mcp server many: a tool was left out: 4900 more tools past the limit of 100 tools/,
+    )
+    const results = out.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((event) => event.type === 'tool/result')
+    expect(results.map((event) => event.data.content[0].text)).toEqual(['echo still here'])
+    const listed = JSON.parse(keel(['mcp', 'list', '--json'], cwd).stdout) as { name: string; tools: string[] }[]
+    expect(Object.fromEntries(listed.map((server) => [server.name, server.tools.length]))).toEqual({
+      many: 100,
+      deep: 1,
+    })
   })
 })

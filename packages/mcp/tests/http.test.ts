@@ -30,11 +30,12 @@ function mcpServer(seen: { auth?: string }): McpServer {
       ...(extra ? {} : {}),
     }),
   )
+  mcp.registerTool('wait', { description: 'Never answers.' }, () => new Promise(() => {}))
   return mcp
 }
 
 /** Streamable HTTP at /mcp (stateful sessions), SSE at /sse + /messages; remembers the Authorization header. */
-async function listen(): Promise<{ url: string; seen: { auth?: string } }> {
+async function listen(port = 0): Promise<{ url: string; seen: { auth?: string } }> {
   const seen: { auth?: string } = {}
   const streams = new Map<string, StreamableHTTPServerTransport>()
   const sse = new Map<string, SSEServerTransport>()
@@ -64,7 +65,7 @@ async function listen(): Promise<{ url: string; seen: { auth?: string } }> {
       res.writeHead(404).end()
     }
   })
-  await new Promise<void>((done) => server!.listen(0, '127.0.0.1', done))
+  await new Promise<void>((done) => server!.listen(port, '127.0.0.1', done))
   return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, seen }
 }
 
@@ -81,7 +82,7 @@ describe('remote servers', () => {
       delete process.env.KEEL_TEST_MCP_TOKEN
     }
     expect(booted.ctx.mcp.status()).toMatchObject([
-      { name: 'notes', transport: 'http', state: 'ready', tools: ['mcp__notes__lookup'] },
+      { name: 'notes', transport: 'http', state: 'ready', tools: ['mcp__notes__lookup', 'mcp__notes__wait'] },
     ])
     const result = await booted.ctx.tools.execute({
       callId: 'c',
@@ -129,4 +130,56 @@ describe('remote servers', () => {
     expect(booted.ctx.mcp.status()[0]!.state).toBe('failed')
     expect(booted.warnings[0]).toMatch(/^mcp server gone failed to start: /)
   })
+
+  const lookup = (b: Booted, word: string, signal = new AbortController().signal) =>
+    b.ctx.tools.execute({ callId: 'c', name: 'mcp__notes__lookup', arguments: JSON.stringify({ word }), signal })
+
+  async function stopServer() {
+    server!.closeAllConnections()
+    await new Promise((done) => server!.close(done))
+    server = undefined
+  }
+
+  test('a server that restarted (its sessions gone) is initialized again, and the call goes through', async () => {
+    const { url } = await listen()
+    booted = await bootMcp({ servers: { notes: { url: `${url}/mcp` } } })
+    await booted.ctx.mcp.ready(process.cwd())
+    expect(textOf(await lookup(booted, 'one'))).toContain('one: a note')
+    await stopServer()
+    await listen(Number(new URL(url).port))
+    const again = await lookup(booted, 'two')
+    expect(again.isError, textOf(again)).toBe(false)
+    expect(textOf(again)).toContain('two: a note')
+    expect(booted.ctx.mcp.status()[0]).toMatchObject({
+      state: 'ready',
+      tools: ['mcp__notes__lookup', 'mcp__notes__wait'],
+    })
+  })
+
+  test('a server that dies mid-call fails the call at once saying so; keel mcp list says failed; it comes back', async () => {
+    const { url } = await listen()
+    booted = await bootMcp({ servers: { notes: { url: `${url}/mcp` } }, callTimeoutMs: 60_000 })
+    await booted.ctx.mcp.ready(process.cwd())
+    const started = Date.now()
+    const waiting = booted.ctx.tools.execute({
+      callId: 'w',
+      name: 'mcp__notes__wait',
+      arguments: '{}',
+      signal: new AbortController().signal,
+    })
+    await new Promise((done) => setTimeout(done, 300))
+    await stopServer()
+    const died = await waiting
+    expect(Date.now() - started).toBeLessThan(20_000)
+    expect(died.isError).toBe(true)
+    expect(textOf(died)).toMatch(/^Error: mcp server notes died during the call: /)
+    expect(booted.ctx.mcp.status()[0]!.state).toBe('failed')
+    // Still down: the next call fails fast and says the server is down.
+    const down = await lookup(booted, 'x')
+    expect(textOf(down)).toMatch(/^Error: mcp server notes is down: it cannot be reached/)
+    // Up again: the next call reconnects.
+    await listen(Number(new URL(url).port))
+    expect(textOf(await lookup(booted, 'back'))).toContain('back: a note')
+    expect(booted.ctx.mcp.status()[0]!.state).toBe('ready')
+  }, 60_000)
 })

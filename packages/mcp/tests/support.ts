@@ -47,3 +47,12 @@ export async function bootMcp(config: Partial<mcpPlugin.Config>): Promise<Booted
 export function textOf(result: { content: { type: string; text?: string }[] }): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
 }
+
+/** The hostile server of fixtures/hostile-server.mjs in one of its modes. */
+export function hostile(mode: string, env?: Record<string, string>) {
+  return {
+    command: process.execPath,
+    args: [join(import.meta.dirname, 'fixtures/hostile-server.mjs'), mode],
+    ...(env ? { env } : {}),
+  }
+}

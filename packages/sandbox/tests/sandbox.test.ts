@@ -164,6 +164,31 @@ describe('bash through the sandbox', () => {
     rmSync(target)
     expect((await bash(`echo x > ${target} && echo wrote`, undefined)).text).toMatch(/^wrote\n/)
   })
+
+  // The processes a sandboxed command leaves die with its PID namespace; the result must say so, as outside, and
+  // must not count the sandbox's own network relays.
+  test.each(['workspace', 'read-only'] as const)(
+    'in the %s sandbox, the result says what was left running and killed',
+    async (level) => {
+      if (!runs()) return
+
+      // A subshell that never execs, a double fork, and a plain job: three, none of them the sandbox's relays.
+      const three = await bash('( while :; do :; done ) & ( setsid sleep 100 & ); sleep 100 & echo started', level)
+      expect(three.text).toMatch(
+        /^started\n\[exit code 0 · [\d.]+ s\]\n\[killed 3 background processes the command left running\]$/,
+      )
+      const two = await bash('sleep 100 & ( setsid sleep 100 & ); sleep 0.2; echo started', level)
+      expect(two.text).toMatch(
+        /^started\n\[exit code 0 · [\d.]+ s\]\n\[killed 2 background processes the command left running\]$/,
+      )
+      const exited = await bash('sleep 100 & exit 3', level)
+      expect(exited.text).toMatch(
+        /\[exit code 3 · [\d.]+ s\]\n\[killed 1 background process the command left running\]$/,
+      )
+      const none = await bash('sleep 0.1 & wait; echo done', level)
+      expect(none.text).toMatch(/^done\n\[exit code 0 · [\d.]+ s\]$/)
+    },
+  )
 })
 
 describe('a sandbox that cannot start never means an unsandboxed run', () => {
@@ -242,7 +267,9 @@ describe('what a sandboxed command leaves behind', () => {
       signal: new AbortController().signal,
       sandbox: 'workspace',
     })
-    expect(textOfContent(result.content)).toMatch(/^started\n\[exit code 0 · [\d.]+ s\]$/)
+    expect(textOfContent(result.content)).toMatch(
+      /^started\n\[exit code 0 · [\d.]+ s\]\n\[killed 2 background processes the command left running\]$/,
+    )
     const still = () =>
       readdirSync('/proc')
         .filter((pid) => /^\d+$/.test(pid))

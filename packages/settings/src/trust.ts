@@ -193,7 +193,8 @@ function narrowing(key: string, value: unknown, baseModel: string): { keep?: unk
       return { ...(keepLevel ? { keep: { level } } : {}), held }
     }
     default:
-      // Every other key (baseUrl, mcpServers, plugin settings such as fs, shell, checkpoint) may widen or run code.
+      // Every other key (baseUrl, providers' headers, mcpServers, plugin settings such as fs, shell, checkpoint) may
+      // widen, send the person's requests elsewhere or run code.
       return { held: [key] }
   }
 }

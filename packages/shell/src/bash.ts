@@ -4,6 +4,7 @@ import type { Config } from './config.ts'
 import { commandEnv } from './env.ts'
 import type { Jobs } from './jobs.ts'
 import { CappedOutput } from './output.ts'
+import { leftoverCount, withLeftoverCount } from './leftovers.ts'
 import { runCommand, type RunOutcome } from './run.ts'
 import { SessionTemps } from './temp.ts'
 
@@ -79,7 +80,11 @@ export function bashTool(
             ],
           }
         try {
-          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox, tmpdir: tmp })
+          wrapped = await service.wrap(args.background ? args.command : withLeftoverCount(args.command), {
+            cwd,
+            level: exec.sandbox,
+            tmpdir: tmp,
+          })
         } catch (error) {
           return {
             isError: true,
@@ -114,6 +119,7 @@ export function bashTool(
         return `Started background job ${started.id}. Read its output with job_output({ "id": "${started.id}" }) and stop it with job_kill; it is killed when the session ends.`
       }
       let outcome: RunOutcome
+      let report = ''
       try {
         outcome = await runCommand({
           file: wrapped?.file ?? 'bash',
@@ -126,6 +132,13 @@ export function bashTool(
             output.push(text)
             exec.onUpdate?.(text)
           },
+          ...(wrapped
+            ? {
+                onReport: (text: string) => {
+                  report += text
+                },
+              }
+            : {}),
         })
       } finally {
         await wrapped?.dispose().catch(() => {})
@@ -133,9 +146,10 @@ export function bashTool(
       if (outcome.kind === 'spawn-error')
         return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
       const body = output.text().replace(/\s+$/, '')
-      // In the sandbox the leftovers die with its PID namespace, and a count would include the sandbox's own relays.
+      // In the sandbox the leftovers die with its PID namespace; the outside count would see the sandbox's own relays
+      // and not them, so the shell's own count (leftovers.ts) is what is said.
       const status = statusText(
-        wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: 0 } : outcome,
+        wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: leftoverCount(report) ?? 0 } : outcome,
         timeoutSeconds,
       )
       return {

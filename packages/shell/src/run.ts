@@ -18,6 +18,11 @@ export interface RunOptions {
   drainMs?: number
   /** On cancel, send SIGTERM to the group first and SIGKILL only after this long (a background job's kill). */
   termGraceMs?: number
+  /**
+   * Give the command a fourth pipe, fd 3, and hand what it wrote there (read until it closes, at most `drainMs` after
+   * the shell exits): how a sandboxed shell reports what it left running, apart from its output.
+   */
+  onReport?(text: string): void
 }
 
 export type RunOutcome =
@@ -44,7 +49,7 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
       child = spawn(options.file, options.args, {
         cwd: options.cwd,
         detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: options.onReport ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
         env: { ...(options.env ?? process.env), [variable]: '1' },
       })
     } catch (error) {
@@ -61,6 +66,14 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
     let settled = false
     let graceTimer: NodeJS.Timeout | undefined
 
+    const report = options.onReport ? (child.stdio[3] as Readable | null) : null
+    let reported: Promise<void> = Promise.resolve()
+    if (report) {
+      report.setEncoding('utf8')
+      report.on('data', (text: string) => options.onReport?.(text))
+      report.on('error', () => {})
+      reported = new Promise((done) => report.on('close', () => done()))
+    }
     const streams = [child.stdout!, child.stderr!]
     const decoders = streams.map(() => new StringDecoder('utf8'))
     const open = new Set<Readable>(streams)
@@ -142,6 +155,12 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
       // The shell is gone; anything of the call still alive was left behind by it.
       const leftovers = mark ? await killCall(mark) : 0
       await drain()
+      if (report) {
+        let stop: NodeJS.Timeout | undefined
+        await Promise.race([reported, new Promise<void>((done) => (stop = setTimeout(done, options.drainMs ?? 200)))])
+        clearTimeout(stop)
+        report.destroy()
+      }
       if (ending) finish({ kind: ending, seconds: elapsed })
       else finish({ kind: 'exited', code, signal, leftovers, seconds: elapsed })
     })

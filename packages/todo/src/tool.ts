@@ -20,11 +20,17 @@ export const TodoParameters = Type.Object(
   { additionalProperties: false },
 )
 
+/** The accepted shape, shown once under a rejected call: other agents' lists (activeForm, id, priority, plan/step,
+ * description, cancelled) become this one in one retry. */
+const TODO_ARGUMENTS_HELP =
+  'Expected exactly {"todos":[{"content":"…","status":"pending|in_progress|completed"}]}: the whole list on every call, each task with only these two keys. Drop a cancelled task; keep a blocked one pending.'
+
 export function todoWriteTool(policy: Policy) {
   return defineTool({
     name: 'todo_write',
     description: describeTodoWrite(policy),
     parameters: TodoParameters,
+    argumentsHelp: TODO_ARGUMENTS_HELP,
     // Only the agent's own plan changes: it runs in every permission mode.
     access: () => ({ kind: 'read' }),
     presentCall: (args) => ({ title: 'Update plan', kind: 'other', rawInput: args }),

@@ -1,3 +1,4 @@
+import { summarize } from '@keel/tools'
 import type { TodoItem } from './types.ts'
 
 export interface Policy {
@@ -10,35 +11,41 @@ export const MAX_TODO_CHARS = 500
 
 /**
  * The invariants that make a plan coherent, beyond what the schema checks: no blank task, no duplicate (after
- * trimming), and at most one task in progress unless the policy allows parallel work. Returns the trimmed list.
+ * trimming), and at most one task in progress unless the policy allows parallel work. Returns the trimmed list, or
+ * every problem found (one line each), so the model fixes them all in one retry.
  */
 export function checkTodos(todos: readonly TodoItem[], policy: Policy): { todos: TodoItem[] } | { error: string } {
   if (todos.length > MAX_TODOS)
     return {
       error: `the plan has ${todos.length} tasks; the limit is ${MAX_TODOS}. Group related steps into fewer, broader tasks`,
     }
+  const problems: string[] = []
   const out: TodoItem[] = []
   const seen = new Map<string, number>()
   const active: string[] = []
   for (const [i, todo] of todos.entries()) {
     const content = todo.content.trim()
-    if (!content) return { error: `todos[${i}].content is empty; every task needs a short description` }
-    if (content.length > MAX_TODO_CHARS)
-      return {
-        error: `todos[${i}].content is ${content.length} characters; the limit is ${MAX_TODO_CHARS}. Keep each task to a short description`,
-      }
-    const first = seen.get(content)
-    if (first !== undefined)
-      return { error: `todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each task must be unique` }
-    seen.set(content, i)
+    if (!content) problems.push(`todos[${i}].content is empty; every task needs a short description`)
+    else if (content.length > MAX_TODO_CHARS)
+      problems.push(
+        `todos[${i}].content is ${content.length} characters; the limit is ${MAX_TODO_CHARS}. Keep each task to a short description`,
+      )
+    else {
+      const first = seen.get(content)
+      if (first !== undefined)
+        problems.push(`todos[${i}] repeats todos[${first}] (${JSON.stringify(content)}); each task must be unique`)
+      else seen.set(content, i)
+    }
     if (todo.status === 'in_progress') active.push(content)
     out.push({ content, status: todo.status })
   }
   if (!policy.allowParallelInProgress && active.length > 1) {
-    return {
-      error: `${active.length} tasks are in_progress (${active.map((c) => JSON.stringify(c)).join(', ')}); keep exactly one task in_progress and the rest pending or completed`,
-    }
+    problems.push(
+      `${active.length} tasks are in_progress (${active.map((c) => JSON.stringify(c)).join(', ')}); keep exactly one task in_progress and the rest pending or completed`,
+    )
   }
+  if (problems.length === 1) return { error: problems[0]! }
+  if (problems.length) return { error: `${problems.length} problems:\n${summarize(problems).join('\n')}` }
   return { todos: out }
 }
 

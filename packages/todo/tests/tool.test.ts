@@ -108,6 +108,81 @@ describe('todo_write arguments (through the real ctx.tools.execute)', () => {
   })
 })
 
+describe("todo_write: another agent's shape is fixed in one retry", () => {
+  const help = 'Expected exactly {"todos":[{"content":"…","status":"pending|in_progress|completed"}]}'
+  test('ten Claude-style items: every item is counted, and the accepted shape is shown once', async () => {
+    const { call, writes } = await setup()
+    const todos = Array.from({ length: 10 }, (_, i) => ({ content: `step ${i}`, status: 'pending', activeForm: 'x' }))
+    const result = await call({ todos })
+    expect(result.isError).toBe(true)
+    expect(result.text).toBe(
+      `Error: invalid arguments:\ntodos[0..9].activeForm: is not an allowed property (10 items)\n${help}: the whole list on every call, each task with only these two keys. Drop a cancelled task; keep a blocked one pending.`,
+    )
+    expect(result.text.split(help)).toHaveLength(2)
+    expect(writes()).toHaveLength(0)
+    // What the error says is enough: drop the key everywhere, and the next call lands.
+    const fixed = await call({ todos: todos.map(({ content, status }) => ({ content, status })) })
+    expect(fixed.isError).toBe(false)
+  })
+
+  test.each([
+    [
+      'codex plan/step',
+      { explanation: 'x', plan: [{ step: 'a', status: 'pending' }] },
+      ['todos: is required', 'plan: is not an allowed property'],
+    ],
+    [
+      'opencode id/priority/cancelled',
+      {
+        todos: [
+          { id: '1', content: 'a', status: 'cancelled', priority: 'high' },
+          { id: '2', content: 'b', status: 'pending', priority: 'low' },
+        ],
+      },
+      [
+        'todos[0..1].id: is not an allowed property (2 items)',
+        'todos[0..1].priority: is not an allowed property (2 items)',
+        'todos[0].status: must be one of pending|in_progress|completed',
+      ],
+    ],
+    ['plain strings', { todos: ['a', 'b'] }, ['todos[0..1]: must be an object (2 items)']],
+  ])('%s: every problem and the shape', async (_, args, problems) => {
+    const { call } = await setup()
+    const { text } = await call(args)
+    for (const problem of problems) expect(text).toContain(problem)
+    expect(text).toContain(help)
+  })
+
+  test('more distinct problems than fit are counted ("and N more")', async () => {
+    const { call } = await setup()
+    const extra = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, 1]))
+    const { text } = await call({ todos: [{ content: 'a', status: 'pending', ...extra }] })
+    const lines = text.split('\n')
+    expect(lines).toContain('… and 9 more')
+    expect(lines.filter((line) => line.endsWith('is not an allowed property'))).toHaveLength(11)
+  })
+
+  test('value problems are all listed, with their count', async () => {
+    const { call } = await setup()
+    const { text } = await call({
+      todos: [
+        { content: ' ', status: 'pending' },
+        { content: 'a', status: 'in_progress' },
+        { content: 'a', status: 'in_progress' },
+        { content: ' ', status: 'pending' },
+      ],
+    })
+    expect(text).toBe(
+      [
+        'Error: 4 problems:',
+        '2 tasks are in_progress ("a", "a"); keep exactly one task in_progress and the rest pending or completed',
+        'todos[0,3].content is empty; every task needs a short description (2 items)',
+        'todos[2] repeats todos[1] ("a"); each task must be unique',
+      ].join('\n'),
+    )
+  })
+})
+
 describe('todo_write values', () => {
   test('content is trimmed; blank and duplicate-after-trim are rejected and append nothing', async () => {
     const { call, writes } = await setup()

@@ -70,6 +70,11 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
    * Permission rules and modes decide on it. A tool without it is treated as `{ kind: 'other' }`.
    */
   access?(args: Static<S>, cwd: string): ToolAccess
+  /**
+   * Appended once to an "invalid arguments" error: the accepted shape in a line, so a model that sent another
+   * agent's shape fixes every problem in one retry.
+   */
+  argumentsHelp?: string
 }
 
 export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): ToolDefinition<S> {

@@ -17,7 +17,7 @@ import { compileValidator, type Validator } from './validate.ts'
 export * from './define.ts'
 export type { Authorization, CallToAuthorize, PermissionGate } from './gate.ts'
 export { Type } from './type.ts'
-export { compileValidator, pathOf, type Validator } from './validate.ts'
+export { compileValidator, pathOf, summarize, type Validator } from './validate.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -101,7 +101,10 @@ export class ToolRegistry extends Service {
       }
     }
     const violations = entry.validate(args)
-    if (violations.length) return { error: `invalid arguments:\n${violations.join('\n')}` }
+    if (violations.length) {
+      const help = entry.definition.argumentsHelp
+      return { error: `invalid arguments:\n${violations.join('\n')}${help ? `\n${help}` : ''}` }
+    }
     return { args }
   }
 

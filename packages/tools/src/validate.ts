@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox'
 // also imports TypeBox's whole Value module (Clean, Convert, Decode, Parse...) that Keel never calls: 356 KB to load
 // against 168 KB, before the first model request.
 import { Build, Errors } from 'typebox/schema'
+import { Settings } from 'typebox/system'
 
 interface RawError {
   keyword: string
@@ -47,6 +48,54 @@ function describe(error: RawError): string | undefined {
 
 export type Validator = (value: unknown) => string[]
 
+/** TypeBox stops at 8 errors by default (half of them `boolean` noise); a model fixes a list in one retry only if it
+ * sees every problem, so collect up to this many and count the rest. */
+const MAX_COLLECTED = 500
+/** Lines shown after grouping; the rest are counted ("and 6 more"). */
+const MAX_SHOWN = 12
+
+/**
+ * One line per problem, the same problem of many array items folded into one (`todos[0..9].activeForm: is not an
+ * allowed property (10 items)`), at most MAX_SHOWN lines and a count of the rest.
+ */
+export function summarize(lines: readonly string[]): string[] {
+  const groups = new Map<string, number[]>()
+  const loose: string[] = []
+  for (const line of lines) {
+    const match = /\[(\d+)\]/.exec(line)
+    if (!match) {
+      loose.push(line)
+      continue
+    }
+    const key = `${line.slice(0, match.index)}\u0000${line.slice(match.index + match[0].length)}`
+    const indexes = groups.get(key) ?? []
+    indexes.push(Number(match[1]))
+    groups.set(key, indexes)
+  }
+  const out = [...loose]
+  for (const [key, indexes] of groups) {
+    const [head, tail] = key.split('\u0000') as [string, string]
+    if (indexes.length === 1) out.push(`${head}[${indexes[0]}]${tail}`)
+    else {
+      const contiguous = indexes.every((index, i) => i === 0 || index === indexes[i - 1]! + 1)
+      const span = contiguous ? `${indexes[0]}..${indexes.at(-1)}` : indexes.join(',')
+      out.push(`${head}[${span}]${tail} (${indexes.length} items)`)
+    }
+  }
+  if (out.length <= MAX_SHOWN) return out
+  return [...out.slice(0, MAX_SHOWN - 1), `… and ${out.length - (MAX_SHOWN - 1)} more`]
+}
+
+function allErrors(schema: TSchema, value: unknown) {
+  const { maxErrors } = Settings.Get()
+  Settings.Set({ maxErrors: MAX_COLLECTED })
+  try {
+    return Errors(schema, value)[1]
+  } finally {
+    Settings.Set({ maxErrors })
+  }
+}
+
 /**
  * Compiles a schema on first use (compiling generates code, and most tools of a short session are never called);
  * the validator returns one path-qualified line per violation (empty when valid).
@@ -66,11 +115,10 @@ export function compileValidator(schema: TSchema): Validator {
     }
     if (check === null || check(value)) return []
     const lines: string[] = []
-    const [, errors] = Errors(schema, value)
-    for (const error of errors) {
+    for (const error of allErrors(schema, value)) {
       const text = describe(error)
       if (text) for (const line of text.split('\n')) if (!lines.includes(line)) lines.push(line)
     }
-    return lines.length ? lines : ['arguments: do not match the schema']
+    return lines.length ? summarize(lines) : ['arguments: do not match the schema']
   }
 }

@@ -11,6 +11,7 @@ import {
 import {
   performRewind,
   previewRewind,
+  repositoriesLine,
   turnPrompts,
   type Change,
   type RewindOutcome,
@@ -266,11 +267,18 @@ function previewLines(preview: RewindPreview): string[] {
         lines.push(style.dim(`  … and ${plan.changes.length - MAX_FILES_SHOWN} more`))
     }
     if (plan.conflicts.length) {
-      lines.push('', style.yellow(`Changed by you since the agent's last snapshot; the rewind would overwrite them:`))
+      lines.push(
+        '',
+        style.yellow(
+          `Yours (changed since the agent's last snapshot, or ignored by git); the rewind would overwrite them:`,
+        ),
+      )
       for (const path of plan.conflicts.slice(0, MAX_FILES_SHOWN)) lines.push(style.yellow(`  ${escapeLine(path)}`))
       if (plan.conflicts.length > MAX_FILES_SHOWN)
         lines.push(style.yellow(`  … and ${plan.conflicts.length - MAX_FILES_SHOWN} more`))
     }
+    const kept = repositoriesLine(plan.repositories.map(escapeLine))
+    if (kept) lines.push('', style.dim(kept))
   } else {
     lines.push('The files stay as they are.')
   }

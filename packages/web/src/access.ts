@@ -90,11 +90,3 @@ export function checkOrigin(request: Request, hosts: AllowedHosts): AccessRefusa
   }
   return undefined
 }
-
-/**
- * The cookie that carries the token after the page's first load. Cookies are shared by every port of a host name,
- * so the port is part of the name: two `keel serve`s on one machine do not overwrite each other's.
- */
-export function tokenCookieName(port: number): string {
-  return `keel_token_${port}`
-}

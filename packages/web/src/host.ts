@@ -126,7 +126,7 @@ export class WebHost {
 
   /**
    * Tells the host where it listens: requests must name it (`Host`: the bound address or a loopback name, with this
-   * port, or one of `extraHosts`), and the page's token cookie is named after the port.
+   * port, or one of `extraHosts`).
    */
   listening(bindHost: string, port: number, extraHosts: readonly string[] = []): void {
     this.hosts = new AllowedHosts(bindHost, port, extraHosts)

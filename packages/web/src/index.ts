@@ -3,7 +3,7 @@
 export { runServe, startServe } from './serve.ts'
 export { WebHost, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_IDLE_CLOSE_MS, type WebHostOptions } from './host.ts'
 export { RpcFailure } from './rpc/failure.ts'
-export { AllowedHosts, checkHost, checkOrigin, tokenCookieName } from './access.ts'
+export { AllowedHosts, checkHost, checkOrigin } from './access.ts'
 export { readBodyLimited } from './body.ts'
 export { EventHub } from './events.ts'
 export {

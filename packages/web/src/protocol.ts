@@ -186,7 +186,12 @@ export interface RewindPreviewInfo {
   turn: number
   scope: RewindScope
   /** Absent when the files stay. */
-  files?: { changes: RewindFileChange[]; conflicts: string[] }
+  files?: {
+    changes: RewindFileChange[]
+    conflicts: string[]
+    /** The line that names the nested repositories the rewind leaves as they are (`repositoriesLine`), if any. */
+    repositories?: string
+  }
   /** The conversation continues in a new session. */
   fork: boolean
 }

@@ -1,6 +1,5 @@
 import { Hono, type Context as HonoContext } from 'hono'
-import { getCookie, setCookie } from 'hono/cookie'
-import { checkHost, checkOrigin, tokenCookieName, type AccessRefusal, type AllowedHosts } from './access.ts'
+import { checkHost, checkOrigin, type AccessRefusal, type AllowedHosts } from './access.ts'
 import { readBodyLimited } from './body.ts'
 import type { EventHub } from './events.ts'
 import type { RpcMethod, RpcMethods, RpcResult, ServerFrame } from './protocol.ts'
@@ -33,7 +32,6 @@ export interface RouteHost {
  * the checks every request passes first (host name, origin, token).
  */
 export function routes(host: RouteHost): Hono {
-  const cookieName = () => tokenCookieName(host.hosts()?.port ?? 0)
   const app = new Hono()
   app.use('*', async (c, next) => {
     await next()
@@ -54,7 +52,7 @@ export function routes(host: RouteHost): Hono {
     await next()
   })
   app.use('/api/*', async (c, next) => {
-    if (!tokenMatches(host.token, requestToken(c.req.raw, getCookie(c, cookieName())))) {
+    if (!tokenMatches(host.token, requestToken(c.req.raw))) {
       return c.json(failure('unauthorized', 'missing or wrong token; open the URL that keel serve printed'), 401)
     }
     // Until the plugins are up (serve.ts listens before they boot) the API waits; the page itself does not.
@@ -79,32 +77,10 @@ export function routes(host: RouteHost): Hono {
     c.json(failure('unknown-method', `no such endpoint: ${c.req.method} ${c.req.path.slice(0, 100)}`), 404),
   )
   const dir = host.clientDir
-  app.get('*', (c) => {
-    if (c.req.query('token') !== undefined) return bootstrap(c, host.token, cookieName())
-    return (dir && clientFile(dir, c.req.path)) || c.text('not found', 404)
-  })
+  // The page holds no data: it is served to anyone who names this host; its token comes in the address's fragment
+  // (`#token=`, never sent here) and goes back as a header (client/token.ts).
+  app.get('*', (c) => (dir && clientFile(dir, c.req.path)) || c.text('not found', 404))
   return app
-}
-
-/**
- * The printed URL's `?token=` is good for one thing: trading it for an HttpOnly, SameSite=Strict cookie, then a
- * redirect to the same address without it, so it leaves the address bar and history. Reloads and new tabs send the
- * cookie.
- */
-function bootstrap(c: HonoContext, token: string, cookieName: string): Response {
-  if (!tokenMatches(token, c.req.query('token'))) {
-    c.header('cache-control', 'no-store')
-    return c.text(
-      'This link carries a wrong or old token. Open the URL that keel serve printed (each start has a new one).',
-      401,
-    )
-  }
-  setCookie(c, cookieName, token, { httpOnly: true, sameSite: 'Strict', path: '/' })
-  const url = new URL(c.req.url)
-  url.searchParams.delete('token')
-  c.header('cache-control', 'no-store')
-  // One leading slash: `//name` in a Location header would send the browser to another host.
-  return c.redirect(`/${url.pathname.replace(/^[/\\]+/, '')}${url.search}`, 303)
 }
 
 function refuse(c: HonoContext, refusal: AccessRefusal): Response {

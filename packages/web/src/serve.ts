@@ -71,7 +71,8 @@ async function modelCanBeMade(spec: string, baseUrl: string | undefined, cwd: st
 const err = (line: string) => process.stderr.write(line + '\n')
 
 function printUrl(bindHost: string, port: number, token: string, focus: string | undefined): void {
-  process.stdout.write(`Keel web UI: ${originOf(bindHost, port)}/?token=${token}${focus ? `#s=${focus}` : ''}\n`)
+  // The token rides in the fragment, which the browser never sends to any server (client/token.ts).
+  process.stdout.write(`Keel web UI: ${originOf(bindHost, port)}/#token=${token}${focus ? `&s=${focus}` : ''}\n`)
 }
 
 /**

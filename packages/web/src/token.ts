@@ -17,14 +17,14 @@ export function tokenMatches(expected: string, given: string | null | undefined)
 }
 
 /**
- * The token of an API request: `Authorization: Bearer <t>`, `X-Keel-Token: <t>`, or the page's cookie (`cookie`, read by
- * the caller). Never `?token=`: a query token is only exchanged for the cookie when the page loads, so it cannot be
- * replayed by a cross-site form or `no-cors` request that learned it.
+ * The token of an API request: `Authorization: Bearer <t>` or `X-Keel-Token: <t>` (the page's, from its address's
+ * fragment). Never a cookie, which every port of the host name shares, so any local dev server the browser visits
+ * would receive it; never `?token=`, which a cross-site form or `no-cors` request could replay and logs keep.
  */
-export function requestToken(request: Request, cookie?: string): string | undefined {
+export function requestToken(request: Request): string | undefined {
   const auth = request.headers.get('authorization')
   if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim()
   const header = request.headers.get('x-keel-token')
   if (header) return header.trim()
-  return cookie || undefined
+  return undefined
 }

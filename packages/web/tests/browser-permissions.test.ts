@@ -103,7 +103,8 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
     const b = await context!.newPage()
     watch(b)
     const url = new URL(served!.url)
-    url.hash = `s=${sessionId}`
+    // A new tab has no token of its own (sessionStorage is per tab): the printed URL gives it one.
+    url.hash = `token=${served!.token}&s=${sessionId}`
     await b.goto(url.href)
     const cardB = b.getByTestId('approval-card')
     await expect.poll(() => cardB.count(), { timeout: 20_000 }).toBe(1)

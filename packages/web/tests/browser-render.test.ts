@@ -115,7 +115,7 @@ describe.skipIf(skip)('transcript renderers in headless Chromium', () => {
 
   test('at 390×844 nothing scrolls sideways, Send stays on screen and the session list is behind a button', async () => {
     const { page, dialogs, errors } = await openPage(390, 844)
-    await page.goto(`${served!.url.split('#')[0]}${sessionHash}`)
+    await page.goto(`${served!.url}&${sessionHash.replace(/^#/, '')}`)
     const reply = page.getByTestId('assistant-message').last().getByTestId('markdown')
     await expect
       .poll(() => reply.locator('[data-testid="code-block"] code[data-highlighted="yes"]').count(), { timeout: 30_000 })

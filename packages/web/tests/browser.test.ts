@@ -1,4 +1,6 @@
 // The web UI end to end: the real `keel serve` binary with the scripted model, driven from headless Chromium.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -83,15 +85,13 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     const url = new URL(served!.url)
     url.searchParams.set('messages', '1')
     await page.goto(url.href)
-    // The host traded the token for a cookie and redirected: it is gone from the address bar; other parameters stay.
-    expect(new URL(page.url()).searchParams.has('token')).toBe(false)
+    // The token came in the fragment: the page moved it to this tab's sessionStorage and out of the address bar;
+    // other parameters stay. No cookie exists for any port to receive.
+    expect(new URL(page.url()).hash).not.toContain('token')
     expect(new URL(page.url()).searchParams.get('messages')).toBe('1')
-    const cookies = await context!.cookies(served!.origin)
-    expect(cookies).toEqual([
-      expect.objectContaining({ name: `keel_token_${url.port}`, httpOnly: true, sameSite: 'Strict', path: '/' }),
-    ])
-    // The page's scripts cannot read it.
+    expect(await context!.cookies()).toEqual([])
     expect(await page.evaluate(() => document.cookie)).toBe('')
+    expect(await page.evaluate(() => sessionStorage.getItem('keel-token'))).toBe(served!.token)
 
     const panel = page.getByTestId('todo-panel')
     const counts = page.getByTestId('todo-counts')
@@ -151,24 +151,47 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     expect(pageErrors).toEqual([])
   }, 120_000)
 
-  test('a new tab and a reload of the bare address work without the query token (the cookie carries it)', async () => {
+  test('a reload keeps the token; a bare new tab shows the gate; no other local port ever receives the token', async () => {
+    // Another local server, as a dev server on another port would be: it records every request it gets.
+    const seen: { url?: string; cookie?: string; token?: string }[] = []
+    const other = createServer((req, res) => {
+      seen.push({ url: req.url, cookie: req.headers.cookie, token: req.headers['x-keel-token'] as string | undefined })
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>dev server</title><p>hello</p>')
+    })
+    await new Promise<void>((done) => other.listen(0, '127.0.0.1', done))
+    const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
     const tab = await context!.newPage()
     const pageErrors: string[] = []
     tab.on('pageerror', (error) => pageErrors.push(error.message))
-    await tab.goto(`${served!.origin}/`)
-    await expect.poll(() => tab.getByTestId('session-item').count(), { timeout: 15_000 }).toBeGreaterThan(0)
-    expect(await tab.getByTestId('gate').count()).toBe(0)
-    await tab.reload()
-    await expect.poll(() => tab.getByTestId('session-item').count(), { timeout: 15_000 }).toBeGreaterThan(0)
-    await tab.getByTestId('session-item').first().click()
-    await expect.poll(() => tab.getByTestId('assistant-message').count(), { timeout: 15_000 }).toBeGreaterThan(0)
-    expect(await tab.getByTestId('all-banner').count()).toBe(0)
-    // Without the cookie the page shows the gate, not the sessions.
-    await context!.clearCookies()
-    await tab.reload()
-    await expect.poll(() => tab.getByTestId('gate').count(), { timeout: 15_000 }).toBe(1)
-    expect(await tab.getByTestId('session-item').count()).toBe(0)
-    await tab.close()
+    try {
+      await tab.goto(served!.url)
+      await expect.poll(() => tab.getByTestId('session-item').count(), { timeout: 15_000 }).toBeGreaterThan(0)
+      expect(await tab.getByTestId('gate').count()).toBe(0)
+      await tab.reload()
+      await expect.poll(() => tab.getByTestId('session-item').count(), { timeout: 15_000 }).toBeGreaterThan(0)
+      await tab.getByTestId('session-item').first().click()
+      await expect.poll(() => tab.getByTestId('assistant-message').count(), { timeout: 15_000 }).toBeGreaterThan(0)
+      expect(await tab.getByTestId('all-banner').count()).toBe(0)
+      // The same browser visits the other port: nothing of the token goes with the request, and its page cannot
+      // read this origin's storage.
+      await tab.goto(`${otherOrigin}/some-dev-server-page`)
+      expect(seen.length).toBeGreaterThan(0)
+      for (const request of seen) {
+        expect(JSON.stringify(request)).not.toContain(served!.token)
+        expect(request.cookie).toBeUndefined()
+      }
+      expect(await tab.evaluate(() => sessionStorage.getItem('keel-token'))).toBeNull()
+      // A new tab of the bare address has no token: the gate, not the sessions.
+      const bare = await context!.newPage()
+      await bare.goto(`${served!.origin}/`)
+      await expect.poll(() => bare.getByTestId('gate').count(), { timeout: 15_000 }).toBe(1)
+      expect(await bare.getByTestId('session-item').count()).toBe(0)
+      await bare.close()
+    } finally {
+      await tab.close()
+      other.closeAllConnections()
+      await new Promise((done) => other.close(done))
+    }
     expect(pageErrors).toEqual([])
   }, 60_000)
 })

@@ -108,6 +108,32 @@ describe('rewind on the web host', () => {
     expect(f!.k.ctx.sessions.read(fork.id).events.filter((e) => e.type === 'turn/start')).toHaveLength(2)
   })
 
+  test('a nested repository the turn made is named as left in place, not listed as a file that changes', async () => {
+    f = await hostFixture(
+      [
+        {
+          toolCalls: [
+            bash(
+              'mkdir -p vendor/lib && cd vendor/lib && git init -q && echo x > l.c && git add l.c && git -c user.name=a -c user.email=a@a commit -qm l',
+            ),
+          ],
+        },
+        { text: 'done' },
+      ],
+      { shell: true, plugins: [checkpoints] },
+    )
+    const { session } = await f.ok('session.create', {})
+    await f.ok('session.prompt', { sessionId: session.id, text: 'vendor it' })
+    await f.k.ctx.agents.get(session.id)!.whenIdle()
+    const seq = f.k.ctx.sessions.read(session.id).events.find((event) => event.type === 'user/message')!.seq
+    const preview = await f.ok('session.rewindPreview', { sessionId: session.id, seq, scope: 'files' })
+    expect(preview.files).toEqual({
+      changes: [],
+      conflicts: [],
+      repositories: 'Left as they are (a git repository of their own, whose files Keel does not snapshot): vendor/lib',
+    })
+  })
+
   test('files only keeps the conversation; conversation only keeps the files', async () => {
     const { id, prompts } = await twoTurns()
     const files = await f!.ok('session.rewind', { sessionId: id, seq: prompts[0]!, scope: 'files' })

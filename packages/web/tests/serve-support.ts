@@ -77,7 +77,7 @@ export async function serve(
   return {
     url,
     origin: parsed.origin,
-    token: parsed.searchParams.get('token') ?? '',
+    token: new URLSearchParams(parsed.hash.slice(1)).get('token') ?? '',
     child,
     stderr: () => err,
     async stop(graceMs = 10_000) {
@@ -118,7 +118,7 @@ export function chromiumOptions() {
   }
 }
 
-/** Headless Chromium with its own profile (cookies persist across pages, as the token cookie needs), quiet on the network. */
+/** Headless Chromium with its own profile, quiet on the network. */
 export async function launchBrowser(
   profile: string,
   viewport: { width: number; height: number },

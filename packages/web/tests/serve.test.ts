@@ -93,17 +93,11 @@ describe('keel serve (the real binary)', () => {
       expect(denied.status).toBe(401)
       const listed = await listSessions(served)
       expect(await listed.json()).toEqual({ ok: true, value: { sessions: [], cwd: scratch, all: false } })
-      // The printed URL: the token becomes a cookie, and the query token alone opens nothing.
+      // The printed URL carries the token in its fragment, which no request sends; the page answers with no cookie.
+      expect(served.url).toBe(`${served.origin}/#token=${served.token}`)
       const first = await fetch(served.url, { redirect: 'manual' })
-      expect(first.status).toBe(303)
-      const cookie = first.headers.get('set-cookie')!.split(';')[0]!
-      expect(cookie).toBe(`keel_token_${url.port}=${served.token}`)
-      const withCookie = await fetch(`${served.origin}/api/session.list`, {
-        method: 'POST',
-        body: '{}',
-        headers: { cookie },
-      })
-      expect(withCookie.status).toBe(200)
+      expect(first.status).toBe(200)
+      expect(first.headers.get('set-cookie')).toBeNull()
       expect(
         (await fetch(`${served.origin}/api/session.list?token=${served.token}`, { method: 'POST', body: '{}' })).status,
       ).toBe(401)
@@ -159,7 +153,7 @@ describe('keel serve (the real binary)', () => {
       scratch,
     )
     try {
-      expect(served.url).toContain(`#s=${id}`)
+      expect(served.url).toContain(`&s=${id}`)
       // Answering means the server is past start-up (its SIGINT handler is installed after the URL is printed).
       const listed = await listSessions(served)
       expect(await listed.json()).toMatchObject({

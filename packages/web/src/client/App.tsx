@@ -104,18 +104,22 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       clearTimeout(timer)
       timer = setTimeout(refresh, 150)
     }
-    const close = api.events((frame) => {
-      if (frame.type === 'permission/mode') setMode(frame.mode)
-      storeRef.current?.accept(frame)
-      if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
-      else if (frame.type === 'hello') setNotices(frame.notices ?? [])
-      else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
-    }, setStream)
+    const close = api.events(
+      (frame) => {
+        if (frame.type === 'permission/mode') setMode(frame.mode)
+        storeRef.current?.accept(frame)
+        if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
+        else if (frame.type === 'hello') setNotices(frame.notices ?? [])
+        else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
+      },
+      setStream,
+      onUnauthorized,
+    )
     return () => {
       clearTimeout(timer)
       close()
     }
-  }, [api, refresh])
+  }, [api, refresh, onUnauthorized])
 
   useEffect(() => {
     const onHash = () => setSelected(sessionFromHash())

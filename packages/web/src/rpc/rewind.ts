@@ -1,6 +1,7 @@
 import {
   performRewind,
   previewRewind,
+  repositoriesLine,
   REWIND_SCOPES,
   turnPrompts,
   type CheckpointService,
@@ -30,6 +31,7 @@ export const rewindPreview: Method<'session.rewindPreview'> = async (served, par
           files: {
             changes: preview.plan.changes.map(({ status, path }) => ({ status, path })),
             conflicts: [...preview.plan.conflicts],
+            ...(preview.plan.repositories.length ? { repositories: repositoriesLine(preview.plan.repositories) } : {}),
           },
         }
       : {}),

@@ -159,7 +159,7 @@ function PreviewBody({ info }: { info: RewindPreviewInfo }) {
       {files && files.conflicts.length > 0 && (
         <>
           <div className="rewind-note warn">
-            Changed by you since the agent&apos;s last snapshot; the rewind would overwrite them:
+            Yours (changed since the agent&apos;s last snapshot, or ignored by git); the rewind would overwrite them:
           </div>
           <ul className="rewind-files conflicts" data-testid="rewind-conflicts">
             {files.conflicts.map((path) => (
@@ -167,6 +167,11 @@ function PreviewBody({ info }: { info: RewindPreviewInfo }) {
             ))}
           </ul>
         </>
+      )}
+      {files?.repositories && (
+        <div className="rewind-note" data-testid="rewind-repositories">
+          {files.repositories}
+        </div>
       )}
       {info.fork && (
         <div className="rewind-note">
