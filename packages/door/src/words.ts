@@ -67,3 +67,13 @@ export function sentence(text: string): string {
   const capital = text.charAt(0).toUpperCase() + text.slice(1)
   return /[.!?"')]$/.test(capital) ? capital : `${capital}.`
 }
+
+/** A bare `!`: how to use it. */
+export const USER_COMMAND_USAGE = 'Usage: !<command> runs a shell command here; the model sees it and its output.'
+
+/** A `!command` that did not run (a deny rule, the mode, no bash tool), or that failed to start. */
+export function userCommandWords(command: string, outcome: { refused: string } | { failed: string }): Words {
+  return 'refused' in outcome
+    ? { text: `! ${command} was not run: ${outcome.refused}`, tone: 'warn' }
+    : { text: `! ${command} failed: ${outcome.failed}`, tone: 'error' }
+}
