@@ -410,8 +410,6 @@ export class KeelApp {
       turnRunning: () => app.running !== undefined,
       replaceAgent: (make, message) => app.replaceAgent(make, message),
       setDraft: (text) => app.editor.setText(text),
-      showEarlier: () => app.transcript.showEarlier(),
-      hiddenEntries: () => app.transcript.hidden,
       quit: () => app.quit(),
       model: {
         get current() {

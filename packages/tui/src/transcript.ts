@@ -16,13 +16,6 @@ import { renderShellEntry } from './user-shell.ts'
 const OUTPUT_LINES = 4
 /** Lines an expanded card shows at most: a huge output must not stall every frame. */
 const EXPANDED_LINES = 400
-/**
- * Lines of the log's entries an opened transcript draws at most (earlier ones on demand, `/history`): a long
- * session's first paint and every key after it then cost what a short one's do. Later entries only add to it.
- */
-export const WINDOW_LINES = 400
-/** A fenced code block, which the highlighter colours once it has loaded. */
-const FENCE = /^\s*(```|~~~)/m
 
 export interface TranscriptDeps {
   /** `ctx.tools.present`: a card's title from the tool's `presentCall`. */
@@ -111,50 +104,12 @@ export class TranscriptView implements Component {
   /** Ctrl+O: full tool output and reasoning. */
   expanded = false
   private cache = new WeakMap<Entry, { width: number; expanded: boolean; lines: string[] }>()
-  /** The first entry drawn; undefined until the first frame after `reset` picks it for its width. */
-  private start: number | undefined
-  private lastWidth = 80
 
   constructor(private readonly deps: TranscriptDeps) {
     onHighlighterReady(() => {
-      // Only replies with code look different now; every other entry keeps its lines.
-      for (const entry of this.state?.entries.slice(this.start ?? 0) ?? [])
-        if (entry.kind === 'assistant' && FENCE.test(entry.text)) this.cache.delete(entry)
+      this.invalidate()
       deps.requestRender?.()
     })
-  }
-
-  /** Entries of the log not drawn (before the window). */
-  get hidden(): number {
-    return this.start ?? 0
-  }
-
-  /** Draws up to another window of earlier entries; how many more are shown. */
-  showEarlier(): number {
-    const start = this.start ?? 0
-    const next = this.windowStart(start, this.lastWidth)
-    this.start = next
-    return start - next
-  }
-
-  private hint: { start: number; width: number; line: string } | undefined
-
-  /** The line above the window: how many entries it leaves out (made once per count and width: every frame has it). */
-  private hiddenLine(start: number, width: number): string {
-    if (this.hint?.start !== start || this.hint.width !== width) {
-      const text = `  … ${start} earlier entr${start === 1 ? 'y' : 'ies'} of this session not shown · /history shows more`
-      this.hint = { start, width, line: fit(style.dim(text), width) }
-    }
-    return this.hint.line
-  }
-
-  /** The first entry of a window of about `WINDOW_LINES` lines that ends before entry `end`. */
-  private windowStart(end: number, width: number): number {
-    const entries = this.state?.entries ?? []
-    let lines = 0
-    let i = end
-    while (i > 0 && (lines < WINDOW_LINES || i === end)) lines += this.renderEntry(entries[--i]!, width).length
-    return i
   }
 
   note(level: NoteLevel, text: string): void {
@@ -166,7 +121,6 @@ export class TranscriptView implements Component {
     this.live = emptyLive()
     this.notes = []
     this.cache = new WeakMap()
-    this.start = undefined
   }
 
   invalidate(): void {
@@ -176,13 +130,8 @@ export class TranscriptView implements Component {
   render(width: number): string[] {
     const lines = this.banner.map((line) => fit(line, width))
     const entries = this.state?.entries ?? []
-    this.lastWidth = width
-    this.start ??= this.windowStart(entries.length, width)
-    const start = this.start
-    if (start > 0) lines.push('', this.hiddenLine(start, width))
     let n = 0
-    while (n < this.notes.length && this.notes[n]!.at < start) n++
-    for (let i = start; i <= entries.length; i++) {
+    for (let i = 0; i <= entries.length; i++) {
       while (n < this.notes.length && this.notes[n]!.at <= i) lines.push(...this.renderNote(this.notes[n++]!, width))
       if (i < entries.length) lines.push(...this.renderEntry(entries[i]!, width))
     }

@@ -24,10 +24,6 @@ export interface CommandActions {
   turnRunning(): boolean
   /** Opens the agent `make` returns in place of the open one (closed once the new one opened); false if it threw. */
   replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean
-  /** Draws another window of the session's earlier entries; how many more are shown. */
-  showEarlier(): number
-  /** Entries of the session the transcript does not draw yet. */
-  hiddenEntries(): number
   /** Puts text in the editor. */
   setDraft(text: string): void
   quit(): Promise<void>

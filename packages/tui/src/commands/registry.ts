@@ -3,7 +3,6 @@ import { closest } from '@keel/session'
 import type { Command, CommandActions } from './command.ts'
 import { compact } from './compact.ts'
 import { help } from './help.ts'
-import { history } from './history.ts'
 import { model } from './model.ts'
 import { newSession } from './new.ts'
 import { plan } from './plan.ts'
@@ -13,18 +12,7 @@ import { rewind } from './rewind.ts'
 import { sessions } from './sessions.ts'
 
 /** The slash commands, in `/help` order: a new one is its module and one line here. */
-export const COMMANDS: readonly Command[] = [
-  help,
-  newSession,
-  sessions,
-  resume,
-  plan,
-  rewind,
-  compact,
-  model,
-  history,
-  quit,
-]
+export const COMMANDS: readonly Command[] = [help, newSession, sessions, resume, plan, rewind, compact, model, quit]
 
 export type ParsedCommand = { command: Command; arg: string } | { unknown: string; suggestion?: string }
 
