@@ -237,6 +237,7 @@ export function checkLayering(root: string, rules: Rules): string[] {
         )
     }
   }
+  for (const p of packages) problems.push(...fileCycles(root, p.dir))
   for (const cycle of findCycles(edges))
     problems.push(
       `cycle ${cycle.join(' → ')}: ${cycle
@@ -245,6 +246,42 @@ export function checkLayering(root: string, rules: Rules): string[] {
         .join('; ')}`,
     )
   return problems
+}
+
+/**
+ * Files of one package's `src/` that import each other in a loop (relative imports, `import type` and `import()`
+ * included): a module that reaches back to its importer cannot be read, loaded or moved on its own.
+ */
+function fileCycles(root: string, dir: string): string[] {
+  const src = join(root, 'packages', dir, 'src')
+  if (!existsSync(src)) return []
+  const name = (path: string) => relative(root, path).split('\\').join('/')
+  const edges = new Map<string, Map<string, string>>()
+  for (const path of sourceFiles(src)) {
+    const text = readFileSync(path, 'utf8')
+    const out = new Map<string, string>()
+    for (const { specifier, line } of relativeImports(text)) {
+      const target = join(dirname(path), specifier)
+      if (existsSync(target) && statSync(target).isFile() && !out.has(name(target)))
+        out.set(name(target), `${name(path)}:${line} imports ${specifier}`)
+    }
+    edges.set(name(path), out)
+  }
+  return findCycles(edges).map(
+    (cycle) =>
+      `files import each other in a loop, ${cycle.join(' → ')}: ${cycle
+        .slice(0, -1)
+        .map((from, i) => edges.get(from)!.get(cycle[i + 1]!)!)
+        .join('; ')}`,
+  )
+}
+
+/** Every relative specifier a file names (`./x.ts`, `../y.ts`), with its line. */
+function relativeImports(text: string): { specifier: string; line: number }[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true)
+  return importedFiles
+    .filter((f) => f.fileName.startsWith('./') || f.fileName.startsWith('../'))
+    .map((f) => ({ specifier: f.fileName, line: text.slice(0, f.pos).split('\n').length }))
 }
 
 /** One cycle per strongly connected component that has one, as a closed path (`a → b → a`). */

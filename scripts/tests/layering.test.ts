@@ -132,6 +132,21 @@ describe('the checker', () => {
     ])
   })
 
+  it('names files of one package that import each other in a loop, import type and import() included', () => {
+    const fixture = clean() as unknown as Fixture
+    fixture.base = [
+      { exports: { '.': './src/index.ts', './types': './src/types.ts' } },
+      {
+        'src/index.ts': "export const x = 1\nconst load = () => import('./impl.ts')\n",
+        'src/impl.ts': "import type { T } from './types.ts'\nimport { x } from './index.ts'\n",
+        'src/types.ts': 'export type T = 1\n',
+      },
+    ]
+    expect(checkLayering(workspace(fixture), rules)).toEqual([
+      'files import each other in a loop, packages/base/src/impl.ts → packages/base/src/index.ts → packages/base/src/impl.ts: packages/base/src/impl.ts:2 imports ./index.ts; packages/base/src/index.ts:2 imports ./impl.ts',
+    ])
+  })
+
   it('names an undeclared import in src and in a test, and lets a test reach any layer when it declares it', () => {
     const fixture = clean() as unknown as Fixture
     fixture.base = [

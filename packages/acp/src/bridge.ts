@@ -34,6 +34,9 @@ import { acpServers } from './mcp.ts'
 import { modeState } from './modes.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
+import { promptCommand } from './user-command.ts'
+import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
+import { USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 
 export interface BridgeOptions {
   /** The model for every session of this connection; created on the first `session/new` or `session/load`. */
@@ -51,6 +54,8 @@ const MAX_EARLY_NOTICES = 20
 /** A Keel session this connection drives. */
 class Bridged {
   running = false
+  /** Stops the person's `!command` while one runs (session/cancel). */
+  stopCommand: (() => void) | undefined
   /** The plan last sent (null: none, or cleared). */
   sentPlan: readonly TodoItem[] | null = null
   private outbox: Promise<void> = Promise.resolve()
@@ -72,13 +77,18 @@ class Bridged {
   /** A session the client is still creating: updates wait for `open()`. */
   hold(): void {
     this.held ??= []
+    this.opened ??= new Promise((done) => (this.markOpened = done))
   }
+
+  private opened: Promise<void> | undefined
+  private markOpened: (() => void) | undefined
 
   /** The client knows the session now: what was held goes out, in order. */
   open(): void {
     const held = this.held ?? []
     this.held = undefined
     for (const update of held) this.send(update)
+    this.markOpened?.()
   }
 
   /** Sends now, in order; `flushed()` resolves once everything sent so far is written. */
@@ -99,7 +109,8 @@ class Bridged {
   }
 
   flushed(): Promise<void> {
-    return this.outbox
+    // A prompt can answer before the session is open to the client (a refused `!command`): its held updates first.
+    return this.held && this.opened ? this.opened.then(() => this.outbox) : this.outbox
   }
 }
 
@@ -162,7 +173,9 @@ export class AcpBridge {
       )
       .onRequest(methods.agent.session.setMode, ({ params }) => this.setMode(params.sessionId, params.modeId))
       .onNotification(methods.agent.session.cancel, ({ params }) => {
-        this.sessions.get(params.sessionId)?.agent.cancel()
+        const bridged = this.sessions.get(params.sessionId)
+        bridged?.agent.cancel()
+        bridged?.stopCommand?.()
       })
   }
 
@@ -329,6 +342,8 @@ export class AcpBridge {
         { sessionId: id },
         'a prompt is already running in this session; wait for it or send session/cancel',
       )
+    const command = promptCommand(blocks)
+    if (command !== undefined) return this.userCommand(bridged, command, signal)
     const parsed = promptContent(blocks)
     if ('error' in parsed) throw RequestError.invalidParams({ sessionId: id }, parsed.error)
     bridged.running = true
@@ -349,6 +364,36 @@ export class AcpBridge {
     } finally {
       signal.removeEventListener('abort', onAbort)
       bridged.running = false
+    }
+  }
+
+  /**
+   * A prompt that is `!command`: run as every door runs it (@keel/door/user-command: bash, deny rules, the mode's
+   * sandbox, no ask) and recorded for the model's next turn; the client sees it as a finished `execute` call (the
+   * projector, from the log). A refusal is one agent message.
+   */
+  private async userCommand(bridged: Bridged, command: string, signal: AbortSignal) {
+    const say = async (text: string) => {
+      bridged.send({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: escapeLine(text) } })
+      await bridged.flushed()
+      return { stopReason: 'end_turn' as const }
+    }
+    if (!command) return say(USER_COMMAND_USAGE)
+    const abort = new AbortController()
+    const stop = () => abort.abort(new Error('cancelled'))
+    signal.addEventListener('abort', stop, { once: true })
+    bridged.running = true
+    bridged.stopCommand = stop
+    try {
+      const outcome = await runUserCommand({ ctx: this.ctx, agent: bridged.agent, command, signal: abort.signal })
+      if (outcome.kind === 'refused') return say(userCommandWords(command, { refused: outcome.reason }).text)
+      recordUserCommand(bridged.agent, command, outcome.output)
+      await bridged.flushed()
+      return { stopReason: abort.signal.aborted ? ('cancelled' as const) : ('end_turn' as const) }
+    } finally {
+      signal.removeEventListener('abort', stop)
+      bridged.running = false
+      bridged.stopCommand = undefined
     }
   }
 

@@ -1,10 +1,12 @@
 import { resolve } from 'node:path'
 import type { PlanEntry, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@keel/agent'
-import { resultStatus, type SessionEvent, type TurnEndReason } from '@keel/session'
+import { parseShellMessage } from '@keel/door/shell-message'
+import { resultStatus, textOf, type SessionEvent, type TurnEndReason } from '@keel/session'
 import type { TodoItem } from '@keel/todo'
 import type { ToolCallView, ToolContent } from '@keel/tools'
 import { diffFromDetails, diffOfEditArgs, type FileDiff } from './diff.ts'
+import { userCommandUpdate } from './user-command.ts'
 
 /**
  * How a finished turn answers `session/prompt`. `error` (and `interrupted`, which only crash repair writes) have no
@@ -103,6 +105,11 @@ export class UpdateProjector {
         return []
       case 'user/message': {
         const message = event.data.message
+        // The person's `!command` (recorded by @keel/door/user-command): its card, live and on replay alike.
+        if (message.source === 'shell') {
+          const { command, output } = parseShellMessage(textOf(message.content))
+          return [userCommandUpdate(event.seq, command, output)]
+        }
         if (!replay || (message.source ?? 'user') !== 'user') return []
         const id = messageId(this.turn, 'user')
         // A replayed prompt's images go back as the client sent them (session/load shows what was asked).

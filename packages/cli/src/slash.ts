@@ -1,11 +1,10 @@
 // A print-mode prompt that names a slash command (`keel -p "/review src/"`): the command's file expanded into the
 // prompt that goes on the log. Discovery and expansion are @keel/extend's; this only supplies the shell, which is
-// Keel's own `bash` tool behind the permission check and the sandbox, as for the TUI's `!command`.
+// Keel's own `bash` tool behind the permission check and the sandbox, as for every door's `!command`.
 import type { Context } from 'cordis'
 import type { Agent } from '@keel/agent'
 import { expandCommand, loadCommands, parseInvocation, type ShellOutcome } from '@keel/extend'
-import type {} from '@keel/permissions' // ctx.permissions
-import { textOf } from '@keel/session'
+import { runUserCommand } from '@keel/door/user-command'
 import { trustState } from '@keel/settings'
 import { INIT_COMMAND, initRefusal, initRun, isInit } from '@keel/door/init'
 import { UsageError } from './args.ts'
@@ -54,27 +53,8 @@ export async function expandSlash(
   return { text: expansion.text, command: command.name }
 }
 
-let runs = 0
-
+/** A command file's `` !`cmd` ``, run as every door runs a `!command` (@keel/door/user-command), asking nobody. */
 async function runShell(ctx: Context, agent: Agent, command: string): Promise<ShellOutcome> {
-  const args = { command }
-  if (!ctx.tools.get('bash')) return { ran: false, reason: 'the bash tool is not loaded' }
-  const access = ctx.tools.access('bash', args, agent.cwd)
-  const permissions = ctx.get('permissions')
-  let sandbox
-  if (permissions && access) {
-    const verdict = await permissions.check('bash', access, agent.cwd)
-    // Print mode has no one to ask: an `ask` is not a yes.
-    if (verdict.outcome !== 'allow') return { ran: false, reason: `${verdict.outcome}: ${verdict.reason}` }
-    sandbox = verdict.sandbox
-  }
-  const result = await ctx.tools.execute({
-    name: 'bash',
-    arguments: args,
-    callId: `command-shell-${process.pid}-${++runs}`,
-    agent,
-    signal: new AbortController().signal,
-    ...(sandbox ? { sandbox } : {}),
-  })
-  return { ran: true, output: textOf(result.content) }
+  const outcome = await runUserCommand({ ctx, agent, command, signal: new AbortController().signal, consent: 'file' })
+  return outcome.kind === 'refused' ? { ran: false, reason: outcome.reason } : { ran: true, output: outcome.output }
 }

@@ -23,3 +23,12 @@ export function parseShellMessage(text: string): { command: string; output: stri
     output: text.slice(middle + CLOSE_COMMAND.length, text.length - CLOSE_OUTPUT.length),
   }
 }
+
+/**
+ * What the person typed, as a `!command`: the command after the `!` (empty for a bare `!`), or undefined when the
+ * text is a prompt. Every door reads a prompt box's text through this.
+ */
+export function userCommandOf(text: string): string | undefined {
+  const trimmed = text.trim()
+  return trimmed.startsWith('!') ? trimmed.slice(1).trim() : undefined
+}

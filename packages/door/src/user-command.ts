@@ -19,6 +19,11 @@ export interface ShellRun {
   command: string
   signal: AbortSignal
   onUpdate?: (text: string) => void
+  /**
+   * Who wants it run. `typed` (the default): the person typed it, which is their consent, so what the mode would ask
+   * about runs. `file`: a command file's `` !`cmd` `` (print mode, nobody to ask): only what the mode allows runs.
+   */
+  consent?: 'typed' | 'file'
 }
 
 let runs = 0
@@ -42,6 +47,9 @@ export async function runUserCommand(run: ShellRun): Promise<ShellOutcome> {
       const who = verdict.rule ? `the rule ${verdict.rule}` : `the ${permissions.mode} mode`
       return { kind: 'refused', reason: `denied by ${who}: ${verdict.reason}` }
     }
+    // An `ask` is not a yes when nobody typed the command.
+    if (verdict.outcome === 'ask' && run.consent === 'file')
+      return { kind: 'refused', reason: `the ${permissions.mode} mode would ask: ${verdict.reason}` }
     sandbox = verdict.sandbox
   }
   const result = await ctx.tools.execute({

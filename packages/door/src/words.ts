@@ -83,3 +83,12 @@ export function jobLine(job: { id: string; command: string; startedAt: number },
 
 /** `/jobs` with nothing running. */
 export const NO_JOBS = 'no background jobs are running'
+/** A bare `!`: how to use it. */
+export const USER_COMMAND_USAGE = 'Usage: !<command> runs a shell command here; the model sees it and its output.'
+
+/** A `!command` that did not run (a deny rule, the mode, no bash tool), or that failed to start. */
+export function userCommandWords(command: string, outcome: { refused: string } | { failed: string }): Words {
+  return 'refused' in outcome
+    ? { text: `! ${command} was not run: ${outcome.refused}`, tone: 'warn' }
+    : { text: `! ${command} failed: ${outcome.failed}`, tone: 'error' }
+}

@@ -121,6 +121,15 @@ describe('slash commands from Markdown files', () => {
     expect(loggedPrompt(home).text).toContain('home-output')
   })
 
+  test('!`cmd` asks nobody: what the mode would ask about is not run, as any door runs a command it did not type', () => {
+    const { dir, home } = repo()
+    put(join(home, 'commands/touchy.md'), 'Touch: !`touch asked.txt; echo touched`\n')
+    const result = keel(['-p', '/touchy', '--mode', 'ask'], dir, home)
+    expect(result.status, result.stderr).toBe(0)
+    expect(existsSync(join(dir, 'asked.txt'))).toBe(false)
+    expect(result.stderr).toMatch(/\/touchy: `touch asked\.txt; echo touched` was not run: the ask mode would ask/)
+  })
+
   test('bad files: one warning each naming the file; the rest still loads', () => {
     const { dir, home } = repo()
     const commands = join(dir, '.keel/commands')

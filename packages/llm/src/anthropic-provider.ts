@@ -1,6 +1,6 @@
 import { AnthropicAdapter } from './anthropic.ts'
 import { modelInfo, priceForTtl } from './catalog.ts'
-import { checkedUrl, requireKey, value } from './providers.ts'
+import { checkedUrl, requireKey, value } from './provider-checks.ts'
 import type { ProviderOptions } from './types.ts'
 
 export function createAnthropic(model: string, options: ProviderOptions): AnthropicAdapter {

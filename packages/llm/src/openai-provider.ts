@@ -1,7 +1,7 @@
 import { OpenAiAdapter, type OpenAiAdapterOptions } from './openai.ts'
 import { modelInfo, OPENAI_COMPATIBLE_DEFAULT_WINDOW, priceForTtl } from './catalog.ts'
 import { takesChatBreakpoints } from './chat-cache.ts'
-import { checkedUrl, requireKey, retiredModel, value } from './providers.ts'
+import { checkedUrl, requireKey, retiredModel, value } from './provider-checks.ts'
 import type { ProviderOptions } from './types.ts'
 import { LlmError } from './types.ts'
 

@@ -12,7 +12,7 @@ import type { ModelPrice } from '@keel/session/cost'
 import { modelInfo } from './catalog.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
-import { checkedUrl, requireKey, value } from './providers.ts'
+import { checkedUrl, requireKey, value } from './provider-checks.ts'
 import { serverWaitMs } from './retries.ts'
 import {
   LlmError,

@@ -6,7 +6,9 @@ import type { CommandActions, NoteLevel } from './commands/command.ts'
 import { COMMANDS, parseCommand, slashCommands } from './commands/registry.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { scriptedLabel } from './model-switch.ts'
+import { userCommandOf } from '@keel/door/shell-message'
 import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
+import { USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 import { ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from '@keel/door/transcript'
 import { contextWindowOf, Footer } from './footer.ts'
@@ -359,8 +361,9 @@ export class KeelApp {
 
   /** A prompt starts a turn; `!command` runs the command. */
   private dispatch(text: string): void {
-    if (text.startsWith('!')) void this.userCommand(text.slice(1).trim())
-    else this.send(text)
+    const command = userCommandOf(text)
+    if (command === undefined) this.send(text)
+    else void this.userCommand(command)
   }
 
   private send(text: string, command?: string): void {
@@ -466,7 +469,7 @@ export class KeelApp {
    */
   private async userCommand(command: string): Promise<void> {
     if (!command) {
-      this.transcript.note('warn', 'Usage: !<command> runs a shell command here; the model sees it and its output.')
+      this.transcript.note('warn', USER_COMMAND_USAGE)
       return
     }
     if (this.busy()) return
@@ -493,12 +496,14 @@ export class KeelApp {
       })
       this.shellView.running = undefined
       if (outcome.kind === 'refused') {
-        this.transcript.note('warn', `! ${escapeLine(command)} was not run: ${escapeLine(outcome.reason)}`)
+        const words = userCommandWords(escapeLine(command), { refused: escapeLine(outcome.reason) })
+        this.transcript.note(words.tone, words.text)
       } else if (agent === this.agent && !this.closing) {
         recordUserCommand(agent, command, outcome.output)
       }
     } catch (error) {
-      this.transcript.note('error', `! ${escapeLine(command)} failed: ${escapeLine(errorLine(error, 300))}`)
+      const words = userCommandWords(escapeLine(command), { failed: escapeLine(errorLine(error, 300)) })
+      this.transcript.note(words.tone, words.text)
     } finally {
       this.shellView.running = undefined
       this.shell = undefined

@@ -137,18 +137,20 @@ export class WebHost {
     return this.served?.held.size ?? 0
   }
 
-  /** Ends the event streams, cancels running turns (waiting up to `graceMs`), and closes the agents this host opened. */
+  /** Ends the event streams, cancels running turns and `!command`s (waiting up to `graceMs`), and closes the agents this host opened. */
   async close(graceMs = 5000): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.hub.close()
     const served = this.served
     if (served) {
-      const turns = served.states.turns()
-      for (const { id } of turns) served.ctx.agents.get(id)?.cancel()
+      const working = served.states.working()
+      for (const { id, state } of working)
+        if (state.kind === 'turn') served.ctx.agents.get(id)?.cancel()
+        else state.abort.abort(new Error('cancelled'))
       let timer: ReturnType<typeof setTimeout> | undefined
       await Promise.race([
-        Promise.allSettled(turns.map((turn) => turn.done)),
+        Promise.allSettled(working.map(({ state }) => state.done)),
         new Promise((done) => {
           timer = setTimeout(done, graceMs)
         }),

@@ -164,6 +164,15 @@ export interface RpcMethods {
    * agreed to overwrite (the preview's list); any other conflict refuses with `conflict` and nothing changes.
    */
   'session.rewind': { params: RewindParams & { overwrite?: string[] }; value: RewindDone }
+  /**
+   * The person's `!command` (the text after `!`): runs it through the bash tool without asking (deny rules and the
+   * mode's sandbox still apply) and records it on the log for the model's next turn. Answers when it ended, or with
+   * `ran: false` and the reason when it was refused; `session.cancel` stops it.
+   */
+  'session.shell': {
+    params: { sessionId: string; command: string }
+    value: { ran: true } | { ran: false; reason: string }
+  }
 }
 
 /** Files and conversation, files only, or conversation only (a fork before the turn). */

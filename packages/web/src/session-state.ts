@@ -6,6 +6,8 @@ export type SessionState =
   | { kind: 'idle' }
   /** A prompt's turn runs; `done` settles when it ended (it never rejects). */
   | { kind: 'turn'; done: Promise<void> }
+  /** The person's `!command` runs (through the bash tool); `abort` stops it, then the session is back in `after`. */
+  | { kind: 'command'; done: Promise<void>; abort: AbortController; after: IdleOrCompacting }
   /** A manual compaction runs, or waits to be committed at the next request: the agent holds it, so stays open. */
   | { kind: 'compacting' }
   /** A rewind runs: nothing else starts until it ends, then the session is back in `after`. */
@@ -38,10 +40,11 @@ export class SessionStates {
     return this.of(id).kind === 'turn'
   }
 
-  /** The sessions with a running turn, and the promise of each. */
-  turns(): { id: string; done: Promise<void> }[] {
-    const out: { id: string; done: Promise<void> }[] = []
-    for (const [id, state] of this.states) if (state.kind === 'turn') out.push({ id, done: state.done })
+  /** The sessions where a turn or a `!command` runs, with its state. */
+  working(): { id: string; state: Extract<SessionState, { kind: 'turn' | 'command' }> }[] {
+    const out: { id: string; state: Extract<SessionState, { kind: 'turn' | 'command' }> }[] = []
+    for (const [id, state] of this.states)
+      if (state.kind === 'turn' || state.kind === 'command') out.push({ id, state })
     return out
   }
 }

@@ -19,6 +19,8 @@ import { TodoPanel } from './components/TodoPanel.tsx'
 import { UsageBadge } from './components/UsageBadge.tsx'
 import { Transcript } from './components/Transcript.tsx'
 import { ConversationStore, PAGE_MESSAGES } from './store.ts'
+import { userCommandOf } from '@keel/door/shell-message'
+import { sentence, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 
 function sessionFromHash(): string | null {
   const match = /^#s=([A-Za-z0-9_-]{1,128})$/.exec(window.location.hash)
@@ -147,11 +149,32 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     }
   }, [api, select, refresh, fail])
 
+  // A `!command` runs on the host through the bash tool (@keel/door/user-command), as in the TUI.
+  const [commandRunning, setCommandRunning] = useState(false)
   const send = useCallback(
     async (text: string, images: PromptImage[] = []): Promise<boolean> => {
       setError(null)
+      const command = userCommandOf(text)
+      if (command === '') {
+        setError(USER_COMMAND_USAGE)
+        return false
+      }
       const id = selected ?? (await create())
       if (!id) return false
+      if (command !== undefined) {
+        setCommandRunning(true)
+        try {
+          const result = await api.call('session.shell', { sessionId: id, command })
+          if (!result.ran) setError(sentence(userCommandWords(command, { refused: result.reason }).text))
+          refresh()
+          return true
+        } catch (err) {
+          fail(err)
+          return false
+        } finally {
+          setCommandRunning(false)
+        }
+      }
       try {
         await api.call('session.prompt', { sessionId: id, text, ...(images.length ? { images } : {}) })
         refresh()
@@ -277,6 +300,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             info={info}
             draft={draft}
             rewind={rewind}
+            commandRunning={commandRunning}
             onSend={send}
             onCancel={cancel}
             onAnswer={answer}
@@ -305,11 +329,14 @@ function Conversation({
   info,
   draft,
   rewind,
+  commandRunning,
   onSend,
   onCancel,
   onAnswer,
 }: {
   store: ConversationStore
+  /** The person's `!command` runs: the button stops it. */
+  commandRunning: boolean
   error: string | null
   info: string | null
   draft: { text: string } | null
@@ -335,7 +362,7 @@ function Conversation({
           </div>
         )}
         <Composer
-          running={snapshot.running}
+          running={snapshot.running || commandRunning}
           disabled={snapshot.openState !== 'open'}
           onSend={onSend}
           onCancel={onCancel}

@@ -6,6 +6,7 @@ import type { Method } from './method.ts'
 import type { Params } from './params.ts'
 import { answerAsk, permissionMode } from './permission.ts'
 import { rewind, rewindPreview } from './rewind.ts'
+import { shell } from './shell.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
 
 /** Every RPC method: a new one is its wire type in protocol.ts, its function, and one line here. */
@@ -20,6 +21,7 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.compact': compact,
   'session.rewindPreview': rewindPreview,
   'session.rewind': rewind,
+  'session.shell': shell,
 }
 
 /**

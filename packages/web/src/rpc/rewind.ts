@@ -48,6 +48,7 @@ export const rewind: Method<'session.rewind'> = async (served, params) => {
   const overwrite = optionalPaths(params, 'overwrite')
   const now = served.states.of(id)
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is already running')
+  if (now.kind === 'command') throw new RpcFailure('busy', 'a command is running in this session')
   if (now.kind === 'turn' || served.running(id))
     throw new RpcFailure('busy', 'a turn is running in this session; wait for it to end or cancel it')
   const rewinding: SessionState = { kind: 'rewinding', after: now }

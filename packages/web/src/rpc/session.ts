@@ -50,6 +50,8 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
   const now = served.states.of(sessionId)
   if (now.kind === 'turn')
     throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
+  if (now.kind === 'command')
+    throw new RpcFailure('busy', 'a command is running in this session; wait for it to end or cancel it')
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
   if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
@@ -80,9 +82,10 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
 
 export const cancel: Method<'session.cancel'> = (served, params) => {
   const id = served.scopedSessionId(params)
-  const running = served.states.running(id)
-  if (running) served.held.get(id)?.cancel()
-  return { cancelled: running }
+  const now = served.states.of(id)
+  if (now.kind === 'turn') served.held.get(id)?.cancel()
+  else if (now.kind === 'command') now.abort.abort(new Error('cancelled'))
+  return { cancelled: now.kind === 'turn' || now.kind === 'command' }
 }
 
 export const compact: Method<'session.compact'> = async (served, params) => {
@@ -92,6 +95,7 @@ export const compact: Method<'session.compact'> = async (served, params) => {
   const agent = served.agentFor(served.scopedSessionId(params))
   const now = served.states.of(agent.id)
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
+  if (now.kind === 'command') throw new RpcFailure('busy', 'a command is running in this session')
   // Mid-turn the compaction runs at the turn's next request; the turn keeps the agent open meanwhile.
   if (now.kind === 'turn') return compaction.compact(agent)
   // An idle compaction is committed at the agent's next request; closing the agent before then would drop it.
