@@ -80,7 +80,7 @@ const SUBCOMMANDS = {
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
-  'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
+  'trust [dir]': 'Trust a folder (default: this one): its settings, .mcp.json and command files apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 

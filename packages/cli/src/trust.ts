@@ -15,7 +15,7 @@ export function trustCommand(dir: string): string {
   const before = trustState(resolve(dir))
   const state = trustFolder(resolve(dir))
   if (!state.files.length)
-    return `keel: trusted ${escapeLine(state.folder)} (it has no project settings or .mcp.json yet; adding them asks again)`
+    return `keel: trusted ${escapeLine(state.folder)} (it has no project settings, .mcp.json or command files yet; adding them asks again)`
   const was = before.trusted ? ' (already trusted)' : ''
   return `keel: trusted ${escapeLine(state.folder)}${was}: ${state.files.map(escapeLine).join(', ')} now apply in full; a change to them asks again`
 }

@@ -17,6 +17,7 @@ export {
   trustFolder,
   trustForThisRun,
   trustState,
+  TRUSTED_PATHS,
   type HeldSetting,
   type TrustState,
 } from './trust.ts'
