@@ -47,6 +47,11 @@ export const FLAGS = {
     multiple: true,
     help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'",
   },
+  'allow-domain': {
+    type: 'string',
+    multiple: true,
+    help: 'Host sandboxed commands may reach for this run, repeatable: --allow-domain registry.npmjs.org',
+  },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
