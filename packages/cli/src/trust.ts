@@ -2,12 +2,23 @@
 // terminal's question before the TUI starts. Each says what the folder's files want in @keel/settings' words.
 import { createInterface } from 'node:readline'
 import { resolve } from 'node:path'
+import type { Context } from 'cordis'
+import { notify } from '@keel/session'
 import { escapeLine } from '@keel/session/escape'
 import { type HeldSetting, heldLine, trustFolder, trustState } from '@keel/settings'
 import type { ResolvedSettings } from './settings.ts'
 
 function keys(held: HeldSetting[]): string {
   return [...new Set(held.map((entry) => entry.key))].join(', ')
+}
+
+/**
+ * After the boot, the held-back line as a `keel/notice`, so every door shows it its own way (print and serve on
+ * stderr, the TUI as a note, the web page as a banner, ACP as a notice update).
+ */
+export function heldNotice(ctx: Context, settings: ResolvedSettings | undefined): void {
+  const line = settings && heldLine(settings.held, settings.trust.folder)
+  if (line) notify(ctx, 'trust', line)
 }
 
 /** `keel trust [dir]`: records trust for the folder's project files as they are now. */
@@ -20,20 +31,18 @@ export function trustCommand(dir: string): string {
   return `keel: trusted ${escapeLine(state.folder)}${was}: ${state.files.map(escapeLine).join(', ')} now apply in full; a change to them asks again`
 }
 
-/** The one line that lists what an untrusted folder's files asked for. */
+/** The one line that lists what an untrusted folder's files asked for, on stderr (a command with no door). */
 export function heldWarning(settings: ResolvedSettings): string {
-  return escapeLine(heldLine(settings.held, settings.trust.folder) ?? '')
+  return `keel: ${escapeLine(heldLine(settings.held, settings.trust.folder) ?? '')}`
 }
 
 /**
  * Asks on the terminal, once, before the TUI takes the screen: numbered choices confirmed with Enter, and a bare
- * Enter keeps the folder untrusted. Without a terminal it only warns. Resolves true when the person trusted it.
+ * Enter keeps the folder untrusted. Without a terminal it does not ask. Resolves true when the person trusted it;
+ * otherwise the held-back line reaches the TUI as a notice (`heldNotice`).
  */
 export async function askTrust(settings: ResolvedSettings, cwd: string): Promise<boolean> {
-  if (!process.stdin.isTTY || !process.stderr.isTTY) {
-    process.stderr.write(heldWarning(settings) + '\n')
-    return false
-  }
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return false
   const out = process.stderr
   out.write(
     [
@@ -68,10 +77,7 @@ export async function askTrust(settings: ResolvedSettings, cwd: string): Promise
         out.write(`keel: trusted ${escapeLine(settings.trust.folder)}\n`)
         return true
       }
-      if (answer.trim() === '' || answer.trim() === '2') {
-        out.write(heldWarning(settings) + '\n')
-        return false
-      }
+      if (answer.trim() === '' || answer.trim() === '2') return false
     }
   } finally {
     rl.close()

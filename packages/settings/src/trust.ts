@@ -291,9 +291,9 @@ export function gateSettings(
   return { files: kept, held }
 }
 
-/** The one line that lists what an untrusted folder asked for and did not get. */
+/** The one line that lists what an untrusted folder asked for and did not get (raw: a door escapes it). */
 export function heldLine(held: HeldSetting[], folder: string): string | undefined {
   if (!held.length) return undefined
   const keys = [...new Set(held.map((entry) => entry.key))]
-  return `keel: ${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
+  return `${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
 }
