@@ -26,5 +26,6 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
     cacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
+    ...(options.tell ? { tell: options.tell } : {}),
   })
 }

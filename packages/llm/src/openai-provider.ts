@@ -77,6 +77,7 @@ export function createOpenAiCompatible(
     cacheTtl: options.promptCacheTtl,
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
+    ...(options.tell ? { tell: options.tell } : {}),
     ...flavor.extra?.(options.env),
   })
 }

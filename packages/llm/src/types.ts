@@ -78,6 +78,8 @@ export interface ProviderOptions {
   models?: import('./catalog.ts').ModelOverrides
   /** Anthropic prompt-cache lifetime (anthropic-cache.ts). */
   promptCacheTtl?: import('./anthropic-cache.ts').CacheTtl
+  /** A one-line notice for the person, said once per key (the llm plugin emits it as a `keel/notice`). */
+  tell?: import('./left-out.ts').Tell
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>
