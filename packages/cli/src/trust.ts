@@ -4,12 +4,13 @@ import { createInterface } from 'node:readline'
 import { resolve } from 'node:path'
 import type { Context } from 'cordis'
 import { notify } from '@keel/session'
+import { trustedWords, trustOfferWords } from '@keel/door/words'
 import { escapeLine } from '@keel/session/escape'
 import { type HeldSetting, heldLine, trustFolder, trustState } from '@keel/settings'
 import type { ResolvedSettings } from './settings.ts'
 
-function keys(held: HeldSetting[]): string {
-  return [...new Set(held.map((entry) => entry.key))].join(', ')
+function keys(held: HeldSetting[]): string[] {
+  return [...new Set(held.map((entry) => entry.key))]
 }
 
 /**
@@ -44,14 +45,15 @@ export function heldWarning(settings: ResolvedSettings): string {
 export async function askTrust(settings: ResolvedSettings, cwd: string): Promise<boolean> {
   if (!process.stdin.isTTY || !process.stderr.isTTY) return false
   const out = process.stderr
+  const words = trustOfferWords(settings.trust.folder, keys(settings.held))
   out.write(
     [
-      `This folder is not trusted yet: ${escapeLine(settings.trust.folder)}`,
-      `Its project files ask for: ${escapeLine(keys(settings.held))}`,
+      escapeLine(words.title),
+      escapeLine(words.asks),
       ...settings.trust.files.map((file) => `  ${escapeLine(file)}`),
-      'Trusting it lets those files widen permissions, change the model server and start MCP commands.',
-      '  1. Trust this folder',
-      '  2. Continue without trusting it (only its deny rules and stricter settings apply)',
+      words.means,
+      `  1. ${words.trust}`,
+      `  2. ${words.stay}`,
       '',
     ].join('\n'),
   )
@@ -74,7 +76,7 @@ export async function askTrust(settings: ResolvedSettings, cwd: string): Promise
       if (answer === undefined || closed) return false
       if (answer.trim() === '1') {
         trustFolder(cwd)
-        out.write(`keel: trusted ${escapeLine(settings.trust.folder)}\n`)
+        out.write(`keel: ${escapeLine(trustedWords(settings.trust.folder, false))}\n`)
         return true
       }
       if (answer.trim() === '' || answer.trim() === '2') return false

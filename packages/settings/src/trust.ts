@@ -20,7 +20,7 @@ import {
 } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { keelHome } from '@keel/session/paths'
-import { settingsPaths, type SettingsFile } from './files.ts'
+import { readSettingsFiles, settingsPaths, type SettingsFile } from './files.ts'
 import { projectRoot } from './root.ts'
 
 /** A setting a project file asked for and did not get, because the folder is not trusted. */
@@ -296,4 +296,25 @@ export function heldLine(held: HeldSetting[], folder: string): string | undefine
   if (!held.length) return undefined
   const keys = [...new Set(held.map((entry) => entry.key))]
   return `${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
+}
+
+/** What a door offers for the folder of `cwd`: whether it is trusted, the keys its files ask for, the files. */
+export interface TrustOffer {
+  folder: string
+  trusted: boolean
+  /** The held keys, each once (`mode`, `permissions.allow`, `mcpServers`, `commands`). */
+  held: string[]
+  files: string[]
+}
+
+/** The trust offer for `cwd` as the gate sees it now (`baseModel` as for `gateSettings`). */
+export function trustOffer(cwd: string, baseModel: string): TrustOffer {
+  const state = trustState(cwd)
+  const { held } = gateSettings(readSettingsFiles(cwd), state, baseModel)
+  return {
+    folder: state.folder,
+    trusted: state.trusted,
+    held: [...new Set(held.map((entry) => entry.key))],
+    files: state.files,
+  }
 }

@@ -7,6 +7,7 @@ import type { Params } from './params.ts'
 import { answerAsk, permissionMode } from './permission.ts'
 import { rewind, rewindPreview } from './rewind.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
+import { trustGrant, trustStatus } from './trust.ts'
 
 /** Every RPC method: a new one is its wire type in protocol.ts, its function, and one line here. */
 const METHODS: { [M in RpcMethod]: Method<M> } = {
@@ -20,6 +21,8 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.compact': compact,
   'session.rewindPreview': rewindPreview,
   'session.rewind': rewind,
+  'trust.status': trustStatus,
+  'trust.grant': trustGrant,
 }
 
 /**
