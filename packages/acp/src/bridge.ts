@@ -209,11 +209,13 @@ export class AcpBridge {
    */
   private notice(notice: Notice): void {
     this.log(notice.text)
-    if (!this.clientShowsNotices) return
+    // Before the first session the client may not have said yet whether it shows notices (the boot's notices, such
+    // as a folder not trusted, come before `initialize`): they wait, and the first session gets them if it does.
     if (!this.sessions.size) {
       if (this.early.length < MAX_EARLY_NOTICES) this.early.push(notice)
       return
     }
+    if (!this.clientShowsNotices) return
     for (const bridged of this.sessions.values()) bridged.send(this.noticeUpdate(notice))
   }
 
@@ -255,7 +257,8 @@ export class AcpBridge {
     const bridged = new Bridged(agent, client, projector, (line) => this.log(line))
     if (creating) bridged.hold()
     this.sessions.set(agent.id, bridged)
-    for (const notice of this.early.splice(0)) bridged.send(this.noticeUpdate(notice))
+    const early = this.early.splice(0)
+    if (this.clientShowsNotices) for (const notice of early) bridged.send(this.noticeUpdate(notice))
     return bridged
   }
 

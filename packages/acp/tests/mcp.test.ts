@@ -1,9 +1,12 @@
 // The mcpServers an ACP client sends with session/new are connected for that session: the model can call their tools,
 // the client sees the calls as tool cards, and closing the connection stops the servers.
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type McpServer, methods, PROTOCOL_VERSION } from '@agentclientprotocol/sdk'
 import * as mcpPlugin from '@keel/mcp'
-import { makeKeel, type Keel } from '../../../test-support/harness.ts'
+import { trustFolder } from '@keel/settings'
+import { makeKeel, waitFor, type Keel } from '../../../test-support/harness.ts'
 import { EVERYTHING, FAULTY } from '../../mcp/tests/support.ts'
 import { alive as processAlive } from '../../../test-support/processes.ts'
 import { connectInProcess, initialize, toolTrace } from './support.ts'
@@ -120,5 +123,48 @@ describe('a notice reaches the client', () => {
     await new Promise((done) => setTimeout(done, 50))
     expect(client.updates(sessionId, 'notice')).toEqual([])
     expect(client.updates(sessionId, 'agent_message_chunk')).toEqual([])
+  })
+})
+
+describe("each session's own project", () => {
+  it(".mcp.json and AGENTS.md come from the session's cwd; an untrusted project's servers wait for trust", async () => {
+    keel = await makeKeel({
+      steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }],
+      plugins: [[mcpPlugin, { ...mcpConfig, projectFile: true }]],
+    })
+    // Two projects besides the harness's own cwd; each .mcp.json server command leaves a marker when it is started.
+    const project = (name: string) => {
+      const dir = join(keel!.cwd, name)
+      mkdirSync(join(dir, '.git'), { recursive: true })
+      writeFileSync(join(dir, 'AGENTS.md'), `Instructions of ${name}.\n`)
+      writeFileSync(
+        join(dir, '.mcp.json'),
+        JSON.stringify({ mcpServers: { [`srv_${name}`]: { command: 'sh', args: ['-c', 'pwd > started.txt'] } } }),
+      )
+      return dir
+    }
+    const untrusted = project('untrusted')
+    const trusted = project('trusted')
+    trustFolder(trusted)
+    client = connectInProcess(keel)
+    await initialize(client)
+    const agent = client.connection.agent
+    const prompt = async (cwd: string) => {
+      const { sessionId } = await agent.request(methods.agent.session.new, { cwd, mcpServers: [] })
+      await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'go' }] })
+    }
+    await prompt(untrusted)
+    await prompt(trusted)
+    await waitFor(() => existsSync(join(trusted, 'started.txt')), "the trusted project's server", 20_000)
+    expect(readFileSync(join(trusted, 'started.txt'), 'utf8').trim()).toBe(realpathSync(trusted))
+    expect(existsSync(join(untrusted, 'started.txt'))).toBe(false)
+    const systems = keel.model.requests.map((request) => request.system)
+    expect(systems[0]).toContain('Instructions of untrusted.')
+    expect(systems[1]).toContain('Instructions of trusted.')
+    expect(systems[1]).not.toContain('Instructions of untrusted.')
+    // Trusted later (the web page's offer, keel trust): the next session there starts its servers.
+    trustFolder(untrusted)
+    await prompt(untrusted)
+    await waitFor(() => existsSync(join(untrusted, 'started.txt')), "the now trusted project's server", 20_000)
   })
 })

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, test } from 'vitest'
-import { methods, ndJsonStream } from '@agentclientprotocol/sdk'
-import { initialize, testClient } from './support.ts'
+import { methods, ndJsonStream, PROTOCOL_VERSION } from '@agentclientprotocol/sdk'
+import { testClient } from './support.ts'
 
 const REPO = resolve(fileURLToPath(new URL('../../..', import.meta.url)))
 const scratch = mkdtempSync(join(tmpdir(), 'keel-acp-trust-'))
@@ -18,7 +18,9 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
     const spawnDir = join(scratch, 'spawned-here')
     const project = join(scratch, 'project')
     const home = join(scratch, 'home')
-    mkdirSync(spawnDir)
+    mkdirSync(join(spawnDir, '.keel'), { recursive: true })
+    // Where keel acp was started: an untrusted folder whose held-back line reaches the door as a notice.
+    writeFileSync(join(spawnDir, '.keel', 'settings.json'), JSON.stringify({ mode: 'yolo' }))
     mkdirSync(join(project, '.keel'), { recursive: true })
     spawnSync('git', ['init', '-q'], { cwd: project })
     writeFileSync(join(project, '.keel', 'settings.json'), JSON.stringify({ permissions: { deny: ['bash(rm:*)'] } }))
@@ -68,7 +70,10 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
     })
     const client = testClient(ndJsonStream(toChild, fromChild))
     try {
-      await initialize(client)
+      await client.connection.agent.request(methods.agent.initialize, {
+        protocolVersion: PROTOCOL_VERSION,
+        clientCapabilities: { session: { notices: {} } },
+      })
       // The person says no: a write to a protected path is asked about even in auto mode.
       client.respond(() => ({ outcome: { outcome: 'selected', optionId: 'reject_once' } }))
       const agent = client.connection.agent
@@ -78,6 +83,12 @@ describe('keel acp: the session project decides', { timeout: 90_000 }, () => {
         prompt: [{ type: 'text', text: 'go' }],
       })
       expect(response.stopReason, stderr).toBe('end_turn')
+      // The held-back line is a notice: the client that shows notices gets it as one, not only on stderr.
+      expect(client.updates(sessionId, 'notice')).toContainEqual({
+        sessionUpdate: 'notice',
+        severity: 'warning',
+        title: expect.stringContaining(`${spawnDir} is not trusted: held back mode`),
+      })
       expect(readFileSync(join(project, 'precious.txt'), 'utf8')).toBe('precious\n')
       expect(existsSync(join(project, '.git', 'hooks', 'pre-commit'))).toBe(false)
       expect(existsSync(join(project, '.mcp.json'))).toBe(false)

@@ -9,7 +9,7 @@ import {
   type TurnEndReason,
   errorLine,
 } from '@keel/session'
-import type { PermissionGate, SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
+import type { PermissionGate, SandboxLevel, ToolAgent, ToolExecution, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
@@ -412,6 +412,7 @@ export class Agent implements ToolAgent {
             agent: this,
             signal,
             ...(verdict.sandbox ? { sandbox: verdict.sandbox } : {}),
+            ...this.hostAsker(verdict.sandbox, call, signal),
             onUpdate: (text) => this.ctx.emit('agent/delta', this, { kind: 'tool-output', callId: call.id, text }),
           })
         }),
@@ -459,6 +460,29 @@ export class Agent implements ToolAgent {
       )
     }
     return out
+  }
+
+  /** How a sandboxed call asks the permission policy about a host its allow list does not name. */
+  private hostAsker(
+    sandbox: SandboxLevel | undefined,
+    call: ToolCallBlock,
+    signal: AbortSignal,
+  ): Pick<ToolExecution, 'network'> {
+    const permissions: PermissionGate | undefined = this.ctx.get('permissions')
+    if (!sandbox || sandbox === 'off' || !permissions?.authorizeHost) return {}
+    const gate = permissions.authorizeHost.bind(permissions)
+    return {
+      network: (host, port, ended) =>
+        gate({
+          session: this.session,
+          cwd: this.cwd,
+          callId: call.id,
+          tool: call.name,
+          host,
+          port,
+          signal: AbortSignal.any([signal, ended]),
+        }),
+    }
   }
 
   private appendResult(turn: number, step: number, call: ToolCallBlock, result: ToolResult): void {

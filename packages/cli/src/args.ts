@@ -52,6 +52,11 @@ export const FLAGS = {
     multiple: true,
     help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'",
   },
+  'allow-domain': {
+    type: 'string',
+    multiple: true,
+    help: 'Host sandboxed commands may reach for this run, repeatable: --allow-domain registry.npmjs.org',
+  },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
@@ -85,7 +90,7 @@ const SUBCOMMANDS = {
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
-  'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
+  'trust [dir]': 'Trust a folder (default: this one): its settings, .mcp.json and command files apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
 } as const
 

@@ -20,6 +20,7 @@ import { listMcp, mcpOf } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
 import type { ResolvedSettings } from './settings.ts'
+import { heldNotice } from './trust.ts'
 import { stopYoungGenerationGrowth } from './memory.ts'
 
 export interface CommandRun {
@@ -75,6 +76,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
       command.kind === 'acp'
     ) {
       for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
+      heldNotice(ctx, settings)
     }
     switch (command.kind) {
       case 'print':

@@ -52,10 +52,11 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(describeSettings(settings!, !!flags.json) + '\n')
       return 0
     }
-    // An untrusted folder: the TUI asks once before it takes the screen; every other door says what was held back.
+    // An untrusted folder: the TUI asks once before it takes the screen. Each door shows what was held back as a
+    // notice after the boot (commands.ts); a command without a door says it here.
     if (settings?.held.length && command.kind === 'interactive' && (await askTrust(settings, workingDirectory(flags))))
       settings = await resolveSettings(flags, workingDirectory(flags), composition)
-    else if (settings?.held.length) process.stderr.write(heldWarning(settings) + '\n')
+    else if (settings?.held.length && !DOOR_KINDS.has(command.kind)) process.stderr.write(heldWarning(settings) + '\n')
     // The settings' model and base URL reach every front door through the flags they would have come from.
     if (settings) flags = { ...flags, model: settings.model, 'base-url': settings.baseUrl }
     const run: CommandRun = { command, flags, settings, modelFlag, version: VERSION }
@@ -108,6 +109,9 @@ export async function main(argv: string[]): Promise<number> {
     await started?.abandon()
   }
 }
+
+/** The commands with a front door, which show the held-back line as a notice. */
+const DOOR_KINDS = new Set(['print', 'interactive', 'serve', 'acp'])
 
 /** --cwd (or `keel trust`'s folder) must name a folder that exists, checked before anything runs in it. */
 function checkCwd(cwd: string | undefined, what = '--cwd'): void {

@@ -1,6 +1,6 @@
 // Denials are results of a headless run: every call the permission policy refused, in the main session or a
 // subagent's, read from the log's permission/decision events (print mode has no one to ask, so an ask is a denial).
-import { declinedReason } from '@keel/permissions'
+import { declinedReason, hostRefusal } from '@keel/permissions'
 import { textOf, type Session, type SessionEvent } from '@keel/session'
 
 export interface Denial {
@@ -13,6 +13,8 @@ export interface Denial {
   rule?: string
   /** The subagent's session, when a subagent's call was refused. */
   sessionId?: string
+  /** The host, when a sandboxed command was refused a host rather than the call refused. */
+  host?: string
 }
 
 /** Collects the denials of one agent's session and of the sessions its subagents open. */
@@ -46,6 +48,16 @@ export class Denials {
     } else if (event.type === 'permission/request') {
       const call = this.calls.get(key)
       if (call) call.summary = event.data.summary
+    } else if (event.type === 'permission/decision' && event.data.decision === 'deny' && event.data.host) {
+      // The call ran; one of the hosts its command reached was refused (its result is the command's output).
+      const call = this.calls.get(key)
+      this.list.push({
+        tool: call?.name ?? 'unknown',
+        summary: `network: ${event.data.host}`,
+        reason: hostRefusal(event.data.host),
+        host: event.data.host,
+        ...(session.id !== this.mainSession ? { sessionId: session.id } : {}),
+      })
     } else if (event.type === 'permission/decision' && event.data.decision === 'deny') {
       const call = this.calls.get(key)
       const tool = call?.name ?? 'unknown'

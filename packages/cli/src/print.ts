@@ -9,7 +9,7 @@ import {
   type ImageBlock,
   type SessionEvent,
 } from '@keel/session'
-import { summarize } from '@keel/permissions'
+import { hostRefusal, summarize } from '@keel/permissions'
 import { openTasks, openTasksNotice, planHeader, planLines, standingPlan, type TodoItem } from '@keel/todo'
 import { addTotal, type CostTotal, costUsd, emptyCost, sessionCost } from '@keel/session/cost'
 import { retryText } from '@keel/llm/retry-text'
@@ -194,6 +194,9 @@ export async function runPrint(
     if (format !== 'text' && event.type === 'tool/result' && denials.has(session, event.data.callId)) {
       err.write(`keel: ${escapeLine(textOf(event.data.content)).slice(0, 500)}\n`)
     }
+    // A host refused to a running command: its output may not say which (an npm 403), so stderr does, in every format.
+    if (event.type === 'permission/decision' && event.data.host && event.data.decision === 'deny')
+      err.write(`keel: ${escapeLine(hostRefusal(event.data.host))}\n`)
     if (format === 'stream-json') out.write(JSON.stringify({ ...event, sessionId: agent.id }) + '\n')
     else if (activity) showOnStderr(event, err, ctx, (callId) => denials.has(session, callId))
   })

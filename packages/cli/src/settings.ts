@@ -250,6 +250,16 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     { source: 'flag --model', values: { model: flags.model } },
     { source: 'flag --base-url', values: { baseUrl: flags['base-url'] } },
   ]
+  // --allow-domain adds to sandbox.allowedDomains (the list accumulates across layers), checked like a file's entry.
+  const domainFlag = flags['allow-domain'] ?? []
+  if (domainFlag.length) {
+    const { domainProblem } = await import('@keel/sandbox/domains')
+    for (const entry of domainFlag) {
+      const problem = domainProblem(entry)
+      if (problem) throw new UsageError(`--allow-domain ${JSON.stringify(entry)} is refused. ${problem}`)
+    }
+    layers.push({ source: 'flag --allow-domain', values: { sandbox: { allowedDomains: domainFlag } } })
+  }
   let merged = mergeLayers(layers)
   if (flags.effort !== undefined && !(REASONING_EFFORTS as readonly string[]).includes(flags.effort))
     throw new UsageError(`--effort must be one of ${REASONING_EFFORTS.join(', ')}, not ${JSON.stringify(flags.effort)}`)
@@ -261,7 +271,11 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
   }
   merged.sources.model = merged.sources.model === `default (${composition})` ? 'default' : merged.sources.model!
   const overrides: Record<string, Record<string, unknown>> = {}
-  const touched = new Set([...files.flatMap((file) => Object.keys(file.data)), ...(flags.effort ? ['models'] : [])])
+  const touched = new Set([
+    ...files.flatMap((file) => Object.keys(file.data)),
+    ...(flags.effort ? ['models'] : []),
+    ...(domainFlag.length ? ['sandbox'] : []),
+  ])
   for (const entry of entries) {
     if (entry.id !== PERMISSIONS_ENTRY && touched.has(entry.id) && isObject(merged.values[entry.id]))
       overrides[entry.id] = merged.values[entry.id] as Record<string, unknown>

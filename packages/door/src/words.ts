@@ -92,3 +92,35 @@ export function userCommandWords(command: string, outcome: { refused: string } |
     ? { text: `! ${command} was not run: ${outcome.refused}`, tone: 'warn' }
     : { text: `! ${command} failed: ${outcome.failed}`, tone: 'error' }
 }
+
+/** The question an untrusted folder gets (the TUI's before it starts, the web page's card), and its two answers. */
+export interface TrustOfferWords {
+  title: string
+  /** What the folder's files ask for. */
+  asks: string
+  /** What trusting it lets those files do. */
+  means: string
+  trust: string
+  stay: string
+}
+
+/** `folder` and the keys its files asked for (`mode`, `mcpServers`, …) as held by @keel/settings' trust gate. */
+export function trustOfferWords(folder: string, keys: readonly string[]): TrustOfferWords {
+  return {
+    title: `This folder is not trusted yet: ${folder}`,
+    asks: `Its project files ask for: ${keys.join(', ')}`,
+    means: 'Trusting it lets those files widen permissions, change the model server and start MCP commands.',
+    trust: 'Trust this folder',
+    stay: 'Continue without trusting it (only its deny rules and stricter settings apply)',
+  }
+}
+
+/**
+ * After a yes while Keel runs (the web page): what applies now and what waits for the next start, since the mode,
+ * the model and plugin settings were read when it started.
+ */
+export function trustedWords(folder: string, running: boolean): string {
+  return running
+    ? `trusted ${folder}: its allow rules, commands and MCP servers apply from now on; its mode, model and plugin settings apply when Keel starts again`
+    : `trusted ${folder}`
+}

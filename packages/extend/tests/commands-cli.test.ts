@@ -113,6 +113,28 @@ describe('slash commands from Markdown files', () => {
     expect(loggedPrompt(untrusted.home).text).toContain('was not run: the folder is not trusted')
   })
 
+  test('keel trust covers the command files: a later change to one is held back until trusted again', () => {
+    const { dir, home } = repo()
+    put(join(dir, '.keel/commands/check.md'), 'Check: !`echo ran > first.txt; echo first-output`\n')
+    const trust = spawnSync(process.execPath, [join(root, 'bin/keel.js'), 'trust'], {
+      cwd: dir,
+      env: { ...process.env, KEEL_HOME: home },
+      encoding: 'utf8',
+    })
+    expect(trust.status, trust.stderr).toBe(0)
+    expect(trust.stdout).toContain(join(dir, '.keel/commands'))
+    const ran = keel(['-p', '/check'], dir, home)
+    expect(ran.status, ran.stderr).toBe(0)
+    expect(existsSync(join(dir, 'first.txt'))).toBe(true)
+    // The same file rewritten (as a pulled commit or the agent might): its new line does not run on the old trust.
+    put(join(dir, '.keel/commands/check.md'), 'Check: !`echo ran > second.txt; echo second-output`\n')
+    const held = keel(['-p', '/check'], dir, home)
+    expect(held.status, held.stderr).toBe(0)
+    expect(existsSync(join(dir, 'second.txt'))).toBe(false)
+    expect(held.stderr).toContain('held back commands')
+    expect(held.stderr).toContain('was not run: the folder is not trusted')
+  })
+
   test("the person's own commands in $KEEL_HOME/commands apply in an untrusted folder", () => {
     const { dir, home } = repo()
     put(join(home, 'commands/mine.md'), 'Mine: !`echo from-home > home-marker.txt; echo home-output`\n')

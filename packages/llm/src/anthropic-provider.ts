@@ -27,5 +27,6 @@ export function createAnthropic(model: string, options: ProviderOptions): Anthro
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
     headers: options.headers,
+    ...(options.tell ? { tell: options.tell } : {}),
   })
 }

@@ -2,6 +2,7 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@ant
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import { serverWaitMs } from './retries.ts'
+import { type Tell, tellLeftOut } from './left-out.ts'
 import type { ImageBlock, Message, TokenUsage } from '@keel/session/messages'
 import type { ModelPrice } from '@keel/session/cost'
 import { type CacheTtl, placeCacheBreakpoints } from './anthropic-cache.ts'
@@ -38,6 +39,7 @@ export interface AnthropicAdapterOptions {
   /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
   idleTimeoutMs?: number
   reasoning?: ReasoningSettings
+  tell?: Tell
 }
 
 /**
@@ -94,10 +96,11 @@ export class AnthropicAdapter implements LlmAdapter {
   }
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    let leftOut = 0
     const body: Anthropic.MessageCreateParamsStreaming = {
       model: this.model,
       max_tokens: request.maxTokens ?? this.options.maxOutput,
-      messages: toAnthropicMessages(request.messages),
+      messages: toAnthropicMessages(request.messages, () => leftOut++),
       stream: true,
       ...thinkingFields(this.options.reasoning),
     }
@@ -110,6 +113,7 @@ export class AnthropicAdapter implements LlmAdapter {
       }))
     }
     placeCacheBreakpoints(body, this.options.cacheTtl ?? '5m')
+    tellLeftOut(this.options.tell, 'anthropic', this.model, leftOut)
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'anthropic')
     let iterator: AsyncIterator<Event>
@@ -291,7 +295,7 @@ function finishReason(stop: string | null | undefined): FinishReason {
  * API accepts. Tool results become
  * `tool_result` blocks in a user turn; consecutive same-role messages merge into one turn, tool results first.
  */
-function toAnthropicMessages(messages: readonly Message[]): Param[] {
+function toAnthropicMessages(messages: readonly Message[], leftOut: () => void = () => {}): Param[] {
   const turns: { role: 'user' | 'assistant'; content: Block[] }[] = []
   const add = (role: 'user' | 'assistant', content: Block[]) => {
     if (!content.length) return
@@ -312,10 +316,11 @@ function toAnthropicMessages(messages: readonly Message[]): Param[] {
       for (const block of message.content) {
         if (block.type === 'reasoning') {
           const ours = block.origin === 'anthropic' || (block.origin === undefined && block.signature)
-          if (!ours) continue
-          if (block.data !== undefined && !block.signature)
+          if (ours && block.data !== undefined && !block.signature)
             content.push({ type: 'redacted_thinking', data: block.data })
-          else if (block.signature) content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
+          else if (ours && block.signature)
+            content.push({ type: 'thinking', thinking: block.text, signature: block.signature })
+          else if (block.text || block.data) leftOut()
         } else if (block.type === 'text' && block.text) content.push({ type: 'text', text: block.text })
         else if (block.type === 'tool-call')
           content.push({ type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.arguments) })

@@ -66,6 +66,22 @@ function snapshotEntry(provider: string, model: string): Entry | undefined {
   return list.find((entry) => entry.id === id) ?? list.find((entry) => matches(entry.match, id))
 }
 
+/**
+ * When the catalog has no entry for `provider/model` and the settings none either: the one line that says which
+ * defaults apply instead (the model still works), given what the adapter was made with. Undefined when it is known.
+ */
+export function defaultsLine(
+  provider: string,
+  model: string,
+  overrides: ModelOverrides | undefined,
+  made: { contextWindow?: number; price?: ModelPrice },
+): string | undefined {
+  if (snapshotEntry(provider, model) || overrides?.[`${provider}/${model}`]) return undefined
+  const window = made.contextWindow ? `a ${made.contextWindow}-token context window` : 'no known context window'
+  const price = made.price ? '' : ', no price (its cost is not counted)'
+  return `${provider}/${model} is not in Keel's model catalog: using ${window}${price}, no known output limit; set models["${provider}/${model}"] in settings to say otherwise`
+}
+
 /** Catalog facts for `provider/model`, the settings' override applied last; every field may be absent. */
 export function modelInfo(provider: string, model: string, overrides?: ModelOverrides): ModelInfo {
   const entry = snapshotEntry(provider, model)

@@ -1,5 +1,6 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { notify } from '@keel/session'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { reasoningFor, registerProviders, splitSpec } from './providers.ts'
 import {
@@ -58,6 +59,8 @@ export interface LlmServiceOptions extends RetryPolicy {
  */
 export class LlmService extends Service {
   private readonly providers = new Map<string, ProviderFactory>()
+  /** Keys already told (`tell`): each notice once. */
+  private readonly told = new Set<string>()
   readonly retry: RetryPolicy
   readonly idleTimeoutMs: number
   readonly models: ModelSettings
@@ -113,6 +116,7 @@ export class LlmService extends Service {
         `unknown provider ${JSON.stringify(provider)}; known: ${this.providerNames().join(', ')}`,
       )
     const adapter = await factory(model, {
+      tell: (key, text) => this.tell(key, text),
       cwd: options.cwd ?? process.cwd(),
       env: options.env ?? process.env,
       baseUrl: options.baseUrl,
@@ -122,7 +126,20 @@ export class LlmService extends Service {
       promptCacheTtl: options.promptCacheTtl ?? this.promptCacheTtl,
       headers: options.headers ?? this.headersOf(provider, options.env ?? process.env),
     })
+    // A model the catalog does not know still works: which defaults apply is said once (scripted models are Keel's).
+    if (provider !== 'scripted') {
+      const { defaultsLine } = await import('./catalog.ts')
+      const line = defaultsLine(provider, model, options.models ?? this.models, adapter)
+      if (line) this.tell(`defaults:${spec}`, line)
+    }
     return withRetries(adapter, this.retry, (notice, request) => this.ctx.emit('llm/retry', notice, request.sessionId))
+  }
+
+  /** A one-line notice from a model or its adapter, said once per key for the life of the plugin. */
+  private tell(key: string, text: string): void {
+    if (this.told.has(key)) return
+    this.told.add(key)
+    notify(this.ctx, 'model', text, 'info')
   }
 }
 

@@ -80,5 +80,6 @@ export function createOpenAiCompatible(
     reasoning: options.reasoning,
     ...extra,
     headers: { ...extra?.headers, ...options.headers },
+    ...(options.tell ? { tell: options.tell } : {}),
   })
 }

@@ -5,6 +5,7 @@ import { ConnectionError, type EventStream, HttpStatusError, postEventStream } f
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { causeText, providerError, type FailureContext } from './errors.ts'
 import { serverWaitMs } from './retries.ts'
+import { type Tell, tellLeftOut } from './left-out.ts'
 import type { CacheTtl } from './anthropic-cache.ts'
 import { placeChatBreakpoints, takesChatBreakpoints } from './chat-cache.ts'
 import {
@@ -47,6 +48,7 @@ export interface OpenAiAdapterOptions {
   organization?: string
   project?: string
   headers?: Record<string, string>
+  tell?: Tell
   /** Longest silence (no headers, then no stream event) before the request counts as dropped; default 90 s. */
   idleTimeoutMs?: number
   reasoning?: ReasoningSettings
@@ -123,9 +125,15 @@ export class OpenAiAdapter implements LlmAdapter {
   }
 
   async *stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    let leftOut = 0
     const body: ChatRequest = {
       model: this.model,
-      messages: toChatMessages(request.system, request.messages, sendsBack(this.provider, this.options.reasoning)),
+      messages: toChatMessages(
+        request.system,
+        request.messages,
+        sendsBack(this.provider, this.options.reasoning),
+        () => leftOut++,
+      ),
       stream: true,
       stream_options: { include_usage: true },
       ...reasoningFields(this.provider, this.options.reasoning),
@@ -143,6 +151,7 @@ export class OpenAiAdapter implements LlmAdapter {
     if (takesChatBreakpoints(this.provider, this.model)) placeChatBreakpoints(body, this.options.cacheTtl)
     const maxTokens = request.maxTokens ?? this.options.maxOutput
     if (maxTokens) body[this.options.maxTokensField ?? 'max_tokens'] = maxTokens
+    tellLeftOut(this.options.tell, this.provider, this.model, leftOut)
 
     const watch = new IdleWatch(signal, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, this.provider)
     let response: EventStream
@@ -334,6 +343,7 @@ export function toChatMessages(
   system: string,
   messages: readonly Message[],
   reasoning?: 'content' | 'details',
+  leftOut: () => void = () => {},
 ): ChatMessage[] {
   const out: ChatMessage[] = []
   if (system) out.push({ role: 'system', content: system })
@@ -369,7 +379,15 @@ export function toChatMessages(
       for (const block of message.content) {
         if (block.type === 'reasoning') {
           if (block.text) thought = (thought ?? '') + block.text
-          if (block.origin === 'openrouter' && block.data) details = parseDetails(block.data) ?? details
+          const own = block.origin === 'openrouter' && block.data ? parseDetails(block.data) : undefined
+          if (own) details = own
+          // What this flavour cannot carry: opaque data as `reasoning_content`, anything but OpenRouter's own details.
+          if (
+            reasoning === 'content'
+              ? !block.text && block.data
+              : reasoning === 'details' && !own && (block.text || block.data)
+          )
+            leftOut()
         } else if (block.type === 'text') text += block.text
         else if (block.type === 'tool-call')
           toolCalls.push({

@@ -14,6 +14,7 @@ import { causeText, providerError, type FailureContext } from './errors.ts'
 import { DEFAULT_IDLE_TIMEOUT_MS, IdleWatch } from './idle.ts'
 import { checkedUrl, requireKey, value } from './provider-checks.ts'
 import { serverWaitMs } from './retries.ts'
+import { type Tell, tellLeftOut } from './left-out.ts'
 import {
   LlmError,
   type FinishReason,
@@ -45,6 +46,7 @@ export interface ResponsesAdapterOptions {
   vision?: boolean
   idleTimeoutMs?: number
   reasoning?: ReasoningSettings
+  tell?: Tell
 }
 
 /** Models that reason (and reject the `reasoning` field when they do not): the o-series, GPT-5 and codex. */
@@ -69,6 +71,7 @@ export function createResponses(model: string, options: ProviderOptions): Respon
     idleTimeoutMs: options.idleTimeoutMs,
     reasoning: options.reasoning,
     headers: options.headers,
+    ...(options.tell ? { tell: options.tell } : {}),
   })
 }
 
@@ -108,9 +111,10 @@ export class ResponsesAdapter implements LlmAdapter {
   }
 
   private body(request: LlmRequest): ResponseCreateParamsStreaming {
+    let leftOut = 0
     const body: ResponseCreateParamsStreaming = {
       model: this.model,
-      input: toResponsesInput(request.messages),
+      input: toResponsesInput(request.messages, () => leftOut++),
       stream: true,
       store: false,
       parallel_tool_calls: true,
@@ -136,6 +140,7 @@ export class ResponsesAdapter implements LlmAdapter {
       body.include = ['reasoning.encrypted_content']
       body.reasoning = { summary: 'auto', ...(effort ? { effort: effort as 'low' } : {}) }
     }
+    tellLeftOut(this.options.tell, 'openai', this.model, leftOut)
     return body
   }
 
@@ -274,7 +279,7 @@ function usageOf(raw: ResponseUsage): TokenUsage {
  * its own encrypted reasoning items (origin `responses`) where they were, before its calls; other reasoning (an
  * older log, another provider, a reply without calls, which the API drops anyway) is left out.
  */
-export function toResponsesInput(messages: readonly Message[]): ResponseInputItem[] {
+export function toResponsesInput(messages: readonly Message[], leftOut: () => void = () => {}): ResponseInputItem[] {
   const out: ResponseInputItem[] = []
   let toolImages: ResponseInputContent[] = []
   const flushToolImages = () => {
@@ -303,9 +308,12 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
       }
       for (const block of message.content) {
         if (block.type === 'reasoning') {
-          if (!withCalls || block.origin !== 'responses' || !block.data) continue
-          const item = parseItem(block.data)
-          if (!item) continue
+          if (!withCalls) continue
+          const item = block.origin === 'responses' && block.data ? parseItem(block.data) : undefined
+          if (!item) {
+            if (block.text || block.data) leftOut()
+            continue
+          }
           flushText()
           out.push(item)
         } else if (block.type === 'text') text += block.text

@@ -80,6 +80,8 @@ export interface ProviderOptions {
   promptCacheTtl?: import('./anthropic-cache.ts').CacheTtl
   /** Extra request headers from the settings' `providers.<name>.headers`, `${VAR}`s already replaced. */
   headers?: Record<string, string>
+  /** A one-line notice for the person, said once per key (the llm plugin emits it as a `keel/notice`). */
+  tell?: import('./left-out.ts').Tell
 }
 
 export type ProviderFactory = (model: string, options: ProviderOptions) => LlmAdapter | Promise<LlmAdapter>

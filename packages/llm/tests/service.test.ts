@@ -287,3 +287,61 @@ describe('ScriptedAdapter', () => {
     expect(error?.kind).toBe('aborted')
   })
 })
+
+describe('what a model tells the person, once', () => {
+  /** The `keel/notice` lines the plugin emitted. */
+  function notices(ctx: Context): string[] {
+    const lines: string[] = []
+    ctx.on('keel/notice', (notice) => {
+      if (notice.source === 'model') lines.push(notice.text)
+    })
+    return lines
+  }
+
+  it('a model the catalog does not know still works, and which defaults apply is said once', async () => {
+    await serve({ text: 'hi' })
+    const ctx = boot()
+    const told = notices(ctx)
+    const options = { baseUrl: `${fake!.url}/v1`, env: { DEEPSEEK_API_KEY: 'k' } }
+    const adapter = await ctx.llm.create('deepseek/deepseek-v9-unreleased', options)
+    expect((await run(adapter.stream(request('hi'), new AbortController().signal))).error).toBeUndefined()
+    await ctx.llm.create('deepseek/deepseek-v9-unreleased', options)
+    expect(told).toEqual([
+      expect.stringMatching(
+        /^deepseek\/deepseek-v9-unreleased is not in Keel's model catalog: using no known context window, no price \(its cost is not counted\).*models\["deepseek\/deepseek-v9-unreleased"\]/,
+      ),
+    ])
+    // A known model, or one the settings describe, says nothing.
+    await ctx.llm.create('deepseek/deepseek-v4-flash', options)
+    await ctx.llm.create('deepseek/mine', { ...options, models: { 'deepseek/mine': { contextWindow: 1000 } } })
+    expect(told).toHaveLength(1)
+  })
+
+  it('reasoning an older session has that the provider cannot take back is left out, and said once', async () => {
+    await serve({ text: 'a' }, { text: 'b' })
+    const ctx = boot()
+    const told = notices(ctx)
+    const adapter = await ctx.llm.create('deepseek/deepseek-v4-flash', {
+      baseUrl: `${fake!.url}/v1`,
+      env: { DEEPSEEK_API_KEY: 'k' },
+    })
+    // Anthropic's redacted thinking (opaque data, no text) has no `reasoning_content` form.
+    const older: LlmRequest = {
+      ...request('go'),
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'go' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: '', data: 'REDACTED', origin: 'anthropic' },
+            { type: 'text', text: 'done before' },
+          ],
+        },
+        { role: 'user', content: [{ type: 'text', text: 'again' }] },
+      ],
+    }
+    for (let i = 0; i < 2; i++) await run(adapter.stream(older, new AbortController().signal))
+    expect(fake!.requests.map((r) => JSON.stringify(r.body)).join('\n')).not.toContain('REDACTED')
+    expect(told).toEqual([expect.stringMatching(/^deepseek\/deepseek-v4-flash: earlier reasoning it cannot take back/)])
+  })
+})

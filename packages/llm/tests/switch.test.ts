@@ -52,7 +52,8 @@ describe('a history made by several providers', () => {
   it('goes to each provider with only the reasoning that provider accepts', async () => {
     // Lenient: the signatures here were never issued by this fake; the point is what each adapter leaves out.
     fake = await startFakeProvider([{ text: 'a' }, { text: 'b' }, { text: 'c' }], { lenient: true })
-    const options = { baseUrl: `${fake.url}/v1`, cwd: process.cwd() }
+    const told: string[] = []
+    const options = { baseUrl: `${fake.url}/v1`, cwd: process.cwd(), tell: (key: string) => told.push(key) }
     const request = { ...hello, messages: history }
     const signal = new AbortController().signal
     await collect(
@@ -77,5 +78,12 @@ describe('a history made by several providers', () => {
     for (const foreign of ['SIG-ANTHROPIC', 'REDACTED-ANTHROPIC', 'DEEPSEEK-THOUGHT', 'anthropic thought'])
       expect(openai).not.toContain(foreign)
     expect(openai).toContain(JSON.stringify(rsItem))
+    // Each adapter says what it left out (the plugin says each key once): DeepSeek the redacted block it cannot carry,
+    // Anthropic the unsigned thought, OpenAI everything but its own item.
+    expect(told).toEqual([
+      'left-out:deepseek/deepseek-v4-flash',
+      'left-out:anthropic/claude-sonnet-5',
+      'left-out:openai/gpt-5.5',
+    ])
   })
 })

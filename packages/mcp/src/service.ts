@@ -2,7 +2,7 @@ import { type Context, Service } from 'cordis'
 import type {} from '@keel/agent' // the agent/prepare event's declaration
 import { notify } from '@keel/session'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
-import { trustState } from '@keel/settings'
+import { projectRoot, trustState } from '@keel/settings'
 import { expandEnv, McpConfigError, readProjectServers, validateServers, type ServerConfig } from './config.ts'
 import type { Connection, ServerState, TransportKind } from './connection.ts'
 import { mcpTool, toolName } from './tools.ts'
@@ -67,6 +67,8 @@ async function loadConnection(): Promise<typeof import('./connection.ts')> {
 export class McpService extends Service {
   private readonly entries = new Map<string, Entry>()
   private started: Promise<void> | undefined
+  /** Per trusted project root, the start of its `.mcp.json` servers (an ACP session's project is its own cwd's). */
+  private readonly projects = new Map<string, Promise<void>>()
   private disposed = false
 
   constructor(
@@ -79,33 +81,45 @@ export class McpService extends Service {
   }
 
   /**
-   * Starts every configured server (settings and `.mcp.json` of `cwd`'s project) in parallel, once; resolves when
-   * each is up or has failed. A configuration error is a warning, not a failed session. (Not named `start`: cordis
-   * calls a service's `start()` itself, without a cwd.)
+   * Starts the configured servers (settings) once, and the `.mcp.json` servers of `cwd`'s project once per project
+   * root (sessions of `keel acp` and `serve --all` each bring their own project), in parallel; resolves when each is
+   * up or has failed. An untrusted project's `.mcp.json` waits for the person's trust, and is started by the first
+   * `ready` after it. A configuration error is a warning, not a failed session. (Not named `start`: cordis calls a
+   * service's `start()` itself, without a cwd.)
    */
   ready(cwd: string): Promise<void> {
-    this.started ??= this.startAll(cwd)
-    return this.started
+    this.started ??= this.startAll(
+      Object.entries(this.config.servers).map(([name, config]) => [name, config, 'settings']),
+      cwd,
+    )
+    if (!this.config.projectFile) return this.started
+    const root = projectRoot(cwd)
+    let project = this.projects.get(root)
+    // An untrusted folder's .mcp.json is someone else's command line: it waits for trust (@keel/settings).
+    if (!project && trustState(cwd).trusted) {
+      const both = Promise.all([this.started, this.startProject(cwd)]).then(() => {})
+      this.projects.set(root, both)
+      project = both
+    }
+    return project ?? this.started
   }
 
-  private async startAll(cwd: string): Promise<void> {
-    const servers: [string, ServerConfig, string][] = Object.entries(this.config.servers).map(([name, config]) => [
-      name,
-      config,
-      'settings',
-    ])
-    // An untrusted folder's .mcp.json is someone else's command line: it waits for the person's trust (@keel/settings).
-    if (this.config.projectFile && trustState(cwd).trusted) {
-      try {
-        const project = readProjectServers(cwd)
-        for (const [name, config] of Object.entries(project.servers)) {
-          if (this.config.servers[name]) continue // the settings file wins over .mcp.json for the same name
-          servers.push([name, config, project.file!])
-        }
-      } catch (error) {
-        this.warn((error as Error).message)
+  private startProject(cwd: string): Promise<void> {
+    const servers: [string, ServerConfig, string][] = []
+    try {
+      const project = readProjectServers(cwd)
+      for (const [name, config] of Object.entries(project.servers)) {
+        // The settings file wins over .mcp.json for the same name; a name already running is not started twice.
+        if (this.config.servers[name] || this.entries.has(name)) continue
+        servers.push([name, config, project.file!])
       }
+    } catch (error) {
+      this.warn((error as Error).message)
     }
+    return this.startAll(servers, cwd)
+  }
+
+  private async startAll(servers: [string, ServerConfig, string][], cwd: string): Promise<void> {
     if (servers.length) await loadConnection()
     await Promise.all(servers.map(([name, config, source]) => this.connect(name, config, source, cwd)))
   }

@@ -4,7 +4,7 @@ import { PermissionService, type PermissionsConfig } from './service.ts'
 import { PERMISSION_MODES, type PermissionAsk, type PermissionMode } from './types.ts'
 
 export * from './types.ts'
-export { PermissionService, declined, declinedReason, type PermissionsConfig } from './service.ts'
+export { PermissionService, declined, declinedReason, hostRefusal, type PermissionsConfig } from './service.ts'
 export { decide, type PolicyInput } from './policy.ts'
 export { parseRule, parseRules, type Rule } from './rules.ts'
 export { analyzeCommand, type CommandAnalysis, type SimpleCommand } from './command.ts'

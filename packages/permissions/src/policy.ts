@@ -176,7 +176,7 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
 }
 
 /** Whether `host` is one of `allowed`: the same name, or under a `*.domain` entry (the sandbox's own reading). */
-function hostListed(host: string, allowed: readonly string[]): boolean {
+export function hostListed(host: string, allowed: readonly string[]): boolean {
   const name = host.toLowerCase()
   return allowed.some((entry) => {
     const pattern = entry.trim().toLowerCase()

@@ -2,7 +2,7 @@ import type { SessionEventMap } from '@keel/session'
 
 /** One line for a transcript: "✗ denied by rule bash(rm:*)", "✓ allowed once by the user". Not escaped. */
 export function describeDecision(data: SessionEventMap['permission/decision']): string {
-  const verb = data.decision === 'allow' ? '✓ allowed' : '✗ denied'
+  const verb = `${data.decision === 'allow' ? '✓ allowed' : '✗ denied'}${data.host ? ` network access to ${data.host}` : ''}`
   if (data.interrupted) return `${verb}: the session was interrupted before anyone answered`
   switch (data.scope) {
     case 'rule':
@@ -14,11 +14,12 @@ export function describeDecision(data: SessionEventMap['permission/decision']): 
     case 'session':
       return `${verb} for this session by the user (${rulesOf(data)})${said(data)}`
     case 'always':
-      return `${verb} always by the user${data.rule ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
+      return `${verb} always by the user${data.rule || data.host ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
   }
 }
 
 function rulesOf(data: SessionEventMap['permission/decision']): string {
+  if (data.host && !data.rule) return data.host
   return (data.rules ?? (data.rule ? [data.rule] : [])).join(', ')
 }
 

@@ -2,14 +2,14 @@ import { relative } from 'node:path'
 import { type Context, Service } from 'cordis'
 import { protectedEntries, protectedMatch } from '@keel/settings'
 import { notify, type Session, type SessionEventMap } from '@keel/session'
-import type { PermissionGate, ToolAccess } from '@keel/tools'
+import type { HostToAuthorize, HostVerdict, PermissionGate, ToolAccess } from '@keel/tools'
 import { loadShellParser, needsShellParser } from './command.ts'
 import { summarize } from './describe.ts'
 import { isInside, realPath } from './paths.ts'
-import { decide } from './policy.ts'
+import { decide, hostListed } from './policy.ts'
 import { parseRules, type Rule } from './rules.ts'
 import { projectRules } from './project.ts'
-import { appendRules, ruleFiles } from './settings.ts'
+import { appendAllowedDomain, appendRules, ruleFiles } from './settings.ts'
 import { suggestRules } from './suggest.ts'
 import {
   isPermissionAnswer,
@@ -70,7 +70,10 @@ export class PermissionService extends Service implements PermissionGate {
   private readonly noticed = new Set<string>()
   private sandboxStatus: Promise<{ available: true } | { available: false; reason: string }> | undefined
   /** Rules a session holds ("allow for this session"), by top-level session id; folded from its log when first used. */
-  private readonly held = new Map<string, { allow: Rule[]; deny: Rule[] }>()
+  private readonly held = new Map<string, { allow: Rule[]; deny: Rule[]; hosts: string[] }>()
+  /** Hosts the person's "always" added to `sandbox.allowedDomains` during this run (the sandbox read its list at start). */
+  private readonly savedHosts: string[] = []
+  private readonly hostQueue = new Map<string, Promise<void>>()
 
   constructor(
     ctx: Context,
@@ -130,16 +133,20 @@ export class PermissionService extends Service implements PermissionGate {
   }
 
   /** The rules `session` holds for the rest of it (a subagent shares its top-level session's). */
-  private heldBy(session: Session): { allow: Rule[]; deny: Rule[] } {
+  private heldBy(session: Session): { allow: Rule[]; deny: Rule[]; hosts: string[] } {
     const id = session.header.parent?.sessionId ?? session.id
     let held = this.held.get(id)
     if (!held) {
       const texts = { allow: [] as string[], deny: [] as string[] }
+      const hosts: string[] = []
       if (!session.header.parent)
         for (const event of session.events)
-          if (event.type === 'permission/decision' && event.data.scope === 'session')
-            texts[event.data.decision].push(...(event.data.rules ?? (event.data.rule ? [event.data.rule] : [])))
-      held = { allow: parseRules(texts.allow).rules, deny: parseRules(texts.deny).rules }
+          if (event.type === 'permission/decision' && event.data.scope === 'session') {
+            if (event.data.host) {
+              if (event.data.decision === 'allow') hosts.push(event.data.host)
+            } else texts[event.data.decision].push(...(event.data.rules ?? (event.data.rule ? [event.data.rule] : [])))
+          }
+      held = { allow: parseRules(texts.allow).rules, deny: parseRules(texts.deny).rules, hosts }
       this.held.set(id, held)
     }
     return held
@@ -299,6 +306,91 @@ export class PermissionService extends Service implements PermissionGate {
   }
 
   /**
+   * A running sandboxed call reached a host no allow list names (the sandbox's proxy holds the connection until this
+   * answers). A host the session holds or "always" saved this run passes; `ask` mode asks the person, with the same
+   * choices as for a call ("always" adds the host to `sandbox.allowedDomains` of the chosen file); every other mode,
+   * or no one to ask, refuses it, naming what would let it through. Each question and refusal is on the log.
+   */
+  authorizeHost(call: HostToAuthorize): Promise<HostVerdict> {
+    // One question at a time per call: asks are keyed by call, and a command may reach two new hosts at once.
+    const id = key(call.session.id, call.callId)
+    const verdict = (this.hostQueue.get(id) ?? Promise.resolve()).then(() => this.decideHost(call))
+    const settled = verdict.then(
+      () => {},
+      () => {},
+    )
+    this.hostQueue.set(id, settled)
+    void settled.then(() => {
+      if (this.hostQueue.get(id) === settled) this.hostQueue.delete(id)
+    })
+    return verdict
+  }
+
+  private async decideHost(call: HostToAuthorize): Promise<HostVerdict> {
+    const { session, callId, tool, cwd, host } = call
+    const name = host.toLowerCase()
+    if (hostListed(name, [...this.heldBy(session).hosts, ...this.savedHosts])) return { allowed: true }
+    const where = `${name} is not on sandbox.allowedDomains`
+    const asker = this.askers[this.askers.length - 1]
+    if (this.mode !== 'ask' || !asker) {
+      if (this.mode === 'ask')
+        session.append('permission/request', { callId, tool, summary: hostSummary(name, call.port), host: name })
+      this.decision(session, { callId, decision: 'deny', scope: 'mode', mode: this.mode, host: name })
+      const why =
+        this.mode === 'ask'
+          ? 'ask mode asks a person first and there is no one to ask here'
+          : `denied by ${this.mode} mode`
+      return { allowed: false, reason: `${why}: ${hostRefusal(name)}` }
+    }
+    const ask: PermissionAsk = {
+      sessionId: session.id,
+      callId,
+      tool,
+      summary: hostSummary(name, call.port),
+      suggestedRules: [name],
+      sessionRules: [name],
+      files: ruleFiles(cwd),
+      reason: `the command is reaching ${where}`,
+      host: name,
+      ...(session.header.parent ? { parent: session.header.parent } : {}),
+    }
+    session.append('permission/request', { callId, tool, summary: ask.summary, host: name })
+    let answer: PermissionAnswer
+    try {
+      answer = await this.ask(asker, ask, call.signal)
+    } catch (error) {
+      if (!call.signal.aborted) this.decision(session, { callId, decision: 'deny', scope: 'once', host: name })
+      return { allowed: false, reason: `${where}: the question was not answered (${(error as Error).message})` }
+    }
+    const message = answer.decision === 'deny' ? answer.message?.trim().slice(0, 2000) || undefined : undefined
+    let scope: 'once' | 'session' | 'always' = answer.decision === 'allow' ? answer.scope : 'once'
+    let file: string | undefined
+    if (scope === 'session') this.heldBy(session).hosts.push(name)
+    if (scope === 'always') {
+      try {
+        file = appendAllowedDomain(cwd, name, answer.file ?? 'local')
+        this.savedHosts.push(name)
+      } catch (error) {
+        this.notice((error as Error).message)
+        scope = 'once'
+      }
+    }
+    this.decision(session, {
+      callId,
+      decision: answer.decision,
+      scope,
+      host: name,
+      ...(file ? { file } : {}),
+      ...(message ? { message } : {}),
+    })
+    if (answer.decision === 'allow') return { allowed: true }
+    return {
+      allowed: false,
+      reason: `${where}: the user declined it${message ? ` and said: ${JSON.stringify(message)}` : ''}`,
+    }
+  }
+
+  /**
    * Applies an answer's reach: "session" holds the rules for the rest of the session, "always" saves them (and holds
    * them for this run). What cannot be saved is said once, and the answer counts for this call only.
    */
@@ -361,6 +453,16 @@ export class PermissionService extends Service implements PermissionGate {
     this.noticed.add(text)
     notify(this.ctx, 'permissions', text)
   }
+}
+
+/** Why a command could not reach `host`, and what lets it (the tool result, print mode's denials and stderr). */
+export function hostRefusal(host: string): string {
+  return `${host} is not on sandbox.allowedDomains; --allow-domain ${host} (or sandbox.allowedDomains in settings) lets commands reach it`
+}
+
+/** The one line a network question shows: "network: registry.npmjs.org:443". */
+function hostSummary(host: string, port: number | undefined): string {
+  return `network: ${host}${port ? `:${port}` : ''}`
 }
 
 function key(sessionId: string, callId: string): string {

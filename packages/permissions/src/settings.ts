@@ -3,7 +3,16 @@
 // checkpoint takes or reverts the line and the project's own .gitignore is left alone) or, when the person picks it, the
 // shared `<project root>/.keel/settings.json`; under `permissions.allow` (or `.deny`), keeping every other key. The
 // project root is the nearest ancestor with `.git`, else the cwd. Only Keel writes here, never the agent's tools.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join } from 'node:path'
 import { keepTrustAfter, projectRoot } from '@keel/settings'
 import type { RuleFile } from './types.ts'
@@ -52,11 +61,27 @@ function list(object: Record<string, unknown>, key: string, where: string, path:
 /** Writes beside it and renames, so a crash never leaves half a settings file; a new local file is git-ignored. */
 function save(path: string, settings: Record<string, unknown>, file: RuleFile): void {
   const created = !existsSync(path)
-  mkdirSync(dirname(path), { recursive: true })
+  keelFolder(dirname(path))
   const temp = `${path}.${process.pid}.tmp`
   writeFileSync(temp, JSON.stringify(settings, null, 2) + '\n')
   renameSync(temp, path)
   if (created && file === 'local') ignoreLocal(dirname(path))
+}
+
+/**
+ * Creates the project's `.keel` folder. While a sandboxed command runs (a background job, or the command whose host
+ * the person just allowed), a missing `.keel` is the empty file the sandbox mounts over to protect it, and removes
+ * once the command ends: Keel's own folder takes its place (the sandbox leaves a folder with content alone).
+ */
+function keelFolder(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true })
+  } catch (error) {
+    const stats = (error as NodeJS.ErrnoException).code === 'EEXIST' ? lstatSync(dir) : undefined
+    if (!stats?.isFile() || stats.size !== 0) throw error
+    unlinkSync(dir)
+    mkdirSync(dir)
+  }
 }
 
 function ignoreLocal(keelDir: string): void {

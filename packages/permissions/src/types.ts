@@ -48,6 +48,11 @@ export interface PermissionAsk {
   reason?: string
   /** Set when a subagent asks: its parent session and the `task` call that started it. */
   parent?: { sessionId: string; callId: string }
+  /**
+   * Set when a running sandboxed command reached a host no allow list names: the question is about that host, and
+   * "always" adds it to `sandbox.allowedDomains` of the chosen file (`suggestedRules` and `sessionRules` hold it).
+   */
+  host?: string
 }
 
 /** How far an answer reaches: this call, the rest of the session (a rule on its log), or saved to a file. */
@@ -100,7 +105,7 @@ export interface PermissionRules {
 declare module '@keel/session' {
   interface SessionEventMap {
     /** Between a call's `tool/call` and its `tool/result`: the person was asked about the call. */
-    'permission/request': { callId: string; tool: string; summary: string }
+    'permission/request': { callId: string; tool: string; summary: string; host?: string }
     /**
      * Between a call's `tool/call` and its `tool/result`: whether it may run, and who decided (the person once or
      * for the session or always, a rule, or the mode). A denial's `tool/result` is an error naming the same. `rule`
@@ -119,6 +124,11 @@ declare module '@keel/session' {
       message?: string
       mode?: PermissionMode
       interrupted?: boolean
+      /**
+       * A network decision during the running call: the host its sandboxed command reached (a `session` allow holds
+       * the host for the session; `always` added it to `sandbox.allowedDomains` of `file`).
+       */
+      host?: string
     }
     /** The person changed the permission mode mid-session (Shift+Tab, the web header, ACP `session/set_mode`). */
     'permission/mode': { mode: PermissionMode; previous: PermissionMode }

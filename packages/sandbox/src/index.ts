@@ -27,13 +27,40 @@ export interface WrapOptions {
   allowedDomains?: string[]
   /** The session's private temp dir: the only temp the command may write, and its TMPDIR. */
   tmpdir?: string
+  /**
+   * Asks about a host no allow list names while the command's connection waits (the permission policy, through the
+   * bash tool); `key` is the session, so asks from one session's commands go to that session. Without it, such a
+   * host is refused.
+   */
+  network?: { key: string; ask: (host: string, port: number | undefined, signal: AbortSignal) => Promise<HostAnswer> }
+}
+
+/** The policy's answer about a host; a refusal's reason is what the command's proxy client reads. */
+export type HostAnswer = { allowed: true } | { allowed: false; reason: string }
+
+/** A host the sandbox refused a command, and why. */
+export interface Refusal {
+  host: string
+  port: number | undefined
+  reason: string
 }
 
 /** What to spawn instead of `bash -c <command>`; `dispose()` once the command has exited. */
 export interface WrappedCommand {
   file: string
   args: string[]
+  /** The hosts refused so far (filled while the command runs), for its result to name. */
+  refused: readonly Refusal[]
   dispose(): Promise<void>
+}
+
+/** A wrapped command that has not been disposed: who asks about its hosts, what it was refused. */
+interface Running {
+  network: WrapOptions['network']
+  refused: Refusal[]
+  /** One answer per host:port for the command's life (a client opens many connections to one host). */
+  answers: Map<string, Promise<HostAnswer>>
+  ended: AbortController
 }
 
 type Runtime = typeof import('@anthropic-ai/sandbox-runtime')['SandboxManager']
@@ -49,6 +76,8 @@ const HOW_TO_FIX =
 export class SandboxService extends Service {
   private probed: Promise<SandboxStatus> | undefined
   private runtime: Promise<Runtime> | undefined
+  /** By the order they were wrapped: the newest is asked for first. */
+  private readonly running = new Set<Running>()
 
   constructor(
     ctx: Context,
@@ -92,13 +121,24 @@ export class SandboxService extends Service {
     const commandId = randomBytes(16).toString('base64url')
     const { argv } = await runtime.wrapWithSandboxArgv(inner, 'bash', custom, undefined, options.cwd, { commandId })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
+    const running: Running = {
+      network: workspace ? options.network : undefined,
+      refused: [],
+      answers: new Map(),
+      ended: new AbortController(),
+    }
+    this.running.add(running)
     let disposed = false
+    const all = this.running
     return {
       file: argv[0]!,
       args: argv.slice(1),
+      refused: running.refused,
       async dispose() {
         if (disposed) return
         disposed = true
+        all.delete(running)
+        running.ended.abort()
         if (domains.length) runtime.unregisterCommandNetworkLists(commandId)
         runtime.cleanupAfterCommand()
         // A protected file that could not be mounted over and that the command created goes again.
@@ -107,18 +147,58 @@ export class SandboxService extends Service {
     }
   }
 
+  /**
+   * The runtime's ask about a host that no allow list named. It does not say which command connected, so the ask
+   * goes to the newest running command's session, and only when every running command that can ask belongs to that
+   * one session; otherwise the host is refused, naming why.
+   */
+  private async askHost(host: string, port: number | undefined): Promise<boolean | { allow: false; reason: string }> {
+    const running = [...this.running]
+    const askers = running.filter((entry) => entry.network)
+    const keys = new Set(askers.map((entry) => entry.network!.key))
+    const target = keys.size === 1 ? askers.at(-1)! : undefined
+    let answer: HostAnswer
+    if (!target) {
+      const reason =
+        keys.size > 1
+          ? `${host} is not on the sandbox's allowed domains, and commands of several sessions are running, so no one could be asked`
+          : `${host} is not on the sandbox's allowed domains`
+      answer = { allowed: false, reason }
+    } else {
+      const id = `${host}:${port ?? ''}`
+      let pending = target.answers.get(id)
+      if (!pending) {
+        pending = target.network!.ask(host, port, target.ended.signal).catch((error: unknown) => ({
+          allowed: false as const,
+          reason: `${host}: the question could not be answered (${(error as Error).message})`,
+        }))
+        target.answers.set(id, pending)
+      }
+      answer = await pending
+    }
+    if (answer.allowed) return true
+    const refusal = { host, port, reason: answer.reason }
+    for (const entry of target ? [target] : running)
+      if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
+    return { allow: false, reason: answer.reason }
+  }
+
   private started(): Promise<Runtime> {
     this.runtime ??= (async () => {
       const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
       // Named once here: otherwise the runtime looks bwrap up with a synchronous `which` on every wrap.
       const [bwrapPath, socatPath] = await Promise.all([which('bwrap'), which('socat')])
-      // Deny everything by default; each wrap says what its level may write and which hosts it may reach.
-      await SandboxManager.initialize({
-        network: { allowedDomains: [], deniedDomains: [] },
-        filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
-        ...(bwrapPath ? { bwrapPath } : {}),
-        ...(socatPath ? { socatPath } : {}),
-      })
+      // Deny everything by default; each wrap says what its level may write and which hosts it may reach, and a host
+      // none of that names is asked about (askHost).
+      await SandboxManager.initialize(
+        {
+          network: { allowedDomains: [], deniedDomains: [] },
+          filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
+          ...(bwrapPath ? { bwrapPath } : {}),
+          ...(socatPath ? { socatPath } : {}),
+        },
+        ({ host, port }) => this.askHost(host, port),
+      )
       return SandboxManager
     })()
     this.runtime.catch(() => {

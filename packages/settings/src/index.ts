@@ -16,7 +16,10 @@ export {
   keepTrustAfter,
   trustFolder,
   trustForThisRun,
+  trustOffer,
   trustState,
+  TRUSTED_PATHS,
   type HeldSetting,
+  type TrustOffer,
   type TrustState,
 } from './trust.ts'

@@ -7,17 +7,20 @@ import {
   closeSync,
   constants,
   fstatSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
   readSync,
+  readdirSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   writeFileSync,
 } from 'node:fs'
-import { basename, join, resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { keelHome } from '@keel/session/paths'
-import { settingsPaths, type SettingsFile } from './files.ts'
+import { readSettingsFiles, settingsPaths, type SettingsFile } from './files.ts'
 import { projectRoot } from './root.ts'
 
 /** A setting a project file asked for and did not get, because the folder is not trusted. */
@@ -31,7 +34,10 @@ export interface HeldSetting {
 export interface TrustState {
   /** The real path of the project root: what trust is recorded for. */
   folder: string
-  /** The project files that trust covers (the `.keel/settings.json` files from the root down, `.mcp.json`). */
+  /**
+   * The project files and folders that trust covers and that exist: the `.keel/settings*.json` files from the root
+   * down, then each of `TRUSTED_PATHS` under the root.
+   */
   files: string[]
   /** Hash of those files' paths and bytes; '' when there are none. */
   hash: string
@@ -86,11 +92,70 @@ function fileBytes(path: string): Buffer | undefined {
   }
 }
 
+/**
+ * Beyond the settings files, what a project holds that changes what a run does, relative to its root: a file, or a
+ * folder hashed whole (every file below it). Trust covers their bytes, so a trusted folder does not silently trust a
+ * later change to them; until trust, what they would run is held back under `holds`. A package that reads another
+ * such file or folder from the project adds it here, and the gate covers it.
+ */
+export const TRUSTED_PATHS: readonly { path: string; holds: string }[] = [
+  { path: '.mcp.json', holds: 'mcpServers' },
+  // Slash command files (@keel/extend): their `` !`cmd` `` lines run a shell command.
+  { path: '.keel/commands', holds: 'commands' },
+  { path: '.claude/commands', holds: 'commands' },
+]
+
+/** A folder hashed past this many files, or this deep, is hashed by its count only: it is never trusted by accident. */
+const MAX_FOLDER_FILES = 2000
+const MAX_DEPTH = 16
+
+/** Every entry below `dir` in a stable order, as `path\0bytes` chunks (a link by its target, never followed). */
+function folderBytes(dir: string): Buffer | undefined {
+  try {
+    if (!lstatSync(dir).isDirectory()) return fileBytes(dir)
+  } catch {
+    return undefined
+  }
+  const chunks: Buffer[] = []
+  let count = 0
+  const walk = (at: string, depth: number): boolean => {
+    let names: string[]
+    try {
+      names = readdirSync(at).sort()
+    } catch {
+      chunks.push(Buffer.from(`unreadable ${relative(dir, at)}\0`))
+      return true
+    }
+    for (const name of names) {
+      if (++count > MAX_FOLDER_FILES || depth > MAX_DEPTH) return false
+      const path = join(at, name)
+      const rel = relative(dir, path)
+      let stats
+      try {
+        stats = lstatSync(path)
+      } catch {
+        continue
+      }
+      if (stats.isSymbolicLink()) chunks.push(Buffer.from(`${rel}\0link ${readlinkSync(path)}\0`))
+      else if (stats.isDirectory()) {
+        if (!walk(path, depth + 1)) return false
+      } else {
+        const bytes = fileBytes(path) ?? Buffer.alloc(0)
+        chunks.push(Buffer.from(`${rel}\0${bytes.length}\0`), bytes)
+      }
+    }
+    return true
+  }
+  if (!walk(dir, 0)) return Buffer.from(`too many files: more than ${MAX_FOLDER_FILES} or ${MAX_DEPTH} deep`)
+  return Buffer.concat(chunks)
+}
+
 function projectFiles(cwd: string): string[] {
   const paths = settingsPaths(cwd)
     .filter((entry) => entry.scope === 'project')
     .map((entry) => entry.path)
-  return [...paths, join(projectRoot(cwd), '.mcp.json')]
+  const root = projectRoot(cwd)
+  return [...paths, ...TRUSTED_PATHS.map((entry) => join(root, entry.path))]
 }
 
 /** Per project root, the hashes the person trusted (a subfolder with files of its own has a hash of its own). */
@@ -118,7 +183,7 @@ export function trustState(cwd: string): TrustState {
   const hasher = createHash('sha256')
   const files: string[] = []
   for (const path of projectFiles(at)) {
-    const bytes = fileBytes(path)
+    const bytes = folderBytes(path)
     if (bytes === undefined) continue
     files.push(path)
     hasher.update(`${path}\0${bytes.length}\0`).update(bytes)
@@ -220,14 +285,37 @@ export function gateSettings(
     }
     return { ...file, data }
   })
-  const mcp = state.files.find((path) => basename(path) === '.mcp.json')
-  if (mcp) held.push({ file: mcp, key: 'mcpServers' })
+  for (const entry of TRUSTED_PATHS) {
+    const path = join(state.folder, entry.path)
+    if (state.files.includes(path)) held.push({ file: path, key: entry.holds })
+  }
   return { files: kept, held }
 }
 
-/** The one line that lists what an untrusted folder asked for and did not get. */
+/** The one line that lists what an untrusted folder asked for and did not get (raw: a door escapes it). */
 export function heldLine(held: HeldSetting[], folder: string): string | undefined {
   if (!held.length) return undefined
   const keys = [...new Set(held.map((entry) => entry.key))]
-  return `keel: ${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
+  return `${folder} is not trusted: held back ${keys.join(', ')} from its project files (trust it with keel trust, or --trust for this run)`
+}
+
+/** What a door offers for the folder of `cwd`: whether it is trusted, the keys its files ask for, the files. */
+export interface TrustOffer {
+  folder: string
+  trusted: boolean
+  /** The held keys, each once (`mode`, `permissions.allow`, `mcpServers`, `commands`). */
+  held: string[]
+  files: string[]
+}
+
+/** The trust offer for `cwd` as the gate sees it now (`baseModel` as for `gateSettings`). */
+export function trustOffer(cwd: string, baseModel: string): TrustOffer {
+  const state = trustState(cwd)
+  const { held } = gateSettings(readSettingsFiles(cwd), state, baseModel)
+  return {
+    folder: state.folder,
+    trusted: state.trusted,
+    held: [...new Set(held.map((entry) => entry.key))],
+    files: state.files,
+  }
 }

@@ -2,7 +2,7 @@
 // again, and which paths are protected. The CLI tests (packages/cli/tests/trust.test.ts) run the same through keel.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeEach, expect, test } from 'vitest'
 import {
   gateSettings,
@@ -11,6 +11,7 @@ import {
   protectedTargets,
   readSettingsFiles,
   trustFolder,
+  TRUSTED_PATHS,
   trustState,
 } from '../src/index.ts'
 
@@ -82,6 +83,30 @@ test('trust covers the exact bytes: a change, a new .mcp.json or a subfolder fil
   trustFolder(repo)
   writeFileSync(join(repo, '.keel', 'settings.json'), '{"mode":"yolo" }')
   expect(trustState(repo).trusted).toBe(false)
+})
+
+test('every path of TRUSTED_PATHS is in the hash: a command file added, changed or linked asks again', () => {
+  trustFolder(repo)
+  for (const entry of TRUSTED_PATHS) {
+    const path = join(repo, entry.path)
+    const file = entry.path.endsWith('.json') ? path : join(path, 'sub', 'x.md')
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, 'one')
+    const state = trustState(repo)
+    expect(state.trusted, entry.path).toBe(false)
+    expect(state.files).toContain(path)
+    expect(gateSettings([], state, '').held).toContainEqual({ file: path, key: entry.holds })
+    trustFolder(repo)
+    expect(trustState(repo).trusted, entry.path).toBe(true)
+    writeFileSync(file, 'two')
+    expect(trustState(repo).trusted, entry.path).toBe(false)
+    trustFolder(repo)
+    if (file !== path) {
+      symlinkSync('/etc/hostname', join(path, 'link.md'))
+      expect(trustState(repo).trusted, entry.path).toBe(false)
+      trustFolder(repo)
+    }
+  }
 })
 
 test('protected paths match at any depth below the root, after links too; targets come from the given cwd', () => {

@@ -48,6 +48,9 @@ function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' | 'cancelled'
 /** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
 export type SandboxSource = () => SandboxService | undefined
 
+/** Starts the line a command's result gets for each host the sandbox refused it. */
+const REFUSED_PREFIX = 'keel: the sandbox refused network access to '
+
 export function bashTool(
   config: Config,
   sandbox: SandboxSource = () => undefined,
@@ -80,10 +83,14 @@ export function bashTool(
             ],
           }
         try {
+          // A host no allow list names is asked about through the permission policy, by this call's session.
+          const session = exec.agent?.session
+          const key = session?.header.parent?.sessionId ?? session?.id ?? 'default'
           wrapped = await service.wrap(args.background ? args.command : withLeftoverCount(args.command), {
             cwd,
             level: exec.sandbox,
             tmpdir: tmp,
+            ...(exec.network ? { network: { key, ask: exec.network } } : {}),
           })
         } catch (error) {
           return {
@@ -145,6 +152,9 @@ export function bashTool(
       }
       if (outcome.kind === 'spawn-error')
         return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
+      // The command's own error for a refused host rarely names it; this says which host and what lets it through.
+      for (const refusal of wrapped?.refused ?? [])
+        output.push(`\n${REFUSED_PREFIX}${refusal.host}${refusal.port ? `:${refusal.port}` : ''}: ${refusal.reason}\n`)
       const body = output.text().replace(/\s+$/, '')
       // In the sandbox the leftovers die with its PID namespace; the outside count would see the sandbox's own relays
       // and not them, so the shell's own count (leftovers.ts) is what is said.

@@ -34,7 +34,16 @@ export interface ToolExecution {
   onUpdate?: (text: string) => void
   /** Sandbox level the permission policy chose for this call; undefined when no policy is loaded. */
   sandbox?: SandboxLevel
+  /**
+   * Asks the permission policy whether this sandboxed call may reach a host its allow list does not name (the
+   * sandbox's network proxy waits on the answer); undefined when no policy is loaded. `signal` aborts when the
+   * command ends first.
+   */
+  network?: (host: string, port: number | undefined, signal: AbortSignal) => Promise<HostVerdict>
 }
+
+/** Whether a command may reach a host; a refusal's reason names the host and what would let it through. */
+export type HostVerdict = { allowed: true } | { allowed: false; reason: string }
 
 export type ToolContent = (TextBlock | ImageBlock)[]
 

@@ -2,7 +2,7 @@
 // implements it (`ctx.permissions`). Declared here, below both, so neither imports the other and the contract is
 // checked where it is implemented, not cast where it is used.
 import type { Session } from '@keel/session'
-import type { SandboxLevel } from './define.ts'
+import type { HostVerdict, SandboxLevel } from './define.ts'
 
 /** One tool call the loop is about to run. */
 export interface CallToAuthorize {
@@ -18,7 +18,20 @@ export interface CallToAuthorize {
 /** Run it (in this sandbox), or do not, with the message the model reads. */
 export type Authorization = { allowed: true; sandbox: SandboxLevel } | { allowed: false; message: string }
 
+/** A host a running, sandboxed call tried to reach that its allow list does not name. */
+export interface HostToAuthorize {
+  session: Session
+  cwd: string
+  callId: string
+  tool: string
+  host: string
+  port: number | undefined
+  signal: AbortSignal
+}
+
 /** What the loop needs of a permission policy. */
 export interface PermissionGate {
   authorize(call: CallToAuthorize): Promise<Authorization>
+  /** Whether a sandboxed call may reach a host no allow list names; without it, such a host is refused. */
+  authorizeHost?(call: HostToAuthorize): Promise<HostVerdict>
 }

@@ -10,12 +10,13 @@ import {
   type ToolCallView,
   type ToolContent,
   type ToolDefinition,
+  type ToolExecution,
   type ToolResult,
 } from './define.ts'
 import { compileValidator, type Validator } from './validate.ts'
 
 export * from './define.ts'
-export type { Authorization, CallToAuthorize, PermissionGate } from './gate.ts'
+export type { Authorization, CallToAuthorize, HostToAuthorize, PermissionGate } from './gate.ts'
 export { Type } from './type.ts'
 export { compileValidator, pathOf, summarize, type Validator } from './validate.ts'
 
@@ -35,6 +36,8 @@ export interface ExecuteInput {
   onUpdate?: (text: string) => void
   /** Passed to the tool as `ToolExecution.sandbox`. */
   sandbox?: SandboxLevel
+  /** Passed to the tool as `ToolExecution.network`. */
+  network?: ToolExecution['network']
 }
 
 interface Entry {
@@ -152,6 +155,7 @@ export class ToolRegistry extends Service {
         signal: input.signal,
         onUpdate: input.onUpdate,
         ...(input.sandbox ? { sandbox: input.sandbox } : {}),
+        ...(input.network ? { network: input.network } : {}),
       })
       // Terminal codes never reach the model or the log: every tool's output is cleaned here, once.
       if (typeof output === 'string')

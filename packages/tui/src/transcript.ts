@@ -118,9 +118,12 @@ export class TranscriptView implements Component {
   }
 
   reset(state: TranscriptState): void {
+    // Notes from before the first session opened (the boot's notices: a folder not trusted, an MCP server down)
+    // stay, under the session's history; a later reset (another session) starts clean.
+    const boot = this.state ? [] : this.notes.map((note) => ({ ...note, at: state.entries.length }))
     this.state = state
     this.live = emptyLive()
-    this.notes = []
+    this.notes = boot
     this.cache = new WeakMap()
   }
 

@@ -173,6 +173,19 @@ export interface RpcMethods {
     params: { sessionId: string; command: string }
     value: { ran: true } | { ran: false; reason: string }
   }
+  /** Whether the served folder is trusted and what its project files ask for (the page's trust card). */
+  'trust.status': { params: Record<string, never>; value: TrustInfo }
+  /** The person trusts the served folder (as `keel trust` does); `said` is what applies now and what at a restart. */
+  'trust.grant': { params: Record<string, never>; value: TrustInfo & { said: string } }
+}
+
+/** @keel/settings' trust offer for the served folder. */
+export interface TrustInfo {
+  folder: string
+  trusted: boolean
+  /** The keys its files ask for that are held back (`mode`, `mcpServers`, …). */
+  held: string[]
+  files: string[]
 }
 
 /** Files and conversation, files only, or conversation only (a fork before the turn). */

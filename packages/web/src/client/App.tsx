@@ -11,6 +11,7 @@ import {
 } from '../protocol.ts'
 import { ModeControl } from './components/ModeControl.tsx'
 import { JobsBadge } from './components/JobsBadge.tsx'
+import { TrustOffer } from './components/TrustOffer.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import type { RewindActions } from './components/RewindCard.tsx'
@@ -251,6 +252,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             Serving the sessions of every working directory (<code>--all</code>); each runs in its own directory.
           </div>
         )}
+        <TrustOffer api={api} />
         {notices.length > 0 && (
           <div className="scope-banner notice-banner" role="status" data-testid="notice-banner">
             {notices.map((notice, i) => (

@@ -8,6 +8,7 @@ import { answerAsk, permissionMode } from './permission.ts'
 import { rewind, rewindPreview } from './rewind.ts'
 import { shell } from './shell.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
+import { trustGrant, trustStatus } from './trust.ts'
 
 /** Every RPC method: a new one is its wire type in protocol.ts, its function, and one line here. */
 const METHODS: { [M in RpcMethod]: Method<M> } = {
@@ -22,6 +23,8 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.rewindPreview': rewindPreview,
   'session.rewind': rewind,
   'session.shell': shell,
+  'trust.status': trustStatus,
+  'trust.grant': trustGrant,
 }
 
 /**
