@@ -11,6 +11,7 @@ import {
 } from '@keel/session'
 import type { PermissionGate, SandboxLevel, ToolAgent, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
+import type { PreToolVerdict, TurnHooks } from './hooks.ts'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
 import { PromptQueue, type QueueKind, type QueuedPrompt } from './queue.ts'
@@ -108,7 +109,19 @@ export class Agent implements ToolAgent {
 
   /** The system prompt of every request this agent makes. */
   systemText(): string {
-    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text))
+    if (this.system === undefined) {
+      // Plugins add their sections once (the skills' names and descriptions); later requests reuse the same bytes.
+      const sections: string[] = []
+      this.ctx.emit('agent/system', this, sections)
+      const base = this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text)
+      this.system = [base, ...sections.filter(Boolean)].join('\n\n')
+    }
+    return this.system
+  }
+
+  /** `ctx.hooks` when a plugin runs the person's hook scripts (@keel/extend). */
+  private get hooks(): TurnHooks | undefined {
+    return this.ctx.get('hooks')
   }
 
   /** Runs one turn for a user prompt. One turn at a time per agent. */
@@ -206,6 +219,13 @@ export class Agent implements ToolAgent {
     }
     this.lastTurn = turn
     try {
+      const submitted = await this.hooks?.promptSubmit(this, textOfBlocks(content), signal)
+      if (submitted?.block !== undefined) {
+        result.reason = 'error'
+        result.message = `a UserPromptSubmit hook blocked the prompt: ${submitted.block}`
+        return result
+      }
+      let stopHookActive = false
       for (let step = 1; ; step++) {
         if (step > maxSteps) {
           result.reason = 'step-limit'
@@ -221,10 +241,20 @@ export class Agent implements ToolAgent {
               { message: { role: 'user', content, source: 'user', ...(command ? { command } : {}) } },
               { surfaceOp: { op: 'append' } },
             )
+          if (step === 1 && submitted?.context) this.appendContext(submitted.context)
           this.deliverSteering()
           const outcome = await this.step(turn, step, signal, result)
           // A steering message that arrived while the model was answering is delivered in one more step.
           if (outcome === 'completed' && this.queue.has('steer')) continue
+          if (outcome === 'completed') {
+            // A Stop hook may ask for more: its reason goes to the model, and the turn takes one more step.
+            const more = await this.hooks?.turnStop(this, stopHookActive, signal)
+            if (more !== undefined && !signal.aborted) {
+              stopHookActive = true
+              this.appendContext(more)
+              continue
+            }
+          }
           if (outcome) {
             result.reason = outcome
             break
@@ -267,6 +297,15 @@ export class Agent implements ToolAgent {
       }
     }
     return result
+  }
+
+  /** Text a hook adds for the model, as harness-made context. */
+  private appendContext(text: string): void {
+    this.session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text }], source: 'context' } },
+      { surfaceOp: { op: 'append' } },
+    )
   }
 
   /** Queued steering messages land as user messages before the step's model request, oldest first. */
@@ -405,6 +444,19 @@ export class Agent implements ToolAgent {
           })
         }),
       )
+      const hooks = this.hooks
+      if (hooks)
+        for (const [k, call] of batch.entries()) {
+          const result = results[k]!
+          if (!verdicts[k]!.allowed || signal.aborted) continue
+          const note = await hooks.postTool(
+            this,
+            { callId: call.id, name: call.name, arguments: call.arguments },
+            result,
+            signal,
+          )
+          if (note !== undefined) results[k] = { ...result, content: [...result.content, { type: 'text', text: note }] }
+        }
       for (const [k, call] of batch.entries()) {
         const result = results[k]!
         // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
@@ -430,10 +482,24 @@ export class Agent implements ToolAgent {
     // `ctx.permissions` when @keel/permissions is loaded; it implements the seam @keel/tools declares.
     const permissions: PermissionGate | undefined = this.ctx.get('permissions')
     const exclude = this.options.excludeTools ?? []
+    const hooks = this.hooks
     const out: Verdict[] = []
     for (const call of batch) {
-      if (!permissions || exclude.includes(call.name)) {
+      if (exclude.includes(call.name)) {
         out.push({ allowed: true })
+        continue
+      }
+      const hook: PreToolVerdict | undefined = await hooks?.preTool(
+        this,
+        { callId: call.id, name: call.name, arguments: call.arguments },
+        signal,
+      )
+      if (!permissions) {
+        out.push(
+          hook?.decision === 'deny'
+            ? { allowed: false, message: `Error: a PreToolUse hook denied ${call.name}: ${hook.reason}` }
+            : { allowed: true },
+        )
         continue
       }
       out.push(
@@ -444,6 +510,7 @@ export class Agent implements ToolAgent {
           tool: call.name,
           arguments: call.arguments,
           signal,
+          ...(hook ? { hook } : {}),
         }),
       )
     }
@@ -464,4 +531,8 @@ export class Agent implements ToolAgent {
       { surfaceOp: { op: 'append' } },
     )
   }
+}
+
+function textOfBlocks(content: ContentBlock[]): string {
+  return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
 }

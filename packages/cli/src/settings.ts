@@ -49,12 +49,17 @@ const CORE_KEYS = {
     maxBudgetUsd: Schema.number(),
     failOnDenial: Schema.boolean(),
   }),
+  // claude-code's hooks; @keel/extend checks each entry itself (a bad one is a warning naming file and line).
+  hooks: Schema.dict(Schema.any()),
   // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
   models: ModelSettingsSchema,
 } satisfies Record<string, Schema>
 
 /** The composition entry that takes `models`. */
 const LLM_ENTRY = 'llm'
+
+/** The composition entry that takes each file's `hooks` (as its `hookFiles`). */
+const EXTEND_ENTRY = 'extend'
 
 /** The composition entry that takes `mcpServers` (as its `servers`). */
 const MCP_ENTRY = 'mcp'
@@ -291,6 +296,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
   }
+  // Hooks add up across files, as claude-code's do; an untrusted project's were already held back by the gate.
+  const extend = entries.find((entry) => entry.id === EXTEND_ENTRY)
+  if (extend && touched.has('hooks'))
+    overrides[EXTEND_ENTRY] = {
+      ...(isObject(extend.config) ? extend.config : {}),
+      hookFiles: files
+        .filter((file) => file.data.hooks !== undefined)
+        .map((file) => ({ path: file.path, hooks: file.data.hooks })),
+    }
   if (touched.has('models')) {
     const llm = entries.find((entry) => entry.id === LLM_ENTRY)
     if (llm)

@@ -219,7 +219,30 @@ export class PermissionService extends Service implements PermissionGate {
     const { session, callId, tool, cwd } = call
     const access = this.ctx.tools.access(tool, call.arguments, cwd)
     if (!access) return { allowed: true, sandbox: 'off' }
-    const verdict = await this.check(tool, access, cwd, session)
+    let verdict = await this.check(tool, access, cwd, session)
+    // A PreToolUse hook's word: a deny rule still wins; its deny is a denial, its ask asks, and its allow lifts an
+    // ask (never a protected path's, which only the person lifts).
+    const hook = call.hook
+    if (hook && verdict.outcome !== 'deny') {
+      const message = hook.reason.trim().slice(0, 2000)
+      if (hook.decision === 'deny') {
+        this.decision(session, { callId, decision: 'deny', scope: 'hook', ...(message ? { message } : {}) })
+        return {
+          allowed: false,
+          message: declined(tool, `a PreToolUse hook denied it${message ? `: ${message}` : ''}`),
+        }
+      }
+      if (hook.decision === 'allow' && verdict.outcome === 'ask' && !verdict.protected) {
+        this.decision(session, { callId, decision: 'allow', scope: 'hook', ...(message ? { message } : {}) })
+        return { allowed: true, sandbox: verdict.sandbox }
+      }
+      if (hook.decision === 'ask' && verdict.outcome === 'allow')
+        verdict = {
+          outcome: 'ask',
+          reason: `a PreToolUse hook asks${message ? `: ${message}` : ''}`,
+          sandbox: verdict.sandbox,
+        }
+    }
     if (verdict.outcome === 'allow') {
       if (verdict.log)
         this.decision(session, {
