@@ -79,6 +79,8 @@ export class Agent implements ToolAgent {
   private readonly callIds = new Set<string>()
   /** Built on the first request and kept: prompt caches need the same system text on every request. */
   private system: string | undefined
+  /** The running turn's own model, when its prompt named one (a command file's `model`). */
+  private turnModel: LlmAdapter | undefined
   /** Prompts sent while a turn runs (see `send`); every door uses this one queue. */
   readonly queue: PromptQueue
 
@@ -124,8 +126,14 @@ export class Agent implements ToolAgent {
     return this.ctx.get('hooks')
   }
 
-  /** Runs one turn for a user prompt. One turn at a time per agent. */
-  prompt(content: string | ContentBlock[], options: { command?: string } = {}): Promise<TurnResult> {
+  /**
+   * Runs one turn for a user prompt. One turn at a time per agent. `command`: the slash command the prompt was
+   * expanded from; `model`: the model for this turn only (a command file's `model`), not recorded as the session's.
+   */
+  prompt(
+    content: string | ContentBlock[],
+    options: { command?: string; model?: LlmAdapter } = {},
+  ): Promise<TurnResult> {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
@@ -136,8 +144,10 @@ export class Agent implements ToolAgent {
         ...(record.baseUrl ? { baseUrl: record.baseUrl } : {}),
       })
     this.controller = new AbortController()
+    this.turnModel = options.model
     this.running = this.turn(blocks, this.controller.signal, options.command).finally(() => {
       this.running = undefined
+      this.turnModel = undefined
       this.controller = undefined
       if (this.status === 'running') this.setStatus('idle')
     })
@@ -342,7 +352,7 @@ export class Agent implements ToolAgent {
       if (sessionId === this.id) this.session.append('model/retry', { turn, step, ...notice })
     })
     try {
-      for await (const chunk of this.model.stream(request, signal)) {
+      for await (const chunk of (this.turnModel ?? this.model).stream(request, signal)) {
         assembler.push(chunk)
         if (chunk.type === 'text-delta') this.ctx.emit('agent/delta', this, { kind: 'text', text: chunk.text })
         else if (chunk.type === 'reasoning-delta')
@@ -371,7 +381,7 @@ export class Agent implements ToolAgent {
     // same ids, and no two results ever share one (strict providers reject that, and the log would be ambiguous).
     for (const [i, call] of calls.entries()) call.id = this.uniqueCallId(call.id || `call_${turn}_${step}_${i}`)
     const usage = assembler.usage
-    const price = this.model.price
+    const price = (this.turnModel ?? this.model).price
     this.session.append(
       'assistant/message',
       {

@@ -69,7 +69,8 @@ export async function main(argv: string[]): Promise<number> {
       if (run.outputSchema) run.prompt += run.outputSchema.instruction
       // A slash command's prompt is final only after its expansion, which needs the booted tools.
       const slash =
-        run.prompt.startsWith('/') && (await import('./slash.ts')).isSlashPrompt(run.prompt, workingDirectory(flags))
+        run.prompt.startsWith('/') &&
+        (await import('@keel/door/slash')).isSlashPrompt(run.prompt, workingDirectory(flags))
       if (!flags.config && !slash) {
         run.toolsKey = toolsKey(VERSION, settings?.overrides)
         // A bad --mode or KEEL_MODE is refused before anything is sent (policy.ts applies them after boot).

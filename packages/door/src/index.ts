@@ -68,3 +68,4 @@ export interface DoorContext {
 
 /** A front door's entry point: runs until the person is done and returns the process exit code. */
 export type FrontDoor = (door: DoorContext) => Promise<number>
+export { expandSlash, isSlashPrompt, skillList, slashCommandList, type SlashExpansion } from './slash.ts'

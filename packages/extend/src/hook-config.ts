@@ -30,7 +30,7 @@ export interface HookCommand {
 }
 
 /** claude-code's default: a hook that gives no answer in 60 s is killed. */
-export const DEFAULT_TIMEOUT = 60
+const DEFAULT_TIMEOUT = 60
 const MAX_TIMEOUT = 600
 
 /** A settings file's `hooks`, as @keel/extend's plugin config carries it. */

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 // its output is cut at OUTPUT_LIMIT; a cut or non-JSON stdout is read as a plain exit code.
 
 /** Per stream; a hook printing megabytes is cut here. */
-export const OUTPUT_LIMIT = 64 * 1024
+const OUTPUT_LIMIT = 64 * 1024
 
 export interface HookOutcome {
   /** null when it was killed (timeout, cancel) or could not start. */

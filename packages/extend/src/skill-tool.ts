@@ -1,7 +1,7 @@
 import { defineTool, Type } from '@keel/tools'
 import { loadSkills, skillBody } from './skills.ts'
 
-export const SkillParameters = Type.Object(
+const SkillParameters = Type.Object(
   { name: Type.String({ description: 'The skill name, as the system prompt lists it.' }) },
   { additionalProperties: false },
 )

@@ -181,7 +181,14 @@ export class PermissionService extends Service implements PermissionGate {
   }
 
   /** The verdict for a call without asking or logging anything: what `authorize` would start from. */
-  async check(tool: string, access: ToolAccess, cwd: string, session?: Session): Promise<Verdict> {
+  async check(
+    tool: string,
+    access: ToolAccess,
+    cwd: string,
+    session?: Session,
+    /** Allow rules for this check only (a command file's `allowed-tools`); deny rules still win. */
+    extraAllow: readonly string[] = [],
+  ): Promise<Verdict> {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
@@ -197,7 +204,7 @@ export class PermissionService extends Service implements PermissionGate {
     const held = session ? this.heldBy(session) : { allow: [], deny: [] }
     return decide({
       mode: this.mode,
-      allow: [...this.allowRules, ...project.allow, ...held.allow],
+      allow: [...this.allowRules, ...project.allow, ...held.allow, ...parseRules([...extraAllow]).rules],
       deny: [...this.denyRules, ...project.deny, ...held.deny],
       tool,
       access,

@@ -24,6 +24,8 @@ export interface CommandActions {
   turnRunning(): boolean
   /** Opens the agent `make` returns in place of the open one (closed once the new one opened); false if it threw. */
   replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean
+  /** Sends a prompt as the person's (a command file's expansion), as typing it would. */
+  prompt(text: string, options: { command?: string; model?: LlmAdapter }): void
   /** Puts text in the editor. */
   setDraft(text: string): void
   quit(): Promise<void>

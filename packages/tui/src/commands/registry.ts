@@ -10,9 +10,21 @@ import { quit } from './quit.ts'
 import { resume } from './resume.ts'
 import { rewind } from './rewind.ts'
 import { sessions } from './sessions.ts'
+import { skills } from './skills.ts'
 
 /** The slash commands, in `/help` order: a new one is its module and one line here. */
-export const COMMANDS: readonly Command[] = [help, newSession, sessions, resume, plan, rewind, compact, model, quit]
+export const COMMANDS: readonly Command[] = [
+  help,
+  newSession,
+  sessions,
+  resume,
+  plan,
+  rewind,
+  compact,
+  model,
+  skills,
+  quit,
+]
 
 export type ParsedCommand = { command: Command; arg: string } | { unknown: string; suggestion?: string }
 
