@@ -1,4 +1,6 @@
 import type { Compaction } from '@keel/compaction'
+import { expandSlash, isSlashPrompt, type SlashExpansion } from '@keel/door/slash'
+import { notify } from '@keel/session'
 import type { SessionState } from '../session-state.ts'
 import { RpcFailure } from './failure.ts'
 import type { Method } from './method.ts'
@@ -31,17 +33,28 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
   if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
+  // A command file's prompt is its expansion (its shell-outs run first); any other prompt is sent as typed.
+  const expanded = isSlashPrompt(text, agent.cwd)
+    ? expandSlash(served.ctx, agent, text, false, (line) => notify(served.ctx, 'extend', line.replace(/^keel: /, '')))
+    : Promise.resolve<SlashExpansion>({ text })
   // A compaction waiting for the next request is committed by this turn's first one.
-  const done = agent.prompt(text).then(
-    () => {},
-    (error: unknown) => {
-      served.ctx.emit(
-        served.ctx,
-        'internal/warning',
-        `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
-      )
-    },
-  )
+  const done = expanded
+    .then((slash) =>
+      agent.prompt(slash.text, {
+        ...(slash.command ? { command: slash.command } : {}),
+        ...(slash.model ? { model: slash.model } : {}),
+      }),
+    )
+    .then(
+      () => {},
+      (error: unknown) => {
+        served.ctx.emit(
+          served.ctx,
+          'internal/warning',
+          `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
+        )
+      },
+    )
   const turn: SessionState = { kind: 'turn', done }
   served.states.set(sessionId, turn)
   void done.finally(() => served.states.settle(sessionId, turn, { kind: 'idle' }))

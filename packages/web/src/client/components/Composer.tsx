@@ -1,4 +1,12 @@
 import { useEffect, useState, type FormEvent, type KeyboardEvent } from 'react'
+import type { CommandInfo } from '../../protocol.ts'
+
+/** The command files whose name starts with what follows a leading `/` (before any space), at most 12. */
+function matching(commands: readonly CommandInfo[], text: string): CommandInfo[] {
+  const typed = /^\/([\w.:-]*)$/.exec(text)
+  if (!typed) return []
+  return commands.filter((command) => command.name.startsWith(typed[1]!)).slice(0, 12)
+}
 
 /** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. */
 export function Composer({
@@ -7,6 +15,7 @@ export function Composer({
   onSend,
   onCancel,
   draft,
+  commands = [],
 }: {
   running: boolean
   disabled: boolean
@@ -14,6 +23,8 @@ export function Composer({
   onCancel: () => void
   /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
   draft?: { text: string } | null
+  /** The slash command files, offered after a leading `/` (Tab or a click completes one). */
+  commands?: readonly CommandInfo[]
 }) {
   const [text, setText] = useState('')
   useEffect(() => {
@@ -35,7 +46,14 @@ export function Composer({
     if (running) onCancel()
     else void send()
   }
+  const offered = matching(commands, text)
+  const complete = (command: CommandInfo) => setText(`/${command.name} `)
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === 'Tab' && offered.length) {
+      event.preventDefault()
+      complete(offered[0]!)
+      return
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault()
       void send()
@@ -43,6 +61,19 @@ export function Composer({
   }
   return (
     <form className="composer" onSubmit={onSubmit}>
+      {offered.length > 0 && (
+        <ul className="command-menu" data-testid="command-menu">
+          {offered.map((command) => (
+            <li key={command.name}>
+              <button type="button" data-testid="command-item" onClick={() => complete(command)}>
+                <span className="command-name">/{command.name}</span>
+                {command.argumentHint && <span className="command-hint"> {command.argumentHint}</span>}
+                <span className="command-description">{command.description}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
       <textarea
         data-testid="composer-input"
         value={text}
