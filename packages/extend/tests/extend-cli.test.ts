@@ -39,6 +39,27 @@ function keel(args: string[], cwd: string, home: string, steps: object[]) {
 }
 
 type Event = { type: string; data: Record<string, any> }
+type Body = { system: { text: string }[]; tools: { name: string; description: string }[]; messages: unknown[] }
+
+/** `keel` against the fake provider's Anthropic endpoint: what each request carried is in `fake.requests`. */
+function anthropic(args: string[], cwd: string, home: string, url: string) {
+  const child = spawn(
+    process.execPath,
+    [join(root, 'bin/keel.js'), ...args, '--model', 'anthropic/claude-sonnet-4-5'],
+    {
+      cwd,
+      env: { ...process.env, KEEL_HOME: home, ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: url },
+    },
+  )
+  child.stdin.end()
+  let stderr = ''
+  child.stderr.on('data', (d) => {
+    stderr += d
+  })
+  return new Promise<{ code: number | null; stderr: string }>((done) =>
+    child.on('close', (code) => done({ code, stderr })),
+  )
+}
 
 function events(home: string, parentOnly = true): Event[] {
   const dir = join(home, 'sessions')
@@ -238,28 +259,35 @@ describe('hooks', () => {
 })
 
 describe('agent definitions', () => {
-  test("a .claude/agents definition's tools limit what the child is offered; its body is the child's prompt", () => {
+  test("a .claude/agents definition: its tools are all the child is offered; its body is in the child's prompt", async () => {
     const { dir, home } = repo()
     put(
       join(dir, '.claude/agents/code-reviewer.md'),
       '---\nname: code-reviewer\ndescription: Expert code review specialist. Use after writing code.\ntools: Read, Grep, Glob\n---\nYou are a senior code reviewer ensuring high standards.\n',
     )
-    const run = keel(['-p', 'PARENT review', '--yolo'], dir, home, [
+    const fake = await startFakeProvider([
       {
-        when: 'PARENT',
         toolCalls: [
           { name: 'task', arguments: { description: 'Review', prompt: 'CHILD review', agent: 'code-reviewer' } },
         ],
       },
-      { when: 'CHILD', toolCalls: [{ name: 'bash', arguments: { command: 'echo should-not-run' } }] },
-      { when: 'CHILD', text: 'reviewed' },
-      { when: 'PARENT', text: 'all done' },
+      { text: 'reviewed' },
+      { text: 'all done' },
     ])
-    expect(run.status, run.stderr).toBe(0)
-    const child = events(home, false).filter((e) => e.type === 'tool/result' && e.data.callId !== undefined)
-    const texts = child.map((e) => e.data.content.map((b: { text: string }) => b.text).join(''))
-    expect(texts.some((t) => t.includes('tool bash is not available to this agent'))).toBe(true)
-    expect(texts.some((t) => t.includes('should-not-run'))).toBe(false)
+    try {
+      const run = await anthropic(['-p', 'PARENT review', '--yolo'], dir, home, fake.url)
+      expect(run.code, run.stderr).toBe(0)
+      const [parent, child] = fake.requests.map((r) => r.body as Body)
+      const task = parent!.tools.find((tool) => tool.name === 'task')!
+      expect(task.description).toContain('- code-reviewer: Expert code review specialist. Use after writing code.')
+      expect(child!.tools.map((tool) => tool.name).sort()).toEqual(['glob', 'grep', 'read'])
+      expect(child!.system.map((b) => b.text).join('')).toContain(
+        'You are a senior code reviewer ensuring high standards.',
+      )
+      expect(parent!.system.map((b) => b.text).join('')).not.toContain('senior code reviewer')
+    } finally {
+      await fake.close()
+    }
   })
 })
 
@@ -276,24 +304,9 @@ describe('skills', () => {
       { text: 'done' },
     ])
     try {
-      const child = spawn(
-        process.execPath,
-        [join(root, 'bin/keel.js'), '-p', 'read the pdf', '--model', 'anthropic/claude-sonnet-4-5'],
-        {
-          cwd: dir,
-          env: { ...process.env, KEEL_HOME: home, ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url },
-        },
-      )
-      child.stdin.end()
-      let stderr = ''
-      child.stderr.on('data', (d) => {
-        stderr += d
-      })
-      const code = await new Promise((done) => child.on('close', done))
-      expect(code, stderr).toBe(0)
-      const [first, second] = fake.requests.map(
-        (r) => r.body as { system: { text: string }[]; tools: object[]; messages: unknown[] },
-      )
+      const run = await anthropic(['-p', 'read the pdf'], dir, home, fake.url)
+      expect(run.code, run.stderr).toBe(0)
+      const [first, second] = fake.requests.map((r) => r.body as Body)
       const system = first!.system.map((b) => b.text).join('')
       expect(system).toContain(
         '- pdf-processing: Extract text and tables from PDF files. Use when working with PDF files.',
@@ -308,5 +321,60 @@ describe('skills', () => {
     } finally {
       await fake.close()
     }
+  })
+})
+
+describe("a command file's allowed-tools and model", () => {
+  test('allowed-tools lets its shell-outs run without asking (never past a deny rule); model answers its turn', () => {
+    const { dir, home } = repo()
+    const other = join(home, 'other-model.json')
+    writeFileSync(other, JSON.stringify({ steps: [{ text: 'the command model answered' }] }))
+    put(
+      join(home, 'commands/touchy.md'),
+      `---\nallowed-tools: Bash(touch:*)\nmodel: scripted/${other}\n---\nMade: !\`touch allowed.txt; echo made\`\n`,
+    )
+    put(join(home, 'commands/plain.md'), 'Made: !`touch plain.txt; echo made`\n')
+    const allowed = keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
+    expect(allowed.status, allowed.stderr).toBe(0)
+    expect(existsSync(join(dir, 'allowed.txt'))).toBe(true)
+    expect(allowed.stdout).toContain('the command model answered')
+    const asked = keel(['-p', '/plain', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
+    expect(asked.status, asked.stderr).toBe(0)
+    expect(existsSync(join(dir, 'plain.txt'))).toBe(false)
+    expect(asked.stdout).toContain('the run model answered')
+    put(join(home, 'settings.json'), JSON.stringify({ permissions: { deny: ['bash(touch:*)'] } }))
+    rmSync(join(dir, 'allowed.txt'))
+    const denied = keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'x' }])
+    expect(denied.status, denied.stderr).toBe(0)
+    expect(existsSync(join(dir, 'allowed.txt'))).toBe(false)
+  })
+})
+
+describe('keel config', () => {
+  test('lists the skills, agents and hooks found where, what was skipped, and hooks held back', () => {
+    const { dir, home } = repo()
+    put(
+      join(dir, '.agents/skills/lint/SKILL.md'),
+      '---\nname: lint\ndescription: Lint the code\n---\nRun the linter.\n',
+    )
+    put(join(dir, '.claude/skills/Bad Name/SKILL.md'), '---\nname: Bad Name\ndescription: x\n---\n')
+    put(
+      join(home, 'agents/helper.md'),
+      '---\nname: helper\ndescription: Helps\ntools:\n  - Read\n  - Grep\n---\nHelp.\n',
+    )
+    put(
+      join(dir, '.keel/settings.json'),
+      JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'x' }] }] } }),
+    )
+    const run = keel(['config'], dir, home, [])
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stdout).toContain(`${join(dir, '.agents/skills')} (project): 1 found`)
+    expect(run.stdout).toContain('  lint  Lint the code')
+    expect(run.stdout).toContain(`${join(dir, '.claude/skills/Bad Name/SKILL.md')}: skipped, line 1: name "Bad Name"`)
+    expect(run.stdout).toContain('  helper  Helps  tools: Read, Grep')
+    expect(run.stdout).toContain("Hooks (the project's are held back until you trust it):")
+    const json = JSON.parse(keel(['config', '--json'], dir, home, []).stdout)
+    expect(json.skills.found.map((s: { name: string }) => s.name)).toEqual(['lint'])
+    expect(json.agents.found[0]).toMatchObject({ name: 'helper', tools: ['Read', 'Grep'] })
   })
 })
