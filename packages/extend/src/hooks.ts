@@ -134,7 +134,8 @@ export class HookService extends Service implements TurnHooks {
 
   async promptSubmit(agent: Agent, prompt: string, signal: AbortSignal): Promise<{ block?: string; context?: string }> {
     const context: string[] = []
-    if (!this.started.has(agent)) {
+    // A session's start is the person's session's, not each subagent's (claude-code's SessionStart).
+    if (agent.depth === 0 && !this.started.has(agent)) {
       this.started.add(agent)
       const source = agent.session.events.some((event) => event.type === 'turn/end') ? 'resume' : 'startup'
       for (const reading of await this.run(agent, 'SessionStart', source, { source }, signal))

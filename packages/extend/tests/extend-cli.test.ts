@@ -184,6 +184,37 @@ describe('hooks', () => {
     expect(post?.data).toMatchObject({ timedOut: true, exit: null, verdict: 'error' })
   })
 
+  test('SessionStart adds its stdout as context; a SubagentStop hook gives the child one more step', () => {
+    const { dir, home } = repo()
+    const subStop = `input=$(cat); case "$input" in *'"stop_hook_active":true'*) exit 0;; esac; echo "check your answer" >&2; exit 2`
+    put(
+      join(home, 'settings.json'),
+      JSON.stringify({
+        hooks: {
+          SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'echo "branch: main"' }] }],
+          SubagentStop: [{ hooks: [{ type: 'command', command: subStop }] }],
+        },
+      }),
+    )
+    const run = keel(['-p', 'PARENT go', '--yolo'], dir, home, [
+      { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Look', prompt: 'CHILD look' } }] },
+      { when: 'CHILD', text: 'first look' },
+      { when: 'CHILD', text: 'checked look' },
+      { when: 'PARENT', text: 'done' },
+    ])
+    expect(run.status, run.stderr).toBe(0)
+    const parent = events(home)
+    const context = parent.filter((e) => e.type === 'user/message' && e.data.message.source === 'context')
+    expect(context.map((e) => e.data.message.content[0].text)).toEqual(['branch: main'])
+    const all = events(home, false)
+    const child = all.filter((e) => e.type === 'user/message' && e.data.message.source === 'context')
+    expect(child.map((e) => e.data.message.content[0].text).sort()).toEqual([
+      'SubagentStop hook: check your answer',
+      'branch: main',
+    ])
+    expect(results(home)[0]).toContain('checked look')
+  })
+
   test('a hook printing megabytes, or invalid JSON, is cut and read as a plain exit code', () => {
     const { dir, home } = repo()
     put(
