@@ -31,6 +31,8 @@ import { settlePlan, type TodoItem } from '@keel/todo'
 import { diffOfEditArgs, type FileDiff } from './diff.ts'
 import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
 import { acpServers } from './mcp.ts'
+import { commandsUpdate } from './commands.ts'
+import { expandSlash, isSlashPrompt } from '@keel/door/slash'
 import { modeState } from './modes.ts'
 import { planUpdate, stopReasonOf, UpdateProjector } from './project.ts'
 import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
@@ -269,6 +271,7 @@ export class AcpBridge {
     this.refuseWhenClosed()
     const agent = this.ctx.agents.create({ cwd, model })
     const bridged = this.adopt(agent, client, true)
+    for (const update of commandsUpdate(cwd)) bridged.send(update)
     await this.connectServers(agent.id, cwd, mcpServers)
     // Its updates (a notice of a server that failed to start) go out once the answer has told the client its id.
     setImmediate(() => bridged.open())
@@ -319,6 +322,7 @@ export class AcpBridge {
       if (plan) bridged.send(planUpdate(plan))
       bridged.sentPlan = plan
     }
+    for (const update of commandsUpdate(bridged.agent.cwd)) bridged.send(update)
     await bridged.flushed()
     return { ...this.modes }
   }
@@ -354,9 +358,24 @@ export class AcpBridge {
     const onAbort = () => bridged.agent.cancel()
     signal.addEventListener('abort', onAbort, { once: true })
     try {
-      // A prompt refused before its turn (images for a model without vision) is the client's to fix: one line.
-      const result = await bridged.agent.prompt(parsed.content).catch((error: unknown) => {
-        throw RequestError.invalidParams({ sessionId: id }, message(error))
+      // A prompt naming a command file is its expansion, as in every door; any other prompt is sent as it came.
+      // A prompt refused before its turn (images for a model without vision, /init beside an AGENTS.md) is the
+      // client's to fix: one line.
+      const typed = parsed.content.map((block) => ('text' in block ? block.text : '')).join('')
+      const slash = isSlashPrompt(typed, bridged.agent.cwd)
+        ? await expandSlash(this.ctx, bridged.agent, typed, false, (line) => this.log(line.replace(/^keel: /, ''))).catch(
+            (error: unknown) => {
+              throw RequestError.invalidParams({ sessionId: id }, message(error))
+            },
+          )
+        : undefined
+      const result = await bridged.agent
+        .prompt(slash ? slash.text : parsed.content, {
+          ...(slash?.command ? { command: slash.command } : {}),
+          ...(slash?.model ? { model: slash.model } : {}),
+        })
+        .catch((error: unknown) => {
+          throw RequestError.invalidParams({ sessionId: id }, message(error))
       })
       await bridged.flushed()
       const stopReason = stopReasonOf(result.reason)

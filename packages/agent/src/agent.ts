@@ -11,6 +11,7 @@ import {
 } from '@keel/session'
 import type { PermissionGate, SandboxLevel, ToolAgent, ToolExecution, ToolResult } from '@keel/tools'
 import type { Instructions } from '@keel/settings'
+import type { PreToolVerdict, TurnHooks } from './hooks.ts'
 import { systemPrompt } from './prompt.ts'
 import type {} from './model-choice.ts' // the session/model event
 import { PromptQueue, type QueueKind, type QueuedPrompt } from './queue.ts'
@@ -78,6 +79,8 @@ export class Agent implements ToolAgent {
   private readonly callIds = new Set<string>()
   /** Built on the first request and kept: prompt caches need the same system text on every request. */
   private system: string | undefined
+  /** The running turn's own model, when its prompt named one (a command file's `model`). */
+  private turnModel: LlmAdapter | undefined
   /** Prompts sent while a turn runs (see `send`); every door uses this one queue. */
   readonly queue: PromptQueue
 
@@ -108,11 +111,29 @@ export class Agent implements ToolAgent {
 
   /** The system prompt of every request this agent makes. */
   systemText(): string {
-    return (this.system ??= this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text))
+    if (this.system === undefined) {
+      // Plugins add their sections once (the skills' names and descriptions); later requests reuse the same bytes.
+      const sections: string[] = []
+      this.ctx.emit('agent/system', this, sections)
+      const base = this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text)
+      this.system = [base, ...sections.filter(Boolean)].join('\n\n')
+    }
+    return this.system
   }
 
-  /** Runs one turn for a user prompt. One turn at a time per agent. */
-  prompt(content: string | ContentBlock[], options: { command?: string } = {}): Promise<TurnResult> {
+  /** `ctx.hooks` when a plugin runs the person's hook scripts (@keel/extend). */
+  private get hooks(): TurnHooks | undefined {
+    return this.ctx.get('hooks')
+  }
+
+  /**
+   * Runs one turn for a user prompt. One turn at a time per agent. `command`: the slash command the prompt was
+   * expanded from; `model`: the model for this turn only (a command file's `model`), not recorded as the session's.
+   */
+  prompt(
+    content: string | ContentBlock[],
+    options: { command?: string; model?: LlmAdapter } = {},
+  ): Promise<TurnResult> {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
@@ -125,8 +146,10 @@ export class Agent implements ToolAgent {
         ...(record.baseUrl ? { baseUrl: record.baseUrl } : {}),
       })
     this.controller = new AbortController()
+    this.turnModel = options.model
     this.running = this.turn(blocks, this.controller.signal, options.command).finally(() => {
       this.running = undefined
+      this.turnModel = undefined
       this.controller = undefined
       if (this.status === 'running') this.setStatus('idle')
     })
@@ -217,6 +240,13 @@ export class Agent implements ToolAgent {
     }
     this.lastTurn = turn
     try {
+      const submitted = await this.hooks?.promptSubmit(this, textOfBlocks(content), signal)
+      if (submitted?.block !== undefined) {
+        result.reason = 'error'
+        result.message = `a UserPromptSubmit hook blocked the prompt: ${submitted.block}`
+        return result
+      }
+      let stopHookActive = false
       for (let step = 1; ; step++) {
         if (step > maxSteps) {
           result.reason = 'step-limit'
@@ -232,10 +262,20 @@ export class Agent implements ToolAgent {
               { message: { role: 'user', content, source: 'user', ...(command ? { command } : {}) } },
               { surfaceOp: { op: 'append' } },
             )
+          if (step === 1 && submitted?.context) this.appendContext(submitted.context)
           this.deliverSteering()
           const outcome = await this.step(turn, step, signal, result)
           // A steering message that arrived while the model was answering is delivered in one more step.
           if (outcome === 'completed' && this.queue.has('steer')) continue
+          if (outcome === 'completed') {
+            // A Stop hook may ask for more: its reason goes to the model, and the turn takes one more step.
+            const more = await this.hooks?.turnStop(this, stopHookActive, signal)
+            if (more !== undefined && !signal.aborted) {
+              stopHookActive = true
+              this.appendContext(more)
+              continue
+            }
+          }
           if (outcome) {
             result.reason = outcome
             break
@@ -280,6 +320,15 @@ export class Agent implements ToolAgent {
     return result
   }
 
+  /** Text a hook adds for the model, as harness-made context. */
+  private appendContext(text: string): void {
+    this.session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text }], source: 'context' } },
+      { surfaceOp: { op: 'append' } },
+    )
+  }
+
   /** Queued steering messages land as user messages before the step's model request, oldest first. */
   private deliverSteering(): void {
     for (const item of this.queue.take('steer'))
@@ -314,7 +363,7 @@ export class Agent implements ToolAgent {
       if (sessionId === this.id) this.session.append('model/retry', { turn, step, ...notice })
     })
     try {
-      for await (const chunk of this.model.stream(request, signal)) {
+      for await (const chunk of (this.turnModel ?? this.model).stream(request, signal)) {
         assembler.push(chunk)
         if (chunk.type === 'text-delta') this.ctx.emit('agent/delta', this, { kind: 'text', text: chunk.text })
         else if (chunk.type === 'reasoning-delta')
@@ -343,7 +392,7 @@ export class Agent implements ToolAgent {
     // same ids, and no two results ever share one (strict providers reject that, and the log would be ambiguous).
     for (const [i, call] of calls.entries()) call.id = this.uniqueCallId(call.id || `call_${turn}_${step}_${i}`)
     const usage = assembler.usage
-    const price = this.model.price
+    const price = (this.turnModel ?? this.model).price
     this.session.append(
       'assistant/message',
       {
@@ -417,6 +466,19 @@ export class Agent implements ToolAgent {
           })
         }),
       )
+      const hooks = this.hooks
+      if (hooks)
+        for (const [k, call] of batch.entries()) {
+          const result = results[k]!
+          if (!verdicts[k]!.allowed || signal.aborted) continue
+          const note = await hooks.postTool(
+            this,
+            { callId: call.id, name: call.name, arguments: call.arguments },
+            result,
+            signal,
+          )
+          if (note !== undefined) results[k] = { ...result, content: [...result.content, { type: 'text', text: note }] }
+        }
       for (const [k, call] of batch.entries()) {
         const result = results[k]!
         // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
@@ -442,10 +504,24 @@ export class Agent implements ToolAgent {
     // `ctx.permissions` when @keel/permissions is loaded; it implements the seam @keel/tools declares.
     const permissions: PermissionGate | undefined = this.ctx.get('permissions')
     const exclude = this.options.excludeTools ?? []
+    const hooks = this.hooks
     const out: Verdict[] = []
     for (const call of batch) {
-      if (!permissions || this.ctx.tools.excluded(call.name, exclude)) {
+      if (this.ctx.tools.excluded(call.name, exclude)) {
         out.push({ allowed: true })
+        continue
+      }
+      const hook: PreToolVerdict | undefined = await hooks?.preTool(
+        this,
+        { callId: call.id, name: call.name, arguments: call.arguments },
+        signal,
+      )
+      if (!permissions) {
+        out.push(
+          hook?.decision === 'deny'
+            ? { allowed: false, message: `Error: a PreToolUse hook denied ${call.name}: ${hook.reason}` }
+            : { allowed: true },
+        )
         continue
       }
       out.push(
@@ -456,6 +532,7 @@ export class Agent implements ToolAgent {
           tool: call.name,
           arguments: call.arguments,
           signal,
+          ...(hook ? { hook } : {}),
         }),
       )
     }
@@ -499,4 +576,8 @@ export class Agent implements ToolAgent {
       { surfaceOp: { op: 'append' } },
     )
   }
+}
+
+function textOfBlocks(content: ContentBlock[]): string {
+  return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
 }

@@ -10,6 +10,7 @@ export * from './agent.ts'
 export type { QueueKind, QueuedPrompt } from './queue.ts'
 export { lastModel, lastModelChoice, modelSpecOf } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
+export type { HookedCall, PreToolVerdict, TurnHooks } from './hooks.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -21,6 +22,12 @@ declare module 'cordis' {
      * @mode emit
      */
     'agent/delta'(agent: Agent, delta: AgentDelta): void
+    /**
+     * The agent's system prompt is being built (once, at its first request): listeners push sections that follow it
+     * (the skills' names and descriptions). The text is then kept, so the prompt cache's prefix holds.
+     * @mode emit
+     */
+    'agent/system'(agent: Agent, sections: string[]): void
     /**
      * The agent went idle, started running, or was disposed.
      * @mode emit

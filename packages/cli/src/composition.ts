@@ -33,4 +33,5 @@ export const SHIPPED_COMPOSITION: readonly EntryOptions[] = [
     config: { projectFile: true, startTimeoutMs: 30000, callTimeoutMs: 120000, maxResultChars: 25000 },
   },
   { id: 'checkpoint', name: '@keel/checkpoint', config: { enabled: true, maxFiles: 50000, maxBytes: 500000000 } },
+  { id: 'extend', name: '@keel/extend', config: { hookFiles: [] } },
 ]

@@ -72,7 +72,8 @@ export async function main(argv: string[]): Promise<number> {
         run.images = (await import('./print-images.ts')).readImages(flags.image, workingDirectory(flags))
       // A slash command's prompt is final only after its expansion, which needs the booted tools.
       const slash =
-        run.prompt.startsWith('/') && (await import('./slash.ts')).isSlashPrompt(run.prompt, workingDirectory(flags))
+        run.prompt.startsWith('/') &&
+        (await import('@keel/door/slash')).isSlashPrompt(run.prompt, workingDirectory(flags))
       // With images the model's vision is checked first (the agent refuses a text-only one before any request).
       if (!flags.config && !slash && !run.images) {
         run.toolsKey = toolsKey(VERSION, settings?.overrides)

@@ -17,4 +17,5 @@ export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/acp': () => import('@keel/acp'),
   '@keel/mcp': () => import('@keel/mcp'),
   '@keel/checkpoint': () => import('@keel/checkpoint'),
+  '@keel/extend': () => import('@keel/extend'),
 }

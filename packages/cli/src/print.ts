@@ -16,7 +16,7 @@ import { retryText } from '@keel/llm/retry-text'
 import type { Flags } from './args.ts'
 import { openAgent } from './agent.ts'
 import { rememberTools, type FirstRequest } from './first-request.ts'
-import { expandSlash } from './slash.ts'
+import { expandSlash } from '@keel/door/slash'
 import { assistantText, finalAnswer, isInterim, transcriptOf } from './print-answer.ts'
 import { RunCost } from './print-budget.ts'
 import { Denials } from './print-denials.ts'
@@ -220,7 +220,12 @@ export async function runPrint(
   try {
     const slash = await expandSlash(ctx, agent, prompt, !!flags.trust, (line) => err.write(`${escapeLine(line)}\n`))
     const content: ContentBlock[] = [{ type: 'text', text: slash.text }, ...(options.images ?? [])]
-    const results: TurnResult[] = [await agent.prompt(content, slash.command ? { command: slash.command } : {})]
+    const results: TurnResult[] = [
+      await agent.prompt(content, {
+        ...(slash.command ? { command: slash.command } : {}),
+        ...(slash.model ? { model: slash.model } : {}),
+      }),
+    ]
     let check: { value?: unknown; errors: string[] } | undefined
     if (outputSchema && !stopped && answered(results.at(-1)!)) {
       check = outputSchema.check(finalAnswer(agent.session.events, results.at(-1)!.turn))

@@ -1,7 +1,7 @@
 import { imageLabel } from '@keel/session/image'
 import type { Context } from 'cordis'
 import { foldEvents, type TranscriptEntry } from '@keel/door/transcript'
-import { CANCELLED, compactionWords, rewindWords, turnEndWords } from '@keel/door/words'
+import { CANCELLED, compactionWords, hookWords, rewindWords, turnEndWords } from '@keel/door/words'
 import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
 import { openTasksNotice, planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
@@ -121,6 +121,10 @@ function describe(entry: TranscriptEntry): string[] {
       const lines = [`  → ${safe(entry.name).slice(0, 80)} ${safe(entry.arguments).slice(0, 160)}`]
       if (entry.asked !== undefined) lines.push(`    ? asked: ${escapeLine(entry.asked).slice(0, 200)}`)
       if (entry.decision) lines.push(`    ${escapeLine(describeDecision(entry.decision))}`)
+      for (const run of entry.hooks ?? []) {
+        const words = hookWords(run)
+        if (words) lines.push(`    ↳ ${escapeLine(words.text).slice(0, 200)}`)
+      }
       if (entry.status === 'error') {
         const how = failureLabel(entry.details)
         const text = escapeLine(entry.output)
@@ -136,5 +140,9 @@ function describe(entry: TranscriptEntry): string[] {
       return [`── ${escapeLine(compactionWords(entry).text)}`]
     case 'rewind':
       return [`── ${escapeLine(rewindWords(entry).text)}`]
+    case 'hook': {
+      const words = hookWords(entry.run)
+      return words ? [`  ↳ ${escapeLine(words.text).slice(0, 200)}`] : []
+    }
   }
 }

@@ -2,7 +2,7 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
-import { type CommandSet, loadCommands } from '@keel/extend'
+import { type CommandSet, loadAgents, loadCommands, loadSkills, parseHooks } from '@keel/extend'
 import {
   flatten,
   gateSettings,
@@ -49,6 +49,8 @@ const CORE_KEYS = {
     maxBudgetUsd: Schema.number(),
     failOnDenial: Schema.boolean(),
   }),
+  // claude-code's hooks; @keel/extend checks each entry itself (a bad one is a warning naming file and line).
+  hooks: Schema.dict(Schema.any()),
   // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
   models: ModelSettingsSchema,
   // Per provider: extra request headers (a gateway's routing and key), handed to the llm plugin as its `providers`.
@@ -57,6 +59,9 @@ const CORE_KEYS = {
 
 /** The composition entry that takes `models`. */
 const LLM_ENTRY = 'llm'
+
+/** The composition entry that takes each file's `hooks` (as its `hookFiles`). */
+const EXTEND_ENTRY = 'extend'
 
 /** The composition entry that takes `mcpServers` (as its `servers`). */
 const MCP_ENTRY = 'mcp'
@@ -325,6 +330,15 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     const mcp = entries.find((entry) => entry.id === MCP_ENTRY)
     if (mcp) overrides[MCP_ENTRY] = { ...(isObject(mcp.config) ? mcp.config : {}), ...overrides[MCP_ENTRY], servers }
   }
+  // Hooks add up across files, as claude-code's do; an untrusted project's were already held back by the gate.
+  const extend = entries.find((entry) => entry.id === EXTEND_ENTRY)
+  if (extend && touched.has('hooks'))
+    overrides[EXTEND_ENTRY] = {
+      ...(isObject(extend.config) ? extend.config : {}),
+      hookFiles: files
+        .filter((file) => file.data.hooks !== undefined)
+        .map((file) => ({ path: file.path, hooks: file.data.hooks })),
+    }
   for (const key of ['models', 'providers'] as const) {
     const llm = entries.find((entry) => entry.id === LLM_ENTRY)
     if (llm && touched.has(key))
@@ -349,6 +363,11 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
 export function describeSettings(resolved: ResolvedSettings, json: boolean): string {
   const { files, merged, held, trust } = resolved
   const commands = loadCommands(trust.folder)
+  const skills = loadSkills(trust.folder)
+  const agents = loadAgents(trust.folder)
+  const hooks = parseHooks(
+    files.filter((file) => file.data.hooks !== undefined).map((file) => ({ path: file.path, hooks: file.data.hooks })),
+  )
   if (json)
     return JSON.stringify(
       {
@@ -360,6 +379,33 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
           found: commands.commands.map(({ name, path, scope, description }) => ({ name, path, scope, description })),
           folders: commands.folders,
           skipped: commands.warnings,
+        },
+        skills: {
+          found: skills.skills.map(({ name, path, scope, description }) => ({ name, path, scope, description })),
+          folders: skills.folders,
+          skipped: skills.warnings,
+        },
+        agents: {
+          found: agents.agents.map(({ name, path, scope, description, tools, model }) => ({
+            name,
+            path,
+            scope,
+            description,
+            ...(tools ? { tools } : {}),
+            ...(model ? { model } : {}),
+          })),
+          folders: agents.folders,
+          skipped: agents.warnings,
+        },
+        hooks: {
+          found: hooks.hooks.map(({ event, matcher, command, timeout, file }) => ({
+            event,
+            matcher,
+            command,
+            timeout,
+            file,
+          })),
+          skipped: hooks.warnings,
         },
       },
       null,
@@ -380,6 +426,30 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
     for (const entry of held) lines.push(`  ${entry.key}  ${entry.file}`)
   }
   lines.push('', ...commandLines(commands, trust.trusted && trust.hash !== ''))
+  lines.push('', 'Skills (first of a name wins):')
+  for (const folder of skills.folders)
+    lines.push(`  ${escapeLine(folder.path)} (${folder.scope}): ${folder.found} found`)
+  for (const skill of skills.skills)
+    lines.push(`  ${escapeLine(skill.name)}  ${escapeLine(skill.description.slice(0, 100))}`)
+  for (const warning of skills.warnings) lines.push(`  ${escapeLine(warning)}`)
+  lines.push('', 'Agents (first of a name wins):')
+  for (const folder of agents.folders)
+    lines.push(`  ${escapeLine(folder.path)} (${folder.scope}): ${folder.found} found`)
+  for (const agent of agents.agents)
+    lines.push(
+      `  ${escapeLine(agent.name)}  ${escapeLine(agent.description.slice(0, 100))}${agent.tools ? `  tools: ${escapeLine(agent.tools.join(', '))}` : ''}`,
+    )
+  for (const warning of agents.warnings) lines.push(`  ${escapeLine(warning)}`)
+  lines.push(
+    '',
+    `Hooks${held.some((entry) => entry.key === 'hooks') ? " (the project's are held back until you trust it)" : ''}:`,
+  )
+  if (!hooks.hooks.length) lines.push('  none')
+  for (const hook of hooks.hooks)
+    lines.push(
+      `  ${hook.event}${hook.matcher ? `(${escapeLine(hook.matcher)})` : ''}  ${escapeLine(hook.command)}  ${escapeLine(hook.file)}`,
+    )
+  for (const warning of hooks.warnings) lines.push(`  ${escapeLine(warning)}`)
   return lines.join('\n')
 }
 

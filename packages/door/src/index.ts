@@ -68,3 +68,11 @@ export interface DoorContext {
 
 /** A front door's entry point: runs until the person is done and returns the process exit code. */
 export type FrontDoor = (door: DoorContext) => Promise<number>
+export {
+  expandSlash,
+  isSlashPrompt,
+  SlashRefusal,
+  skillList,
+  slashCommandList,
+  type SlashExpansion,
+} from './slash.ts'

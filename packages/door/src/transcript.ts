@@ -13,6 +13,7 @@ import type { DiffDetails, SessionEvent, SessionEventMap, SessionEventType, Tool
 import type {} from '@keel/agent' // session/model
 import type {} from '@keel/checkpoint' // checkpoint/*
 import type {} from '@keel/compaction' // compaction/*
+import type {} from '@keel/extend' // hook/run
 import { type DecisionScope, isPermissionMode } from '@keel/permissions/decisions'
 import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
 import { applyPlan, openTasks, type TodoItem } from '@keel/todo/plan'
@@ -93,6 +94,23 @@ export interface ToolEntry {
   decision?: Decision
   /** A `task` call's subagent: its status and, once it ended, its plan (by @keel/subagent's fold). */
   run?: SubagentPlan
+  /** The hooks that ran for this call (`PreToolUse`, `PostToolUse`) and what each decided, in order. */
+  hooks?: HookRun[]
+}
+/** One hook command's run (`hook/run`, @keel/extend), checked field by field. */
+export interface HookRun {
+  event: string
+  command: string
+  exit: number | null
+  verdict: string
+  timedOut?: true
+  reason?: string
+}
+/** A hook that ran for no tool call (`UserPromptSubmit`, `Stop`, …). Shown when it decided something. */
+export interface HookEntry {
+  kind: 'hook'
+  seq: number
+  run: HookRun
 }
 export interface TurnEndEntry {
   kind: 'turn-end'
@@ -135,6 +153,7 @@ export type TranscriptEntry =
   | OpenPlanEntry
   | CompactionEntry
   | RewindEntry
+  | HookEntry
 
 export interface TranscriptState {
   /** An entry that changes (a tool call getting its result) is replaced by a new object, never edited in place. */
@@ -315,6 +334,21 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
     state.retry = event.data
   },
   'permission/mode': null,
+  'hook/run': (state, event) => {
+    const { event: name, command, exit, verdict, timedOut, reason, callId } = event.data as Record<string, unknown>
+    if (typeof name !== 'string' || typeof command !== 'string' || typeof verdict !== 'string') return
+    const run: HookRun = {
+      event: name,
+      command,
+      exit: typeof exit === 'number' ? exit : null,
+      verdict,
+      ...(timedOut === true ? { timedOut } : {}),
+      ...(typeof reason === 'string' && reason ? { reason } : {}),
+    }
+    const entry = typeof callId === 'string' ? callEntry(state, callId) : undefined
+    if (entry) updateCall(state, entry.callId, { hooks: [...(entry.hooks ?? []), run] })
+    else state.entries.push({ kind: 'hook', seq: event.seq, run })
+  },
   // Background jobs (@keel/shell): the doors show the running ones (the TUI's footer and /jobs, the web header).
   'job/start': (state, event) => {
     const { id, command } = event.data
@@ -381,7 +415,7 @@ const TURN_END_REASONS: ReadonlySet<string> = new Set<TurnEndEntry['reason']>([
   'step-limit',
   'interrupted',
 ])
-const SCOPES: ReadonlySet<string> = new Set<DecisionScope>(['once', 'session', 'always', 'rule', 'mode'])
+const SCOPES: ReadonlySet<string> = new Set<DecisionScope>(['once', 'session', 'always', 'rule', 'mode', 'hook'])
 
 /** A decision event's data, checked field by field: known values are kept, anything else drops the decision. */
 export function parseDecision(data: unknown): Decision | undefined {

@@ -24,6 +24,8 @@ export interface ShellRun {
    * about runs. `file`: a command file's `` !`cmd` `` (print mode, nobody to ask): only what the mode allows runs.
    */
   consent?: 'typed' | 'file'
+  /** Allow rules that lift an ask for this run only (a command file's `allowed-tools`); never past a deny rule. */
+  allow?: string[]
 }
 
 let runs = 0
@@ -42,7 +44,7 @@ export async function runUserCommand(run: ShellRun): Promise<ShellOutcome> {
   let sandbox: SandboxLevel | undefined
   const permissions = ctx.get('permissions')
   if (permissions && access) {
-    const verdict = await permissions.check('bash', access, cwd, agent.session)
+    const verdict = await permissions.check('bash', access, cwd, agent.session, run.allow)
     if (verdict.outcome === 'deny') {
       const who = verdict.rule ? `the rule ${verdict.rule}` : `the ${permissions.mode} mode`
       return { kind: 'refused', reason: `denied by ${who}: ${verdict.reason}` }

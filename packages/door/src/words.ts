@@ -62,6 +62,45 @@ export function rewindWords(restore: {
   return { text: `${what}: ${count}${restore.fork ? `; conversation forked as ${restore.fork}` : ''}`, tone: 'info' }
 }
 
+/**
+ * One hook run, as every door says it: `PreToolUse hook denied: rm is not allowed`, `Stop hook timed out after 60 s`.
+ * Quiet runs (it went on, no word) say nothing: undefined.
+ */
+export function hookWords(run: {
+  event: string
+  command: string
+  exit: number | null
+  verdict: string
+  timedOut?: boolean
+  reason?: string
+}): Words | undefined {
+  const why = run.reason ? `: ${run.reason}` : ''
+  const who = `${run.event} hook`
+  switch (run.verdict) {
+    case 'ok':
+      return undefined
+    case 'allow':
+      return { text: `${who} allowed it${why}`, tone: 'info' }
+    case 'ask':
+      return { text: `${who} asks${why}`, tone: 'info' }
+    case 'deny':
+      return { text: `${who} denied it${why}`, tone: 'error' }
+    case 'block':
+      return { text: `${who} blocked${why}`, tone: 'warn' }
+    case 'stop':
+      return { text: `${who} stopped the turn${why}`, tone: 'warn' }
+    case 'context':
+      return { text: `${who} added context`, tone: 'info' }
+    default:
+      return {
+        text: run.timedOut
+          ? `${who} ${run.command} timed out${why}`
+          : `${who} ${run.command} failed (exit ${run.exit ?? 'killed'})${why}`,
+        tone: 'warn',
+      }
+  }
+}
+
 /** A line as a sentence of its own (the web page's style): a capital first letter and a full stop if it has none. */
 export function sentence(text: string): string {
   const capital = text.charAt(0).toUpperCase() + text.slice(1)

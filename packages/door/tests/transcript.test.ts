@@ -3,7 +3,15 @@ import type { SessionEvent } from '@keel/session'
 import { standingPlan } from '@keel/todo'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { REPO_ROOT, scanCatalog } from '../../../scripts/gen-cordis-catalog.ts'
-import { emptyTranscript, FOLDED_TYPES, foldEvent, foldEvents, type TranscriptState } from '../src/transcript.ts'
+import {
+  emptyTranscript,
+  FOLDED_TYPES,
+  foldEvent,
+  foldEvents,
+  type ToolEntry,
+  type TranscriptState,
+} from '../src/transcript.ts'
+import { hookWords } from '../src/words.ts'
 
 let keel: Keel | undefined
 afterEach(async () => {
@@ -194,6 +202,53 @@ describe('entries of the capabilities', () => {
         run: expect.objectContaining({ sessionId: 's1', description: 'Look around', status: 'completed' }),
       }),
     ])
+  })
+
+  test("a tool call's hook runs land under it, in order; others are entries of their own; one wording", () => {
+    const state = foldEvents([
+      event('turn/start', { turn: 1, trigger: 'prompt' }),
+      event('hook/run', {
+        event: 'UserPromptSubmit',
+        command: 'ctx.sh',
+        exit: 0,
+        ms: 3,
+        verdict: 'context',
+        reason: 'x',
+      }),
+      event('tool/call', { turn: 1, step: 1, callId: 'b1', name: 'bash', arguments: '{"command":"rm -rf x"}' }),
+      event('hook/run', {
+        event: 'PreToolUse',
+        command: 'guard.sh',
+        callId: 'b1',
+        exit: 2,
+        ms: 5,
+        verdict: 'block',
+        reason: 'no rm',
+      }),
+      event('hook/run', {
+        event: 'PreToolUse',
+        command: 'slow.sh',
+        callId: 'b1',
+        exit: null,
+        ms: 9,
+        verdict: 'error',
+        timedOut: true,
+      }),
+      event('permission/decision', { callId: 'b1', decision: 'deny', scope: 'hook', message: 'no rm' }),
+      event('hook/run', { event: 'PreToolUse', command: 7, callId: 'b1', verdict: 'ok' }),
+    ])
+    expect(state.entries.map((entry) => entry.kind)).toEqual(['hook', 'tool'])
+    const tool = state.entries[1] as ToolEntry
+    expect(tool.hooks).toEqual([
+      { event: 'PreToolUse', command: 'guard.sh', exit: 2, verdict: 'block', reason: 'no rm' },
+      { event: 'PreToolUse', command: 'slow.sh', exit: null, verdict: 'error', timedOut: true },
+    ])
+    expect(tool.decision).toMatchObject({ decision: 'deny', scope: 'hook' })
+    expect(tool.hooks!.map((run) => hookWords(run)?.text)).toEqual([
+      'PreToolUse hook blocked: no rm',
+      'PreToolUse hook slow.sh timed out',
+    ])
+    expect(hookWords({ event: 'Stop', command: 'x', exit: 0, verdict: 'ok' })).toBeUndefined()
   })
 
   test('compaction, a rewind and harness-made context are entries of their own', () => {

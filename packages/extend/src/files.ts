@@ -68,3 +68,16 @@ export function isFolder(path: string): boolean {
     return false
   }
 }
+
+/** The folders directly inside `dir` (not links), sorted. */
+export function subfolders(dir: string, limit = 1000): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+      .sort()
+      .slice(0, limit)
+  } catch {
+    return []
+  }
+}

@@ -19,7 +19,15 @@ export function parseFrontmatter(text: string): Frontmatter {
     if (!line.trim() || line.trimStart().startsWith('#')) continue
     const match = /^([A-Za-z][\w-]*)\s*:\s*(.*)$/.exec(line)
     if (!match) throw new Error(`line ${i + 1}: not a "key: value" line`)
-    fields[match[1]!] = unquote(match[2]!.trim(), i + 1)
+    const value = match[2]!.trim()
+    // A YAML list (`tools:` then `  - Read` lines) is read as the comma list the one-line form writes.
+    if (!value) {
+      const items: string[] = []
+      while (/^\s+-\s+/.test(lines[i + 1] ?? '')) items.push(unquote(lines[++i]!.replace(/^\s+-\s+/, '').trim(), i + 1))
+      fields[match[1]!] = items.join(', ')
+      continue
+    }
+    fields[match[1]!] = unquote(value, i + 1)
   }
   throw new Error('line 1: the frontmatter block is never closed with ---')
 }

@@ -102,6 +102,7 @@ function decideProtected(input: PolicyInput): Verdict {
     outcome: 'ask',
     reason: `${hit.path} is protected (${hit.entry}): it decides how Keel, git or your editor behave next`,
     sandbox: 'off',
+    protected: true,
     hint: `only you can allow it: answer the ask, or add an allow rule naming the path, such as ${tool}(${hit.path})`,
   }
 }

@@ -13,6 +13,8 @@ export function describeDecision(data: SessionEventMap['permission/decision']): 
       return `${verb} once by the user${said(data)}`
     case 'session':
       return `${verb} for this session by the user (${rulesOf(data)})${said(data)}`
+    case 'hook':
+      return `${verb} by a PreToolUse hook${said(data)}`
     case 'always':
       return `${verb} always by the user${data.rule || data.host ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
   }

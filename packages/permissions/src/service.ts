@@ -188,7 +188,14 @@ export class PermissionService extends Service implements PermissionGate {
   }
 
   /** The verdict for a call without asking or logging anything: what `authorize` would start from. */
-  async check(tool: string, access: ToolAccess, cwd: string, session?: Session): Promise<Verdict> {
+  async check(
+    tool: string,
+    access: ToolAccess,
+    cwd: string,
+    session?: Session,
+    /** Allow rules for this check only (a command file's `allowed-tools`); deny rules still win. */
+    extraAllow: readonly string[] = [],
+  ): Promise<Verdict> {
     const paths = access.paths ?? []
     const real = paths.map((p) => realPath(p))
     const outside = paths.filter((p) => !isInside(p, cwd))
@@ -204,7 +211,7 @@ export class PermissionService extends Service implements PermissionGate {
     const held = session ? this.heldBy(session) : { allow: [], deny: [] }
     return decide({
       mode: this.mode,
-      allow: [...this.allowRules, ...project.allow, ...held.allow],
+      allow: [...this.allowRules, ...project.allow, ...held.allow, ...parseRules([...extraAllow]).rules],
       deny: [...this.denyRules, ...project.deny, ...held.deny],
       tool,
       access,
@@ -226,7 +233,30 @@ export class PermissionService extends Service implements PermissionGate {
     const { session, callId, tool, cwd } = call
     const access = this.ctx.tools.access(tool, call.arguments, cwd)
     if (!access) return { allowed: true, sandbox: 'off' }
-    const verdict = await this.check(tool, access, cwd, session)
+    let verdict = await this.check(tool, access, cwd, session)
+    // A PreToolUse hook's word: a deny rule still wins; its deny is a denial, its ask asks, and its allow lifts an
+    // ask (never a protected path's, which only the person lifts).
+    const hook = call.hook
+    if (hook && verdict.outcome !== 'deny') {
+      const message = hook.reason.trim().slice(0, 2000)
+      if (hook.decision === 'deny') {
+        this.decision(session, { callId, decision: 'deny', scope: 'hook', ...(message ? { message } : {}) })
+        return {
+          allowed: false,
+          message: declined(tool, `a PreToolUse hook denied it${message ? `: ${message}` : ''}`),
+        }
+      }
+      if (hook.decision === 'allow' && verdict.outcome === 'ask' && !verdict.protected) {
+        this.decision(session, { callId, decision: 'allow', scope: 'hook', ...(message ? { message } : {}) })
+        return { allowed: true, sandbox: verdict.sandbox }
+      }
+      if (hook.decision === 'ask' && verdict.outcome === 'allow')
+        verdict = {
+          outcome: 'ask',
+          reason: `a PreToolUse hook asks${message ? `: ${message}` : ''}`,
+          sandbox: verdict.sandbox,
+        }
+    }
     if (verdict.outcome === 'allow') {
       if (verdict.log)
         this.decision(session, {

@@ -84,14 +84,15 @@ export function isPermissionAnswer(value: unknown): value is PermissionAnswer {
 export type Asker = (ask: PermissionAsk, signal: AbortSignal) => Promise<PermissionAnswer>
 
 /** Who decided a call, as logged in `permission/decision`. */
-export type DecisionScope = 'once' | 'session' | 'always' | 'rule' | 'mode'
+export type DecisionScope = 'once' | 'session' | 'always' | 'rule' | 'mode' | 'hook'
 
 /** The policy's answer for one call, before anyone is asked. */
 export type Verdict =
   | { outcome: 'allow'; scope: 'rule' | 'mode'; rule?: string; sandbox: SandboxLevel; log: boolean }
   | { outcome: 'deny'; scope: 'rule' | 'mode'; rule?: string; reason: string }
   /** `hint` says what would let the call run when no one can be asked. */
-  | { outcome: 'ask'; reason: string; sandbox: SandboxLevel; hint?: string }
+  /** `protected`: a write to a protected path, which a hook's allow does not lift (only the person does). */
+  | { outcome: 'ask'; reason: string; sandbox: SandboxLevel; hint?: string; protected?: true }
 
 /** The seam the agent loop asks through, declared in @keel/tools below both (`PermissionService` implements it). */
 export type { Authorization, CallToAuthorize, PermissionGate } from '@keel/tools'

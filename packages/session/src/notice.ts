@@ -5,7 +5,7 @@
 import type { Context } from 'cordis'
 
 /** Who has something to say (a door may label by it). */
-export type NoticeSource = 'mcp' | 'checkpoint' | 'sandbox' | 'permissions' | 'trust' | 'retry' | 'model'
+export type NoticeSource = 'mcp' | 'checkpoint' | 'sandbox' | 'permissions' | 'trust' | 'retry' | 'model' | 'extend'
 
 export interface Notice {
   source: NoticeSource

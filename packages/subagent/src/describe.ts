@@ -1,4 +1,5 @@
 import type { TurnResult } from '@keel/agent'
+import type { AgentDefinition } from '@keel/extend'
 
 export interface TaskPolicy {
   maxConcurrent: number
@@ -6,8 +7,11 @@ export interface TaskPolicy {
 }
 
 /** The model-facing description of `task`. */
-export function describeTask(policy: TaskPolicy): string {
-  return [
+export function describeTask(
+  policy: TaskPolicy,
+  agents: readonly Pick<AgentDefinition, 'name' | 'description'>[] = [],
+): string {
+  const text = [
     'Delegate a self-contained task to a subagent: a fresh agent with its own session, context and plan, working in the same directory with your tools.',
     'It sees only `prompt`, not this conversation, so include every path, fact and constraint it needs and say what its final answer must report.',
     "Its final answer comes back as this tool's result.",
@@ -17,6 +21,12 @@ export function describeTask(policy: TaskPolicy): string {
       ? 'Subagents cannot start subagents of their own.'
       : `Subagents may nest up to ${policy.maxDepth} levels deep.`,
   ].join(' ')
+  if (!agents.length) return text
+  return [
+    text,
+    'Agents you can name in `agent` (each runs with its own instructions and tools; use one when the task fits its description):',
+    ...agents.map((agent) => `- ${agent.name}: ${agent.description}`),
+  ].join('\n')
 }
 
 function plural(n: number, word: string): string {

@@ -1,9 +1,12 @@
 import { type Context, Service } from 'cordis'
 import type { Agent, LlmAdapter, TurnResult } from '@keel/agent'
-import { errorLine, type Session, type SessionEvent } from '@keel/session'
+import { errorLine, notify, type Session, type SessionEvent } from '@keel/session'
 import { sessionCost } from '@keel/session/cost'
 import { standingPlan } from '@keel/todo'
 import { defineTool, type ToolAgent, type ToolExecution, type ToolOutput, Type } from '@keel/tools'
+import { type AgentDefinition, definitionModel, loadAgents, toolNames } from '@keel/extend'
+import { systemPrompt } from '@keel/agent'
+import { trustState } from '@keel/settings'
 import { describeTask, resultOf } from './describe.ts'
 import { subagentPlansProjection } from './projection.ts'
 import { Slots } from './slots.ts'
@@ -25,6 +28,19 @@ export const TaskParameters = Type.Object(
   {
     description: Type.String({ description: 'A short label for the task (3 to 5 words), shown to the user.' }),
     prompt: Type.String({ description: 'The complete, self-contained instructions for the subagent.' }),
+  },
+  { additionalProperties: false },
+)
+
+/** `task` with an `agent` to name, offered only when agent definitions exist (the schema is otherwise unchanged). */
+const TaskWithAgent = Type.Object(
+  {
+    ...TaskParameters.properties,
+    agent: Type.Optional(
+      Type.String({
+        description: 'The name of an agent definition to run the task with (listed above); omit for a general agent.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -120,19 +136,27 @@ export class SubagentService extends Service {
   }
 
   private tool() {
+    // The definitions of the folder Keel started in: the description is fixed for the run (prompt caches need it).
+    const set = loadAgents(process.cwd())
+    for (const line of set.warnings) notify(this.ctx, 'extend', line)
     return defineTool({
       name: 'task',
-      description: describeTask(this.config),
-      parameters: TaskParameters,
+      description: describeTask(this.config, set.agents),
+      parameters: set.agents.length ? TaskWithAgent : TaskParameters,
       // The child's own calls are each decided by the same policy; starting it changes nothing.
       access: () => ({ kind: 'read' }),
       concurrencySafe: true,
       presentCall: (args) => ({ title: args.description, kind: 'other', rawInput: args }),
-      execute: (args, exec) => this.execute(args.description, args.prompt, exec),
+      execute: (args, exec) => this.execute(args.description, args.prompt, exec, (args as { agent?: string }).agent),
     })
   }
 
-  private async execute(rawDescription: string, rawPrompt: string, exec: ToolExecution): Promise<ToolOutput> {
+  private async execute(
+    rawDescription: string,
+    rawPrompt: string,
+    exec: ToolExecution,
+    agentName?: string,
+  ): Promise<ToolOutput> {
     const parent = asParent(exec.agent)
     if (!parent)
       throw new Error("task must be called by an agent: the subagent is linked to the calling agent's session")
@@ -145,7 +169,23 @@ export class SubagentService extends Service {
         `subagents may nest at most ${this.config.maxDepth} level${this.config.maxDepth === 1 ? '' : 's'} deep; do this task yourself`,
       )
     }
-    const model = this.config.model ? await this.configuredModel(parent.cwd) : parent.model
+    let definition: AgentDefinition | undefined
+    if (agentName?.trim()) {
+      const set = loadAgents(parent.cwd)
+      definition = set.agents.find((entry) => entry.name === agentName.trim())
+      if (!definition)
+        throw new Error(
+          `no agent named ${JSON.stringify(agentName)}; ${set.agents.length ? `agents: ${set.agents.map((entry) => entry.name).join(', ')}` : 'no agent definitions are installed'}`,
+        )
+    }
+    // A project's definition picks a model only once its folder is trusted: until then it is text.
+    const named = definitionModel(definition?.model)
+    const mayPick = named && (definition!.scope === 'user' || trustState(parent.cwd).trusted)
+    const model = mayPick
+      ? await this.ctx.llm.create(named, { cwd: parent.cwd })
+      : this.config.model
+        ? await this.configuredModel(parent.cwd)
+        : parent.model
     const slots = this.slotsOf(parent.session.id)
     let release: () => void
     try {
@@ -158,7 +198,7 @@ export class SubagentService extends Service {
       }
     }
     try {
-      return await this.run(parent, description, prompt, model, exec)
+      return await this.run(parent, description, prompt, model, exec, definition)
     } finally {
       release()
       this.dropSlots(parent.session.id, slots)
@@ -171,11 +211,17 @@ export class SubagentService extends Service {
     prompt: string,
     model: LlmAdapter,
     exec: ToolExecution,
+    definition?: AgentDefinition,
   ): Promise<ToolOutput> {
     const agents = this.ctx.agents
     const depth = parent.depth + 1
     const excludeTools = new Set(parent.options?.excludeTools ?? [])
     if (depth >= this.config.maxDepth) excludeTools.add('task')
+    // A definition's `tools` is the child's whole offer: every other tool is left out (it only ever narrows).
+    if (definition?.tools) {
+      const offered = new Set(toolNames(definition.tools))
+      for (const tool of this.ctx.tools.names()) if (!offered.has(tool)) excludeTools.add(tool)
+    }
     // A child of an in-memory parent stays in memory too: no file should outlive a session that has none.
     const persist = this.ctx.sessions.pathOf(parent.session.id) !== undefined
     const child = agents.create({
@@ -185,6 +231,11 @@ export class SubagentService extends Service {
       excludeTools: [...excludeTools],
       persist,
       instructions: parent.instructions,
+      ...(definition
+        ? {
+            system: `${systemPrompt(parent.cwd, new Date(), parent.instructions?.text ?? '')}\n\nYou are the ${definition.name} agent.\n\n${definition.prompt}`,
+          }
+        : {}),
       parent: { sessionId: parent.session.id, callId: exec.callId },
     })
     this.children.set(child.id, { agent: child, exec })

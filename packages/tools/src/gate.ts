@@ -13,6 +13,8 @@ export interface CallToAuthorize {
   /** The raw arguments as the model sent them. */
   arguments: unknown
   signal: AbortSignal
+  /** What a `PreToolUse` hook said: deny is a denial, ask asks, allow lifts an ask but never a deny rule. */
+  hook?: { decision: 'allow' | 'deny' | 'ask'; reason: string }
 }
 
 /** Run it (in this sandbox), or do not, with the message the model reads. */

@@ -2,8 +2,9 @@ import type { Context } from 'cordis'
 import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
 import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
 import { onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
-import type { CommandActions, NoteLevel } from './commands/command.ts'
+import type { Command, CommandActions, NoteLevel } from './commands/command.ts'
 import { COMMANDS, parseCommand, slashCommands } from './commands/registry.ts'
+import { fileCommands } from './commands/files.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { scriptedLabel } from './model-switch.ts'
 import { userCommandOf } from '@keel/door/shell-message'
@@ -79,6 +80,8 @@ export class KeelApp {
   private readonly actions: CommandActions
   /** Images attached in the editor, by their labels. */
   private readonly attachments = new Attachments(() => this.agent.cwd)
+  /** The built-in commands, then the command files found at start (@keel/extend's, first of a name wins). */
+  private readonly commands: readonly Command[]
   agent: Agent
   state: TranscriptState = emptyTranscript()
   private queue: string[] = []
@@ -92,6 +95,7 @@ export class KeelApp {
   constructor(private readonly options: AppOptions) {
     const { ctx, terminal } = options
     this.agent = options.agent
+    this.commands = [...COMMANDS, ...fileCommands(options.cwd, COMMANDS)]
     this.actions = this.commandActions()
     this.tui = new TUI(terminal)
     this.transcript = new TranscriptView({
@@ -107,7 +111,7 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    this.completion = new KeelAutocomplete(slashCommands(COMMANDS, this.actions), new PathIndex(options.cwd))
+    this.completion = new KeelAutocomplete(slashCommands(this.commands, this.actions), new PathIndex(options.cwd))
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     // A typed `@shot.png ` or a dragged path to an image becomes its label; a refused one is one line.
@@ -366,7 +370,7 @@ export class KeelApp {
     else void this.userCommand(command)
   }
 
-  private send(text: string, command?: string): void {
+  private send(text: string, options: { command?: string; model?: LlmAdapter } = {}): void {
     const agent = this.agent
     const built = this.attachments.content(text)
     if ('error' in built) {
@@ -376,7 +380,7 @@ export class KeelApp {
     this.status.runningSince = Date.now()
     this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
     this.running = agent
-      .prompt(built.content, command ? { command } : {})
+      .prompt(built.content, options)
       .catch((error: unknown) => {
         if (agent !== this.agent) return
         this.transcript.note('error', error instanceof Error ? error.message : String(error))
@@ -398,7 +402,7 @@ export class KeelApp {
 
   private command(text: string): void {
     this.transcript.note('command', text)
-    const parsed = parseCommand(COMMANDS, text)
+    const parsed = parseCommand(this.commands, text)
     if ('unknown' in parsed) {
       const known = parsed.suggestion ? ` (did you mean /${parsed.suggestion}?)` : ''
       this.transcript.note('warn', `Unknown command /${parsed.unknown}${known}. /help lists the commands.`)
@@ -429,7 +433,9 @@ export class KeelApp {
       get tui() {
         return app.tui
       },
-      commands: COMMANDS,
+      get commands() {
+        return app.commands
+      },
       note: (level: NoteLevel, text: string) => {
         app.transcript.note(level, text)
         app.tui.requestRender()
@@ -437,8 +443,8 @@ export class KeelApp {
       busy: () => app.busy(),
       turnRunning: () => app.running !== undefined,
       replaceAgent: (make, message) => app.replaceAgent(make, message),
+      prompt: (text, options) => app.send(text, options),
       setDraft: (text) => app.editor.setText(text),
-      send: (text, command) => app.send(text, command),
       jobs: () => app.state.jobs,
       quit: () => app.quit(),
       model: {

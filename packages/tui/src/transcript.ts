@@ -4,7 +4,7 @@ import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { TranscriptEntry as Entry, ToolEntry, TranscriptState, TurnEndEntry } from '@keel/door/transcript'
-import { compactionWords, turnEndWords } from '@keel/door/words'
+import { compactionWords, hookWords, turnEndWords } from '@keel/door/words'
 import { diffCounts, renderDiff } from './diff-view.ts'
 import { onHighlighterReady } from './highlight.ts'
 import { renderMarkdown } from './markdown.ts'
@@ -181,6 +181,13 @@ export class TranscriptView implements Component {
           : [fit(style.dim(`  ── ${words.text} ──`), width)]
         break
       }
+      case 'hook': {
+        const words = hookWords(entry.run)
+        lines = words
+          ? [fit(`  ${(words.tone === 'info' ? style.dim : style.yellow)(`↳ ${escapeLine(words.text)}`)}`, width)]
+          : []
+        break
+      }
       case 'context':
       case 'rewind':
         // Harness-made context is for the model; a rewind shows as the TUI's own note when it happens.
@@ -251,6 +258,11 @@ export class TranscriptView implements Component {
     // The mode letting a call through (a read-only command in the sandbox) is the quiet, ordinary case: dimmed.
     const tone = decision?.decision === 'deny' ? style.red : decision?.scope === 'mode' ? style.dim : style.green
     if (verdict) lines.push(...wrap(escapeLine(verdict), width, '  ', '    ', tone))
+    for (const run of entry.hooks ?? []) {
+      const words = hookWords(run)
+      const hookTone = words?.tone === 'error' ? style.red : words?.tone === 'warn' ? style.yellow : style.dim
+      if (words) lines.push(...wrap(escapeLine(words.text), width, '  ↳ ', '    ', hookTone))
+    }
     if (decision?.decision === 'deny') {
       // The decision line says why; the result repeats it for the model.
       if (this.expanded) lines.push(...this.outputLines(body, width))

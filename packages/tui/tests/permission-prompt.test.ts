@@ -182,6 +182,28 @@ describe('decisions in the transcript', () => {
     expect(render(log, true)).toContain('│ Error: bash declined')
   })
 
+  test("a PreToolUse hook's block and its denial show under the card", () => {
+    const text = render(
+      events(
+        {
+          type: 'hook/run',
+          data: {
+            event: 'PreToolUse',
+            command: 'guard.sh',
+            callId: 'c1',
+            exit: 2,
+            ms: 4,
+            verdict: 'block',
+            reason: 'no rm \u001b[31mhere',
+          },
+        },
+        { type: 'permission/decision', data: { callId: 'c1', decision: 'deny', scope: 'hook', message: 'no rm' } },
+      ),
+    )
+    expect(text).toContain('  ✗ denied by a PreToolUse hook: “no rm”')
+    expect(text).toContain('  ↳ PreToolUse hook blocked: no rm ␛[31mhere')
+  })
+
   test('an ask the person allowed once', () => {
     const text = render(
       events(

@@ -128,16 +128,29 @@ export interface PromptImage {
   data: string
 }
 
+/** A slash command file as the composer offers it. */
+export interface CommandInfo {
+  name: string
+  description: string
+  argumentHint?: string
+}
+
 export interface RpcMethods {
   /** `all`: the host serves every working directory (`keel serve --all`), not just `cwd`. */
   'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string; all: boolean } }
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
-  /** `images`: attached to the prompt after its text; each checked by @keel/session/image's rule. */
+  /**
+   * `images`: attached to the prompt after its text; each checked by @keel/session/image's rule. A prompt naming a
+   * command file (`/frontend:review src/`) is expanded by @keel/door/slash (as in every door) and the expansion is
+   * what lands on the log, with the command named.
+   */
   'session.prompt': {
     params: { sessionId: string; text: string; images?: PromptImage[] }
     value: { accepted: true }
   }
+  /** The slash command files of the served folder (`.keel/commands`, `.claude/commands`, `$KEEL_HOME/commands`). */
+  'commands.list': { params: Record<string, never>; value: { commands: CommandInfo[] } }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
   /**
    * Answer a waiting permission ask (`sessionId` is the session that asked: `ask.sessionId`). Any tab may answer; the

@@ -25,10 +25,10 @@ export interface CommandActions {
   turnRunning(): boolean
   /** Opens the agent `make` returns in place of the open one (closed once the new one opened); false if it threw. */
   replaceAgent(make: () => { agent: Agent; repairs: string[] }, message: string): boolean
+  /** Sends a prompt as the person's (a command file's expansion), as typing it would. */
+  prompt(text: string, options: { command?: string; model?: LlmAdapter }): void
   /** Puts text in the editor. */
   setDraft(text: string): void
-  /** Sends a prompt as the person's, recorded as expanded from `command` (a built-in like `/init`). */
-  send(text: string, command?: string): void
   /** The background jobs running in the open session (the transcript fold's). */
   jobs(): readonly RunningJob[]
   quit(): Promise<void>

@@ -12,6 +12,6 @@ export const init: Command = {
       actions.note('info', 'AGENTS.md left as it is.')
       return
     }
-    actions.send(run.prompt, INIT_COMMAND.name)
+    actions.prompt(run.prompt, { command: INIT_COMMAND.name })
   },
 }

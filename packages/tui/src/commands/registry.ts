@@ -12,6 +12,7 @@ import { quit } from './quit.ts'
 import { resume } from './resume.ts'
 import { rewind } from './rewind.ts'
 import { sessions } from './sessions.ts'
+import { skills } from './skills.ts'
 
 /** The slash commands, in `/help` order: a new one is its module and one line here. */
 export const COMMANDS: readonly Command[] = [
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   model,
   init,
   jobs,
+  skills,
   quit,
 ]
 

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
 import type { Notice } from '@keel/session'
 import {
+  type CommandInfo,
   MAX_NOTICES,
   type PermissionAnswer,
   type PermissionAsk,
@@ -85,6 +86,11 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     },
     [onUnauthorized],
   )
+
+  const [commands, setCommands] = useState<CommandInfo[]>([])
+  useEffect(() => {
+    api.call('commands.list', {}).then((value) => setCommands(value.commands), fail)
+  }, [api, fail])
 
   const refresh = useCallback(() => {
     api.call('session.list', {}).then((value) => {
@@ -306,6 +312,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             onSend={send}
             onCancel={cancel}
             onAnswer={answer}
+            commands={commands}
           />
         ) : (
           <>
@@ -316,7 +323,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             </div>
             <div className="dock">
               {error && <div className="notice error">{error}</div>}
-              <Composer running={false} disabled={false} onSend={send} onCancel={cancel} />
+              <Composer running={false} disabled={false} onSend={send} onCancel={cancel} commands={commands} />
             </div>
           </>
         )}
@@ -335,7 +342,9 @@ function Conversation({
   onSend,
   onCancel,
   onAnswer,
+  commands,
 }: {
+  commands: readonly CommandInfo[]
   store: ConversationStore
   /** The person's `!command` runs: the button stops it. */
   commandRunning: boolean
@@ -369,6 +378,7 @@ function Conversation({
           onSend={onSend}
           onCancel={onCancel}
           draft={draft}
+          commands={commands}
         />
       </div>
     </>

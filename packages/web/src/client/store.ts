@@ -30,7 +30,7 @@ import {
   type TranscriptState,
 } from '@keel/door/transcript'
 import { shellMessage } from '@keel/door/shell-message'
-import { compactionWords, sentence, turnEndWords, type Words } from '@keel/door/words'
+import { compactionWords, hookWords, sentence, turnEndWords, type Words } from '@keel/door/words'
 import type { SubagentPlan } from '@keel/subagent/plans'
 import { openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
 import type { DecisionView } from './permission.ts'
@@ -65,6 +65,8 @@ export type TranscriptItem =
       /** @keel/permissions asked about this call; `decision` once it was decided (by a person, a rule or the mode). */
       asked?: boolean
       decision?: DecisionView
+      /** What the hooks that ran for this call said (@keel/door's words, a sentence each). */
+      hooks?: { text: string; tone: Words['tone'] }[]
     }
   | { kind: 'notice'; key: string; seq: number; text: string; tone: 'info' | 'error' }
 
@@ -543,8 +545,13 @@ function itemsOf(entry: TranscriptEntry, views: ReadonlyMap<string, CallView>): 
           ...(run ? { run } : {}),
           ...(entry.asked !== undefined ? { asked: true } : {}),
           ...(entry.decision ? { decision: entry.decision } : {}),
+          ...(entry.hooks?.length ? { hooks: hookLines(entry.hooks) } : {}),
         },
       ]
+    }
+    case 'hook': {
+      const words = hookWords(entry.run)
+      return words ? [notice(key, seq, words)] : []
     }
     case 'turn-end': {
       const words = turnEndWords(entry.reason, entry.message)
@@ -558,6 +565,13 @@ function itemsOf(entry: TranscriptEntry, views: ReadonlyMap<string, CallView>): 
       // The rewind card shows what a rewind did when it happens; the log's record of it is not a row yet.
       return []
   }
+}
+
+function hookLines(runs: Parameters<typeof hookWords>[0][]): { text: string; tone: Words['tone'] }[] {
+  return runs.flatMap((run) => {
+    const words = hookWords(run)
+    return words ? [{ text: sentence(words.text), tone: words.tone }] : []
+  })
 }
 
 function notice(key: string, seq: number, words: Words): TranscriptItem {

@@ -1,6 +1,7 @@
 import type { RpcMethod, RpcMethods, RpcResult } from '../protocol.ts'
 import type { Served } from '../served.ts'
 import { RpcFailure, toRpcError } from './failure.ts'
+import { listCommands } from './commands.ts'
 import { history } from './history.ts'
 import type { Method } from './method.ts'
 import type { Params } from './params.ts'
@@ -25,6 +26,7 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.shell': shell,
   'trust.status': trustStatus,
   'trust.grant': trustGrant,
+  'commands.list': listCommands,
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Compaction } from '@keel/compaction'
+import { expandSlash, isSlashPrompt, type SlashExpansion } from '@keel/door/slash'
 import type { SessionState } from '../session-state.ts'
 import { imageFromBase64 } from '@keel/session/image'
-import { errorLine, type ContentBlock, type ImageBlock } from '@keel/session'
+import { errorLine, notify, type ContentBlock, type ImageBlock } from '@keel/session'
 import { RpcFailure } from './failure.ts'
 import type { Method } from './method.ts'
 
@@ -55,25 +56,32 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
   if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
-  const content: ContentBlock[] = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...images]
-  // Images for a model without vision are refused here, before the turn: the page shows the line.
-  let started: Promise<unknown>
-  try {
-    started = agent.send(content).turn!
-  } catch (error) {
-    throw new RpcFailure('bad-request', errorLine(error))
+  const warn = (error: unknown) => {
+    served.ctx.emit(served.ctx, 'internal/warning', `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`)
   }
-  // A compaction waiting for the next request is committed by this turn's first one.
-  const done = started.then(
-    () => {},
-    (error: unknown) => {
-      served.ctx.emit(
-        served.ctx,
-        'internal/warning',
-        `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
+  let done: Promise<void>
+  if (isSlashPrompt(text, agent.cwd)) {
+    // A command file's prompt is its expansion (its shell-outs run first), the images after it.
+    done = expandSlash(served.ctx, agent, text, false, (line) => notify(served.ctx, 'extend', line.replace(/^keel: /, '')))
+      .then((slash) =>
+        agent.prompt([{ type: 'text', text: slash.text }, ...images], {
+          ...(slash.command ? { command: slash.command } : {}),
+          ...(slash.model ? { model: slash.model } : {}),
+        }),
       )
-    },
-  )
+      .then(() => {}, warn)
+  } else {
+    const content: ContentBlock[] = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...images]
+    // Images for a model without vision are refused here, before the turn: the page shows the line.
+    let started: Promise<unknown>
+    try {
+      started = agent.send(content).turn!
+    } catch (error) {
+      throw new RpcFailure('bad-request', errorLine(error))
+    }
+    // A compaction waiting for the next request is committed by this turn's first one.
+    done = started.then(() => {}, warn)
+  }
   const turn: SessionState = { kind: 'turn', done }
   served.states.set(sessionId, turn)
   void done.finally(() => served.states.settle(sessionId, turn, { kind: 'idle' }))

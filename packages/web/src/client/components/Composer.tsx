@@ -8,7 +8,14 @@ import {
   type KeyboardEvent,
 } from 'react'
 import { imageBytes, imageFromBase64, imageLabel } from '@keel/session/image'
-import type { PromptImage } from '../../protocol.ts'
+import type { CommandInfo, PromptImage } from '../../protocol.ts'
+
+/** The command files whose name starts with what follows a leading `/` (before any space), at most 12. */
+function matching(commands: readonly CommandInfo[], text: string): CommandInfo[] {
+  const typed = /^\/([\w.:-]*)$/.exec(text)
+  if (!typed) return []
+  return commands.filter((command) => command.name.startsWith(typed[1]!)).slice(0, 12)
+}
 
 /** A picked, pasted or dropped file as a prompt image, checked by the rule the host applies again. */
 async function readImage(file: File): Promise<PromptImage | { error: string }> {
@@ -27,6 +34,7 @@ export function Composer({
   onSend,
   onCancel,
   draft,
+  commands = [],
 }: {
   running: boolean
   disabled: boolean
@@ -34,6 +42,8 @@ export function Composer({
   onCancel: () => void
   /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
   draft?: { text: string } | null
+  /** The slash command files, offered after a leading `/` (Tab or a click completes one). */
+  commands?: readonly CommandInfo[]
 }) {
   const [text, setText] = useState('')
   const [images, setImages] = useState<PromptImage[]>([])
@@ -70,7 +80,14 @@ export function Composer({
     if (running) onCancel()
     else void send()
   }
+  const offered = matching(commands, text)
+  const complete = (command: CommandInfo) => setText(`/${command.name} `)
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === 'Tab' && offered.length) {
+      event.preventDefault()
+      complete(offered[0]!)
+      return
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault()
       void send()
@@ -90,6 +107,19 @@ export function Composer({
   }
   return (
     <form className="composer" onSubmit={onSubmit} onDragOver={(event) => event.preventDefault()} onDrop={onDrop}>
+      {offered.length > 0 && (
+        <ul className="command-menu" data-testid="command-menu">
+          {offered.map((command) => (
+            <li key={command.name}>
+              <button type="button" data-testid="command-item" onClick={() => complete(command)}>
+                <span className="command-name">/{command.name}</span>
+                {command.argumentHint && <span className="command-hint"> {command.argumentHint}</span>}
+                <span className="command-description">{command.description}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
       {images.length || refused ? (
         <div className="attachments">
           {images.map((image, i) => (

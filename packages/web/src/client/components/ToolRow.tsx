@@ -226,6 +226,11 @@ function Row({
           {verdict}
         </div>
       )}
+      {item.hooks?.map((hook, i) => (
+        <div key={i} className={`hook-run ${hook.tone}`} data-testid="hook-run">
+          {hook.text}
+        </div>
+      ))}
       {item.asked && !item.decision && !item.result && (
         <div className="permission-decision waiting">Waiting for approval</div>
       )}
