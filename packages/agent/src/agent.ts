@@ -111,8 +111,11 @@ export class Agent implements ToolAgent {
     return (this.system ??= this.options.system ?? systemPrompt(this.cwd, new Date(), this.instructions.text))
   }
 
-  /** Runs one turn for a user prompt. One turn at a time per agent. */
-  prompt(content: string | ContentBlock[], options: { command?: string } = {}): Promise<TurnResult> {
+  /**
+   * Runs one turn for a user prompt. One turn at a time per agent. `source: 'plan'`: the prompt is the harness's,
+   * written for the person's answer to a plan proposal (@keel/todo).
+   */
+  prompt(content: string | ContentBlock[], options: { command?: string; source?: 'plan' } = {}): Promise<TurnResult> {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
     const blocks: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content
@@ -123,7 +126,7 @@ export class Agent implements ToolAgent {
         ...(record.baseUrl ? { baseUrl: record.baseUrl } : {}),
       })
     this.controller = new AbortController()
-    this.running = this.turn(blocks, this.controller.signal, options.command).finally(() => {
+    this.running = this.turn(blocks, this.controller.signal, options).finally(() => {
       this.running = undefined
       this.controller = undefined
       if (this.status === 'running') this.setStatus('idle')
@@ -191,7 +194,11 @@ export class Agent implements ToolAgent {
     this.ctx.emit('agent/status', this, status)
   }
 
-  private async turn(content: ContentBlock[], signal: AbortSignal, command?: string): Promise<TurnResult> {
+  private async turn(
+    content: ContentBlock[],
+    signal: AbortSignal,
+    { command, source = 'user' }: { command?: string; source?: 'user' | 'plan' },
+  ): Promise<TurnResult> {
     const session = this.session
     const turn = this.lastTurn + 1
     const maxSteps = this.options.maxSteps ?? 200
@@ -218,7 +225,7 @@ export class Agent implements ToolAgent {
           if (step === 1)
             session.append(
               'user/message',
-              { message: { role: 'user', content, source: 'user', ...(command ? { command } : {}) } },
+              { message: { role: 'user', content, source, ...(command ? { command } : {}) } },
               { surfaceOp: { op: 'append' } },
             )
           this.deliverSteering()

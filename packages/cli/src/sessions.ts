@@ -1,6 +1,14 @@
 import type { Context } from 'cordis'
 import { foldEvents, type TranscriptEntry } from '@keel/door/transcript'
-import { CANCELLED, compactionWords, rewindWords, turnEndWords } from '@keel/door/words'
+import {
+  CANCELLED,
+  compactionWords,
+  planDroppedWords,
+  planEditWords,
+  proposalWords,
+  rewindWords,
+  turnEndWords,
+} from '@keel/door/words'
 import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
 import { openTasksNotice, planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
@@ -132,5 +140,18 @@ function describe(entry: TranscriptEntry): string[] {
       return [`── ${escapeLine(compactionWords(entry).text)}`]
     case 'rewind':
       return [`── ${escapeLine(rewindWords(entry).text)}`]
+    case 'proposal':
+      return [
+        `  ◇ ${escapeLine(proposalWords(entry).text)}`,
+        ...entry.plan
+          .split('\n')
+          .slice(0, 40)
+          .map((line) => `    ${escapeLine(line)}`),
+        ...planLines(entry.todos).map((line) => `    ${line}`),
+      ]
+    case 'plan-edit':
+      return [`  ✎ ${escapeLine(planEditWords(entry.change).text)}`]
+    case 'plan-dropped':
+      return [`  ! ${escapeLine(planDroppedWords(entry.items).text)}`]
   }
 }

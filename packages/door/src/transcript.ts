@@ -15,7 +15,16 @@ import type {} from '@keel/checkpoint' // checkpoint/*
 import type {} from '@keel/compaction' // compaction/*
 import { type DecisionScope, isPermissionMode } from '@keel/permissions/decisions'
 import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
-import { applyPlan, openTasks, type TodoItem } from '@keel/todo/plan'
+import {
+  applyPlan,
+  applyProposal,
+  openTasks,
+  planChange,
+  type PlanChange,
+  type Proposal,
+  parseTodoList,
+  type TodoItem,
+} from '@keel/todo/plan'
 import { failureLabel, resultStatus } from '@keel/session/text'
 import { addRequest, addTotal, type CostTotal, emptyCost } from '@keel/session/cost'
 import type { RetryNotice } from '@keel/llm/retry-text'
@@ -108,8 +117,27 @@ export interface RewindEntry {
   fork?: string
   undo?: boolean
 }
+/** A plan the model proposed in plan mode (`plan/proposal`), updated in place as the person edits and answers it. */
+export interface ProposalEntry extends Proposal {
+  kind: 'proposal'
+}
+/** The person changed the plan (a `todo/write` with `source: 'user'`): what changed. */
+export interface PlanEditEntry {
+  kind: 'plan-edit'
+  seq: number
+  change: PlanChange
+}
+/** A model's `todo_write` left out items the person had added (allowed: the whole list is replaced). */
+export interface PlanDroppedEntry {
+  kind: 'plan-dropped'
+  seq: number
+  items: string[]
+}
 export type TranscriptEntry =
   | UserEntry
+  | ProposalEntry
+  | PlanEditEntry
+  | PlanDroppedEntry
   | ContextEntry
   | ShellEntry
   | AssistantEntry
@@ -138,6 +166,11 @@ export interface TranscriptState {
   seq: number
   /** Tool calls (other than todo_write) since the plan was last written in this turn: how stale it may be. */
   callsSincePlan: number
+  /** The latest plan proposal (@keel/todo's `applyProposal`), whatever became of it; its entry is `proposalEntry`. */
+  proposal: Proposal | null
+  proposalEntry: number
+  /** Items of the standing plan the person added, which a model write may drop (then the door says so). */
+  personItems: string[]
 }
 
 export function emptyTranscript(): TranscriptState {
@@ -151,10 +184,18 @@ export function emptyTranscript(): TranscriptState {
     calls: {},
     seq: -1,
     callsSincePlan: 0,
+    proposal: null,
+    proposalEntry: -1,
+    personItems: [],
   }
 }
 
-type Case<K extends SessionEventType> = (state: TranscriptState, event: SessionEvent<K>) => void
+/** `plan` is the standing plan before the event (the fold has applied the event to `state.plan` already). */
+type Case<K extends SessionEventType> = (
+  state: TranscriptState,
+  event: SessionEvent<K>,
+  plan: TodoItem[] | null,
+) => void
 
 /**
  * Every log event type, and what it does to the transcript; `null`: it shows nothing. Optional in the type only
@@ -247,9 +288,31 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
       ...(details?.kind === 'diff' ? { diff: details } : {}),
     })
   },
-  'todo/write': (state) => {
+  'todo/write': (state, event, before) => {
     state.callsSincePlan = 0
+    const todos = parseTodoList(event.data.todos) ?? []
+    const now = new Set(todos.map((todo) => todo.content))
+    if (event.data.source === 'user') {
+      const change = planChange(before, todos)
+      if (change.added.length || change.removed.length || change.status.length || change.reordered)
+        state.entries.push({ kind: 'plan-edit', seq: event.seq, change })
+      state.personItems = [...state.personItems.filter((item) => now.has(item)), ...change.added]
+      return
+    }
+    const dropped = state.personItems.filter((item) => !now.has(item))
+    if (dropped.length) state.entries.push({ kind: 'plan-dropped', seq: event.seq, items: dropped })
+    state.personItems = state.personItems.filter((item) => now.has(item))
   },
+  'plan/proposal': (state, event) => {
+    const proposal = applyProposal(state.proposal, event)
+    if (!proposal || proposal === state.proposal) return
+    state.proposal = proposal
+    state.proposalEntry = state.entries.length
+    state.entries.push({ kind: 'proposal', ...proposal })
+  },
+  'plan/edit': proposalAnswer,
+  'plan/approve': proposalAnswer,
+  'plan/reject': proposalAnswer,
   'permission/request': (state, event) =>
     updateCall(state, event.data.callId, { asked: String(event.data.summary ?? '') }),
   'permission/decision': (state, event) => {
@@ -306,6 +369,7 @@ export const FOLDED_TYPES: readonly string[] = Object.keys(CASES)
 export function foldEvent(state: TranscriptState, event: SessionEvent): TranscriptState {
   if (event.seq <= state.seq) return state
   state.seq = event.seq
+  const before = state.plan
   try {
     state.plan = applyPlan(state.plan, event)
   } catch {
@@ -315,7 +379,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     ? (CASES[event.type] as Case<typeof event.type> | null | undefined)
     : null
   try {
-    fold?.(state, event)
+    fold?.(state, event, before)
   } catch {
     // A hand-edited or hostile file can put anything in `data`: that event shows nothing, the transcript goes on.
   }
@@ -375,6 +439,18 @@ export function parseDecision(data: unknown): Decision | undefined {
     ...(isPermissionMode(mode) ? { mode } : {}),
     ...(interrupted === true ? { interrupted } : {}),
   }
+}
+
+/** The person edited, approved or rejected the latest proposal: its entry is replaced by the new state. */
+function proposalAnswer(
+  state: TranscriptState,
+  event: SessionEvent<'plan/edit' | 'plan/approve' | 'plan/reject'>,
+): void {
+  const proposal = applyProposal(state.proposal, event)
+  if (!proposal || proposal === state.proposal) return
+  state.proposal = proposal
+  if (state.entries[state.proposalEntry]?.kind === 'proposal')
+    state.entries[state.proposalEntry] = { kind: 'proposal', ...proposal }
 }
 
 /** A `task` call's run, by @keel/subagent's own fold over this one call. */

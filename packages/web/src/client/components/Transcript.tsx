@@ -96,6 +96,7 @@ const HARNESS_LABELS: Record<Exclude<MessageSource, 'user'>, string> = {
   compaction: 'Summary of earlier conversation',
   shell: 'You ran a command (with ! in the terminal)',
   context: 'Context',
+  plan: 'Keel told the model about the plan',
 }
 
 export function harnessLabel(source: string): string {
