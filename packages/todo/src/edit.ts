@@ -11,6 +11,28 @@ export type PlanEdit =
   | { op: 'delete'; index: number }
   | { op: 'status'; index: number; status: TodoStatus }
 
+const isIndex = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value)
+
+/** A well-formed edit (a door or `keel plan` passes on what it was sent). */
+export function isPlanEdit(value: unknown): value is PlanEdit {
+  const v = value as Record<string, unknown> | null
+  if (!v || typeof v !== 'object') return false
+  switch (v.op) {
+    case 'add':
+      return typeof v.content === 'string' && (v.index === undefined || isIndex(v.index))
+    case 'rename':
+      return isIndex(v.index) && typeof v.content === 'string'
+    case 'move':
+      return isIndex(v.index) && isIndex(v.to)
+    case 'delete':
+      return isIndex(v.index)
+    case 'status':
+      return isIndex(v.index) && (v.status === 'pending' || v.status === 'in_progress' || v.status === 'completed')
+    default:
+      return false
+  }
+}
+
 /** The list after `edit`, or an error naming what is wrong with the edit itself (the plan's rules are checkTodos'). */
 export function applyEdit(todos: readonly TodoItem[], edit: PlanEdit): { todos: TodoItem[] } | { error: string } {
   const list = todos.map((todo) => ({ ...todo }))

@@ -1,10 +1,13 @@
+import { existsSync } from 'node:fs'
+import type { Server } from 'node:net'
 import { type Context, Service } from 'cordis'
 import type { Agent, TurnResult } from '@keel/agent'
 import type {} from '@keel/permissions' // ctx.permissions
-import type { Session } from '@keel/session'
+import { type Session, sessionPath } from '@keel/session'
 import { applyEdit, type PlanEdit } from './edit.ts'
 import { carriedPlan, modeLine, pendingChangeNote } from './notes.ts'
 import { standingPlanOf } from './plan.ts'
+import { listenForPlanEdits, type PlanReply, type PlanRequest, planSocketPath } from './remote.ts'
 import { approvalPrompt, latestProposal, type Proposal, rejectionPrompt } from './proposal.ts'
 import type { TodoItem } from './types.ts'
 import { checkTodos, type Policy } from './validate.ts'
@@ -40,6 +43,44 @@ export class PlanService extends Service {
         ctx.invariants.allowBetweenTurns(type)
     })
     ctx.on('agent/prepare', async (agent) => this.prepare(agent))
+    ctx.on('session/event', (session) => this.serve(session))
+    ctx.on('session/closed', (session) => {
+      this.servers.get(session.id)?.close()
+      this.servers.delete(session.id)
+    })
+    ctx.on('dispose', () => {
+      for (const server of this.servers.values()) server?.close()
+      this.servers.clear()
+    })
+  }
+
+  /** The socket `keel plan` reaches each held session on (null: none for it); see remote.ts. */
+  private readonly servers = new Map<string, Server | null>()
+
+  /** Starts listening for `keel plan` once a top-level session with a file and an agent in this process is live. */
+  private serve(session: Session): void {
+    if (this.servers.has(session.id)) return
+    const agent = this.ctx.get('agents')?.get(session.id)
+    if (!agent) return
+    const path = planSocketPath(session.id)
+    if (session.header.parent || !path || !existsSync(sessionPath(session.header.cwd, session.id))) {
+      this.servers.set(session.id, null)
+      return
+    }
+    try {
+      this.servers.set(
+        session.id,
+        listenForPlanEdits(path, (request) => this.handle(agent, request)),
+      )
+    } catch {
+      this.servers.set(session.id, null)
+    }
+  }
+
+  private async handle(agent: Agent, request: PlanRequest): Promise<PlanReply> {
+    if (request.op === 'edit') return this.edit(agent.session, request.edit) ?? { ok: true }
+    const answered = await this.answer(agent, request.answer)
+    return 'error' in answered ? answered : { ok: true }
   }
 
   /** Replaces the plan with the person's list, when it keeps the plan's rules (named in the refusal otherwise). */
@@ -79,6 +120,8 @@ export class PlanService extends Service {
       const message = typeof answer.message === 'string' ? answer.message.trim().slice(0, MAX_MESSAGE) : ''
       if (!message) return { error: 'say why the plan is rejected: the model reads the sentence and keeps planning' }
       session.append('plan/reject', { callId, message })
+      // The model keeps planning: the turn runs in plan mode, whatever the mode became meanwhile.
+      this.ctx.get('permissions')?.setMode('plan', [session])
       return { turn: agent.prompt(rejectionPrompt(message), { source: 'plan' }) }
     }
     const plan = answer.plan === undefined ? pending.plan : String(answer.plan).trim()
