@@ -15,7 +15,7 @@ export * from './describe.ts'
 export * from './render.ts'
 export { todoWriteTool, TodoParameters } from './tool.ts'
 export { proposePlanTool, ProposeParameters, PROPOSED } from './propose.ts'
-export { PlanService, type ProposalAnswer, type Refusal } from './service.ts'
+export { PlanService, type Refusal } from './service.ts'
 export { planSocketPath, sendPlanRequest, type PlanReply, type PlanRequest } from './remote.ts'
 
 declare module 'cordis' {

@@ -5,6 +5,12 @@ import type { SessionEvent } from '@keel/session'
 import { parseTodoList } from './plan.ts'
 import type { TodoItem } from './types.ts'
 
+/** A person's answer to the pending proposal: edit the draft, approve it (maybe edited) in a mode, or reject it. */
+export type ProposalAnswer =
+  | { kind: 'edit'; plan?: string; todos?: TodoItem[] }
+  | { kind: 'approve'; mode: 'ask' | 'auto'; plan?: string; todos?: TodoItem[] }
+  | { kind: 'reject'; message: string }
+
 export type ProposalStatus = 'pending' | 'approved' | 'rejected'
 
 export interface Proposal {

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { ensureDirectory, keelHome } from '@keel/session'
 import { isPlanEdit, type PlanEdit } from './edit.ts'
 import { parseTodoList } from './plan.ts'
-import type { ProposalAnswer } from './service.ts'
+import type { ProposalAnswer } from './proposal.ts'
 import type { TodoItem } from './types.ts'
 
 /** What `keel plan` asks of the process holding the session. */

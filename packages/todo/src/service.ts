@@ -8,15 +8,9 @@ import { applyEdit, type PlanEdit } from './edit.ts'
 import { carriedPlan, modeLine, pendingChangeNote } from './notes.ts'
 import { standingPlanOf } from './plan.ts'
 import { listenForPlanEdits, type PlanReply, type PlanRequest, planSocketPath } from './remote.ts'
-import { approvalPrompt, latestProposal, type Proposal, rejectionPrompt } from './proposal.ts'
+import { approvalPrompt, latestProposal, type Proposal, type ProposalAnswer, rejectionPrompt } from './proposal.ts'
 import type { TodoItem } from './types.ts'
 import { checkTodos, type Policy } from './validate.ts'
-
-/** A person's answer to the pending proposal: edit the draft, approve it (maybe edited) in a mode, or reject it. */
-export type ProposalAnswer =
-  | { kind: 'edit'; plan?: string; todos?: TodoItem[] }
-  | { kind: 'approve'; mode: 'ask' | 'auto'; plan?: string; todos?: TodoItem[] }
-  | { kind: 'reject'; message: string }
 
 /** An answer or edit that could not be applied: the one line a door shows. Nothing of it reached the log. */
 export interface Refusal {

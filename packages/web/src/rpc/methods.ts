@@ -5,6 +5,7 @@ import { history } from './history.ts'
 import type { Method } from './method.ts'
 import type { Params } from './params.ts'
 import { answerAsk, permissionMode } from './permission.ts'
+import { planAnswer, planEdit } from './plan.ts'
 import { rewind, rewindPreview } from './rewind.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
 
@@ -20,6 +21,8 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.compact': compact,
   'session.rewindPreview': rewindPreview,
   'session.rewind': rewind,
+  'plan.edit': planEdit,
+  'plan.answer': planAnswer,
 }
 
 /**
