@@ -5,69 +5,27 @@ import type { Context } from 'cordis'
 import { escapeLine, SessionLockedError } from '@keel/session'
 import {
   latestProposal,
-  type PlanEdit,
+  parsePlanWords,
   type PlanRequest,
   planHeader,
   planLines,
   planSocketPath,
   sendPlanRequest,
   standingPlan,
-  type TodoStatus,
 } from '@keel/todo'
 import { proposalWords } from '@keel/door/words'
 import { UsageError, workingDirectory, type Flags } from './args.ts'
 import { latestSessionId, openAgent } from './agent.ts'
 import { resolveSessionId } from './session-id.ts'
 
-const PLAN_USAGE =
-  'usage: keel plan [show] | add <text> | rename <n> <text> | move <n> <m> | remove <n> | done|start|pending <n> | approve [--mode ask|auto] | reject <sentence>  (-r <id>: another session)'
-
-const STATUS: Record<string, TodoStatus> = { done: 'completed', start: 'in_progress', pending: 'pending' }
-
-/** The request the words ask for, or 'show'; a usage error names what is wrong. Items are numbered from 1. */
-function parsePlanWords(words: readonly string[], flags: Flags): PlanRequest | 'show' {
-  const [verb = 'show', ...rest] = words
-  const text = rest.join(' ')
-  const item = (word: string | undefined): number => {
-    const n = Number(word)
-    if (!Number.isInteger(n) || n < 1)
-      throw new UsageError(`an item number (1, 2, …) goes here, not ${JSON.stringify(word ?? '')}; ${PLAN_USAGE}`)
-    return n - 1
-  }
-  const edit = (value: PlanEdit): PlanRequest => ({ op: 'edit', edit: value })
-  switch (verb) {
-    case 'show':
-      if (rest.length) break
-      return 'show'
-    case 'add':
-      if (!text.trim()) break
-      return edit({ op: 'add', content: text })
-    case 'rename':
-      if (rest.length < 2) break
-      return edit({ op: 'rename', index: item(rest[0]), content: rest.slice(1).join(' ') })
-    case 'move':
-      if (rest.length !== 2) break
-      return edit({ op: 'move', index: item(rest[0]), to: item(rest[1]) })
-    case 'remove':
-      if (rest.length !== 1) break
-      return edit({ op: 'delete', index: item(rest[0]) })
-    case 'done':
-    case 'start':
-    case 'pending':
-      if (rest.length !== 1) break
-      return edit({ op: 'status', index: item(rest[0]), status: STATUS[verb]! })
-    case 'approve': {
-      if (rest.length) break
-      const mode = flags.mode ?? 'ask'
-      if (mode !== 'ask' && mode !== 'auto')
-        throw new UsageError(`keel plan approve runs in --mode ask or auto, not ${mode}`)
-      return { op: 'answer', answer: { kind: 'approve', mode } }
-    }
-    case 'reject':
-      if (!text.trim()) throw new UsageError('keel plan reject needs a sentence for the model: why, and what instead')
-      return { op: 'answer', answer: { kind: 'reject', message: text } }
-  }
-  throw new UsageError(PLAN_USAGE)
+/** `keel plan`'s words as @keel/todo reads them; `approve` takes its mode from --mode too. */
+function planRequest(words: readonly string[], flags: Flags): PlanRequest | 'show' {
+  const [verb, ...rest] = words
+  const typed = verb === 'approve' && !rest.length && flags.mode !== undefined ? [verb, flags.mode] : words
+  const parsed = parsePlanWords(typed)
+  if (typeof parsed === 'object' && 'error' in parsed)
+    throw new UsageError(`keel ${parsed.error}  (-r <id>: another session)`)
+  return parsed
 }
 
 /** Runs `keel plan …`; returns the exit code (1 when the edit or answer was refused, with the rule on stderr). */
@@ -77,7 +35,7 @@ export async function runPlan(
   words: readonly string[],
   modelFlag: string | undefined,
 ): Promise<number> {
-  const request = parsePlanWords(words, flags)
+  const request = planRequest(words, flags)
   const cwd = workingDirectory(flags)
   const id = flags.resume ? resolveSessionId(ctx, flags.resume) : latestSessionId(ctx, cwd)
   if (!id) throw new UsageError(`no session in ${cwd} to plan in; start one with keel, or name one with -r`)

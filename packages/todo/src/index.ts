@@ -16,6 +16,7 @@ export * from './render.ts'
 export { todoWriteTool, TodoParameters } from './tool.ts'
 export { proposePlanTool, ProposeParameters, PROPOSED } from './propose.ts'
 export { PlanService, type Refusal } from './service.ts'
+export { PLAN_USAGE, parsePlanWords } from './words.ts'
 export { planSocketPath, sendPlanRequest, type PlanReply, type PlanRequest } from './remote.ts'
 
 declare module 'cordis' {

@@ -182,7 +182,8 @@ export class TranscriptView implements Component {
           ...renderMarkdown(entry.plan, width - 4).map((line) => fit(`    ${line}`, width)),
           ...planLines(entry.todos, width, { indent: '    ', expanded: true, title: 'Checklist' }),
         ]
-        if (entry.status === 'pending') lines.push(fit(style.dim('    ctrl+p: approve · edit · reject'), width))
+        if (entry.status === 'pending')
+          lines.push(fit(style.dim('    /plan approve [ask|auto] · /plan edit · /plan reject <why>'), width))
         break
       }
       case 'plan-edit':
