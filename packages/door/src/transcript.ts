@@ -171,6 +171,8 @@ export interface TranscriptState {
   proposalEntry: number
   /** Items of the standing plan the person added, which a model write may drop (then the door says so). */
   personItems: string[]
+  /** The list last written or approved, kept across turns: what a person's edit changed. */
+  written: TodoItem[] | null
 }
 
 export function emptyTranscript(): TranscriptState {
@@ -187,15 +189,11 @@ export function emptyTranscript(): TranscriptState {
     proposal: null,
     proposalEntry: -1,
     personItems: [],
+    written: null,
   }
 }
 
-/** `plan` is the standing plan before the event (the fold has applied the event to `state.plan` already). */
-type Case<K extends SessionEventType> = (
-  state: TranscriptState,
-  event: SessionEvent<K>,
-  plan: TodoItem[] | null,
-) => void
+type Case<K extends SessionEventType> = (state: TranscriptState, event: SessionEvent<K>) => void
 
 /**
  * Every log event type, and what it does to the transcript; `null`: it shows nothing. Optional in the type only
@@ -288,10 +286,13 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
       ...(details?.kind === 'diff' ? { diff: details } : {}),
     })
   },
-  'todo/write': (state, event, before) => {
+  'todo/write': (state, event) => {
     state.callsSincePlan = 0
     const todos = parseTodoList(event.data.todos) ?? []
     const now = new Set(todos.map((todo) => todo.content))
+    // Against the list last written, not the standing plan: a person's plan carried into a new turn changed nothing.
+    const before = state.written
+    state.written = todos
     if (event.data.source === 'user') {
       const change = planChange(before, todos)
       if (change.added.length || change.removed.length || change.status.length || change.reordered)
@@ -369,7 +370,6 @@ export const FOLDED_TYPES: readonly string[] = Object.keys(CASES)
 export function foldEvent(state: TranscriptState, event: SessionEvent): TranscriptState {
   if (event.seq <= state.seq) return state
   state.seq = event.seq
-  const before = state.plan
   try {
     state.plan = applyPlan(state.plan, event)
   } catch {
@@ -379,7 +379,7 @@ export function foldEvent(state: TranscriptState, event: SessionEvent): Transcri
     ? (CASES[event.type] as Case<typeof event.type> | null | undefined)
     : null
   try {
-    fold?.(state, event, before)
+    fold?.(state, event)
   } catch {
     // A hand-edited or hostile file can put anything in `data`: that event shows nothing, the transcript goes on.
   }
@@ -449,6 +449,8 @@ function proposalAnswer(
   const proposal = applyProposal(state.proposal, event)
   if (!proposal || proposal === state.proposal) return
   state.proposal = proposal
+  // The approved checklist is the proposal's, shown on its card: the write that follows is no edit of the person's.
+  if (proposal.status === 'approved') state.written = proposal.todos
   if (state.entries[state.proposalEntry]?.kind === 'proposal')
     state.entries[state.proposalEntry] = { kind: 'proposal', ...proposal }
 }
