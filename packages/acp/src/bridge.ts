@@ -15,7 +15,7 @@ import {
   type SessionUpdate,
 } from '@agentclientprotocol/sdk'
 import type { McpService } from '@keel/mcp'
-import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
+import type { Agent, AgentDelta, LlmAdapter, TurnResult } from '@keel/agent'
 import { isPermissionMode, type PermissionAnswer, type PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
 import {
@@ -29,7 +29,14 @@ import {
 } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
 import { diffOfEditArgs, type FileDiff } from './diff.ts'
-import { answerOf, DENY_ONCE, permissionRequest, REQUEST_PERMISSION } from './permission.ts'
+import {
+  answerOf,
+  DENY_ONCE,
+  permissionRequest,
+  proposalAnswerOf,
+  proposalRequest,
+  REQUEST_PERMISSION,
+} from './permission.ts'
 import { acpServers } from './mcp.ts'
 import { commandsUpdate } from './commands.ts'
 import { expandSlash, isSlashPrompt } from '@keel/door/slash'
@@ -49,6 +56,10 @@ export interface BridgeOptions {
   /** One line of diagnostics (stderr in `keel acp`). */
   log?(line: string): void
 }
+
+/** Proposals one `session/prompt` asks about at most. */
+const MAX_PROPOSAL_ROUNDS = 3
+const EDITOR_REJECTION = 'Rejected in the editor, without a reason. Ask what to change before proposing again.'
 
 /** Notices kept for the first session, at most. */
 const MAX_EARLY_NOTICES = 20
@@ -361,6 +372,7 @@ export class AcpBridge {
       // A prompt naming a command file is its expansion, as in every door; any other prompt is sent as it came.
       // A prompt refused before its turn (images for a model without vision, /init beside an AGENTS.md) is the
       // client's to fix: one line.
+      const from = bridged.agent.session.seq
       const typed = parsed.content.map((block) => ('text' in block ? block.text : '')).join('')
       const slash = isSlashPrompt(typed, bridged.agent.cwd)
         ? await expandSlash(this.ctx, bridged.agent, typed, false, (line) => this.log(line.replace(/^keel: /, ''))).catch(
@@ -369,7 +381,7 @@ export class AcpBridge {
             },
           )
         : undefined
-      const result = await bridged.agent
+      let result = await bridged.agent
         .prompt(slash ? slash.text : parsed.content, {
           ...(slash?.command ? { command: slash.command } : {}),
           ...(slash?.model ? { model: slash.model } : {}),
@@ -378,6 +390,7 @@ export class AcpBridge {
           throw RequestError.invalidParams({ sessionId: id }, message(error))
       })
       await bridged.flushed()
+      result = await this.answerProposals(bridged, from, result, signal)
       const stopReason = stopReasonOf(result.reason)
       if (stopReason) return { stopReason }
       const why = result.message ?? `the turn ended: ${result.reason}`
@@ -417,6 +430,39 @@ export class AcpBridge {
       bridged.running = false
       bridged.stopCommand = undefined
     }
+  }
+
+  /**
+   * A turn that ended with a new pending proposal (plan mode): the client is asked, as the ACP documents leaving a
+   * plan mode, and the turn the answer opens runs inside the same `session/prompt`. A rejection in the editor has
+   * no sentence: the model is told to keep planning and ask. Bounded, so a model that keeps proposing ends the prompt.
+   */
+  private async answerProposals(bridged: Bridged, from: number, result: TurnResult, signal: AbortSignal) {
+    const plans = this.ctx.get('plans')
+    for (let round = 0; plans && round < MAX_PROPOSAL_ROUNDS && result.reason === 'completed'; round++) {
+      const proposal = plans.proposal(bridged.agent.session)
+      if (proposal?.status !== 'pending' || proposal.seq < from || signal.aborted || this.closed) break
+      let answer: 'ask' | 'auto' | 'reject' = 'reject'
+      try {
+        const response = await bridged.client.request(REQUEST_PERMISSION, proposalRequest(bridged.id, proposal), {
+          cancellationSignal: signal,
+          stopWaitingOnCancel: true,
+        })
+        answer = proposalAnswerOf(response)
+      } catch (error) {
+        if (signal.aborted) break
+        this.log(`session ${bridged.id}: the plan proposal could not be asked: ${message(error)}`)
+        break
+      }
+      const answered = await plans.answer(
+        bridged.agent,
+        answer === 'reject' ? { kind: 'reject', message: EDITOR_REJECTION } : { kind: 'approve', mode: answer },
+      )
+      if ('error' in answered || !answered.turn) break
+      result = await answered.turn
+      await bridged.flushed()
+    }
+    return result
   }
 
   private onEvent(session: Session, event: SessionEvent): void {

@@ -6,6 +6,7 @@ import { MODE_CYCLE, type PermissionMode } from '@keel/permissions'
 
 const DESCRIPTIONS: Record<PermissionMode, string> = {
   'read-only': 'Reads only; nothing is written and commands run in the read-only sandbox',
+  plan: 'Explores read-only and proposes a plan; nothing changes until you approve it',
   ask: 'Asks before edits and commands that may change things',
   auto: 'Edits inside the project and runs commands in the sandbox without asking',
   yolo: 'Runs everything without asking, outside the sandbox',

@@ -84,3 +84,37 @@ export function answerOf(response: RequestPermissionResponse): PermissionAnswer 
 }
 
 export const REQUEST_PERMISSION = methods.client.session.requestPermission
+
+/**
+ * A plan proposal as the ACP documents an agent leaving its plan mode: a `session/request_permission` for a
+ * `switch_mode` tool call (agentclientprotocol.com/protocol/session-modes, "Exiting plan modes"), the plan as its
+ * content. The options name what the person may answer: approve to run in ask or auto mode, or reject.
+ */
+export function proposalRequest(
+  sessionId: string,
+  proposal: { callId: string; plan: string; todos: readonly { content: string }[] },
+): RequestPermissionRequest {
+  const checklist = proposal.todos.map((todo, i) => `${i + 1}. ${todo.content}`).join('\n')
+  return {
+    sessionId,
+    toolCall: {
+      toolCallId: `${proposal.callId}:approve`,
+      title: 'Approve the plan and leave plan mode',
+      kind: 'switch_mode',
+      status: 'pending',
+      content: [{ type: 'content', content: { type: 'text', text: `${proposal.plan}\n\nChecklist:\n${checklist}` } }],
+    },
+    options: [
+      { optionId: 'approve_ask', name: 'Approve: ask before changes', kind: 'allow_once' },
+      { optionId: 'approve_auto', name: 'Approve: run in auto mode', kind: 'allow_always' },
+      { optionId: 'reject', name: 'Reject: keep planning', kind: 'reject_once' },
+    ],
+  }
+}
+
+/** The client's answer to a proposal: the mode it approved in, or 'reject' (cancelled or unknown: reject). */
+export function proposalAnswerOf(response: RequestPermissionResponse): 'ask' | 'auto' | 'reject' {
+  const outcome = response.outcome
+  if (outcome.outcome !== 'selected') return 'reject'
+  return outcome.optionId === 'approve_ask' ? 'ask' : outcome.optionId === 'approve_auto' ? 'auto' : 'reject'
+}

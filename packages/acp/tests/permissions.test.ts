@@ -63,7 +63,7 @@ describe('session/set_mode', () => {
     const agent = client.connection.agent
     const created = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     expect(created.modes?.currentModeId).toBe('ask')
-    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(['ask', 'auto', 'read-only'])
+    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(['ask', 'auto', 'read-only', 'plan'])
     await expect(
       agent.request(methods.agent.session.setMode, { sessionId: created.sessionId, modeId: 'sideways' }),
     ).rejects.toThrow(/unknown mode sideways/)

@@ -128,11 +128,12 @@ export class Agent implements ToolAgent {
 
   /**
    * Runs one turn for a user prompt. One turn at a time per agent. `command`: the slash command the prompt was
-   * expanded from; `model`: the model for this turn only (a command file's `model`), not recorded as the session's.
+   * expanded from; `model`: the model for this turn only (a command file's `model`), not recorded as the session's;
+   * `source: 'plan'`: the prompt is the harness's, written for the person's answer to a plan proposal (@keel/todo).
    */
   prompt(
     content: string | ContentBlock[],
-    options: { command?: string; model?: LlmAdapter } = {},
+    options: { command?: string; model?: LlmAdapter; source?: 'plan' } = {},
   ): Promise<TurnResult> {
     if (this.status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
     if (this.running) return Promise.reject(new Error(`agent ${this.id} is already running a turn`))
@@ -147,7 +148,7 @@ export class Agent implements ToolAgent {
       })
     this.controller = new AbortController()
     this.turnModel = options.model
-    this.running = this.turn(blocks, this.controller.signal, options.command).finally(() => {
+    this.running = this.turn(blocks, this.controller.signal, options).finally(() => {
       this.running = undefined
       this.turnModel = undefined
       this.controller = undefined
@@ -225,7 +226,11 @@ export class Agent implements ToolAgent {
     this.ctx.emit('agent/status', this, status)
   }
 
-  private async turn(content: ContentBlock[], signal: AbortSignal, command?: string): Promise<TurnResult> {
+  private async turn(
+    content: ContentBlock[],
+    signal: AbortSignal,
+    { command, source = 'user' }: { command?: string; source?: 'user' | 'plan' },
+  ): Promise<TurnResult> {
     const session = this.session
     const turn = this.lastTurn + 1
     const maxSteps = this.options.maxSteps ?? 200
@@ -259,7 +264,7 @@ export class Agent implements ToolAgent {
           if (step === 1)
             session.append(
               'user/message',
-              { message: { role: 'user', content, source: 'user', ...(command ? { command } : {}) } },
+              { message: { role: 'user', content, source, ...(command ? { command } : {}) } },
               { surfaceOp: { op: 'append' } },
             )
           if (step === 1 && submitted?.context) this.appendContext(submitted.context)

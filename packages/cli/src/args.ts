@@ -44,7 +44,7 @@ export const FLAGS = {
   config: { type: 'string', help: 'Composition file to load instead of the built-in one' },
   mode: {
     type: 'string',
-    help: 'Permission mode: read-only, ask, auto or yolo (default: ask; auto for -p; or $KEEL_MODE)',
+    help: 'Permission mode: read-only, plan, ask, auto or yolo (default: ask; auto for -p; or $KEEL_MODE)',
   },
   yolo: { type: 'boolean', help: 'Same as --mode yolo: every tool runs without asking, commands unsandboxed' },
   allow: {
@@ -89,6 +89,10 @@ const SUBCOMMANDS = {
     'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
+  'plan [show]': "The current session's standing plan and pending proposal (-r <id>: another session)",
+  'plan add|rename|move|remove|done|start|pending …':
+    'Edit the plan as the person, also while keel runs it (keel plan help for the words)',
+  'plan approve|reject …': 'Answer the pending plan proposal: approve [--mode ask|auto], or reject <sentence>',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   'trust [dir]': 'Trust a folder (default: this one): its settings, .mcp.json and command files apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
@@ -128,6 +132,7 @@ export type Command =
   | { kind: 'sessions-search'; text: string }
   | { kind: 'config' }
   | { kind: 'trust'; dir?: string }
+  | { kind: 'plan'; words: string[] }
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -182,6 +187,7 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json]',
     )
   }
+  if (first === 'plan') return { command: { kind: 'plan', words: words.slice(1) }, flags }
   if (first === 'mcp') {
     if (second === 'list' && words.length === 2) return { command: { kind: 'mcp-list' }, flags }
     throw new UsageError('usage: keel mcp list [--json]')

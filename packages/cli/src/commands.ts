@@ -14,6 +14,7 @@ import { runPrint } from './print.ts'
 import type { PrintLimits } from './print-limits.ts'
 import type { OutputSchema } from './print-schema.ts'
 import { applyPolicy } from './policy.ts'
+import { runPlan } from './plan.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { formatSearch, searchSessions } from './sessions-search.ts'
 import { listMcp, mcpOf } from './mcp.ts'
@@ -73,9 +74,12 @@ export async function runCommand(run: CommandRun): Promise<number> {
       command.kind === 'print' ||
       command.kind === 'interactive' ||
       command.kind === 'serve' ||
-      command.kind === 'acp'
+      command.kind === 'acp' ||
+      command.kind === 'plan'
     ) {
-      for (const line of applyPolicy(ctx, flags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
+      // `keel plan approve --mode auto` names the mode the approval switches to (on the log), not the run's.
+      const policyFlags = command.kind === 'plan' ? { ...flags, mode: undefined } : flags
+      for (const line of applyPolicy(ctx, policyFlags, command.kind)) process.stderr.write(`${escapeLine(line)}\n`)
       heldNotice(ctx, settings)
     }
     switch (command.kind) {
@@ -104,6 +108,8 @@ export async function runCommand(run: CommandRun): Promise<number> {
         )
         return 0
       }
+      case 'plan':
+        return await runPlan(ctx, flags, command.words, modelFlag)
       default: {
         const load = FRONT_DOORS[command.kind]
         if (!load) throw new UsageError(`${command.kind} mode is not available in this build`)

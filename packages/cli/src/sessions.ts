@@ -1,7 +1,16 @@
 import { imageLabel } from '@keel/session/image'
 import type { Context } from 'cordis'
 import { foldEvents, type TranscriptEntry } from '@keel/door/transcript'
-import { CANCELLED, compactionWords, hookWords, rewindWords, turnEndWords } from '@keel/door/words'
+import {
+  CANCELLED,
+  compactionWords,
+  hookWords,
+  planDroppedWords,
+  planEditWords,
+  proposalWords,
+  rewindWords,
+  turnEndWords,
+} from '@keel/door/words'
 import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
 import { openTasksNotice, planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
@@ -144,5 +153,18 @@ function describe(entry: TranscriptEntry): string[] {
       const words = hookWords(entry.run)
       return words ? [`  ↳ ${escapeLine(words.text).slice(0, 200)}`] : []
     }
+    case 'proposal':
+      return [
+        `  ◇ ${escapeLine(proposalWords(entry).text)}`,
+        ...entry.plan
+          .split('\n')
+          .slice(0, 40)
+          .map((line) => `    ${escapeLine(line)}`),
+        ...planLines(entry.todos).map((line) => `    ${line}`),
+      ]
+    case 'plan-edit':
+      return [`  ✎ ${escapeLine(planEditWords(entry.change).text)}`]
+    case 'plan-dropped':
+      return [`  ! ${escapeLine(planDroppedWords(entry.items).text)}`]
   }
 }

@@ -33,7 +33,7 @@ const CORE_KEYS = {
   baseUrl: Schema.string()
     .pattern(/^https?:\/\//i)
     .description('an http(s) URL'),
-  mode: Schema.union(['read-only', 'ask', 'auto', 'yolo'] as const),
+  mode: Schema.union(['read-only', 'plan', 'ask', 'auto', 'yolo'] as const),
   permissions: Schema.object({ allow: Schema.array(permissionRule), deny: Schema.array(permissionRule) }),
   sandbox: Schema.object({
     level: Schema.union(['workspace', 'read-only', 'off'] as const),

@@ -16,7 +16,16 @@ import type {} from '@keel/compaction' // compaction/*
 import type {} from '@keel/extend' // hook/run
 import { type DecisionScope, isPermissionMode } from '@keel/permissions/decisions'
 import { applySubagentPlans, type SubagentPlan } from '@keel/subagent/plans'
-import { applyPlan, openTasks, type TodoItem } from '@keel/todo/plan'
+import {
+  applyPlan,
+  applyProposal,
+  openTasks,
+  planChange,
+  type PlanChange,
+  type Proposal,
+  parseTodoList,
+  type TodoItem,
+} from '@keel/todo/plan'
 import { failureLabel, resultStatus } from '@keel/session/text'
 import { addRequest, addTotal, type CostTotal, emptyCost } from '@keel/session/cost'
 import type { RetryNotice } from '@keel/llm/retry-text'
@@ -143,8 +152,27 @@ export interface RewindEntry {
   fork?: string
   undo?: boolean
 }
+/** A plan the model proposed in plan mode (`plan/proposal`), updated in place as the person edits and answers it. */
+export interface ProposalEntry extends Proposal {
+  kind: 'proposal'
+}
+/** The person changed the plan (a `todo/write` with `source: 'user'`): what changed. */
+export interface PlanEditEntry {
+  kind: 'plan-edit'
+  seq: number
+  change: PlanChange
+}
+/** A model's `todo_write` left out items the person had added (allowed: the whole list is replaced). */
+export interface PlanDroppedEntry {
+  kind: 'plan-dropped'
+  seq: number
+  items: string[]
+}
 export type TranscriptEntry =
   | UserEntry
+  | ProposalEntry
+  | PlanEditEntry
+  | PlanDroppedEntry
   | ContextEntry
   | ShellEntry
   | AssistantEntry
@@ -176,6 +204,13 @@ export interface TranscriptState {
   callsSincePlan: number
   /** Background jobs running now, in start order; replaced (never edited) when one starts or ends. */
   jobs: RunningJob[]
+  /** The latest plan proposal (@keel/todo's `applyProposal`), whatever became of it; its entry is `proposalEntry`. */
+  proposal: Proposal | null
+  proposalEntry: number
+  /** Items of the standing plan the person added, which a model write may drop (then the door says so). */
+  personItems: string[]
+  /** The list last written or approved, kept across turns: what a person's edit changed. */
+  written: TodoItem[] | null
 }
 
 export function emptyTranscript(): TranscriptState {
@@ -190,6 +225,10 @@ export function emptyTranscript(): TranscriptState {
     seq: -1,
     callsSincePlan: 0,
     jobs: [],
+    proposal: null,
+    proposalEntry: -1,
+    personItems: [],
+    written: null,
   }
 }
 
@@ -288,9 +327,34 @@ const CASES: { [K in SessionEventType]?: Case<K> | null } = {
       ...(details?.kind === 'diff' ? { diff: details } : {}),
     })
   },
-  'todo/write': (state) => {
+  'todo/write': (state, event) => {
     state.callsSincePlan = 0
+    const todos = parseTodoList(event.data.todos) ?? []
+    const now = new Set(todos.map((todo) => todo.content))
+    // Against the list last written, not the standing plan: a person's plan carried into a new turn changed nothing.
+    const before = state.written
+    state.written = todos
+    if (event.data.source === 'user') {
+      const change = planChange(before, todos)
+      if (change.added.length || change.removed.length || change.status.length || change.reordered)
+        state.entries.push({ kind: 'plan-edit', seq: event.seq, change })
+      state.personItems = [...state.personItems.filter((item) => now.has(item)), ...change.added]
+      return
+    }
+    const dropped = state.personItems.filter((item) => !now.has(item))
+    if (dropped.length) state.entries.push({ kind: 'plan-dropped', seq: event.seq, items: dropped })
+    state.personItems = state.personItems.filter((item) => now.has(item))
   },
+  'plan/proposal': (state, event) => {
+    const proposal = applyProposal(state.proposal, event)
+    if (!proposal || proposal === state.proposal) return
+    state.proposal = proposal
+    state.proposalEntry = state.entries.length
+    state.entries.push({ kind: 'proposal', ...proposal })
+  },
+  'plan/edit': proposalAnswer,
+  'plan/approve': proposalAnswer,
+  'plan/reject': proposalAnswer,
   'permission/request': (state, event) =>
     updateCall(state, event.data.callId, { asked: String(event.data.summary ?? '') }),
   'permission/decision': (state, event) => {
@@ -435,6 +499,20 @@ export function parseDecision(data: unknown): Decision | undefined {
     ...(isPermissionMode(mode) ? { mode } : {}),
     ...(interrupted === true ? { interrupted } : {}),
   }
+}
+
+/** The person edited, approved or rejected the latest proposal: its entry is replaced by the new state. */
+function proposalAnswer(
+  state: TranscriptState,
+  event: SessionEvent<'plan/edit' | 'plan/approve' | 'plan/reject'>,
+): void {
+  const proposal = applyProposal(state.proposal, event)
+  if (!proposal || proposal === state.proposal) return
+  state.proposal = proposal
+  // The approved checklist is the proposal's, shown on its card: the write that follows is no edit of the person's.
+  if (proposal.status === 'approved') state.written = proposal.todos
+  if (state.entries[state.proposalEntry]?.kind === 'proposal')
+    state.entries[state.proposalEntry] = { kind: 'proposal', ...proposal }
 }
 
 /** A `task` call's run, by @keel/subagent's own fold over this one call. */

@@ -1,7 +1,9 @@
 // The words every door says for the same thing, written once (the `@keel/door/words` entry, browser-safe: it
 // imports nothing). A door styles them (a glyph, a colour, a capital and a full stop on the web page); it never
-// words them again. Text here is raw: a door escapes what came from the log (an error message) on its way out.
+// words them again. Text here is raw: a door escapes what came from the log (an error message) on its way out. It
+// imports only types and other browser-safe entries.
 import type { TurnEndReason } from '@keel/session'
+import { describePlanChange, type PlanChange, type ProposalStatus } from '@keel/todo/plan'
 
 /** How loud a notice is: a door picks its colour by it. */
 export type Tone = 'info' | 'warn' | 'error'
@@ -162,4 +164,37 @@ export function trustedWords(folder: string, running: boolean): string {
   return running
     ? `trusted ${folder}: its allow rules, commands and MCP servers apply from now on; its mode, model and plugin settings apply when Keel starts again`
     : `trusted ${folder}`
+}
+
+/** The head of a plan proposal's card: waiting for the person, or what they answered. */
+export function proposalWords(proposal: {
+  status: ProposalStatus
+  edited: boolean
+  mode?: 'ask' | 'auto'
+  message?: string
+}): Words {
+  switch (proposal.status) {
+    case 'pending':
+      return { text: `plan proposed${proposal.edited ? ' (edited)' : ''}: approve, edit or reject it`, tone: 'warn' }
+    case 'approved':
+      return {
+        text: `plan approved${proposal.edited ? ' with edits' : ''}, running in ${proposal.mode ?? 'ask'} mode`,
+        tone: 'info',
+      }
+    case 'rejected':
+      return { text: `plan rejected: “${proposal.message ?? ''}”`, tone: 'info' }
+  }
+}
+
+/** The person changed the plan (a door's edit, `keel plan`). */
+export function planEditWords(change: PlanChange): Words {
+  return { text: `you changed the plan: ${describePlanChange(change)}`, tone: 'info' }
+}
+
+/** A model's whole-list write left out items the person added. */
+export function planDroppedWords(items: readonly string[]): Words {
+  return {
+    text: `the model's plan left out your item${items.length === 1 ? '' : 's'} ${items.map((item) => JSON.stringify(item)).join(', ')}`,
+    tone: 'warn',
+  }
 }

@@ -3,7 +3,7 @@
 import { analyzeCommand, type CommandAnalysis } from './command.ts'
 import { isReadOnly } from './readonly.ts'
 import { findDeny, findUnjudged, matchesCommand, matchesPath, matchesWholeTool, type Rule } from './rules.ts'
-import type { PermissionMode, SandboxLevel, ToolAccess, Verdict } from './types.ts'
+import { type PermissionMode, type SandboxLevel, type ToolAccess, type Verdict, writesNothing } from './types.ts'
 
 export interface PolicyInput {
   mode: PermissionMode
@@ -26,10 +26,16 @@ export interface PolicyInput {
 
 const SANDBOX_FOR: Record<PermissionMode, SandboxLevel> = {
   'read-only': 'read-only',
+  plan: 'read-only',
   ask: 'workspace',
   auto: 'workspace',
   yolo: 'off',
 }
+
+const refusal = (mode: PermissionMode) => `denied by ${mode} mode`
+/** What the model reads after a plan-mode refusal: how the mode ends. */
+const planTail = (mode: PermissionMode) =>
+  mode === 'plan' ? ' until the person approves a plan (explore with read tools, then call propose_plan)' : ''
 
 export function decide(input: PolicyInput): Verdict {
   const { mode, access, tool } = input
@@ -54,8 +60,8 @@ export function decide(input: PolicyInput): Verdict {
   if (access.kind === 'execute') return decideCommand(input, analysis)
 
   const writes = access.kind === 'write'
-  if (writes && mode === 'read-only')
-    return { outcome: 'deny', scope: 'mode', reason: 'denied by read-only mode: nothing may be written' }
+  if (writes && writesNothing(mode))
+    return { outcome: 'deny', scope: 'mode', reason: `${refusal(mode)}: nothing may be written${planTail(mode)}` }
   if (writes && input.outside.length) {
     // No rule lets a mode short of yolo write outside the working directory.
     const where = `${input.outside[0]} is outside the working directory ${input.cwd}`
@@ -77,8 +83,8 @@ export function decide(input: PolicyInput): Verdict {
   const allowed = allowRule(input)
   if (allowed) return { outcome: 'allow', scope: 'rule', rule: allowed.text, sandbox: SANDBOX_FOR[mode], log: true }
   if (mode === 'auto') return { outcome: 'allow', scope: 'mode', sandbox: 'workspace', log: true }
-  if (mode === 'read-only')
-    return { outcome: 'deny', scope: 'mode', reason: `denied by read-only mode: ${tool} may change things` }
+  if (writesNothing(mode))
+    return { outcome: 'deny', scope: 'mode', reason: `${refusal(mode)}: ${tool} may change things${planTail(mode)}` }
   return {
     outcome: 'ask',
     reason: writes ? `${tool} changes files` : `${tool} is not known to be read-only`,
@@ -147,11 +153,11 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
 
   if (!input.sandbox.available) {
     const why = input.sandbox.reason
-    if (mode === 'read-only')
+    if (writesNothing(mode))
       return {
         outcome: 'deny',
         scope: 'mode',
-        reason: `denied by read-only mode: commands run only in the read-only sandbox, which is unavailable (${why})`,
+        reason: `${refusal(mode)}: commands run only in the read-only sandbox, which is unavailable (${why})`,
       }
     // An explicit allow rule is the person's consent to run it; without the sandbox it runs unconfined.
     if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: 'off', log: true }
@@ -169,7 +175,7 @@ function decideCommand(input: PolicyInput, analysis: CommandAnalysis | undefined
       hint: 'an --allow rule for it, or --mode yolo, lets it run unsandboxed',
     }
   }
-  if (mode === 'read-only') return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
+  if (writesNothing(mode)) return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
   if (ruled) return { outcome: 'allow', scope: 'rule', rule: ruled.text, sandbox: level, log: true }
   if (mode === 'auto' || readOnly) return { outcome: 'allow', scope: 'mode', sandbox: level, log: true }
   const why = !analysis?.ok ? (analysis?.reason ?? 'no command') : 'the command may change things'

@@ -3,8 +3,8 @@ import type { SandboxLevel } from '@keel/tools'
 export type { SandboxLevel, ToolAccess } from '@keel/tools'
 
 /** How much the agent may do without asking; see the README's mode table. */
-export type PermissionMode = 'read-only' | 'ask' | 'auto' | 'yolo'
-export const PERMISSION_MODES: readonly PermissionMode[] = ['read-only', 'ask', 'auto', 'yolo']
+export type PermissionMode = 'read-only' | 'plan' | 'ask' | 'auto' | 'yolo'
+export const PERMISSION_MODES: readonly PermissionMode[] = ['read-only', 'plan', 'ask', 'auto', 'yolo']
 
 export function isPermissionMode(value: unknown): value is PermissionMode {
   return typeof value === 'string' && (PERMISSION_MODES as readonly string[]).includes(value)
@@ -12,9 +12,17 @@ export function isPermissionMode(value: unknown): value is PermissionMode {
 
 /**
  * The modes a person steps through mid-session (Shift+Tab in the TUI), in order. `yolo` is left out: it lifts the
- * sandbox, so it is only ever typed (`--mode yolo`). A new mode (a plan mode) joins by being added here.
+ * sandbox, so it is only ever typed (`--mode yolo`).
  */
-export const MODE_CYCLE: readonly PermissionMode[] = ['ask', 'auto', 'read-only']
+export const MODE_CYCLE: readonly PermissionMode[] = ['ask', 'auto', 'read-only', 'plan']
+
+/**
+ * Modes in which nothing is written: `read-only`, and `plan`, which is read-only until the person approves a plan
+ * (@keel/todo's `propose_plan`). The policy treats both alike; only the words differ.
+ */
+export function writesNothing(mode: PermissionMode): mode is 'read-only' | 'plan' {
+  return mode === 'read-only' || mode === 'plan'
+}
 
 /** The mode after `mode` in `MODE_CYCLE` (a mode outside the cycle steps to its start). */
 export function nextMode(mode: PermissionMode): PermissionMode {

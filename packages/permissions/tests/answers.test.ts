@@ -181,7 +181,8 @@ describe('answers', () => {
       previous: 'ask',
     })
     expect(permissionsPlugin.nextMode('ask')).toBe('auto')
-    expect(permissionsPlugin.nextMode('read-only')).toBe('ask')
+    expect(permissionsPlugin.nextMode('read-only')).toBe('plan')
+    expect(permissionsPlugin.nextMode('plan')).toBe('ask')
     expect(permissionsPlugin.nextMode('yolo')).toBe('ask')
   })
 })

@@ -53,9 +53,10 @@ export type ContentBlock = ContentBlockMap[keyof ContentBlockMap]
 /**
  * Where a user-role message came from: the person (a prompt; `steer`: a message they sent while the turn ran,
  * delivered before its next model request; `shell`: a command they ran with `!` in the TUI and its output), or the
- * harness (compaction summaries, context blocks).
+ * harness (compaction summaries, context blocks; `plan`: @keel/todo's notes about the plan and plan mode, and the
+ * prompt a person's answer to a proposal opens a turn with).
  */
-export type MessageSource = 'user' | 'steer' | 'shell' | 'compaction' | 'context'
+export type MessageSource = 'user' | 'steer' | 'shell' | 'compaction' | 'context' | 'plan'
 
 export interface UserMessage {
   role: 'user'

@@ -218,7 +218,8 @@ export function keepTrustAfter(cwd: string, change: () => void): void {
   if (!before.files.length || (before.trusted && !trustedForRun)) trustFolder(cwd)
 }
 
-const MODE_ORDER = ['read-only', 'ask', 'auto', 'yolo']
+// Plan mode writes nothing until the person approves: it narrows like read-only.
+const MODE_ORDER = ['read-only', 'plan', 'ask', 'auto', 'yolo']
 
 function providerOf(model: unknown): string | undefined {
   return typeof model === 'string' ? model.split('/')[0] : undefined
@@ -231,7 +232,7 @@ function providerOf(model: unknown): string | undefined {
 function narrowing(key: string, value: unknown, baseModel: string): { keep?: unknown; held: string[] } {
   switch (key) {
     case 'mode':
-      return MODE_ORDER.indexOf(String(value)) >= 0 && MODE_ORDER.indexOf(String(value)) <= 1
+      return MODE_ORDER.indexOf(String(value)) >= 0 && MODE_ORDER.indexOf(String(value)) <= MODE_ORDER.indexOf('ask')
         ? { keep: value, held: [] }
         : { held: ['mode'] }
     case 'protectedPaths':

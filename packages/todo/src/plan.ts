@@ -120,3 +120,6 @@ export function countStatuses(todos: readonly TodoItem[]): { pending: number; in
   for (const todo of todos) counts[todo.status]++
   return counts
 }
+
+export * from './edit.ts'
+export * from './proposal.ts'

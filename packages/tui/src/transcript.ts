@@ -4,7 +4,7 @@ import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { TranscriptEntry as Entry, ToolEntry, TranscriptState, TurnEndEntry } from '@keel/door/transcript'
-import { compactionWords, hookWords, turnEndWords } from '@keel/door/words'
+import { compactionWords, hookWords, planDroppedWords, planEditWords, proposalWords, turnEndWords } from '@keel/door/words'
 import { diffCounts, renderDiff } from './diff-view.ts'
 import { onHighlighterReady } from './highlight.ts'
 import { renderMarkdown } from './markdown.ts'
@@ -188,6 +188,25 @@ export class TranscriptView implements Component {
           : []
         break
       }
+      case 'proposal': {
+        const words = proposalWords(entry)
+        const head = `◇ ${escapeLine(words.text)}`
+        lines = [
+          '',
+          fit(`  ${entry.status === 'pending' ? style.yellow(head) : style.dim(head)}`, width),
+          ...renderMarkdown(entry.plan, width - 4).map((line) => fit(`    ${line}`, width)),
+          ...planLines(entry.todos, width, { indent: '    ', expanded: true, title: 'Checklist' }),
+        ]
+        if (entry.status === 'pending')
+          lines.push(fit(style.dim('    /plan approve [ask|auto] · /plan edit · /plan reject <why>'), width))
+        break
+      }
+      case 'plan-edit':
+        lines = [fit(style.dim(`  ✎ ${escapeLine(planEditWords(entry.change).text)}`), width)]
+        break
+      case 'plan-dropped':
+        lines = [fit(style.yellow(`  ! ${escapeLine(planDroppedWords(entry.items).text)}`), width)]
+        break
       case 'context':
       case 'rewind':
         // Harness-made context is for the model; a rewind shows as the TUI's own note when it happens.

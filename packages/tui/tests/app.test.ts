@@ -110,7 +110,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     await idle(app)
     expect(screen(app)).not.toMatch(/^Plan /m)
     app.submit('/plan')
-    expect(screen(app)).toContain('Last Plan 2/2 (cleared when a later turn started)\n    ✓ Step 1\n    ✓ Step 2')
+    expect(screen(app)).toContain('Last Plan 2/2 (cleared when a later turn started)\n    1. ✓ Step 1\n    2. ✓ Step 2')
   })
 
   test('a running bash call shows its card and the streamed text; esc cancels the turn, requeues the prompt and kills the command', async () => {

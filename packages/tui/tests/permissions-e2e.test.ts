@@ -118,7 +118,7 @@ test.skipIf(skip)(
     expect(existsSync(join(cwd, 'dist', 'app.js'))).toBe(true)
 
     // 5. Shift+Tab steps through the modes, each change on the log and in the footer.
-    for (const mode of ['auto', 'read-only', 'ask']) {
+    for (const mode of ['auto', 'read-only', 'plan', 'ask']) {
       tmux.key('ask', 'BTab')
       await until(has(`· ${mode} mode ·`), `the footer to say ${mode}`, 10_000, screen)
     }
@@ -160,7 +160,8 @@ test.skipIf(skip)(
     expect(events.filter((event) => event.type === 'permission/mode').map((event) => event.data)).toEqual([
       { mode: 'auto', previous: 'ask' },
       { mode: 'read-only', previous: 'auto' },
-      { mode: 'ask', previous: 'read-only' },
+      { mode: 'plan', previous: 'read-only' },
+      { mode: 'ask', previous: 'plan' },
     ])
     const prompts = events.filter((e) => e.type === 'user/message').map((e) => JSON.stringify(e.data))
     expect(prompts.some((text) => text.includes('actually keep dist'))).toBe(true)

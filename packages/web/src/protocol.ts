@@ -5,7 +5,7 @@ import type { AgentDelta, AgentStatus } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
 import type { Notice, SessionEvent } from '@keel/session'
-import type { TodoItem } from '@keel/todo'
+import type { PlanEdit, ProposalAnswer, TodoItem } from '@keel/todo'
 
 export type {
   AgentDelta,
@@ -177,6 +177,14 @@ export interface RpcMethods {
    * agreed to overwrite (the preview's list); any other conflict refuses with `conflict` and nothing changes.
    */
   'session.rewind': { params: RewindParams & { overwrite?: string[] }; value: RewindDone }
+  /**
+   * The person edits the session's standing plan (add, rename, move, delete, status): a `todo/write` with
+   * `source: 'user'`. An edit that breaks the plan's rules is refused (`bad-request`, the rule named) and changes
+   * nothing. Two tabs editing at once: both land, in order.
+   */
+  'plan.edit': { params: { sessionId: string; edit: PlanEdit }; value: { todos: TodoItem[] } }
+  /** The person answers the pending plan proposal: edit the draft, approve (ask or auto), or reject with a sentence. */
+  'plan.answer': { params: { sessionId: string; answer: ProposalAnswer }; value: { accepted: true } }
   /**
    * The person's `!command` (the text after `!`): runs it through the bash tool without asking (deny rules and the
    * mode's sandbox still apply) and records it on the log for the model's next turn. Answers when it ended, or with

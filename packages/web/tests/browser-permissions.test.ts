@@ -145,6 +145,7 @@ describe.skipIf(skip)('approval cards in headless Chromium', () => {
       'ask mode',
       'auto mode',
       'read-only mode',
+      'plan mode',
     ])
     await a.getByTestId('mode-control').selectOption('auto')
     await expect.poll(() => b.getByTestId('mode-control').inputValue(), { timeout: 20_000 }).toBe('auto')

@@ -17,7 +17,9 @@ import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
 import type { RewindActions } from './components/RewindCard.tsx'
 import { SessionList } from './components/SessionList.tsx'
-import { TodoPanel } from './components/TodoPanel.tsx'
+import type { PlanEdit, ProposalAnswer } from '@keel/todo/plan'
+import type { AnswerPlan } from './components/ProposalCard.tsx'
+import { type EditPlan, TodoPanel } from './components/TodoPanel.tsx'
 import { UsageBadge } from './components/UsageBadge.tsx'
 import { Transcript } from './components/Transcript.tsx'
 import { ConversationStore, PAGE_MESSAGES } from './store.ts'
@@ -239,6 +241,27 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     }
   }, [api, selected, select, refresh])
 
+  // The person's plan edits and proposal answers: the host refuses what breaks a rule, and the card shows the rule.
+  const plan = useMemo(() => {
+    if (!selected) return undefined
+    const refusal = (err: unknown) => (err instanceof ApiError && err.code === 'bad-request' ? err.message : undefined)
+    const run = async (call: () => Promise<unknown>): Promise<string | undefined> => {
+      try {
+        await call()
+        return undefined
+      } catch (err) {
+        const refused = refusal(err)
+        if (refused) return refused
+        fail(err)
+        return undefined
+      }
+    }
+    return {
+      edit: (edit: PlanEdit) => run(() => api.call('plan.edit', { sessionId: selected, edit })),
+      answer: (answer: ProposalAnswer) => run(() => api.call('plan.answer', { sessionId: selected, answer })),
+    }
+  }, [api, selected, fail])
+
   const title = sessions.find((session) => session.id === selected)?.title
   return (
     <div className={navOpen ? 'app nav-open' : 'app'}>
@@ -313,6 +336,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             onCancel={cancel}
             onAnswer={answer}
             commands={commands}
+            plan={plan}
           />
         ) : (
           <>
@@ -343,6 +367,7 @@ function Conversation({
   onCancel,
   onAnswer,
   commands,
+  plan,
 }: {
   commands: readonly CommandInfo[]
   store: ConversationStore
@@ -355,13 +380,20 @@ function Conversation({
   onSend: (text: string) => Promise<boolean>
   onCancel: () => void
   onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
+  plan?: { edit: EditPlan; answer: AnswerPlan }
 }) {
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
     <>
-      <Transcript snapshot={snapshot} onLoadOlder={() => void store.loadOlder()} onAnswer={onAnswer} rewind={rewind} />
+      <Transcript
+        snapshot={snapshot}
+        onLoadOlder={() => void store.loadOlder()}
+        onAnswer={onAnswer}
+        rewind={rewind}
+        onAnswerPlan={plan?.answer}
+      />
       <div className="dock">
-        <TodoPanel todos={snapshot.todos} />
+        <TodoPanel todos={snapshot.todos} onEdit={plan?.edit} />
         {info && (
           <div className="notice" role="status" data-testid="rewind-info">
             {info}

@@ -30,9 +30,18 @@ import {
   type TranscriptState,
 } from '@keel/door/transcript'
 import { shellMessage } from '@keel/door/shell-message'
-import { compactionWords, hookWords, sentence, turnEndWords, type Words } from '@keel/door/words'
+import {
+  compactionWords,
+  hookWords,
+  planDroppedWords,
+  planEditWords,
+  proposalWords,
+  sentence,
+  turnEndWords,
+  type Words,
+} from '@keel/door/words'
 import type { SubagentPlan } from '@keel/subagent/plans'
-import { openTasksNotice, parseTodoList, settlePlan, type TodoItem } from '@keel/todo/plan'
+import { openTasksNotice, parseTodoList, type Proposal, settlePlan, type TodoItem } from '@keel/todo/plan'
 import type { DecisionView } from './permission.ts'
 import { parseSubagentPlan, parseSubagentPlans } from './plan.ts'
 
@@ -69,6 +78,8 @@ export type TranscriptItem =
       hooks?: { text: string; tone: Words['tone'] }[]
     }
   | { kind: 'notice'; key: string; seq: number; text: string; tone: 'info' | 'error' }
+  /** A plan proposal (plan mode), its card answered from the page while it is pending. */
+  | { kind: 'proposal'; key: string; seq: number; proposal: Proposal; text: string }
 
 export type OpenState = 'idle' | 'loading' | 'open' | 'error'
 
@@ -564,6 +575,14 @@ function itemsOf(entry: TranscriptEntry, views: ReadonlyMap<string, CallView>): 
     case 'rewind':
       // The rewind card shows what a rewind did when it happens; the log's record of it is not a row yet.
       return []
+    case 'proposal': {
+      const { kind: _, ...proposal } = entry
+      return [{ kind: 'proposal', key, seq, proposal, text: sentence(proposalWords(entry).text) }]
+    }
+    case 'plan-edit':
+      return [notice(key, seq, planEditWords(entry.change))]
+    case 'plan-dropped':
+      return [notice(key, seq, planDroppedWords(entry.items))]
   }
 }
 

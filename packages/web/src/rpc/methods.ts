@@ -6,6 +6,7 @@ import { history } from './history.ts'
 import type { Method } from './method.ts'
 import type { Params } from './params.ts'
 import { answerAsk, permissionMode } from './permission.ts'
+import { planAnswer, planEdit } from './plan.ts'
 import { rewind, rewindPreview } from './rewind.ts'
 import { shell } from './shell.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
@@ -27,6 +28,8 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'trust.status': trustStatus,
   'trust.grant': trustGrant,
   'commands.list': listCommands,
+  'plan.edit': planEdit,
+  'plan.answer': planAnswer,
 }
 
 /**

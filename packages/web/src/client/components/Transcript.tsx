@@ -4,6 +4,7 @@ import { LazyMarkdown as Markdown } from '../markdown/LazyMarkdown.tsx'
 import type { MessageSource } from '@keel/session/messages'
 import type { ConversationSnapshot, TranscriptItem } from '../store.ts'
 import { ApprovalCard, type AnswerAsk } from './ApprovalCard.tsx'
+import { ProposalCard, type AnswerPlan } from './ProposalCard.tsx'
 import { RewindCard, type RewindActions } from './RewindCard.tsx'
 import { ToolRow } from './ToolRow.tsx'
 
@@ -16,12 +17,15 @@ export function Transcript({
   onLoadOlder,
   onAnswer,
   rewind,
+  onAnswerPlan,
 }: {
   snapshot: ConversationSnapshot
   onLoadOlder: () => void
   onAnswer: AnswerAsk
   /** "Rewind to here" on each prompt (absent: no such button). */
   rewind?: RewindActions
+  /** Answers a plan proposal's card (absent: the card only shows). */
+  onAnswerPlan?: AnswerPlan
 }) {
   const scroller = useRef<HTMLDivElement>(null)
   const pinned = useRef(true)
@@ -62,7 +66,14 @@ export function Transcript({
           <div className="placeholder">Ask Keel to do something in this repository.</div>
         )}
         {snapshot.items.map((item) => (
-          <Item key={item.key} item={item} snapshot={snapshot} onAnswer={onAnswer} rewind={rewind} />
+          <Item
+            key={item.key}
+            item={item}
+            snapshot={snapshot}
+            onAnswer={onAnswer}
+            rewind={rewind}
+            onAnswerPlan={onAnswerPlan}
+          />
         ))}
         {snapshot.asks
           .filter((ask) => !hasRow(snapshot, ask.sessionId, ask.callId))
@@ -96,6 +107,7 @@ const HARNESS_LABELS: Record<Exclude<MessageSource, 'user'>, string> = {
   compaction: 'Summary of earlier conversation',
   shell: 'You ran a command (with ! in the terminal)',
   context: 'Context',
+  plan: 'Keel told the model about the plan',
 }
 
 export function harnessLabel(source: string): string {
@@ -144,11 +156,13 @@ function Item({
   snapshot,
   onAnswer,
   rewind,
+  onAnswerPlan,
 }: {
   item: TranscriptItem
   snapshot: ConversationSnapshot
   onAnswer: AnswerAsk
   rewind?: RewindActions
+  onAnswerPlan?: AnswerPlan
 }) {
   switch (item.kind) {
     case 'user':
@@ -186,6 +200,16 @@ function Item({
     }
     case 'notice':
       return <div className={`notice ${item.tone}`}>{item.text}</div>
+    case 'proposal':
+      // Keyed by status and edits: a card answered or edited elsewhere starts from what the log now says.
+      return (
+        <ProposalCard
+          key={`${item.proposal.status}:${item.proposal.plan}:${JSON.stringify(item.proposal.todos)}`}
+          proposal={item.proposal}
+          head={item.text}
+          onAnswer={onAnswerPlan}
+        />
+      )
   }
 }
 
