@@ -70,9 +70,7 @@ export class GitignoreRules {
     const cached = this.dirs.get(rel)
     if (cached !== undefined) return cached
     const slash = rel.lastIndexOf('/')
-    const ignored =
-      (slash > 0 && this.dirIgnored(rel.slice(0, slash))) ||
-      this.verdict(this.absolute(rel), true)
+    const ignored = (slash > 0 && this.dirIgnored(rel.slice(0, slash))) || this.verdict(this.absolute(rel), true)
     this.dirs.set(rel, ignored)
     return ignored
   }
