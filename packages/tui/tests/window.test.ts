@@ -76,11 +76,14 @@ describe('the transcript window', () => {
     fillSession(agent.session, 4, (turn) => (turn === 2 ? 'Code:\n\n```ts\nconst x = 1\n```' : `Answer ${turn}.`))
     view.reset(foldEvents(agent.session.events))
     const before = view.render(80)
-    const drawn = vi.spyOn(TranscriptView.prototype as never, 'renderAssistant')
+    // renderAssistant is private: the spy reaches it through the prototype.
+    const proto = TranscriptView.prototype as unknown as { renderAssistant(text: string): string[] }
+    const drawn = vi.spyOn(proto, 'renderAssistant')
     await loadHighlighter()
     const after = view.render(80)
     // The live tail (empty here) renders every frame; of the entries only the one with code is drawn again.
     expect(drawn.mock.calls.map((call) => call[0]).filter(Boolean)).toEqual(['Code:\n\n```ts\nconst x = 1\n```'])
+    drawn.mockRestore()
     expect(after.join('\n')).not.toBe(before.join('\n'))
   })
 })
