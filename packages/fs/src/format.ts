@@ -1,6 +1,7 @@
-/** `1 line`, `2 lines`. */
+/** `1 line`, `2 lines`, `20,000 files`. */
 export function plural(count: number, noun: string, nouns = `${noun}s`): string {
-  return `${count.toLocaleString('en-US')} ${count === 1 ? noun : nouns}`
+  // Grouped by hand: the first toLocaleString of a process loads ICU's data, a profile's largest frame of a first grep.
+  return `${String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ',')} ${count === 1 ? noun : nouns}`
 }
 
 export function formatBytes(bytes: number): string {

@@ -102,10 +102,12 @@ export function runRipgrep(
 /** ripgrep refused the arguments (a pattern its regex syntax does not take): the caller falls back. */
 export class RipgrepFailed extends Error {}
 
+const DOT_DOT = /(?:^|\/)\.\.(?:\/|$)/
+
 /** A path as ripgrep prints it under `.`, relative to the root and `/`-separated. */
 export function relativeOf(printed: string): string | undefined {
   const rel = printed.startsWith('./') ? printed.slice(2) : printed
-  return rel && !isAbsolute(rel) && !rel.split('/').includes('..') ? rel : undefined
+  return rel && !isAbsolute(rel) && !DOT_DOT.test(rel) ? rel : undefined
 }
 
 /** Every regular file under the root (ripgrep lists no link, FIFO or device), relative; `excludes` are pruned. */

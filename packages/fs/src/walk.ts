@@ -9,6 +9,8 @@ import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
 const ALWAYS_SKIPPED = ['node_modules', '.git']
+/** A path with an ALWAYS_SKIPPED part: one test per entry, where splitting every path cost a walk ~10% more. */
+const SKIPPED_PART = /(?:^|\/)(?:node_modules|\.git)(?:\/|$)/
 
 interface WalkEntry {
   /** Relative to the walk root, `/`-separated. */
@@ -155,7 +157,7 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
   const rules = await loadRules(options.root, options.cwd, scope)
   const listed = options.onlyFiles && options.deep === undefined ? await listWithRipgrep(options, rules) : undefined
   // ripgrep opens no path from the pattern (it is matched on the listing), so no literal part leads through a link.
-  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores, undefined)
+  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores, undefined, listed.sorted)
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
@@ -209,16 +211,24 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
 async function listWithRipgrep(
   options: WalkOptions,
   rules: GitignoreRules,
-): Promise<{ files: WalkEntry[]; gitignores: string[] } | undefined> {
+): Promise<{ files: WalkEntry[]; gitignores: string[]; sorted: true } | undefined> {
   const rg = await ripgrep(options.ripgrep ?? '')
   if (!rg) return undefined
   const all = await ripgrepFiles(rg, options.root, rules.pruneGlobs(), options.signal)
   const matchers = await Promise.all(options.patterns.map((p) => globFilter(p, options.baseNameMatch ?? false)))
-  return {
-    files: all.filter((path) => matchers.some((matches) => matches(path))).map((path) => ({ path, kind: 'file' })),
-    gitignores: all.filter((path) => path === '.gitignore' || path.endsWith('/.gitignore')),
+  const one = matchers.length === 1 ? matchers[0]! : (path: string) => matchers.some((matches) => matches(path))
+  const files: WalkEntry[] = []
+  const gitignores: string[] = []
+  // Sorted here, as strings: ripgrep's parallel walker prints in no order, and sorting the entry objects after
+  // judging them was the largest part of judge.
+  for (const path of all.sort(byCodeUnits)) {
+    if (one(path)) files.push({ path, kind: 'file' })
+    if (path === '.gitignore' || path.endsWith('/.gitignore')) gitignores.push(path)
   }
+  return { files, gitignores, sorted: true }
 }
+
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** What the walk found, less what .gitignore, node_modules, .git or a link on the way hides; sorted by path. */
 async function judge(
@@ -228,6 +238,7 @@ async function judge(
   found: WalkEntry[],
   gitignores: string[],
   real: RealDirs | undefined,
+  sorted = false,
 ): Promise<WalkResult> {
   const { signal } = options
   await Promise.all(
@@ -250,13 +261,9 @@ async function judge(
     if (real && !(await real.under(entry.path))) continue
     const { kind } = entry
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
-    if (
-      entry.path.split('/').some((part) => ALWAYS_SKIPPED.includes(part)) ||
-      rules.ignores(entry.path, kind === 'dir')
-    )
-      hidden++
-    else entries.push({ path: entry.path, kind })
+    if (SKIPPED_PART.test(entry.path) || rules.ignores(entry.path, kind === 'dir')) hidden++
+    else entries.push(entry)
   }
-  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  if (!sorted) entries.sort((a, b) => byCodeUnits(a.path, b.path))
   return { entries, hidden }
 }

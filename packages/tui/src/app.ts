@@ -102,6 +102,7 @@ export class KeelApp {
       present: (name, args) => ctx.tools.present(name, args),
       subagentPlan: (callId) => subagentPlan(ctx, this.agent.session, callId),
       requestRender: () => this.tui.requestRender(),
+      rows: () => terminal.rows,
     })
     this.transcript.banner = [
       `${style.bold('Keel')} ${style.dim(options.version)}  ${style.dim('/help for commands · esc cancels · shift+tab mode · ctrl+c twice exits')}`,
@@ -297,6 +298,12 @@ export class KeelApp {
     }
     if (matchesKey(data, 'ctrl+o')) {
       this.transcript.expanded = !this.transcript.expanded
+      this.tui.requestRender()
+      return { consume: true }
+    }
+    // PageUp over a one-line editor (where it has nothing to page) draws earlier entries of a long session.
+    if (matchesKey(data, 'pageUp') && !this.editor.getText().includes('\n') && !this.editor.isShowingAutocomplete()) {
+      if (!this.transcript.showEarlier(this.options.terminal.columns)) return undefined
       this.tui.requestRender()
       return { consume: true }
     }

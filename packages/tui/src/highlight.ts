@@ -26,6 +26,11 @@ export function loadHighlighter(): Promise<void> {
   return loading
 }
 
+/** Whether code blocks highlight now (a block drawn before this is plain until redrawn). */
+export function highlighterLoaded(): boolean {
+  return lowlight !== undefined
+}
+
 /** Called once when the grammars have loaded (a frame drawn before then shows code plain). Returns an unsubscribe. */
 export function onHighlighterReady(listener: () => void): () => void {
   listeners.add(listener)

@@ -6,7 +6,7 @@ import { describeDecision } from '@keel/permissions'
 import type { TranscriptEntry as Entry, ToolEntry, TranscriptState, TurnEndEntry } from '@keel/door/transcript'
 import { compactionWords, hookWords, planDroppedWords, planEditWords, proposalWords, turnEndWords } from '@keel/door/words'
 import { diffCounts, renderDiff } from './diff-view.ts'
-import { onHighlighterReady } from './highlight.ts'
+import { highlighterLoaded, onHighlighterReady } from './highlight.ts'
 import { renderMarkdown } from './markdown.ts'
 import { planLines } from './plan-panel.ts'
 import { escapeControls, escapeLine, guardLine } from './safe.ts'
@@ -17,6 +17,13 @@ import { renderShellEntry } from './user-shell.ts'
 const OUTPUT_LINES = 4
 /** Lines an expanded card shows at most: a huge output must not stall every frame. */
 const EXPANDED_LINES = 400
+/**
+ * Screens of lines a long session draws above the viewport when it opens; PageUp draws that many more. Every frame
+ * renders and diffs the whole window, so a 2,000-turn session must not put all its entries in it.
+ */
+const WINDOW_SCREENS = 3
+/** A fence: the markdown holds code the highlighter colours once it has loaded. */
+const FENCE = /```|~~~/
 
 export interface TranscriptDeps {
   /** `ctx.tools.present`: a card's title from the tool's `presentCall`. */
@@ -24,6 +31,8 @@ export interface TranscriptDeps {
   subagentPlan?(callId: string): SubagentPlan | undefined
   /** Asks for a frame: the code highlighter finished loading after code was drawn plain. */
   requestRender?(): void
+  /** The terminal's height: the window of entries drawn is a few screens of it. Without it every entry is drawn. */
+  rows?(): number
 }
 
 /** What streams in before the log has the whole message: `agent/delta` text, reasoning, tool output. */
@@ -105,12 +114,29 @@ export class TranscriptView implements Component {
   /** Ctrl+O: full tool output and reasoning. */
   expanded = false
   private cache = new WeakMap<Entry, { width: number; expanded: boolean; lines: string[] }>()
+  /** The first entry drawn; undefined until the first frame after a reset picks the window. */
+  private start: number | undefined
+  /** Entries drawn with plain code before the highlighter loaded: the only ones its arrival redraws. */
+  private plainCode = new Set<Entry>()
 
   constructor(private readonly deps: TranscriptDeps) {
     onHighlighterReady(() => {
-      this.invalidate()
+      for (const entry of this.plainCode) this.cache.delete(entry)
+      this.plainCode.clear()
       deps.requestRender?.()
     })
+  }
+
+  /** Entries before the window, not drawn yet (0 once everything is). */
+  get hidden(): number {
+    return this.start ?? 0
+  }
+
+  /** PageUp: draws a few more screens of earlier entries above the window. False when everything is drawn. */
+  showEarlier(width: number): boolean {
+    if (!this.start) return false
+    this.start = this.windowStart(this.start, width)
+    return true
   }
 
   note(level: NoteLevel, text: string): void {
@@ -125,6 +151,8 @@ export class TranscriptView implements Component {
     this.live = emptyLive()
     this.notes = boot
     this.cache = new WeakMap()
+    this.plainCode.clear()
+    this.start = undefined
   }
 
   invalidate(): void {
@@ -134,13 +162,32 @@ export class TranscriptView implements Component {
   render(width: number): string[] {
     const lines = this.banner.map((line) => fit(line, width))
     const entries = this.state?.entries ?? []
+    this.start ??= this.windowStart(entries.length, width)
+    const start = this.start
+    if (start > 0)
+      lines.push(
+        '',
+        fit(style.dim(`  … ${start} earlier entr${start === 1 ? 'y' : 'ies'} not drawn  pgup draws more`), width),
+      )
     let n = 0
-    for (let i = 0; i <= entries.length; i++) {
+    while (n < this.notes.length && this.notes[n]!.at < start) n++
+    for (let i = start; i <= entries.length; i++) {
       while (n < this.notes.length && this.notes[n]!.at <= i) lines.push(...this.renderNote(this.notes[n++]!, width))
       if (i < entries.length) lines.push(...this.renderEntry(entries[i]!, width))
     }
     lines.push(...this.renderLive(width))
     return lines
+  }
+
+  /** Where a window ending before entry `end` starts: far enough back for a few screens of lines. */
+  private windowStart(end: number, width: number): number {
+    const rows = this.deps.rows?.()
+    if (!rows) return 0
+    const entries = this.state?.entries ?? []
+    let budget = rows * WINDOW_SCREENS
+    let i = end
+    while (i > 0 && budget > 0) budget -= this.renderEntry(entries[--i]!, width).length
+    return i
   }
 
   private renderEntry(entry: Entry, width: number): string[] {
@@ -160,6 +207,7 @@ export class TranscriptView implements Component {
         lines = renderShellEntry(entry.command, entry.output, width, this.expanded)
         break
       case 'assistant':
+        if (!highlighterLoaded() && FENCE.test(entry.text)) this.plainCode.add(entry)
         lines = this.renderAssistant(entry.text, entry.reasoning, width)
         break
       case 'tool':

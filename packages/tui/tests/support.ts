@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Terminal } from '@mariozechner/pi-tui'
+import type { Session } from '@keel/session'
 
 /** Whether any process's command line contains `marker` (Linux /proc; no pgrep needed). */
 export function processRunning(marker: string): boolean {
@@ -60,4 +61,24 @@ export class RecordingTerminal implements Terminal {
   clearScreen(): void {}
   setTitle(): void {}
   setProgress(): void {}
+}
+
+/** Appends `turns` finished turns, each a prompt and an answer naming its number. */
+export function fillSession(session: Session, turns: number, answer = (turn: number) => `Answer ${turn}.`): void {
+  for (let turn = 1; turn <= turns; turn++) {
+    session.append('turn/start', { turn, trigger: 'prompt' })
+    session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text: `Question ${turn}` }] } },
+      { surfaceOp: { op: 'append' } },
+    )
+    session.append('step/start', { turn, step: 1 })
+    session.append(
+      'assistant/message',
+      { turn, step: 1, message: { role: 'assistant', content: [{ type: 'text', text: answer(turn) }] } },
+      { surfaceOp: { op: 'append' } },
+    )
+    session.append('step/end', { turn, step: 1 })
+    session.append('turn/end', { turn, reason: 'completed' })
+  }
 }

@@ -1,0 +1,79 @@
+// A long session in the TUI: what `keel -c` costs to first paint (the log's fold, the app, its first frame) and what
+// a key costs (the editor's change and the frame it asks for), at 2,000 turns against 20 turns in the same run. The
+// transcript draws a window of a few screens, so neither should grow with the session.
+import type { ScriptStep } from '@keel/llm'
+import { KeelApp } from '../packages/tui/src/app.ts'
+import { loadHighlighter } from '../packages/tui/src/highlight.ts'
+import { fillSession, RecordingTerminal } from '../packages/tui/tests/support.ts'
+import { makeKeel } from '../test-support/harness.ts'
+import { median, ms, ratio, row } from './stats.ts'
+
+const ROUNDS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
+const KEYS = 30
+/** An answer of a few paragraphs; every tenth holds a fenced block the highlighter colours. */
+const answer = (turn: number) =>
+  `Turn ${turn}: the **change** is in \`src/app.ts\`.\n\n- one point\n- another point\n\n${'More words in the answer. '.repeat(12)}` +
+  (turn % 10 === 0 ? '\n\n```ts\nexport function f(x: number): number {\n  return x * 2\n}\n```' : '')
+
+interface Figures {
+  paint: number
+  key: number
+  /** The frame drawn when the highlighter arrives (its code entries redrawn), then the first key. */
+  arrival: number
+  firstKey: number
+}
+
+type Keel = Awaited<ReturnType<typeof makeKeel>>
+
+async function measure(keel: Keel, agent: ReturnType<Keel['agent']>): Promise<Figures> {
+  const terminal = new RecordingTerminal(100, 40)
+  const started = performance.now()
+  const app = new KeelApp({ ctx: keel.ctx, terminal, agent, cwd: keel.cwd, modelSpec: 'scripted/test', version: '0' })
+  app.frame(100)
+  const paint = performance.now() - started
+  void app.run()
+  // The first frame met code and started the highlighter's load (once per process: cold in the first round only).
+  await loadHighlighter()
+  const arrivalAt = performance.now()
+  app.frame(100)
+  const arrival = performance.now() - arrivalAt
+  await new Promise((done) => setTimeout(done, 0))
+  const keyAt = performance.now()
+  terminal.type('a')
+  app.frame(100)
+  const firstKey = performance.now() - keyAt
+  const keys: number[] = []
+  for (let i = 0; i < KEYS; i++) {
+    const at = performance.now()
+    terminal.type(i % 2 ? '\x7f' : 'b')
+    app.frame(100)
+    keys.push(performance.now() - at)
+  }
+  await app.quit()
+  return { paint, key: median(keys), arrival, firstKey }
+}
+
+const sessions: { turns: number; keel: Keel; agent: ReturnType<Keel['agent']> }[] = []
+for (const turns of [20, 2000]) {
+  const keel = await makeKeel({ steps: [] as ScriptStep[] })
+  const agent = keel.agent()
+  fillSession(agent.session, turns, answer)
+  sessions.push({ turns, keel, agent })
+}
+const results = new Map<number, Figures[]>()
+for (let round = 0; round < ROUNDS; round++) {
+  // The long session first in the first round: its first key is the one that meets the highlighter's arrival.
+  for (const { turns, keel, agent } of round % 2 ? sessions : [...sessions].reverse()) {
+    const figures = await measure(keel, agent)
+    results.set(turns, [...(results.get(turns) ?? []), figures])
+  }
+}
+const of = (turns: number, key: keyof Figures) => median(results.get(turns)!.map((figures) => figures[key]))
+row('first paint, 20 turns (baseline)', ms(of(20, 'paint')))
+row('first paint, 2,000 turns', ms(of(2000, 'paint')), ratio(of(2000, 'paint'), of(20, 'paint')))
+row('a key, 20 turns (baseline)', ms(of(20, 'key')))
+row('a key, 2,000 turns', ms(of(2000, 'key')), ratio(of(2000, 'key'), of(20, 'key')))
+const cold = results.get(2000)![0]!
+row('frame as the highlighter arrives, 2,000 turns', ms(cold.arrival))
+row('first key, 2,000 turns', ms(cold.firstKey))
+for (const { keel } of sessions) await keel.dispose()
