@@ -27,7 +27,7 @@ function findBinaries(): string | undefined {
   return undefined
 }
 
-export const POSTGRES_BIN: string | undefined = UNIT_TIER ? undefined : findBinaries()
+const POSTGRES_BIN: string | undefined = UNIT_TIER ? undefined : findBinaries()
 
 /** Whether PostgreSQL's server binaries are here (test-support/system-tools.ts's skip rule decides what follows). */
 export const HAS_POSTGRES = POSTGRES_BIN !== undefined
