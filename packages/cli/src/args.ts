@@ -47,6 +47,10 @@ export const FLAGS = {
     multiple: true,
     help: "Allow rule for this run, repeatable: --allow 'bash(npm test:*)' --allow 'edit(src/**)'",
   },
+  store: {
+    type: 'string',
+    help: "Session store for this run: postgres://… (default: $KEEL_STORE, the settings' store, else JSONL files)",
+  },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
