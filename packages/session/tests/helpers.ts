@@ -117,6 +117,8 @@ export interface StoreKind {
   locked(ctx: Context, id: string): Promise<boolean>
   /** Sets when the session was last written (seconds since the epoch). */
   touch(ctx: Context, id: string, seconds: number): Promise<void>
+  /** What a child process's environment needs to open this store (tests/fixtures/writer.ts reads KEEL_STORE). */
+  env(): Record<string, string>
 }
 
 export function useStores(): StoreKind[] {
@@ -150,6 +152,7 @@ export function useStores(): StoreKind[] {
     async touch(ctx, id, seconds) {
       utimesSync(ctx.sessions.pathOf(id)!, seconds, seconds)
     },
+    env: () => ({}),
   }
   const postgres: StoreKind = {
     name: 'postgres',
@@ -175,6 +178,7 @@ export function useStores(): StoreKind[] {
     async touch(_ctx, id, seconds) {
       await client!.query('UPDATE keel_sessions SET updated_at = $2 WHERE id = $1', [id, seconds * 1000])
     },
+    env: () => ({ KEEL_STORE: server!.url }),
   }
   return [jsonl, postgres]
 }

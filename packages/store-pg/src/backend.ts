@@ -12,6 +12,7 @@ import {
   type SessionSummary,
   SessionWriteError,
   headerProblem,
+  holderAlive,
 } from '@keel/session'
 import { SyncPg } from './bridge.ts'
 import { migrate, SchemaError } from './schema.ts'
@@ -66,6 +67,9 @@ export interface PgBackendOptions {
   /** Query timeout (default 15 s). */
   queryMs?: number
 }
+
+/** Something to wait on between lock attempts (never notified). */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4))
 
 const BACKSCAN_FIRST = 32
 const BACKSCAN_MAX = 2048
@@ -287,13 +291,25 @@ export class PgBackend implements SessionBackend {
   }
 
   private takeLock(id: string): void {
-    if (this.call<boolean>({ kind: 'lock', id })) return
+    // The server drops a dead holder's lock when it sees its connection close, a moment after the kill: a holder
+    // that ran on this machine and is gone gets that moment (a live one, or one elsewhere, is refused at once).
+    const deadline = Date.now() + 2000
+    for (;;) {
+      if (this.call<boolean>({ kind: 'lock', id })) return
+      const writer = this.holder(id)
+      const gone = writer && writer.host === hostName() && !holderAlive({ pid: writer.pid })
+      if (!gone || Date.now() > deadline) throw new SessionHeldError(this.where(id), id, writer)
+      Atomics.wait(PAUSE, 0, 0, 20)
+    }
+  }
+
+  private holder(id: string): Writer | undefined {
     const row = this.query<{ writer: string | null }>('SELECT writer FROM keel_sessions WHERE id = $1', [id])[0]
-    let writer: Writer | undefined
     try {
-      writer = row?.writer ? (JSON.parse(row.writer) as Writer) : undefined
-    } catch {}
-    throw new SessionHeldError(this.where(id), id, writer)
+      return row?.writer ? (JSON.parse(row.writer) as Writer) : undefined
+    } catch {
+      return undefined
+    }
   }
 
   private releaseLock(id: string): void {
