@@ -37,7 +37,7 @@ afterEach(async () => {
     await client.end().catch(() => {})
     client = connect()
     await client.connect()
-    await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public; GRANT ALL ON SCHEMA public TO secret')
+    await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public')
   }
 })
 
