@@ -57,6 +57,8 @@ export interface SessionBackend {
   lock(id: string): LockedLog | undefined
   /** Loads the log without locking or mending it; undefined when there is no such session. */
   read(id: string): LoadedLog | undefined
+  /** The session's header alone (cheap: no events read); undefined when there is none or it cannot be read. */
+  header(id: string): SessionHeader | undefined
   /** Where the log of `id` is, or undefined. */
   locate(id: string): string | undefined
   /** Persisted sessions (of `cwd` when given), in any order; `skip` reports an entry that is not a session. */

@@ -58,6 +58,28 @@ export class FileBackend implements SessionBackend {
     return { header: file.header, events: file.events, where: path, repairs: [] }
   }
 
+  /** The first line only (at most 64 KB), from a regular file of this user: a FIFO named like a session is not read. */
+  header(id: string): SessionHeader | undefined {
+    const path = this.locate(id)
+    if (!path) return undefined
+    let opened: ReturnType<typeof openSessionFile>
+    try {
+      opened = openSessionFile(path, 'read', { anySize: true })
+    } catch {
+      return undefined
+    }
+    try {
+      const buffer = Buffer.allocUnsafe(TITLE_BYTES)
+      const size = readSync(opened.fd, buffer, 0, buffer.length, 0)
+      const end = buffer.subarray(0, size).indexOf(0x0a)
+      return parseHeader(path, buffer.toString('utf8', 0, end < 0 ? size : end))
+    } catch {
+      return undefined
+    } finally {
+      closeSync(opened.fd)
+    }
+  }
+
   /** The entry named like the session, whatever it is (reading it then says what is wrong with it). */
   locate(id: string): string | undefined {
     const root = sessionsRoot()

@@ -171,6 +171,12 @@ export class SessionStore extends Service {
     return { header: log.header, events: log.events, path: log.where }
   }
 
+  /** A session's header (its cwd, parent, fork) without reading its events; undefined when there is none. */
+  headerOf(id: string): SessionHeader | undefined {
+    if (!isSessionId(id)) return undefined
+    return this.live.get(id)?.session.header ?? this.backend.header(id)
+  }
+
   get(id: string): Session | undefined {
     return this.live.get(id)?.session
   }

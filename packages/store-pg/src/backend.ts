@@ -176,6 +176,15 @@ export class PgBackend implements SessionBackend {
     return this.load(id)
   }
 
+  header(id: string): SessionHeader | undefined {
+    const row = this.query<{ header: string }>('SELECT header FROM keel_sessions WHERE id = $1', [id])[0]
+    try {
+      return row ? this.parseHeader(id, row.header) : undefined
+    } catch {
+      return undefined
+    }
+  }
+
   locate(id: string): string | undefined {
     if (!isSessionId(id)) return undefined
     return this.query('SELECT 1 FROM keel_sessions WHERE id = $1', [id]).length ? this.where(id) : undefined
@@ -193,7 +202,7 @@ export class PgBackend implements SessionBackend {
     for (const row of rows) {
       let header: SessionHeader
       try {
-        header = this.header(row.id, row.header)
+        header = this.parseHeader(row.id, row.header)
       } catch (error) {
         skip(this.where(row.id), `${(error as Error).message}; skipped`)
         continue
@@ -274,12 +283,13 @@ export class PgBackend implements SessionBackend {
   private load(id: string): LoadedLog | undefined {
     const row = this.query<{ header: string }>('SELECT header FROM keel_sessions WHERE id = $1', [id])[0]
     if (!row) return undefined
-    const header = this.header(id, row.header)
+    const header = this.parseHeader(id, row.header)
     const rows = this.query<{ event: string }>('SELECT event FROM keel_events WHERE session_id = $1 ORDER BY seq', [id])
     return { header, events: rows.map((r) => JSON.parse(r.event) as SessionEvent), where: this.where(id), repairs: [] }
   }
 
-  private header(id: string, text: string): SessionHeader {
+  /** Parses and checks a stored header. */
+  private parseHeader(id: string, text: string): SessionHeader {
     const header = JSON.parse(text) as SessionHeader
     const problem = headerProblem(header)
     if (problem) throw new StoredLogError(`${this.where(id)}: ${problem}`)
