@@ -59,7 +59,10 @@ export const FLAGS = {
     help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory',
   },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
-  to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
+  to: {
+    type: 'string',
+    help: 'sessions rewind: the turn to go back to (its start); sessions copy: postgres://… or files',
+  },
   at: { type: 'string', help: 'sessions fork: fork before this turn (default: after the last)' },
   files: { type: 'boolean', help: 'sessions rewind: restore the files only' },
   conversation: { type: 'boolean', help: 'sessions rewind: fork the conversation only' },
@@ -83,6 +86,7 @@ const SUBCOMMANDS = {
     'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
+  'sessions copy <id>|--all': 'Copy sessions from the store in use to --to postgres://… or --to files (idempotent)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
@@ -112,6 +116,7 @@ export type Command =
   | { kind: 'sessions-rewind'; id: string }
   | { kind: 'sessions-fork'; id: string }
   | { kind: 'sessions-search'; text: string }
+  | { kind: 'sessions-copy'; id?: string }
   | { kind: 'config' }
   | { kind: 'trust'; dir?: string }
 
@@ -162,10 +167,12 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       return { command: { kind: 'sessions-rewind', id: third }, flags }
     if (second === 'fork' && third && words.length === 3)
       return { command: { kind: 'sessions-fork', id: third }, flags }
+    if (second === 'copy' && (third ? words.length === 3 && !flags.all : words.length === 2 && flags.all))
+      return { command: { kind: 'sessions-copy', ...(third ? { id: third } : {}) }, flags }
     if (second === 'search' && words.length >= 3 && words.slice(2).join(' ').trim())
       return { command: { kind: 'sessions-search', text: words.slice(2).join(' ') }, flags }
     throw new UsageError(
-      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json]',
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json] | copy <id>|--all --to postgres://…|files',
     )
   }
   if (first === 'mcp') {

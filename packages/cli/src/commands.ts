@@ -20,6 +20,7 @@ import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
 import { resolveStore } from './store.ts'
+import { copySessions } from './sessions-copy.ts'
 import type { ResolvedSettings } from './settings.ts'
 import { stopYoungGenerationGrowth } from './memory.ts'
 
@@ -81,6 +82,11 @@ export async function runCommand(run: CommandRun): Promise<number> {
         return 0
       case 'sessions-fork':
         process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
+        return 0
+      case 'sessions-copy':
+        process.stdout.write(
+          `${copySessions(ctx, flags, store, command.id === undefined ? undefined : resolveSessionId(ctx, command.id))}\n`,
+        )
         return 0
       case 'sessions-search': {
         const summaries = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))

@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, readdirSync, readSync } from 'node:fs'
+import { closeSync, linkSync, lstatSync, readdirSync, readSync, unlinkSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import type { LockedLog, LogWriter, SessionBackend, SessionSummary } from './backend.ts'
 import { backscan } from './backscan.ts'
@@ -112,13 +112,27 @@ export class FileBackend implements SessionBackend {
     return path ? backscan(path, visit) : undefined
   }
 
+  /** Written beside its place and linked in whole (a link never replaces an entry): never half a log, never over one. */
   write(header: SessionHeader, events: readonly SessionEvent[]): void {
-    const writer = SessionWriter.create(sessionPath(header.cwd, header.id), header)
+    const path = sessionPath(header.cwd, header.id)
+    const draft = `${path}.${process.pid}.copy`
+    const writer = SessionWriter.create(draft, header)
     try {
-      for (const event of events) writer.write(event)
-      writer.sync()
+      try {
+        for (const event of events) writer.write(event)
+        writer.sync()
+      } finally {
+        writer.close()
+      }
+      linkSync(draft, path)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new Error(`session ${header.id} already exists (${path})`)
+      throw error
     } finally {
-      writer.close()
+      try {
+        unlinkSync(draft)
+      } catch {}
     }
   }
 

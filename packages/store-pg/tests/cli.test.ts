@@ -4,10 +4,19 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Context } from 'cordis'
 import pg from 'pg'
+import * as pgPlugin from '@keel/store-pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
+
+// A test-only event, declared as @keel/session's tests declare it.
+declare module '@keel/session' {
+  interface SessionEventMap {
+    'test/note': { text: string }
+  }
+}
 
 const skip = skipWithout('postgresql', HAS_POSTGRES, 'the PostgreSQL session store')
 const root = join(import.meta.dirname, '../../..')
@@ -132,5 +141,56 @@ describe.skipIf(skip)('keel over PostgreSQL', () => {
     expect(keel(['sessions', 'list'], home, scratch, { KEEL_STORE: 'mysql://x' }).stderr).toContain(
       'KEEL_STORE must be a postgres:// connection string',
     )
+  })
+
+  test('sessions copy: files to the database and back, idempotent, and a failed copy leaves nothing', async () => {
+    const home = join(scratch, 'home-copy')
+    const cwd = join(scratch, 'project-copy')
+    mkdirSync(cwd, { recursive: true })
+    const ids: string[] = []
+    for (const prompt of ['one', 'two']) {
+      const run = keel(['-p', prompt, '--model', script(`copy-${prompt}`, [{ text: 'ok' }])], home, cwd)
+      expect(run.status, run.stderr).toBe(0)
+      ids.push(/keel: session (\S+)/.exec(run.stderr)![1]!)
+    }
+    const up = keel(['sessions', 'copy', '--all', '--to', server.urlWithPassword], home, cwd)
+    expect(up.status, up.stderr).toBe(0)
+    expect(up.stdout).toMatch(/^copied 2 sessions to postgres:\/\/secret:\*\*\*@127\.0\.0\.1:\d+\/keel\n$/)
+    expect(up.stdout + up.stderr).not.toContain('hunter2-pw')
+    const again = keel(['sessions', 'copy', '--all', '--to', server.url], home, cwd)
+    expect(again.stdout).toContain('copied 0 sessions')
+    expect(again.stdout).toContain('2 already there, left as they are')
+    const stored = await rows(
+      'SELECT id, (SELECT count(*)::int FROM keel_events e WHERE e.session_id = s.id) AS n FROM keel_sessions s WHERE id = ANY($1)',
+      [ids],
+    )
+    expect(stored.map((row) => row.id).sort()).toEqual([...ids].sort())
+
+    // Back to the files of another KEEL_HOME: the same events, line for line.
+    const other = join(scratch, 'home-copy-back')
+    const down = keel(['sessions', 'copy', ids[0]!, '--to', 'files'], other, cwd, { KEEL_STORE: server.url })
+    expect(down.status, down.stderr).toBe(0)
+    expect(down.stdout).toBe('copied 1 session to the JSONL files\n')
+    const shown = (home_: string, env: Record<string, string> = {}) =>
+      JSON.parse(keel(['sessions', 'show', ids[0]!, '--json'], home_, cwd, env).stdout).events
+    expect(shown(other)).toBe(shown(home))
+    expect(shown(other)).toBe(stored.find((row) => row.id === ids[0])!.n)
+    expect(keel(['sessions', 'copy', '--all', '--to', 'files'], home, cwd).stderr).toContain('in the files already')
+  })
+
+  test('a copy that fails part way leaves no session behind (one transaction)', async () => {
+    const ctx = new Context()
+    ctx.plugin(pgPlugin, { url: server.url })
+    await ctx.start()
+    try {
+      const session = ctx.sessions.create({ cwd: '/p', id: 'whole', persist: false })
+      for (let i = 0; i < 1200; i++) session.append('test/note', { text: `n${i}` })
+      const events = session.events.map((event) => (event.seq === 1100 ? { ...event, seq: 1101 } : event))
+      expect(() => ctx.sessions.backend.write({ ...session.header }, events)).toThrow(/does not follow the last one/)
+      expect(await rows("SELECT id FROM keel_sessions WHERE id = 'whole'")).toEqual([])
+      expect(await rows("SELECT seq FROM keel_events WHERE session_id = 'whole'")).toEqual([])
+    } finally {
+      await ctx.stop()
+    }
   })
 })
