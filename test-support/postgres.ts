@@ -59,8 +59,8 @@ export interface PostgresServer {
   destroy(): void
 }
 
-/** Starts a fresh cluster in a temp directory; throws naming what failed. */
-export async function startPostgres(): Promise<PostgresServer> {
+/** Starts a fresh cluster in a temp directory (fsync off unless asked: the bench wants it on); throws naming what failed. */
+export async function startPostgres(wanted: { fsync?: boolean } = {}): Promise<PostgresServer> {
   const bin = POSTGRES_BIN
   if (!bin) throw new Error('PostgreSQL not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)')
   const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'))
@@ -88,7 +88,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     join(data, 'pg_hba.conf'),
     'host all secret 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\nlocal all all trust\n',
   )
-  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=off -c max_connections=200`
+  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=${wanted.fsync ? 'on' : 'off'} -c max_connections=200`
   const start = () => run('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '30', '-o', options, 'start'])
   const stop = (mode: 'fast' | 'immediate' = 'fast') => run('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop'])
   start()
