@@ -57,7 +57,7 @@ async function rows(sql: string, params: unknown[] = []) {
   }
 }
 
-describe.skipIf(skip)('keel over PostgreSQL', () => {
+describe.skipIf(skip)('keel over PostgreSQL', { timeout: 120_000 }, () => {
   test('KEEL_STORE: print mode writes there, -c continues it, sessions list/show/search read it', async () => {
     const home = join(scratch, 'home-env')
     const cwd = join(scratch, 'project-env')
@@ -192,5 +192,25 @@ describe.skipIf(skip)('keel over PostgreSQL', () => {
     } finally {
       await ctx.stop()
     }
+  })
+
+  test('a rewind of files from another machine says where the checkpoints are', () => {
+    const home = join(scratch, 'home-rewind')
+    const cwd = join(scratch, 'project-rewind')
+    mkdirSync(cwd, { recursive: true })
+    const env = { KEEL_STORE: server.url, KEEL_HOST: 'laptop-a' }
+    const run = keel(['-p', 'change nothing', '--model', script('rewind', [{ text: 'ok' }])], home, cwd, env)
+    expect(run.status, run.stderr).toBe(0)
+    const id = /keel: session (\S+)/.exec(run.stderr)![1]!
+    const elsewhere = keel(['sessions', 'rewind', id, '--to', '1'], home, cwd, { ...env, KEEL_HOST: 'ci-runner-b' })
+    expect(elsewhere.status).toBe(1)
+    expect(elsewhere.stderr).toBe(
+      `keel: session ${id} ran on laptop-a: its checkpoints are there, not on ci-runner-b; rewind its files from laptop-a, or fork the conversation here with --conversation\n`,
+    )
+    const conversation = keel(['sessions', 'rewind', id, '--to', '1', '--conversation'], home, cwd, {
+      ...env,
+      KEEL_HOST: 'ci-runner-b',
+    })
+    expect(conversation.status, conversation.stderr).toBe(0)
   })
 })
