@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
+import { HAS_POSTGRES } from './postgres.ts'
 
 /** `npm run test:unit`: the system tools count as absent, so no test here drives one (not even under CI=true). */
 const UNIT_TIER = process.env.KEEL_TESTS === 'unit'
@@ -67,6 +68,7 @@ const TOOLS: readonly { pkg: string; found: () => boolean }[] = [
   { pkg: 'bubblewrap', found: () => findOnPath(['bwrap']) !== undefined },
   { pkg: 'socat', found: () => findOnPath(['socat']) !== undefined },
   { pkg: 'ripgrep', found: () => findOnPath(['rg']) !== undefined },
+  { pkg: 'postgresql', found: () => HAS_POSTGRES },
 ]
 
 /** The packages of the system tools missing here (by PATH): the tiers that need them skip outside CI. */

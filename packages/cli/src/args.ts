@@ -57,6 +57,10 @@ export const FLAGS = {
     multiple: true,
     help: 'Host sandboxed commands may reach for this run, repeatable: --allow-domain registry.npmjs.org',
   },
+  store: {
+    type: 'string',
+    help: "Session store for this run: postgres://… (default: $KEEL_STORE, the settings' store, else JSONL files)",
+  },
   port: { type: 'string', help: 'serve: port to listen on (default 4317)' },
   host: { type: 'string', help: 'serve: address to bind (default 127.0.0.1)' },
   json: { type: 'boolean', help: 'sessions, mcp list, config: print JSON' },
@@ -65,7 +69,10 @@ export const FLAGS = {
     help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory',
   },
   markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
-  to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
+  to: {
+    type: 'string',
+    help: 'sessions rewind: the turn to go back to (its start); sessions copy: postgres://… or files',
+  },
   at: { type: 'string', help: 'sessions fork: fork before this turn (default: after the last)' },
   files: { type: 'boolean', help: 'sessions rewind: restore the files only' },
   conversation: { type: 'boolean', help: 'sessions rewind: fork the conversation only' },
@@ -93,6 +100,7 @@ const SUBCOMMANDS = {
   'plan add|rename|move|remove|done|start|pending …':
     'Edit the plan as the person, also while keel runs it (keel plan help for the words)',
   'plan approve|reject …': 'Answer the pending plan proposal: approve [--mode ask|auto], or reject <sentence>',
+  'sessions copy <id>|--all': 'Copy sessions from the store in use to --to postgres://… or --to files (idempotent)',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   'trust [dir]': 'Trust a folder (default: this one): its settings, .mcp.json and command files apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
@@ -130,6 +138,7 @@ export type Command =
   | { kind: 'sessions-rewind'; id: string }
   | { kind: 'sessions-fork'; id: string }
   | { kind: 'sessions-search'; text: string }
+  | { kind: 'sessions-copy'; id?: string }
   | { kind: 'config' }
   | { kind: 'trust'; dir?: string }
   | { kind: 'plan'; words: string[] }
@@ -181,10 +190,12 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       return { command: { kind: 'sessions-rewind', id: third }, flags }
     if (second === 'fork' && third && words.length === 3)
       return { command: { kind: 'sessions-fork', id: third }, flags }
+    if (second === 'copy' && (third ? words.length === 3 && !flags.all : words.length === 2 && flags.all))
+      return { command: { kind: 'sessions-copy', ...(third ? { id: third } : {}) }, flags }
     if (second === 'search' && words.length >= 3 && words.slice(2).join(' ').trim())
       return { command: { kind: 'sessions-search', text: words.slice(2).join(' ') }, flags }
     throw new UsageError(
-      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json]',
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json] | copy <id>|--all --to postgres://…|files',
     )
   }
   if (first === 'plan') return { command: { kind: 'plan', words: words.slice(1) }, flags }

@@ -26,6 +26,13 @@ export interface BootOptions {
   require?: string[]
   /** Entry id → config replacing the composition's (settings files; see settings.ts). */
   overrides?: Record<string, Record<string, unknown>>
+  /** A postgres:// URL: the session entry loads @keel/store-pg over that database instead of the JSONL files. */
+  store?: string
+}
+
+/** The session entry as the store asks: @keel/store-pg in place of @keel/session when a database is named. */
+export function withStore<T extends { id?: string; name: string; config?: unknown }>(entry: T, store?: string): T {
+  return store && entry.name === '@keel/session' ? { ...entry, name: '@keel/store-pg', config: { url: store } } : entry
 }
 
 /**
@@ -69,19 +76,31 @@ export async function boot(options: BootOptions = {}): Promise<Context> {
   let settled: () => boolean
   if (composition) {
     const { KeelLoader } = await import('./loader.ts')
-    ctx.plugin(KeelLoader, { name: 'keel', filename: composition, overrides: options.overrides ?? {} } as never)
+    ctx.plugin(KeelLoader, {
+      name: 'keel',
+      filename: composition,
+      overrides: options.overrides ?? {},
+      store: options.store,
+    } as never)
     await ctx.start()
     const loader = ctx.get('loader') as KeelLoader
     if (dev) await loader.create({ name: '@keel/session/dev' })
     settled = () => [...loader.entries()].every((entry) => entry.fork || entry.disabled)
   } else {
-    const entries = [...SHIPPED_COMPOSITION, ...(dev ? [{ id: 'dev', name: '@keel/session/dev' }] : [])]
+    const entries = [...SHIPPED_COMPOSITION, ...(dev ? [{ id: 'dev', name: '@keel/session/dev' }] : [])].map((entry) =>
+      withStore(entry, options.store),
+    )
     // Every module first (they load in parallel), then the plugins in composition order, as the Loader would.
     const modules = await Promise.all(entries.map((entry) => BUILTIN_PLUGINS[entry.name]!()))
     const forks: ForkScope[] = []
     leanForks.set(ctx, forks)
     for (const [i, entry] of entries.entries()) {
-      forks.push(ctx.plugin(modules[i] as never, options.overrides?.[entry.id] ?? entry.config))
+      forks.push(
+        ctx.plugin(
+          modules[i] as never,
+          entry.name === '@keel/store-pg' ? entry.config : (options.overrides?.[entry.id] ?? entry.config),
+        ),
+      )
       // A turn of the event loop between plugins: print mode's first request may be in flight (first-request.ts),
       // and its DNS lookup, connection and TLS handshake move on only when the event loop runs.
       await new Promise((done) => setImmediate(done))

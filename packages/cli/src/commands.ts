@@ -20,6 +20,8 @@ import { formatSearch, searchSessions } from './sessions-search.ts'
 import { listMcp, mcpOf } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
+import { resolveStore } from './store.ts'
+import { copySessions } from './sessions-copy.ts'
 import type { ResolvedSettings } from './settings.ts'
 import { heldNotice } from './trust.ts'
 import { stopYoungGenerationGrowth } from './memory.ts'
@@ -65,7 +67,8 @@ export async function runCommand(run: CommandRun): Promise<number> {
   let ctx: Context | undefined
   try {
     // No --config: the shipped composition, wired directly; a file goes through the cordis Loader.
-    ctx = await boot({ composition: flags.config, overrides: settings?.overrides })
+    const store = resolveStore(flags, settings, workingDirectory(flags))
+    ctx = await boot({ composition: flags.config, overrides: settings?.overrides, store })
     stopYoungGenerationGrowth()
     // The TUI owns the screen (it reports skipped entries its own way); every other command warns on stderr.
     if (command.kind !== 'interactive') warnSkippedSessions(ctx)
@@ -100,9 +103,16 @@ export async function runCommand(run: CommandRun): Promise<number> {
       case 'sessions-fork':
         process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
         return 0
+      case 'sessions-copy':
+        process.stdout.write(
+          `${copySessions(ctx, flags, store, command.id === undefined ? undefined : resolveSessionId(ctx, command.id))}\n`,
+        )
+        return 0
       case 'sessions-search': {
         const summaries = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
-        const result = await searchSessions(summaries, command.text)
+        // A store that is not the JSONL files reads each session's events itself.
+        const read = store ? (id: string) => ctx!.sessions.read(id).events : undefined
+        const result = await searchSessions(summaries, command.text, undefined, read)
         process.stdout.write(
           `${flags.json ? terminalJson(result, 2) : formatSearch(result, command.text, Boolean(flags.all))}\n`,
         )

@@ -9,15 +9,24 @@ import {
   SessionWriteError,
 } from '@keel/session'
 import { SettingsError } from '@keel/settings'
+import { SchemaError, SessionStoreError } from '@keel/store-pg'
 import { UsageError } from './args.ts'
 import { BootError } from './boot.ts'
 import { missingKeyHelp } from './first-run.ts'
 
 /**
- * The command was right, the data or the disk was not: a session file, a lock, the disk, or a rewind refused
+ * The command was right, the data or the disk was not: a session file, a lock, the disk, the session store, or a rewind refused
  * (conflicts, no checkpoints). Exit 1, not the usage code 2.
  */
-const dataErrors = [SessionFileError, SessionLockedError, SessionNotFoundError, SessionWriteError, RewindError]
+const dataErrors = [
+  SessionFileError,
+  SessionLockedError,
+  SessionNotFoundError,
+  SessionWriteError,
+  SessionStoreError,
+  SchemaError,
+  RewindError,
+]
 
 /** What went wrong on stderr, one line (a list of choices may follow), never a stack (KEEL_DEBUG=1 shows it). */
 export function fail(error: unknown): number {

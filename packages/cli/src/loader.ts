@@ -3,6 +3,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Loader } from '@cordisjs/loader'
+import { withStore } from './boot.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /**
@@ -12,9 +13,14 @@ import { BUILTIN_PLUGINS } from './plugins.ts'
 export class KeelLoader extends Loader {
   async refresh(): Promise<void> {
     // Entry id → the config it loads with instead of the file's (from settings files), passed in boot's plugin config.
-    const overrides = (this.config as { overrides?: Record<string, Record<string, unknown>> }).overrides ?? {}
+    const { overrides = {}, store } = this.config as {
+      overrides?: Record<string, Record<string, unknown>>
+      store?: string
+    }
     const entries = await this.file.read()
-    this.root.update(entries.map((entry) => (overrides[entry.id] ? { ...entry, config: overrides[entry.id] } : entry)))
+    this.root.update(
+      entries.map((entry) => withStore(overrides[entry.id] ? { ...entry, config: overrides[entry.id] } : entry, store)),
+    )
   }
 
   async import(name: string): Promise<unknown> {

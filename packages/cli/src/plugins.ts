@@ -3,6 +3,7 @@
 export const BUILTIN_PLUGINS: Record<string, () => Promise<unknown>> = {
   '@keel/session': () => import('@keel/session'),
   '@keel/session/dev': () => import('@keel/session/dev'),
+  '@keel/store-pg': () => import('@keel/store-pg'),
   '@keel/llm': () => import('@keel/llm'),
   '@keel/tools': () => import('@keel/tools'),
   '@keel/agent': () => import('@keel/agent'),

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import {
   NoSuchTurnError,
   performRewind,
+  RewindError,
   previewRewind,
   repositoriesLine,
   turnStartOf,
@@ -12,6 +13,7 @@ import {
   type RewindScope,
 } from '@keel/checkpoint'
 import { escapeLine, type SessionEvent } from '@keel/session'
+import { hostName } from '@keel/store-pg'
 import { UsageError, type Flags } from './args.ts'
 
 /** `--to 3` / `--at 3`: a turn number, 1 or more. */
@@ -66,6 +68,12 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
   const scope: RewindScope = both ? 'both' : flags.files ? 'files' : 'conversation'
   const { header, events } = ctx.sessions.read(id)
   if (to !== undefined) turnStart(events, to, id)
+  // Checkpoints are git snapshots on the machine that made them: a shared store knows which machine that was.
+  const ranOn = ctx.sessions.list().find((summary) => summary.id === id)?.host
+  if (ranOn && ranOn !== hostName() && scope !== 'conversation')
+    throw new RewindError(
+      `session ${id} ran on ${escapeLine(ranOn)}: its checkpoints are there, not on ${escapeLine(hostName())}; rewind its files from ${escapeLine(ranOn)}, or fork the conversation here with --conversation`,
+    )
   const request: RewindRequest = flags.undo ? { kind: 'undo' } : { kind: 'turn', toTurn: to!, scope }
   const preview = await previewRewind(checkpoints, { id, cwd: header.cwd, events }, request)
   const lines: string[] = []

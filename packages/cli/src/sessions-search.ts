@@ -75,6 +75,21 @@ function snippetAround(text: string, index: number, length: number): string {
  */
 const rawTestable = (needle: string) => !/["\\\p{Cc}]/u.test(needle)
 
+/** Adds what one event holds of the needle to the hit. */
+function matchEvent(hit: SessionHit, event: unknown, lower: string, length: number): void {
+  for (const { where, text } of textsOf(event)) {
+    const index = text.toLowerCase().indexOf(lower)
+    if (index < 0) continue
+    hit.count++
+    if (hit.matches.length < MATCHES_KEPT)
+      hit.matches.push({
+        seq: Number((event as { seq?: unknown }).seq),
+        where,
+        snippet: snippetAround(text, index, length),
+      })
+  }
+}
+
 async function searchFile(summary: SessionSummary, needle: string, signal?: AbortSignal): Promise<SessionHit | string> {
   const lower = needle.toLowerCase()
   // A chunk of complete lines that does not hold the needle is passed over whole, unsplit and unparsed.
@@ -103,17 +118,7 @@ async function searchFile(summary: SessionSummary, needle: string, signal?: Abor
     } catch {
       return // a torn line: what a resume would drop
     }
-    for (const { where, text } of textsOf(event)) {
-      const index = text.toLowerCase().indexOf(lower)
-      if (index < 0) continue
-      hit.count++
-      if (hit.matches.length < MATCHES_KEPT)
-        hit.matches.push({
-          seq: Number((event as { seq?: unknown }).seq),
-          where,
-          snippet: snippetAround(text, index, needle.length),
-        })
-    }
+    matchEvent(hit, event, lower, needle.length)
   }
   const onLines = (text: string) => {
     let start = 0
@@ -152,18 +157,39 @@ async function searchFile(summary: SessionSummary, needle: string, signal?: Abor
   return hit
 }
 
-/** Searches the given sessions (newest first stays newest first), a few files at a time. */
+/** Searches the events of a session a store reads whole (one that is not a file: the PostgreSQL store). */
+function searchRead(
+  summary: SessionSummary,
+  needle: string,
+  read: (id: string) => readonly unknown[],
+): SessionHit | string {
+  const hit: SessionHit = { summary, matches: [], count: 0 }
+  try {
+    for (const event of read(summary.id)) matchEvent(hit, event, needle.toLowerCase(), needle.length)
+  } catch (error) {
+    return (error as Error).message
+  }
+  return hit
+}
+
+/**
+ * Searches the given sessions (newest first stays newest first), a few files at a time; with `read`, the sessions'
+ * events come from the store instead of their files.
+ */
 export async function searchSessions(
   summaries: readonly SessionSummary[],
   needle: string,
   signal?: AbortSignal,
+  read?: (id: string) => readonly unknown[],
 ): Promise<SearchResult> {
   const outcomes: (SessionHit | string | undefined)[] = new Array(summaries.length)
   let next = 0
   const worker = async () => {
     while (next < summaries.length) {
       const index = next++
-      outcomes[index] = await searchFile(summaries[index]!, needle, signal)
+      outcomes[index] = read
+        ? searchRead(summaries[index]!, needle, read)
+        : await searchFile(summaries[index]!, needle, signal)
     }
   }
   await Promise.all(Array.from({ length: Math.min(FILES_IN_FLIGHT, summaries.length) }, worker))

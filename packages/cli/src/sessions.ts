@@ -12,7 +12,7 @@ import {
   turnEndWords,
 } from '@keel/door/words'
 import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
-import { openTasksNotice, planHeader, planLines, planMarkdown, standingPlanFromFile, type TodoItem } from '@keel/todo'
+import { openTasksNotice, planHeader, planLines, planMarkdown, storedPlanOf, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type {} from '@keel/subagent' // the subagent/end event
 import { costBreakdown, costLabel, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
@@ -87,10 +87,10 @@ export function listSessions(ctx: Context, flags: Flags): string {
   return lines.join('\n')
 }
 
-/** `keel sessions show <id>`: a readable transcript and the standing plan (computed from the file's tail). */
+/** `keel sessions show <id>`: a readable transcript and the standing plan (computed from the log's tail). */
 export function showSession(ctx: Context, flags: Flags, id: string): string {
   const { header, events, path } = ctx.sessions.read(id)
-  const todos = path ? standingPlanFromFile(path).todos : null
+  const todos = path ? storedPlanOf(ctx.sessions, id).todos : null
   if (flags.markdown) return todos ? planMarkdown(todos) : '_No plan stands in this session._'
   const cost = sessionCost(events)
   if (flags.json)

@@ -23,6 +23,7 @@ import { PROVIDER_NAMES, REASONING_EFFORTS } from '@keel/llm/providers'
 import { DEFAULT_MODEL, type Flags, UsageError } from './args.ts'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
+import { redactUrl } from '@keel/store-pg/url'
 
 /** Settings keys that are not a plugin's own config, with the shape each must have. */
 const permissionRule = Schema.string()
@@ -55,6 +56,11 @@ const CORE_KEYS = {
   models: ModelSettingsSchema,
   // Per provider: extra request headers (a gateway's routing and key), handed to the llm plugin as its `providers`.
   providers: ProviderSettingsSchema,
+  // Where the session logs live (@keel/store-pg); the JSONL files under $KEEL_HOME when unset. Never from an
+  // untrusted project (the trust gate holds it back): a project must not send the person's logs elsewhere.
+  store: Schema.string()
+    .pattern(/^postgres(ql)?:\/\//i)
+    .description('a postgres:// connection string'),
 } satisfies Record<string, Schema>
 
 /** The composition entry that takes `models`. */
@@ -82,6 +88,8 @@ export interface ResolvedSettings {
   merged: Merged
   model: string
   baseUrl?: string
+  /** Where the session logs live: a postgres:// URL, or undefined for the JSONL files. */
+  store?: string
   /** Composition entry id → the config it loads with (only entries the settings change). */
   overrides: Record<string, Record<string, unknown>>
 }
@@ -252,6 +260,8 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     { source: `default (${composition})`, values: defaults },
     ...files.map((file) => ({ source: file.path, values: file.data })),
     { source: 'env KEEL_MODEL', values: { model: process.env.KEEL_MODEL?.trim() || undefined } },
+    { source: 'env KEEL_STORE', values: { store: process.env.KEEL_STORE?.trim() || undefined } },
+    { source: 'flag --store', values: { store: flags.store } },
     { source: 'flag --model', values: { model: flags.model } },
     { source: 'flag --base-url', values: { baseUrl: flags['base-url'] } },
   ]
@@ -355,6 +365,7 @@ export async function resolveSettings(flags: Flags, cwd: string, composition: st
     merged,
     model: merged.values.model as string,
     baseUrl: merged.values.baseUrl as string | undefined,
+    ...(merged.values.store ? { store: merged.values.store as string } : {}),
     overrides,
   }
 }
@@ -372,7 +383,9 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
     return JSON.stringify(
       {
         files: files.map(({ path, scope }) => ({ path, scope })),
-        settings: merged.values,
+        settings: merged.values.store
+          ? { ...merged.values, store: redactUrl(String(merged.values.store)) }
+          : merged.values,
         sources: merged.sources,
         trust: { folder: trust.folder, trusted: trust.trusted, held },
         commands: {
@@ -412,7 +425,8 @@ export function describeSettings(resolved: ResolvedSettings, json: boolean): str
       2,
     )
   const rows = flatten(merged.values).map(
-    ([key, value]) => [key, JSON.stringify(value), merged.sources[key] ?? ''] as const,
+    ([key, value]) =>
+      [key, JSON.stringify(key === 'store' ? redactUrl(String(value)) : value), merged.sources[key] ?? ''] as const,
   )
   const width = Math.max(...rows.map(([key]) => key.length))
   const valueWidth = Math.min(40, Math.max(...rows.map(([, value]) => value.length)))

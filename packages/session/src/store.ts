@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { closeSync, lstatSync, readdirSync, readSync } from 'node:fs'
-import { basename, join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { type Context, Service } from 'cordis'
-import { backscan } from './backscan.ts'
+import type { LogWriter, SessionBackend, SessionSummary } from './backend.ts'
 import { escapeLine } from './escape.ts'
-import { parseHeader, readSessionFile, SessionWriter } from './file.ts'
-import { acquireLock } from './lock.ts'
-import { cwdSlug, sessionPath, sessionsRoot } from './paths.ts'
-import { checkSessionEntry, errnoText, openSessionFile, SessionFileError } from './regular.ts'
+import { FileBackend } from './file-backend.ts'
 import { closeOpenTurn, findOpenTurn, unpairedCalls } from './open-turns.ts'
 import { SeedError, Session, type SessionHooks } from './session.ts'
 import { isSessionId, SESSION_FORMAT_VERSION, type SessionEvent, type SessionHeader } from './types.ts'
@@ -56,18 +52,6 @@ export interface CreateSessionOptions {
   deferFile?: boolean
 }
 
-export interface SessionSummary {
-  id: string
-  cwd: string
-  createdAt: number
-  updatedAt: number
-  path: string
-  parent?: { sessionId: string; callId: string }
-  forkedFrom?: { sessionId: string; seq: number }
-  /** The first user prompt, cut to one line. */
-  title: string
-}
-
 export interface OpenedSession {
   session: Session
   /** What load had to mend: a torn last line dropped, an open turn closed. */
@@ -76,9 +60,9 @@ export interface OpenedSession {
 
 interface Live {
   session: Session
-  writer?: SessionWriter
-  release?: () => void
-  /** Where a persistent session's file goes, until its first event creates it. */
+  /** Holds the session's writer lock. */
+  writer?: LogWriter
+  /** Where a persistent session's log goes, until its first event creates it. */
   pending?: string
 }
 
@@ -90,16 +74,21 @@ export class SessionNotFoundError extends Error {
 }
 
 /**
- * `ctx.sessions`: creates, opens and tracks live sessions; writes persistent ones to JSONL (one writer each, by
- * lock) and publishes every committed event as `session/event`.
+ * `ctx.sessions`: creates, opens and tracks live sessions; writes persistent ones through its backend (JSONL files
+ * by default, one writer each, by lock) and publishes every committed event as `session/event`.
  */
 export class SessionStore extends Service {
   private readonly live = new Map<string, Live>()
 
-  constructor(ctx: Context) {
+  readonly backend: SessionBackend
+
+  /** Plugged as a cordis plugin, the second argument is the (empty) config: only a backend object is taken. */
+  constructor(ctx: Context, backend?: SessionBackend | Record<string, never>) {
     super(ctx, 'sessions', true)
+    this.backend = backend && 'lock' in backend ? (backend as SessionBackend) : new FileBackend()
     ctx.on('dispose', () => {
       for (const id of [...this.live.keys()]) this.closeId(id)
+      this.backend.dispose?.()
     })
   }
 
@@ -117,10 +106,8 @@ export class SessionStore extends Service {
     }
     const entry: Live = { session: new Session(header) }
     if (options.persist !== false) {
-      entry.pending = sessionPath(header.cwd, id)
-      if (lstatSync(entry.pending, { throwIfNoEntry: false }))
-        throw new Error(`session ${id} already exists (${entry.pending})`)
-      if (!options.deferFile) writerOf(entry)
+      entry.pending = this.backend.reserve(header)
+      if (!options.deferFile) this.writerOf(entry)
     }
     return this.attach(entry)
   }
@@ -130,29 +117,25 @@ export class SessionStore extends Service {
     if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
     const existing = this.live.get(id)
     if (existing) return { session: existing.session, repairs: [] }
-    const path = this.locate(id)
-    if (!path) throw new SessionNotFoundError(id)
-    const release = acquireLock(path + '.lock')
+    const locked = this.backend.lock(id)
+    if (!locked) throw new SessionNotFoundError(id)
+    const { log } = locked
+    const path = log.where
     let session: Session
-    const repairs: string[] = []
+    const repairs = [...log.repairs]
     try {
-      const file = loadFile(path, id)
       let seeded: Session
       try {
-        seeded = new Session(file.header, file.events, {}, { adoptSeed: true })
+        seeded = new Session(log.header, log.events, {}, { adoptSeed: true })
       } catch (error) {
         if (error instanceof SeedError && error.seq !== undefined)
-          throw new SessionFileError(path, error.seq + 2, error.message)
+          throw this.backend.damaged(path, error.seq, error.message)
         throw error
       }
-      if (file.tornLine)
-        repairs.push(
-          `${path}: dropped a torn last line (line ${file.tornLine}); the file now ends at the last whole event`,
-        )
-      const writer = SessionWriter.reopen(path, file.validBytes)
-      session = this.attach({ session: seeded, writer, release })
+      const writer = locked.resume()
+      session = this.attach({ session: seeded, writer })
     } catch (error) {
-      release()
+      locked.release()
       throw error
     }
     try {
@@ -182,11 +165,16 @@ export class SessionStore extends Service {
   read(id: string): { header: SessionHeader; events: SessionEvent[]; path: string } {
     if (!isSessionId(id)) throw new Error(`not a session id: ${JSON.stringify(id)}`)
     const live = this.live.get(id)
-    if (live) return { header: live.session.header, events: [...live.session.events], path: live.writer?.path ?? '' }
-    const path = this.locate(id)
-    if (!path) throw new SessionNotFoundError(id)
-    const file = loadFile(path, id)
-    return { header: file.header, events: file.events, path }
+    if (live) return { header: live.session.header, events: [...live.session.events], path: live.writer?.where ?? '' }
+    const log = this.backend.read(id)
+    if (!log) throw new SessionNotFoundError(id)
+    return { header: log.header, events: log.events, path: log.where }
+  }
+
+  /** A session's header (its cwd, parent, fork) without reading its events; undefined when there is none. */
+  headerOf(id: string): SessionHeader | undefined {
+    if (!isSessionId(id)) return undefined
+    return this.live.get(id)?.session.header ?? this.backend.header(id)
   }
 
   get(id: string): Session | undefined {
@@ -210,20 +198,14 @@ export class SessionStore extends Service {
       cwd: header.cwd,
       forkedFrom: { sessionId: id, seq },
     }
-    const writer = SessionWriter.create(sessionPath(header.cwd, forkId), forkHeader)
-    try {
-      for (const event of events.slice(0, seq)) writer.write(event)
-      writer.sync()
-    } finally {
-      writer.close()
-    }
+    this.backend.write(forkHeader, events.slice(0, seq))
     return forkId
   }
 
-  /** The file of a persisted session (for a live one: where it is written from its first event), or undefined. */
+  /** Where a persisted session's log is (for a live one: where it is written from its first event), or undefined. */
   pathOf(id: string): string | undefined {
     const live = this.live.get(id)
-    return live?.writer?.path ?? live?.pending ?? this.locate(id)
+    return live?.writer?.where ?? live?.pending ?? this.backend.locate(id)
   }
 
   close(session: Session): void {
@@ -240,39 +222,25 @@ export class SessionStore extends Service {
    * file of this user, or a bad header) are skipped, each reported once per call as `session/skipped`.
    */
   list(cwd?: string): SessionSummary[] {
-    const root = sessionsRoot()
-    const dirs = cwd ? [join(root, cwdSlug(cwd))] : entries(root).map((dir) => join(root, dir))
-    const out: SessionSummary[] = []
-    const skip = (path: string, problem: string) => this.ctx.emit('session/skipped', path, problem)
-    for (const dir of dirs) {
-      for (const name of entries(dir)) {
-        if (!name.endsWith('.jsonl')) continue
-        const path = join(dir, name)
-        const summary = summarize(path, skip)
-        if (summary && (!cwd || summary.cwd === resolve(cwd))) out.push(summary)
-      }
-    }
+    const out = this.backend.list(cwd, (path, problem) => this.ctx.emit('session/skipped', path, problem))
     return out.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)
   }
 
-  /** Finds the latest event a visitor answers for, reading the file backwards (see backscan). */
+  /** Finds the latest event a visitor answers for, reading the log backwards (see backscan). */
   backscan<T>(id: string, visit: (event: SessionEvent) => T | undefined) {
-    const path = this.pathOf(id)
-    if (!path) throw new SessionNotFoundError(id)
-    return backscan(path, visit)
+    const found = this.backend.backscan(id, visit)
+    if (found) return found
+    const live = this.live.get(id)
+    if (live) return scanEvents(live.session.events, visit)
+    throw new SessionNotFoundError(id)
   }
 
-  /** The entry named like the session, whatever it is (reading it then says what is wrong with it). */
-  private locate(id: string): string | undefined {
-    const root = sessionsRoot()
-    for (const dir of entries(root)) {
-      const path = join(root, dir, `${id}.jsonl`)
-      try {
-        lstatSync(path)
-        return path
-      } catch {}
-    }
-    return undefined
+  /** The session's writer, creating its log (under the writer lock) on the first event. */
+  private writerOf(entry: Live): LogWriter {
+    if (entry.writer) return entry.writer
+    entry.writer = this.backend.create(entry.session.header)
+    entry.pending = undefined
+    return entry.writer
   }
 
   /** Makes a session live: validate, then write, then publish each append. Undone if a `session/created` listener refuses it. */
@@ -282,7 +250,7 @@ export class SessionStore extends Service {
     const lifecycle = ctx.lifecycle
     session.hooks = {
       beforeCommit: (s, event) => validate(lifecycle, s, event),
-      persist: entry.writer || entry.pending ? (_, event) => writerOf(entry).write(event) : undefined,
+      persist: entry.writer || entry.pending ? (_, event) => this.writerOf(entry).write(event) : undefined,
       afterCommit: (s, event) => publish(ctx, lifecycle, s, event),
     }
     this.live.set(session.id, entry)
@@ -291,7 +259,6 @@ export class SessionStore extends Service {
     } catch (error) {
       this.live.delete(session.id)
       entry.writer?.close()
-      entry.release?.()
       session.hooks = closedHooks
       throw error
     }
@@ -304,27 +271,8 @@ export class SessionStore extends Service {
     this.live.delete(id)
     entry.session.hooks = closedHooks
     entry.writer?.close()
-    entry.release?.()
     this.ctx.emit('session/closed', entry.session)
   }
-}
-
-/** The session's writer, creating its file (under the writer lock) on the first event. */
-function writerOf(entry: Live): SessionWriter {
-  if (entry.writer) return entry.writer
-  const path = entry.pending!
-  const release = acquireLock(path + '.lock')
-  try {
-    entry.writer = SessionWriter.create(path, entry.session.header)
-  } catch (error) {
-    release()
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
-      throw new Error(`session ${entry.session.id} already exists (${path})`)
-    throw error
-  }
-  entry.release = release
-  entry.pending = undefined
-  return entry.writer
 }
 
 /** A closed session refuses appends: they would reach neither the file nor any listener. */
@@ -359,106 +307,11 @@ function publish(ctx: Context, lifecycle: Lifecycle, session: Session, event: Se
   }
 }
 
-/** Directory entries, or none when the directory is missing; any other failure names the directory. */
-function entries(dir: string): string[] {
-  try {
-    return readdirSync(dir)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return []
-    throw new SessionFileError(dir, 0, `cannot list this folder: ${errnoText(error)}`)
+/** A backscan over events in memory (a session that is not persisted), newest first. */
+function scanEvents<T>(events: readonly SessionEvent[], visit: (event: SessionEvent) => T | undefined) {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const value = visit(events[i]!)
+    if (value !== undefined) return { value, bytesRead: 0 }
   }
-}
-
-/** Loads a session file and checks that its header names the session its file name says. */
-function loadFile(path: string, id: string) {
-  const file = readSessionFile(path)
-  if (file.header.id !== id)
-    throw new SessionFileError(path, 1, `the header names session ${file.header.id}, not ${id} as the file name says`)
-  return file
-}
-
-const TITLE_BYTES = 64 * 1024
-const TITLE_PEEK = 8 * 1024
-
-/** The text of the person's first prompt in the lines after the header (a torn last line does not parse); undefined when none is there. */
-function titleOf(text: string): string | undefined {
-  const lines = text.split('\n')
-  for (const line of lines.slice(1)) {
-    try {
-      const event = JSON.parse(line) as SessionEvent
-      if (event.type === 'user/message' && (event.data.message.source ?? 'user') === 'user') {
-        let title = ''
-        for (const block of event.data.message.content)
-          if (block.type === 'text' && typeof block.text === 'string') title += block.text
-        return title
-      }
-    } catch {}
-  }
-  return undefined
-}
-
-/** A summary from the first 64 KB, or undefined (and a `skip` report) for an entry that is not a readable session. */
-function summarize(path: string, skip: (path: string, problem: string) => void): SessionSummary | undefined {
-  let problem: string | undefined
-  try {
-    problem = checkSessionEntry(path)
-  } catch {
-    return undefined // gone since the directory was read
-  }
-  if (problem) {
-    skip(path, problem)
-    return undefined
-  }
-  let opened: ReturnType<typeof openSessionFile>
-  try {
-    opened = openSessionFile(path, 'read')
-  } catch (error) {
-    skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
-    return undefined
-  }
-  let text: string
-  let title: string | undefined
-  try {
-    // The header and the first prompt are almost always in the first few KB; read up to 64 KB only when they are not.
-    const head = (size: number) => {
-      const buffer = Buffer.allocUnsafe(size)
-      const read = readSync(opened.fd, buffer, 0, size, 0)
-      return { text: buffer.toString('utf8', 0, read), full: read === size }
-    }
-    const peek = head(TITLE_PEEK)
-    text = peek.text
-    title = titleOf(text)
-    if (peek.full && title === undefined) {
-      text = head(TITLE_BYTES).text
-      title = titleOf(text)
-    }
-  } catch (error) {
-    skip(path, `cannot read it: ${errnoText(error)}; skipped`)
-    return undefined
-  } finally {
-    closeSync(opened.fd)
-  }
-  const lines = text.split('\n')
-  let header: SessionHeader
-  try {
-    if (lines.length < 2) throw new SessionFileError(path, 1, 'the header line is torn or longer than 64 KB')
-    header = parseHeader(path, lines[0]!)
-    const id = basename(path, '.jsonl')
-    if (header.id !== id)
-      throw new SessionFileError(path, 1, `the header names session ${header.id}, not ${id} as the file name says`)
-  } catch (error) {
-    skip(path, `${(error as SessionFileError).problem ?? (error as Error).message}; skipped`)
-    return undefined
-  }
-  return {
-    id: header.id,
-    cwd: header.cwd,
-    createdAt: header.createdAt,
-    updatedAt: opened.stats.mtimeMs,
-    path,
-    ...(header.parent ? { parent: header.parent } : {}),
-    ...(header.forkedFrom ? { forkedFrom: header.forkedFrom } : {}),
-    title: (title ?? '').replace(/\s+/g, ' ').trim().slice(0, 120),
-  }
+  return { value: undefined, bytesRead: 0 }
 }

@@ -15,10 +15,10 @@ export interface Writer {
   stderr(): string
 }
 
-export function startWriter(mode: 'crash' | 'hold', id: string, cwd: string): Writer {
+export function startWriter(mode: 'crash' | 'hold', id: string, cwd: string, env: Record<string, string> = {}): Writer {
   const child = spawn(process.execPath, ['--import', 'tsx', writer, mode, id, cwd], {
     cwd: root,
-    env: { ...process.env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: string[] = []

@@ -258,6 +258,9 @@ function narrowing(key: string, value: unknown, baseModel: string): { keep?: unk
       if (level !== undefined && !keepLevel) held.push('sandbox.level')
       return { ...(keepLevel ? { keep: { level } } : {}), held }
     }
+    case 'store':
+      // Where the session logs go (and the approvals answered through them): never a database a project names.
+      return { held: ['store'] }
     default:
       // Every other key (baseUrl, providers' headers, mcpServers, plugin settings such as fs, shell, checkpoint) may
       // widen, send the person's requests elsewhere or run code.

@@ -1,4 +1,4 @@
-import { backscan, type SessionEvent } from '@keel/session'
+import { backscan, type BackscanResult, type SessionEvent } from '@keel/session'
 import { settlePlan, type TodoItem } from '@keel/todo'
 
 /** Event types a page may start at: the openers of a turn or step, and whole messages. */
@@ -116,14 +116,21 @@ export interface FilePage extends Page {
   bytesRead: number
 }
 
+/** A stored log read from its end: a session file's path, or the store's own backscan (`ctx.sessions.backscan`). */
+export type LogTail = string | (<T>(visit: (event: SessionEvent) => T | undefined) => BackscanResult<T>)
+
+export function scanTail<T>(tail: LogTail, visit: (event: SessionEvent) => T | undefined): BackscanResult<T> {
+  return typeof tail === 'string' ? backscan(tail, visit) : tail(visit)
+}
+
 /**
- * A page of a session file, read backwards from its end in blocks (see `backscan`): the tail page of a long log
- * costs about the bytes of that page, not of the log. A torn last line is not part of the log and is skipped.
+ * A page of a stored log, read backwards from its end (a file in blocks, see `backscan`; the database by key): the
+ * tail page of a long log costs about the bytes of that page, not of the log. A torn last line is skipped.
  */
-export function pageOfFile(path: string, params: PageParams): FilePage {
+export function pageOfFile(tail: LogTail, params: PageParams): FilePage {
   const cutter = new PageCutter(params.beforeSeq, params.maxMessages)
   let lastSeq = -1
-  const { bytesRead } = backscan(path, (event) => {
+  const { bytesRead } = scanTail(tail, (event) => {
     if (lastSeq < 0) lastSeq = event.seq
     return cutter.push(event) ? true : undefined
   })
@@ -135,7 +142,7 @@ export function pageOfFile(path: string, params: PageParams): FilePage {
  * backwards to the latest `todo/write` or `turn/start` — never by folding the whole log.
  */
 export function standingPlanOfFile(
-  path: string,
+  tail: LogTail,
   asOfSeq: number,
   page: readonly SessionEvent[],
 ): { todos: TodoItem[] | null; bytesRead: number } {
@@ -143,6 +150,6 @@ export function standingPlanOfFile(
     const settled = settlePlan(page[i]!)
     if (settled) return { todos: settled.value, bytesRead: 0 }
   }
-  const found = backscan(path, (event) => (event.seq > asOfSeq ? undefined : settlePlan(event)))
+  const found = scanTail(tail, (event) => (event.seq > asOfSeq ? undefined : settlePlan(event)))
   return { todos: found.value ? found.value.value : null, bytesRead: found.bytesRead }
 }

@@ -8,7 +8,6 @@ import { escapeLine, isSessionId, onNotice } from '@keel/session'
 import { originOf, resolveBind } from './bind.ts'
 import { ensureClientBuilt } from './build.ts'
 import { WebHost } from './host.ts'
-import { sessionFileCwd } from './scope.ts'
 import { newToken } from './token.ts'
 
 /** What startServe began: the host listening with its URL printed, waiting for the booted plugins. */
@@ -174,8 +173,7 @@ function initialSession(door: DoorContext): string | undefined {
   if (resume) {
     if (!isSessionId(resume))
       throw new Error(`--resume: not a session id: ${JSON.stringify(String(resume).slice(0, 80))}`)
-    const path = door.ctx.sessions.pathOf(resume)
-    const cwd = path ? sessionFileCwd(path) : undefined
+    const cwd = door.ctx.sessions.headerOf(resume)?.cwd
     if (!door.flags.all && cwd !== undefined && resolve(cwd) !== resolve(door.cwd)) {
       throw new Error(
         `--resume: session ${resume} belongs to ${escapeLine(cwd)}, not ${escapeLine(door.cwd)}; serve from there, or add --all`,

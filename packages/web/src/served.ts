@@ -14,7 +14,6 @@ import { HeldAgents } from './held.ts'
 import type { CallView, HistoryEntry, SessionInfo } from './protocol.ts'
 import { RpcFailure } from './rpc/failure.ts'
 import { sessionIdOf, type Params } from './rpc/params.ts'
-import { sessionFileCwd } from './scope.ts'
 import { SessionStates } from './session-state.ts'
 
 export interface ServedOptions {
@@ -65,9 +64,7 @@ export class Served {
    */
   scopedSessionId(params: Params): string {
     const id = sessionIdOf(params)
-    const live = this.ctx.sessions.get(id)
-    const path = live ? undefined : this.ctx.sessions.pathOf(id)
-    const cwd = live ? live.header.cwd : path ? sessionFileCwd(path) : undefined
+    const cwd = this.ctx.sessions.headerOf(id)?.cwd
     if (cwd === undefined || (!this.all && resolve(cwd) !== resolve(this.cwd))) {
       throw new RpcFailure('not-found', `no session with id ${id}`)
     }

@@ -1,6 +1,7 @@
 // Token figures for the page header, from the usage providers report on `assistant/message` events.
-import { backscan, type SessionEvent } from '@keel/session'
+import type { SessionEvent } from '@keel/session'
 import { sessionCost } from '@keel/session/cost'
+import { type LogTail, scanTail } from './history.ts'
 import type { UsageSummary } from './protocol.ts'
 
 /** Adds one event to a summary; events without reported usage leave it as it is. */
@@ -25,8 +26,8 @@ export function usageOfEvents(events: readonly SessionEvent[]): UsageSummary {
  * and stopping at that reply (as pages do). The session's total would mean parsing the whole log, so it is left out;
  * the total returns once the session is open in this process.
  */
-export function usageOfFile(path: string, asOfSeq: number): UsageSummary {
-  const found = backscan(path, (event) => {
+export function usageOfFile(tail: LogTail, asOfSeq: number): UsageSummary {
+  const found = scanTail(tail, (event) => {
     if (event.seq > asOfSeq || event.type !== 'assistant/message') return undefined
     return { usage: event.data.usage }
   })

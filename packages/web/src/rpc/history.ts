@@ -1,5 +1,5 @@
 import type { Session, SessionEvent } from '@keel/session'
-import { pageOfEvents, pageOfFile, standingPlanOfFile } from '../history.ts'
+import { type LogTail, pageOfEvents, pageOfFile, standingPlanOfFile } from '../history.ts'
 import {
   DEFAULT_PAGE_MESSAGES,
   MAX_PAGE_MESSAGES,
@@ -32,8 +32,9 @@ export const history: Method<'session.history'> = (served, params) => {
     }
     return out
   }
-  const path = served.ctx.sessions.pathOf(sessionId)
-  if (!path) throw new RpcFailure('not-found', `no session with id ${sessionId}`)
+  if (!served.ctx.sessions.pathOf(sessionId)) throw new RpcFailure('not-found', `no session with id ${sessionId}`)
+  // Read through the store: a file's tail, or the database's last rows by (session_id, seq).
+  const path: LogTail = (visit) => served.ctx.sessions.backscan(sessionId, visit)
   const page = pageOfFile(path, { beforeSeq, maxMessages })
   const out: HistoryPage = { events: page.events.map((event) => served.entry(event)), hasMore: page.hasMore }
   if (tail) {
@@ -70,7 +71,7 @@ function liveProjections(served: Served, session: Session): ProjectionsBlock {
  */
 function fileProjections(
   served: Served,
-  path: string,
+  path: LogTail,
   lastSeq: number,
   page: readonly SessionEvent[],
 ): ProjectionsBlock {

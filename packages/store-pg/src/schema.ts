@@ -1,0 +1,75 @@
+// The tables and their migrations, created and upgraded by Keel itself: a list of versions, each applied once in
+// order inside one transaction, under a transaction-scoped advisory lock so two processes starting together do not
+// race. A database whose schema is newer than this Keel knows is refused: an older Keel must not write to it.
+import type { SyncPg } from './bridge.ts'
+
+/** Advisory lock key of the migration step (any constant other than a session's lock namespace). */
+const MIGRATION_LOCK = 4_040_404_040
+
+const MIGRATIONS: readonly string[] = [
+  // 1: sessions and their events. The primary key (session_id, seq) refuses a duplicate; the trigger refuses an
+  // event that does not follow the last one (a gap), keeps the session's title and update time, and announces the
+  // event (delivered at commit) for `keel serve --store` on other machines.
+  `CREATE TABLE keel_sessions (
+     id text PRIMARY KEY,
+     cwd text NOT NULL,
+     host text NOT NULL,
+     created_at bigint NOT NULL,
+     updated_at bigint NOT NULL,
+     next_seq integer NOT NULL DEFAULT 0,
+     title text,
+     writer text,
+     header json NOT NULL
+   );
+   CREATE INDEX keel_sessions_by_cwd ON keel_sessions (cwd, host);
+   CREATE TABLE keel_events (
+     session_id text NOT NULL REFERENCES keel_sessions (id) ON DELETE CASCADE,
+     seq integer NOT NULL CHECK (seq >= 0),
+     type text NOT NULL,
+     event json NOT NULL,
+     PRIMARY KEY (session_id, seq)
+   );
+   CREATE FUNCTION keel_event_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE
+     expected integer;
+     prompt text;
+   BEGIN
+     SELECT next_seq INTO expected FROM keel_sessions WHERE id = NEW.session_id FOR UPDATE;
+     IF expected IS NULL THEN
+       RAISE EXCEPTION 'no session %', NEW.session_id USING ERRCODE = 'foreign_key_violation';
+     END IF;
+     IF NEW.seq <> expected THEN
+       RAISE EXCEPTION 'event seq % of session % does not follow the last one (the log holds % events)',
+         NEW.seq, NEW.session_id, expected USING ERRCODE = 'unique_violation';
+     END IF;
+     IF NEW.type = 'user/message' AND coalesce(NEW.event #>> '{data,message,source}', 'user') = 'user' THEN
+       SELECT coalesce(string_agg(block ->> 'text', ''), '') INTO prompt
+         FROM json_array_elements(NEW.event #> '{data,message,content}') AS block WHERE block ->> 'type' = 'text';
+     END IF;
+     UPDATE keel_sessions SET next_seq = NEW.seq + 1, updated_at = (NEW.event ->> 'time')::bigint,
+       title = coalesce(title, left(btrim(regexp_replace(prompt, '\\s+', ' ', 'g')), 120))
+       WHERE id = NEW.session_id;
+     PERFORM pg_notify('keel_events', NEW.session_id || ' ' || NEW.seq);
+     RETURN NEW;
+   END $$;
+   CREATE TRIGGER keel_event_in_order BEFORE INSERT ON keel_events
+     FOR EACH ROW EXECUTE FUNCTION keel_event_in_order();`,
+]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+export class SchemaError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'SchemaError'
+  }
+}
+
+/** Brings the database to SCHEMA_VERSION, or refuses (one line) a schema newer than this Keel. */
+export function migrate(db: SyncPg, where: string): void {
+  const current = db.call<number>({ kind: 'migrate', lockKey: MIGRATION_LOCK, migrations: MIGRATIONS })
+  if (current > SCHEMA_VERSION)
+    throw new SchemaError(
+      `the session store ${where} has Keel schema version ${current}; this Keel knows up to version ${SCHEMA_VERSION} (upgrade Keel)`,
+    )
+}
