@@ -54,7 +54,12 @@ export const FLAGS = {
     type: 'boolean',
     help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory',
   },
-  markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
+  markdown: {
+    type: 'boolean',
+    help: 'sessions show: print the standing plan as a Markdown checklist; sessions export: write Markdown',
+  },
+  html: { type: 'boolean', help: 'sessions export: write one self-contained HTML file' },
+  output: { type: 'string', short: 'o', help: 'sessions export: the file to write (default: standard output)' },
   to: { type: 'string', help: 'sessions rewind: the turn to go back to (its start)' },
   at: { type: 'string', help: 'sessions fork: fork before this turn (default: after the last)' },
   files: { type: 'boolean', help: 'sessions rewind: restore the files only' },
@@ -79,6 +84,7 @@ const SUBCOMMANDS = {
     'Rewind files and conversation to the start of a turn (--to N, --files, --conversation, --undo)',
   'sessions fork <id>': 'Branch a session into a new one (--at N: before turn N)',
   'sessions search <text>': 'Sessions whose prompts, answers or plan items contain the text (--all: every directory)',
+  'sessions export <id>': 'The whole transcript as --markdown or --html (-o file), subagents and plans included',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   'trust [dir]': 'Trust a folder (default: this one): its .keel/settings.json and .mcp.json apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
@@ -108,6 +114,7 @@ export type Command =
   | { kind: 'sessions-rewind'; id: string }
   | { kind: 'sessions-fork'; id: string }
   | { kind: 'sessions-search'; text: string }
+  | { kind: 'sessions-export'; id: string; format: 'markdown' | 'html' }
   | { kind: 'config' }
   | { kind: 'trust'; dir?: string }
 
@@ -160,8 +167,12 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       return { command: { kind: 'sessions-fork', id: third }, flags }
     if (second === 'search' && words.length >= 3 && words.slice(2).join(' ').trim())
       return { command: { kind: 'sessions-search', text: words.slice(2).join(' ') }, flags }
+    if (second === 'export' && third && words.length === 3) {
+      if (flags.markdown === flags.html) throw new UsageError('sessions export takes one of --markdown or --html')
+      return { command: { kind: 'sessions-export', id: third, format: flags.html ? 'html' : 'markdown' }, flags }
+    }
     throw new UsageError(
-      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json]',
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json] | export <id> --markdown|--html [-o file]',
     )
   }
   if (first === 'mcp') {

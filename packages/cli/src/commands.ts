@@ -16,6 +16,7 @@ import type { OutputSchema } from './print-schema.ts'
 import { applyPolicy } from './policy.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { formatSearch, searchSessions } from './sessions-search.ts'
+import { exportCommand } from './sessions-export.ts'
 import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
@@ -79,6 +80,9 @@ export async function runCommand(run: CommandRun): Promise<number> {
         return 0
       case 'sessions-fork':
         process.stdout.write(forkSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
+        return 0
+      case 'sessions-export':
+        process.stdout.write(`${exportCommand(ctx, flags, resolveSessionId(ctx, command.id), command.format)}\n`)
         return 0
       case 'sessions-search': {
         const summaries = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
