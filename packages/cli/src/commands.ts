@@ -67,7 +67,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
       case 'print':
         return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey, limits, outputSchema })
       case 'sessions-list':
-        process.stdout.write(listSessions(ctx, flags) + '\n')
+        process.stdout.write((await listSessions(ctx, flags)) + '\n')
         return 0
       case 'sessions-show':
         process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')

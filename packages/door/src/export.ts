@@ -340,3 +340,22 @@ export function exportSession(source: ExportSource, format: ExportFormat, option
   const cut = options.cut ?? EXPORT_CUT
   return format === 'html' ? htmlPage(doc, cut) : `${markdownDoc(doc, cut, 0).trimEnd()}\n`
 }
+
+/** Where a session and its subagents are read from: `ctx.sessions`, or anything that reads a log the same way. */
+export interface ExportStore {
+  read(id: string): ExportSource
+}
+
+/** The session `id` exported from the store, each subagent read from its own log (one that cannot be is named). */
+export function exportFromStore(store: ExportStore, id: string, format: ExportFormat): string {
+  const { header, events } = store.read(id)
+  const child = (childId: string): ExportSource | undefined => {
+    try {
+      const read = store.read(childId)
+      return { header: read.header, events: read.events }
+    } catch {
+      return undefined
+    }
+  }
+  return exportSession({ header, events }, format, { child })
+}
