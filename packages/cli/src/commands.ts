@@ -21,6 +21,7 @@ import { listMcp } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
 import type { ResolvedSettings } from './settings.ts'
+import type { NotifySettings } from '@keel/door/call-back'
 import { stopYoungGenerationGrowth } from './memory.ts'
 
 export interface CommandRun {
@@ -106,6 +107,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
           cwd: workingDirectory(flags),
           modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
+          notify: notifySettings(settings),
           openAgent: () => openAgent(booted, flags, { modelFlag }),
           createModel: (spec, baseUrl) => createModel(booted, flags, spec, baseUrl),
         })
@@ -114,6 +116,12 @@ export async function runCommand(run: CommandRun): Promise<number> {
   } finally {
     if (ctx) await shutdown(ctx)
   }
+}
+
+/** The settings' call-back choices, checked already by resolveSettings. */
+function notifySettings(settings: ResolvedSettings | undefined): NotifySettings {
+  const { notify, notifyWhen } = (settings?.merged.values ?? {}) as NotifySettings
+  return { ...(notify ? { notify } : {}), ...(notifyWhen ? { notifyWhen } : {}) }
 }
 
 /** One line on stderr per entry of KEEL_HOME that is not a session (a FIFO, a symlink, a bad header…), once per run. */

@@ -49,6 +49,9 @@ const CORE_KEYS = {
     maxBudgetUsd: Schema.number(),
     failOnDenial: Schema.boolean(),
   }),
+  // How and when a door calls the person back (@keel/door/call-back): a turn ended, an approval waits.
+  notify: Schema.union(['bell', 'desktop', 'off'] as const),
+  notifyWhen: Schema.union(['unfocused', 'always'] as const),
   // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
   models: ModelSettingsSchema,
 } satisfies Record<string, Schema>
