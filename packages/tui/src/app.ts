@@ -1,12 +1,11 @@
 import type { Context } from 'cordis'
-import { type AutocompleteItem, Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import { lastModel, type Agent, type AgentDelta, type LlmAdapter } from '@keel/agent'
-import type { Compaction } from '@keel/compaction'
-import { closest, onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
-import { lastPlan, planHeader, planLines, standingPlan } from '@keel/todo'
-import { helpText, parseCommand, slashCommands, COMMANDS } from './commands.ts'
+import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
+import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
+import { onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
+import type { CommandActions, NoteLevel } from './commands/command.ts'
+import { COMMANDS, parseCommand, slashCommands } from './commands/registry.ts'
 import { KeelAutocomplete, PathIndex } from './complete.ts'
-import { modelList, parseModelArg, scriptedLabel } from './model-switch.ts'
+import { scriptedLabel } from './model-switch.ts'
 import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
 import { ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from '@keel/door/transcript'
@@ -15,7 +14,6 @@ import { isPrintable } from './deliberate.ts'
 import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
 import { PlanPanel } from './plan-panel.ts'
-import { openRewindPicker } from './rewind-picker.ts'
 import { errorLine } from '@keel/session/text'
 import { escapeLine } from './safe.ts'
 import { StatusLine } from './status.ts'
@@ -75,6 +73,7 @@ export class KeelApp {
   readonly shellView = new ShellRunView()
   private shell: { controller: AbortController; done: Promise<void> } | undefined
   private readonly completion: KeelAutocomplete
+  private readonly actions: CommandActions
   agent: Agent
   state: TranscriptState = emptyTranscript()
   private queue: string[] = []
@@ -88,6 +87,7 @@ export class KeelApp {
   constructor(private readonly options: AppOptions) {
     const { ctx, terminal } = options
     this.agent = options.agent
+    this.actions = this.commandActions()
     this.tui = new TUI(terminal)
     this.transcript = new TranscriptView({
       present: (name, args) => ctx.tools.present(name, args),
@@ -102,13 +102,7 @@ export class KeelApp {
     this.status.activeTool = () => this.activeTool()
     this.status.asking = () => this.prompt.active !== undefined
     this.editor = new Editor(this.tui, editorTheme)
-    // Typing `/model ` offers the providers (and the model in use) as its argument.
-    const commands = slashCommands().map((command) =>
-      command.name === 'model'
-        ? { ...command, getArgumentCompletions: (prefix: string) => this.modelCompletions(prefix) }
-        : command,
-    )
-    this.completion = new KeelAutocomplete(commands, new PathIndex(options.cwd))
+    this.completion = new KeelAutocomplete(slashCommands(COMMANDS, this.actions), new PathIndex(options.cwd))
     this.editor.setAutocompleteProvider(this.completion)
     this.editor.onSubmit = (text) => this.submit(text)
     this.footer = new Footer({
@@ -373,71 +367,60 @@ export class KeelApp {
 
   private command(text: string): void {
     this.transcript.note('command', text)
-    const parsed = parseCommand(text)
+    const parsed = parseCommand(COMMANDS, text)
     if ('unknown' in parsed) {
-      const known = parsed.unknown && closest(parsed.unknown, Object.keys(COMMANDS))
-      this.transcript.note(
-        'warn',
-        `Unknown command /${parsed.unknown}${known ? ` (did you mean /${known}?)` : ''}. /help lists the commands.`,
-      )
+      const known = parsed.suggestion ? ` (did you mean /${parsed.suggestion}?)` : ''
+      this.transcript.note('warn', `Unknown command /${parsed.unknown}${known}. /help lists the commands.`)
       return
     }
-    switch (parsed.name) {
-      case 'help':
-        this.transcript.note('info', helpText())
-        return
-      case 'quit':
-        void this.quit()
-        return
-      case 'plan':
-        this.showLastPlan()
-        return
-      case 'compact':
-        void this.compact()
-        return
-      case 'sessions':
-        this.listSessions()
-        return
-      case 'new': {
-        if (this.busy()) return
-        const model = this.agent.model
-        this.replaceAgent(() => {
-          const agent = this.options.ctx.agents.create({
-            cwd: this.options.cwd,
-            model,
-            recordModel: { spec: this.footer.info.model },
-          })
-          // A model switched to earlier in this run carries over, and is recorded so reopening the session keeps it.
-          const spec = this.footer.info.model
-          if (spec !== this.configuredModel) agent.switchModel(model, spec)
-          return { agent, repairs: [] }
-        }, 'Started a new session.')
-        return
-      }
-      case 'resume':
-        if (this.busy()) return
-        void this.resume(parsed.arg)
-        return
-      case 'model':
-        if (this.busy()) return
-        void this.switchModel(parsed.arg)
-        return
-      case 'rewind':
-        if (this.busy()) return
-        openRewindPicker({
-          ctx: this.options.ctx,
-          tui: this.tui,
-          session: this.agent.session,
-          note: (level, text) => {
-            this.transcript.note(level, text)
-            this.tui.requestRender()
-          },
-          continueIn: (fork, message, draft) => {
-            this.replaceAgent(() => this.options.ctx.agents.resume(fork, { model: this.agent.model }), message)
-            if (this.agent.id === fork) this.editor.setText(draft)
-          },
-        })
-        return
+    const failed = (error: unknown) =>
+      this.actions.note('error', `/${parsed.command.name} failed: ${escapeLine(errorLine(error, 300))}`)
+    try {
+      void Promise.resolve(parsed.command.run(this.actions, parsed.arg)).catch(failed)
+    } catch (error) {
+      failed(error)
+    }
+  }
+
+  /** What the slash commands (commands/) may do with this app. */
+  private commandActions(): CommandActions {
+    const app = this
+    return {
+      get ctx() {
+        return app.options.ctx
+      },
+      get cwd() {
+        return app.options.cwd
+      },
+      get agent() {
+        return app.agent
+      },
+      get tui() {
+        return app.tui
+      },
+      commands: COMMANDS,
+      note: (level: NoteLevel, text: string) => {
+        app.transcript.note(level, text)
+        app.tui.requestRender()
+      },
+      busy: () => app.busy(),
+      turnRunning: () => app.running !== undefined,
+      replaceAgent: (make, message) => app.replaceAgent(make, message),
+      setDraft: (text) => app.editor.setText(text),
+      quit: () => app.quit(),
+      model: {
+        get current() {
+          return app.footer.info.model
+        },
+        get configured() {
+          return app.options.configuredModel ?? app.options.modelSpec
+        },
+        show: (spec) => {
+          app.footer.info.model = spec
+          app.footer.info.label = scriptedLabel(spec)?.label
+        },
+        make: (spec, baseUrl) => app.makeModel(spec, baseUrl),
+      },
     }
   }
 
@@ -501,161 +484,10 @@ export class KeelApp {
     }
   }
 
-  /** `/compact`: asks @keel/compaction (when composed) to summarise older turns; the marker comes from the log. */
-  private async compact(): Promise<void> {
-    const compaction: Compaction | undefined = this.options.ctx.get('compaction')
-    if (!compaction) {
-      this.transcript.note('warn', 'Compaction is not loaded (add @keel/compaction to the composition).')
-      return
-    }
-    this.transcript.note('info', 'Compacting…')
-    this.tui.requestRender()
-    const outcome = await compaction.compact(this.agent)
-    this.transcript.note(
-      outcome.ok ? 'info' : 'warn',
-      outcome.ok
-        ? `Summarised ${outcome.summarised} messages: ~${outcome.before} → ~${outcome.after} tokens${outcome.applied === 'next-request' ? ' (takes effect with your next message)' : ''}.`
-        : `Not compacted: ${escapeLine(outcome.error ?? 'unknown reason')}`,
-    )
-    this.tui.requestRender()
-  }
-
-  private showLastPlan(): void {
-    const events = this.agent.session.events
-    const todos = lastPlan(events)
-    if (!todos) {
-      this.transcript.note('info', 'No plan has been written in this session yet.')
-      return
-    }
-    const standing = standingPlan(events) !== null
-    const where = standing ? 'standing' : 'cleared when a later turn started'
-    this.transcript.note(
-      'info',
-      [`Last ${planHeader(todos)} (${where})`, ...planLines(todos).map((line) => `  ${line}`)].join('\n'),
-    )
-  }
-
-  private listSessions(): void {
-    const sessions = this.options.ctx.sessions.list(this.options.cwd).filter((summary) => !summary.parent)
-    if (!sessions.length) {
-      this.transcript.note('info', 'No sessions in this directory yet.')
-      return
-    }
-    const lines = sessions.slice(0, 20).map((summary) => {
-      const when = new Date(summary.updatedAt).toISOString().replace('T', ' ').slice(0, 16)
-      const mark = summary.id === this.agent.id ? '*' : ' '
-      return `${mark} ${summary.id}  ${when}  ${escapeLine(summary.title || '(no prompt)').slice(0, 60)}`
-    })
-    if (sessions.length > 20) lines.push(`  … and ${sessions.length - 20} older`)
-    lines.push('', '/resume <id or prefix> opens one; * marks this session.')
-    this.transcript.note('info', lines.join('\n'))
-  }
-
-  private async resume(arg: string): Promise<void> {
-    if (!arg) {
-      this.transcript.note('warn', 'Usage: /resume <session id or unique prefix> (see /sessions)')
-      return
-    }
-    const matches = this.options.ctx.sessions.list(this.options.cwd).filter((summary) => summary.id.startsWith(arg))
-    const id = matches.length === 1 ? matches[0]!.id : arg
-    if (matches.length > 1) {
-      this.transcript.note('warn', `${matches.length} sessions start with ${arg}; type more of the id.`)
-      return
-    }
-    if (id === this.agent.id) {
-      this.transcript.note('info', 'That is the session already open.')
-      return
-    }
-    // The model the session's log records (the one it started on, or its last /model choice); otherwise it continues
-    // with the model in use.
-    let model = this.agent.model
-    let chosen: { spec: string; baseUrl?: string } | undefined
-    try {
-      chosen = lastModel(this.options.ctx.sessions.read(id).events)
-    } catch {
-      chosen = undefined // an unknown id: agents.resume below says so
-    }
-    let spec = this.footer.info.model
-    if (chosen && chosen.spec !== spec) {
-      try {
-        model = await this.makeModel(chosen.spec, chosen.baseUrl)
-        spec = chosen.spec
-      } catch (error) {
-        this.transcript.note(
-          'warn',
-          `That session used ${escapeLine(chosen.spec)}, which cannot start: ${escapeLine(errorLine(error, 300))}`,
-        )
-      }
-    }
-    if (this.running) return void this.busy()
-    const resumed = `Resumed session ${id} on ${escapeLine(spec)}.`
-    if (this.replaceAgent(() => this.options.ctx.agents.resume(id, { model, recordModel: { spec } }), resumed))
-      this.showModel(spec)
-    this.tui.requestRender()
-  }
-
-  private get configuredModel(): string {
-    return this.options.configuredModel ?? this.options.modelSpec
-  }
-
-  /** The footer names the model in use, and labels a scripted one. */
-  private showModel(spec: string): void {
-    this.footer.info.model = spec
-    this.footer.info.label = scriptedLabel(spec)?.label
-  }
-
-  private modelCompletions(prefix: string): AutocompleteItem[] {
-    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
-    const current = this.footer.info.model
-    const items = [current, ...providers.map((name) => `${name}/`)]
-      .filter((value, i, all) => all.indexOf(value) === i && value.startsWith(prefix.trim()))
-      .map((value) => ({ value, label: escapeLine(value) }))
-    return items
-  }
-
   private makeModel(spec: string, baseUrl?: string): Promise<LlmAdapter> {
     return this.options.createModel
       ? this.options.createModel(spec, baseUrl)
       : this.options.ctx.llm.create(spec, { cwd: this.options.cwd, ...(baseUrl ? { baseUrl } : {}) })
-  }
-
-  /** `/model`: lists the providers, or switches the open agent's model for the following turns (`session/model`). */
-  private async switchModel(arg: string): Promise<void> {
-    const providers = this.options.ctx.get('llm')?.providerNames() ?? []
-    const current = this.footer.info.model
-    const parsed = parseModelArg(arg, providers)
-    if (parsed.kind === 'list') {
-      this.transcript.note('info', modelList(providers, current, this.configuredModel))
-      return
-    }
-    if (parsed.kind === 'invalid') {
-      this.transcript.note('warn', parsed.message)
-      return
-    }
-    if (parsed.spec === current) {
-      this.transcript.note('info', `Already using ${escapeLine(current)}.`)
-      return
-    }
-    let model: LlmAdapter
-    try {
-      model = await this.makeModel(parsed.spec)
-    } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
-      this.tui.requestRender()
-      return
-    }
-    // A prompt sent while the adapter was being made started a turn: that turn keeps its model.
-    if (this.busy()) return void this.tui.requestRender()
-    try {
-      this.agent.switchModel(model, parsed.spec)
-    } catch (error) {
-      this.transcript.note('error', `Cannot switch to ${escapeLine(parsed.spec)}: ${escapeLine(errorLine(error, 300))}`)
-      this.tui.requestRender()
-      return
-    }
-    this.showModel(parsed.spec)
-    this.transcript.note('info', `Model: ${escapeLine(parsed.spec)} from the next turn on.`)
-    this.tui.requestRender()
   }
 
   /** Swaps the open agent: the old one is closed (its file flushed, its lock released) only once the new one opened. */

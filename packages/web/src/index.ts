@@ -1,7 +1,8 @@
 // `keel serve`: the web front door. The host (hono) lives here; the React client is under src/client and is built
 // with Vite on demand (see build.ts).
 export { runServe, startServe } from './serve.ts'
-export { WebHost, RpcFailure, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_IDLE_CLOSE_MS, type WebHostOptions } from './host.ts'
+export { WebHost, DEFAULT_MAX_OPEN_SESSIONS, DEFAULT_IDLE_CLOSE_MS, type WebHostOptions } from './host.ts'
+export { RpcFailure } from './rpc/failure.ts'
 export { AllowedHosts, checkHost, checkOrigin, tokenCookieName } from './access.ts'
 export { readBodyLimited } from './body.ts'
 export { EventHub } from './events.ts'

@@ -1,0 +1,152 @@
+import { defineTool, Type } from '@keel/tools'
+import type { SandboxService, WrappedCommand } from '@keel/sandbox'
+import type { Config } from './config.ts'
+import { commandEnv } from './env.ts'
+import type { Jobs } from './jobs.ts'
+import { CappedOutput } from './output.ts'
+import { runCommand, type RunOutcome } from './run.ts'
+import { SessionTemps } from './temp.ts'
+
+const Parameters = Type.Object(
+  {
+    command: Type.String({ description: 'The bash command to run.' }),
+    timeout: Type.Optional(Type.Number({ description: 'Seconds before the command is killed.', minimum: 1 })),
+    background: Type.Optional(
+      Type.Boolean({
+        description:
+          'Start it as a background job (a dev server, a watcher) and return its id at once; read it with job_output, stop it with job_kill.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+/** The status line under the output: how the command ended, and what it left behind that was killed. */
+export function statusText(outcome: Exclude<RunOutcome, { kind: 'spawn-error' }>, timeoutSeconds: number): string {
+  if (outcome.kind === 'timeout') return `[killed after the ${timeoutSeconds} s timeout]`
+  if (outcome.kind === 'cancelled') return '[cancelled by the user]'
+  const status =
+    outcome.code === null
+      ? `[killed by ${outcome.signal}]`
+      : `[exit code ${outcome.code} · ${outcome.seconds.toFixed(1)} s]`
+  if (!outcome.leftovers) return status
+  const what =
+    outcome.leftovers === 'some'
+      ? 'background processes'
+      : `${outcome.leftovers} background process${outcome.leftovers === 1 ? '' : 'es'}`
+  return `${status}\n[killed ${what} the command left running]`
+}
+
+/** How the command ended, for front ends (they decide "failed" from it through `resultStatus` in @keel/session). */
+function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' | 'cancelled' }>, timeoutSeconds: number) {
+  if (outcome.kind === 'timeout') return { kind: 'timeout' as const, seconds: timeoutSeconds }
+  if (outcome.code === null) return { kind: 'killed' as const, signal: outcome.signal ?? 'a signal' }
+  return { kind: 'exited' as const, code: outcome.code }
+}
+
+/** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
+export type SandboxSource = () => SandboxService | undefined
+
+export function bashTool(
+  config: Config,
+  sandbox: SandboxSource = () => undefined,
+  temps: SessionTemps = new SessionTemps(),
+  jobs?: Jobs,
+) {
+  return defineTool({
+    name: 'bash',
+    description: `Run a bash command in the working directory and return its combined stdout and stderr with the exit code. Output longer than ${config.outputHead + config.outputTail} characters keeps its start and end. Timeout defaults to ${config.defaultTimeout} s (max ${config.maxTimeout}). No interactive input. Background processes are killed when the command exits${jobs ? '; for a server or watcher that must keep running, pass background: true' : ''}.`,
+    parameters: Parameters,
+    access: (args) => ({ kind: 'execute', command: args.command }),
+    presentCall: (args) => ({ title: args.command, kind: 'execute', rawInput: args }),
+    async execute(args, exec) {
+      const timeoutSeconds = Math.min(args.timeout ?? config.defaultTimeout, config.maxTimeout)
+      const output = new CappedOutput(config.outputHead, config.outputTail)
+      const cwd = exec.agent?.cwd ?? process.cwd()
+      const tmp = temps.of(exec.agent?.id ?? 'default')
+      let wrapped: WrappedCommand | undefined
+      if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
+        // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
+        const service = sandbox()
+        if (!service)
+          return {
+            isError: true,
+            content: [
+              {
+                type: 'text',
+                text: `Error: this command must run in the ${exec.sandbox} sandbox, but the sandbox plugin (@keel/sandbox) is not loaded; the command was not run`,
+              },
+            ],
+          }
+        try {
+          wrapped = await service.wrap(args.command, { cwd, level: exec.sandbox, tmpdir: tmp })
+        } catch (error) {
+          return {
+            isError: true,
+            content: [
+              {
+                type: 'text',
+                text: `Error: could not start the ${exec.sandbox} sandbox: ${(error as Error).message}; the command was not run`,
+              },
+            ],
+          }
+        }
+      }
+      const env = commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
+      if (args.background) {
+        const session = exec.agent?.session
+        const fail = (text: string) => {
+          void wrapped?.dispose().catch(() => {})
+          return { isError: true, content: [{ type: 'text' as const, text: `Error: ${text}` }] }
+        }
+        if (!jobs || !session) return fail('background jobs need an agent session; the command was not run')
+        const started = jobs.start({
+          session,
+          command: args.command,
+          sandbox: exec.sandbox ?? 'off',
+          file: wrapped?.file ?? 'bash',
+          args: wrapped?.args ?? ['-c', args.command],
+          cwd,
+          env,
+          dispose: () => wrapped?.dispose() ?? Promise.resolve(),
+        })
+        if ('error' in started) return fail(`${started.error}; the command was not run`)
+        return `Started background job ${started.id}. Read its output with job_output({ "id": "${started.id}" }) and stop it with job_kill; it is killed when the session ends.`
+      }
+      let outcome: RunOutcome
+      try {
+        outcome = await runCommand({
+          file: wrapped?.file ?? 'bash',
+          args: wrapped?.args ?? ['-c', args.command],
+          cwd,
+          env,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: exec.signal,
+          onText: (text) => {
+            output.push(text)
+            exec.onUpdate?.(text)
+          },
+        })
+      } finally {
+        await wrapped?.dispose().catch(() => {})
+      }
+      if (outcome.kind === 'spawn-error')
+        return { isError: true, content: [{ type: 'text', text: `Error: could not start bash: ${outcome.message}` }] }
+      const body = output.text().replace(/\s+$/, '')
+      // In the sandbox the leftovers die with its PID namespace, and a count would include the sandbox's own relays.
+      const status = statusText(
+        wrapped && outcome.kind === 'exited' ? { ...outcome, leftovers: 0 } : outcome,
+        timeoutSeconds,
+      )
+      return {
+        isError: outcome.kind !== 'exited',
+        content: [{ type: 'text', text: body ? `${body}\n${status}` : status }],
+        // A cancel is the agent's word (`cancelled` details), not the command's failure.
+        details:
+          outcome.kind === 'cancelled'
+            ? { kind: 'cancelled' }
+            : { kind: 'command', exit: exitOf(outcome, timeoutSeconds) },
+      }
+    },
+  })
+}
