@@ -45,7 +45,7 @@ export function callBackWords(moment: CallBackMoment): { title: string; body: st
   switch (moment.reason) {
     case 'completed':
     case 'max-tokens':
-      return { title: 'Keel is done', body: 'The turn ended; your turn.' }
+      return { title: 'Keel is done', body: 'The turn ended, over to you.' }
     case 'aborted':
       return { title: 'Keel stopped', body: 'The turn was cancelled.' }
     default:

@@ -9,7 +9,7 @@ import { costLabel, sessionCost } from '@keel/session/cost'
 import { describeDecision } from '@keel/permissions/decisions'
 import { GLYPHS, openTasksNotice, planHeader, planMarkdown, type TodoItem } from '@keel/todo'
 import { emptyTranscript, foldEvent, type ToolEntry, type TranscriptEntry } from './transcript.ts'
-import { CANCELLED, compactionWords, rewindWords, turnEndWords } from './words.ts'
+import { CANCELLED, compactionWords, rewindWords, STEERED, turnEndWords } from './words.ts'
 
 export type ExportFormat = 'markdown' | 'html'
 
@@ -165,7 +165,7 @@ function markdownDoc(doc: Doc, cut: number, depth: number): string {
 function markdownEntry(entry: TranscriptEntry, doc: Doc, cut: number, depth: number): string[] {
   switch (entry.kind) {
     case 'user':
-      return [entry.steer ? '**You** (sent while it worked):' : '**You:**', '', quoted(entry.text)]
+      return [entry.steer ? `**You** (${STEERED}):` : '**You:**', '', quoted(entry.text)]
     case 'context':
       return [`_${escapeLine(entry.source)} context:_`, '', quoted(cutText(entry.text, cut).text)]
     case 'shell': {
@@ -232,7 +232,7 @@ body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 h1{font-size:1.4rem}h2{font-size:1.1rem;border-top:1px solid #d8dde3;padding-top:1rem;margin-top:2rem}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;color:#4b5563}dl.meta dd{margin:0}
 .user{background:#eef4fb;border-left:3px solid #3b82f6;padding:.5rem .8rem;white-space:pre-wrap}
-.user.steer::before{content:"sent while it worked";display:block;font-size:.75rem;color:#6b7280}
+.user .steered{display:block;font-size:.75rem;color:#6b7280}
 .assistant{white-space:pre-wrap}.context{color:#6b7280;white-space:pre-wrap;font-size:.9rem}
 .tool{border:1px solid #d8dde3;border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
 .tool .name{font-family:ui-monospace,monospace;font-weight:600}.tool.error{border-color:#ef4444}
@@ -267,7 +267,7 @@ function pre(text: string, limit: number): string {
 function htmlEntry(entry: TranscriptEntry, doc: Doc, cut: number, depth: number): string {
   switch (entry.kind) {
     case 'user':
-      return `<div class="user${entry.steer ? ' steer' : ''}">${htmlText(entry.text)}</div>`
+      return `<div class="user">${entry.steer ? `<span class="steered">${STEERED}</span>` : ''}${htmlText(entry.text)}</div>`
     case 'context':
       return `<details class="context"><summary>${htmlLine(entry.source)} context</summary>${pre(entry.text, cut)}</details>`
     case 'shell':

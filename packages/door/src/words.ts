@@ -68,6 +68,9 @@ export function sentence(text: string): string {
   return /[.!?"')]$/.test(capital) ? capital : `${capital}.`
 }
 
+/** What a steering message says where it landed: sent while the turn ran, delivered before its next request. */
+export const STEERED = 'sent while the agent worked'
+
 /** Where a queued prompt goes (the agent's PromptQueue): `steer` after the running tool calls, or as the next turn. */
 export function queuedLabel(kind: 'steer' | 'follow-up'): string {
   return kind === 'steer' ? 'after the running tool calls' : 'as the next turn'

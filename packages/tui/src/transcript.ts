@@ -1,3 +1,4 @@
+import { STEERED } from '@keel/door/words'
 import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
 import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
@@ -147,6 +148,8 @@ export class TranscriptView implements Component {
     switch (entry.kind) {
       case 'user':
         lines = ['', ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold)]
+        // Sent while the turn ran and delivered before its next request (the agent's queue): said where it landed.
+        if (entry.steer) lines.push(style.dim(`  (${STEERED})`))
         break
       case 'shell':
         lines = renderShellEntry(entry.command, entry.output, width, this.expanded)
