@@ -2,6 +2,7 @@ import type { SlashCommand } from '@mariozechner/pi-tui'
 import { closest } from '@keel/session'
 import type { Command, CommandActions } from './command.ts'
 import { compact } from './compact.ts'
+import { exportCommand } from './export.ts'
 import { help } from './help.ts'
 import { model } from './model.ts'
 import { newSession } from './new.ts'
@@ -12,7 +13,18 @@ import { rewind } from './rewind.ts'
 import { sessions } from './sessions.ts'
 
 /** The slash commands, in `/help` order: a new one is its module and one line here. */
-export const COMMANDS: readonly Command[] = [help, newSession, sessions, resume, plan, rewind, compact, model, quit]
+export const COMMANDS: readonly Command[] = [
+  help,
+  newSession,
+  sessions,
+  resume,
+  plan,
+  rewind,
+  compact,
+  model,
+  exportCommand,
+  quit,
+]
 
 export type ParsedCommand = { command: Command; arg: string } | { unknown: string; suggestion?: string }
 
