@@ -49,19 +49,25 @@ class ResumePicker implements Component {
   }
 
   handleInput(data: string): void {
-    if (matchesKey(data, 'escape')) return this.close()
+    if (matchesKey(data, 'escape')) {
+      this.close()
+      return
+    }
     if (matchesKey(data, 'up') || matchesKey(data, 'down')) {
       if (!this.shown.length) return
       const step = matchesKey(data, 'up') ? -1 : 1
       this.selected = (this.selected + step + this.shown.length) % this.shown.length
-      return this.host.tui.requestRender()
+      this.host.tui.requestRender()
+      return
     }
     if (matchesKey(data, 'enter')) {
       if (!this.guard.settled()) return
       const row = this.shown[this.selected]
       if (!row) return
-      if (row.unreadable)
-        return this.host.note('warn', `Session ${escapeLine(row.id)} cannot be opened: ${escapeLine(row.unreadable)}`)
+      if (row.unreadable) {
+        this.host.note('warn', `Session ${escapeLine(row.id)} cannot be opened: ${escapeLine(row.unreadable)}`)
+        return
+      }
       this.close()
       if (row.id !== this.host.current) this.host.open(row.id)
       else this.host.note('info', 'That is the session already open.')
@@ -69,7 +75,8 @@ class ResumePicker implements Component {
     }
     if (matchesKey(data, 'backspace')) {
       this.query = this.query.slice(0, -1)
-      return this.refilter()
+      this.refilter()
+      return
     }
     if (isPrintable(data)) {
       this.guard.typed()
