@@ -1,7 +1,7 @@
 // The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
 // can import it without pulling in anything from Node.
 import type { CostTotal } from '@keel/session/cost'
-import type { AgentDelta, AgentStatus } from '@keel/agent'
+import type { AgentDelta, AgentStatus, QueueKind } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
 import type { Notice, SessionEvent } from '@keel/session'
@@ -127,7 +127,14 @@ export interface RpcMethods {
   'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string; all: boolean } }
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
-  'session.prompt': { params: { sessionId: string; text: string }; value: { accepted: true } }
+  /**
+   * Idle, the text starts a turn. While a turn runs it goes into the agent's queue as `kind` (default `steer`: after
+   * the running tool calls, before the turn's next request; `follow-up`: the next turn); `queued` says so.
+   */
+  'session.prompt': {
+    params: { sessionId: string; text: string; kind?: QueueKind }
+    value: { accepted: true; queued?: { id: string; kind: QueueKind } }
+  }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
   /**
    * Answer a waiting permission ask (`sessionId` is the session that asked: `ask.sessionId`). Any tab may answer; the
@@ -207,6 +214,8 @@ export type ServerFrame =
   | { type: 'session/event'; sessionId: string; event: SessionEvent; view?: CallView }
   | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
+  /** The agent's queued prompts changed (one was sent, delivered or taken back): what is still queued, oldest first. */
+  | { type: 'agent/queue'; sessionId: string; items: { id: string; kind: QueueKind; text: string }[] }
   | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
   | { type: 'session/created'; session: SessionInfo }
   /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */

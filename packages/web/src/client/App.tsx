@@ -11,6 +11,9 @@ import {
 import { ModeControl } from './components/ModeControl.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
+import { askNotificationPermission, callBack, watchFocus } from './call-back.ts'
+import { queuedLabel, sentence } from '@keel/door/words'
+import type { QueueKind } from '@keel/agent'
 import type { RewindActions } from './components/RewindCard.tsx'
 import { SessionList } from './components/SessionList.tsx'
 import { TodoPanel } from './components/TodoPanel.tsx'
@@ -72,6 +75,13 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
   const storeRef = useRef(store)
   storeRef.current = store
+  const selectedRef = useRef(selected)
+  selectedRef.current = selected
+  /** Each session's queued prompts (the agent's queue, from `agent/queue` frames), shown under the composer. */
+  const [queues, setQueues] = useState<Record<string, QueuedText[]>>({})
+  const queuesRef = useRef(queues)
+  queuesRef.current = queues
+  useEffect(() => watchFocus(), [])
 
   const fail = useCallback(
     (err: unknown) => {
@@ -104,6 +114,17 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     }
     const close = api.events((frame) => {
       if (frame.type === 'permission/mode') setMode(frame.mode)
+      if (frame.type === 'agent/queue') setQueues((queues) => ({ ...queues, [frame.sessionId]: frame.items }))
+      if (frame.type === 'permission/ask')
+        callBack({ kind: 'approval', sessionId: frame.ask.sessionId, summary: frame.ask.summary })
+      if (
+        frame.type === 'session/event' &&
+        frame.event.type === 'turn/end' &&
+        frame.sessionId === selectedRef.current &&
+        (frame.event.data.reason === 'aborted' ||
+          !queuesRef.current[frame.sessionId]?.some((item) => item.kind === 'follow-up'))
+      )
+        callBack({ kind: 'turn-end', sessionId: frame.sessionId, reason: frame.event.data.reason })
       storeRef.current?.accept(frame)
       if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
       else if (frame.type === 'hello') setNotices(frame.notices ?? [])
@@ -142,12 +163,13 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   }, [api, select, refresh, fail])
 
   const send = useCallback(
-    async (text: string): Promise<boolean> => {
+    async (text: string, kind: QueueKind = 'steer'): Promise<boolean> => {
       setError(null)
+      askNotificationPermission()
       const id = selected ?? (await create())
       if (!id) return false
       try {
-        await api.call('session.prompt', { sessionId: id, text })
+        await api.call('session.prompt', { sessionId: id, text, kind })
         refresh()
         return true
       } catch (err) {
@@ -273,6 +295,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             onSend={send}
             onCancel={cancel}
             onAnswer={answer}
+            queued={queues[selected ?? ''] ?? []}
           />
         ) : (
           <>
@@ -292,6 +315,9 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
 }
 
+/** A prompt waiting in the agent's queue, as the `agent/queue` frame carries it. */
+type QueuedText = { id: string; kind: QueueKind; text: string }
+
 function Conversation({
   store,
   error,
@@ -301,15 +327,17 @@ function Conversation({
   onSend,
   onCancel,
   onAnswer,
+  queued,
 }: {
   store: ConversationStore
   error: string | null
   info: string | null
   draft: { text: string } | null
   rewind?: RewindActions
-  onSend: (text: string) => Promise<boolean>
+  onSend: (text: string, kind?: QueueKind) => Promise<boolean>
   onCancel: () => void
   onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
+  queued: readonly QueuedText[]
 }) {
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
@@ -326,6 +354,15 @@ function Conversation({
           <div className="notice error" role="alert">
             {error}
           </div>
+        )}
+        {queued.length > 0 && (
+          <ul className="queued" data-testid="queued">
+            {queued.map((item) => (
+              <li key={item.id} data-testid="queued-item" data-kind={item.kind}>
+                <span className="queued-kind">{sentence(queuedLabel(item.kind))}</span> {item.text}
+              </li>
+            ))}
+          </ul>
         )}
         <Composer
           running={snapshot.running}

@@ -25,23 +25,29 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
   if (typeof text !== 'string' || !text.trim()) throw new RpcFailure('bad-request', 'text must be a non-empty string')
   if (text.length > MAX_PROMPT_CHARS)
     throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
+  const kind = params.kind ?? 'steer'
+  if (kind !== 'steer' && kind !== 'follow-up')
+    throw new RpcFailure('bad-request', `kind must be "steer" or "follow-up", not ${JSON.stringify(kind)}`)
   const now = served.states.of(sessionId)
-  if (now.kind === 'turn')
-    throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
-  if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
-  // A compaction waiting for the next request is committed by this turn's first one.
-  const done = agent.prompt(text).then(
-    () => {},
-    (error: unknown) => {
-      served.ctx.emit(
-        served.ctx,
-        'internal/warning',
-        `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
-      )
-    },
-  )
+  // While a turn runs the text joins the agent's one queue (every tab and door shares it, in the order sent).
+  const sent = agent.send(text, kind)
+  if (sent.queued) return { accepted: true, queued: { id: sent.queued.id, kind: sent.queued.kind } }
+  // A compaction waiting for the next request is committed by this turn's first one. The session counts as in a
+  // turn until the agent is idle, its queued follow-ups' turns included.
+  const done = sent.turn
+    .then(() => agent.whenIdle())
+    .then(
+      () => {},
+      (error: unknown) => {
+        served.ctx.emit(
+          served.ctx,
+          'internal/warning',
+          `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
+        )
+      },
+    )
   const turn: SessionState = { kind: 'turn', done }
   served.states.set(sessionId, turn)
   void done.finally(() => served.states.settle(sessionId, turn, { kind: 'idle' }))

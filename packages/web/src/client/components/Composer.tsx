@@ -1,6 +1,9 @@
 import { useEffect, useState, type FormEvent, type KeyboardEvent } from 'react'
 
-/** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. */
+/**
+ * Enter sends, Shift+Enter adds a line. While a turn runs the text still sends, into the agent's queue: Enter (or
+ * "Send now") steers the running turn, "After this turn" makes it the next turn; Stop cancels the turn.
+ */
 export function Composer({
   running,
   disabled,
@@ -10,7 +13,7 @@ export function Composer({
 }: {
   running: boolean
   disabled: boolean
-  onSend: (text: string) => Promise<boolean>
+  onSend: (text: string, kind?: 'steer' | 'follow-up') => Promise<boolean>
   onCancel: () => void
   /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
   draft?: { text: string } | null
@@ -21,11 +24,11 @@ export function Composer({
   }, [draft])
   const [sending, setSending] = useState(false)
 
-  const send = async () => {
-    if (!text.trim() || running || sending || disabled) return
+  const send = async (kind: 'steer' | 'follow-up' = 'steer') => {
+    if (!text.trim() || sending || disabled) return
     setSending(true)
     try {
-      if (await onSend(text)) setText('')
+      if (await onSend(text, kind)) setText('')
     } finally {
       setSending(false)
     }
@@ -46,12 +49,34 @@ export function Composer({
       <textarea
         data-testid="composer-input"
         value={text}
-        placeholder={running ? 'Keel is working… (you can type the next message)' : 'Message Keel'}
+        placeholder={running ? 'Keel is working… Enter steers it; or send it after this turn' : 'Message Keel'}
         rows={3}
         onChange={(event) => setText(event.target.value)}
         onKeyDown={onKeyDown}
         disabled={disabled}
       />
+      {running && (
+        <>
+          <button
+            type="button"
+            data-testid="steer"
+            className="send"
+            disabled={disabled || sending || !text.trim()}
+            onClick={() => void send('steer')}
+          >
+            Send now
+          </button>
+          <button
+            type="button"
+            data-testid="follow-up"
+            className="send secondary"
+            disabled={disabled || sending || !text.trim()}
+            onClick={() => void send('follow-up')}
+          >
+            After this turn
+          </button>
+        </>
+      )}
       <button
         type="submit"
         data-testid={running ? 'cancel' : 'send'}
