@@ -26,7 +26,10 @@ export type CallBackMoment =
 
 declare module 'cordis' {
   interface Events {
-    /** A door reached a moment to call the person back (whether or not the settings let it make a sound). */
+    /**
+     * A door reached a moment to call the person back (whether or not the settings let it make a sound).
+     * @mode emit
+     */
     'door/call-back'(moment: CallBackMoment): void
   }
 }
