@@ -8,6 +8,7 @@ import { Context } from 'cordis'
 import * as sessionPlugin from '@keel/session'
 import { cwdSlug } from '@keel/session'
 import { searchSessions } from '../packages/cli/src/sessions-search.ts'
+import { sessionRows } from '../packages/door/src/session-rows.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const SESSIONS = 2000
@@ -38,7 +39,13 @@ for (let s = 0; s < SESSIONS; s++) {
     push('todo/write', { todos })
     push(
       'assistant/message',
-      { turn: t, step: 1, message: { role: 'assistant', content: [{ type: 'text', text: sentence(80, t) }] } },
+      {
+        turn: t,
+        step: 1,
+        message: { role: 'assistant', content: [{ type: 'text', text: sentence(80, t) }] },
+        usage: { input: 2000, output: 100 },
+        costUsd: 0.001,
+      },
       true,
     )
     push('step/end', { turn: t, step: 1 })
@@ -56,6 +63,7 @@ const runs = 5
 const listing: number[] = []
 const reading: number[] = []
 const listed: number[] = []
+const rowed: number[] = []
 const searched: number[] = []
 let found = 0
 for (let i = 0; i < runs; i++) {
@@ -69,13 +77,21 @@ for (let i = 0; i < runs; i++) {
   const summaries = ctx.sessions.list(cwd)
   listed.push(performance.now() - started)
   started = performance.now()
+  await sessionRows(ctx, cwd)
+  rowed.push(performance.now() - started)
+  started = performance.now()
   found = (await searchSessions(summaries, 'zeppelin')).hits.length
   searched.push(performance.now() - started)
 }
 
 console.log(`${SESSIONS} sessions × ${TURNS} turns, medians of ${runs} (search found ${found})`)
 row('readdir of the folder (baseline)', ms(median(listing)))
-row('sessions.list() (the picker and `sessions list`)', ms(median(listed)), ratio(median(listed), median(listing)))
+row('sessions.list() (ids, times, first prompts)', ms(median(listed)), ratio(median(listed), median(listing)))
+row(
+  'session rows (the /resume picker and `sessions list`: + turns, model, cost)',
+  ms(median(rowed)),
+  ratio(median(rowed), median(listing)),
+)
 row('read every file whole (baseline)', ms(median(reading)))
 row('sessions search for a plan word', ms(median(searched)), ratio(median(searched), median(reading)))
 

@@ -15,7 +15,7 @@ import {
   type SessionUpdate,
 } from '@agentclientprotocol/sdk'
 import type { McpService } from '@keel/mcp'
-import type { Agent, AgentDelta, LlmAdapter, TurnResult } from '@keel/agent'
+import type { Agent, AgentDelta, LlmAdapter, QueueKind, TurnResult } from '@keel/agent'
 import { isPermissionMode, type PermissionAnswer, type PermissionAsk } from '@keel/permissions'
 import type { ToolCallView } from '@keel/tools'
 import {
@@ -46,6 +46,7 @@ import { PROMPT_CAPABILITIES, promptContent } from './prompt.ts'
 import { promptCommand } from './user-command.ts'
 import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
 import { USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
+import type { ContentBlock as MessageBlock } from '@keel/session'
 
 export interface BridgeOptions {
   /** The model for every session of this connection; created on the first `session/new` or `session/load`. */
@@ -182,7 +183,7 @@ export class AcpBridge {
         this.loadSession(params.sessionId, params.cwd, params.mcpServers, client),
       )
       .onRequest(methods.agent.session.prompt, ({ params, signal }) =>
-        this.prompt(params.sessionId, params.prompt, signal),
+        this.prompt(params.sessionId, params.prompt, signal, params._meta),
       )
       .onRequest(methods.agent.session.setMode, ({ params }) => this.setMode(params.sessionId, params.modeId))
       .onNotification(methods.agent.session.cancel, ({ params }) => {
@@ -352,18 +353,28 @@ export class AcpBridge {
     return this.adopt(opened.agent, client)
   }
 
-  private async prompt(id: string, blocks: readonly ContentBlock[], signal: AbortSignal) {
+  private async prompt(id: string, blocks: readonly ContentBlock[], signal: AbortSignal, meta?: unknown) {
     const bridged = this.sessions.get(id)
     if (!bridged) throw RequestError.sessionNotFound(id)
-    if (bridged.running)
+    const command = promptCommand(blocks)
+    if (command !== undefined) {
+      if (bridged.running || bridged.agent.status === 'running')
+        throw RequestError.invalidRequest(
+          { sessionId: id },
+          'a !command runs between turns; wait for the turn to end or send session/cancel',
+        )
+      return this.userCommand(bridged, command, signal)
+    }
+    // A !command of the person's runs outside the agent's queue: nothing joins it.
+    if (bridged.stopCommand)
       throw RequestError.invalidRequest(
         { sessionId: id },
-        'a prompt is already running in this session; wait for it or send session/cancel',
+        'a !command is running in this session; wait for it or send session/cancel',
       )
-    const command = promptCommand(blocks)
-    if (command !== undefined) return this.userCommand(bridged, command, signal)
     const parsed = promptContent(blocks)
     if ('error' in parsed) throw RequestError.invalidParams({ sessionId: id }, parsed.error)
+    if (bridged.running || bridged.agent.status === 'running')
+      return this.queuedPrompt(bridged, parsed.content, signal, meta)
     bridged.running = true
     // A client that cancels the request itself ($/cancel_request) or goes away cancels the turn too.
     const onAbort = () => bridged.agent.cancel()
@@ -375,11 +386,11 @@ export class AcpBridge {
       const from = bridged.agent.session.seq
       const typed = parsed.content.map((block) => ('text' in block ? block.text : '')).join('')
       const slash = isSlashPrompt(typed, bridged.agent.cwd)
-        ? await expandSlash(this.ctx, bridged.agent, typed, false, (line) => this.log(line.replace(/^keel: /, ''))).catch(
-            (error: unknown) => {
-              throw RequestError.invalidParams({ sessionId: id }, message(error))
-            },
-          )
+        ? await expandSlash(this.ctx, bridged.agent, typed, false, (line) =>
+            this.log(line.replace(/^keel: /, '')),
+          ).catch((error: unknown) => {
+            throw RequestError.invalidParams({ sessionId: id }, message(error))
+          })
         : undefined
       let result = await bridged.agent
         .prompt(slash ? slash.text : parsed.content, {
@@ -388,7 +399,7 @@ export class AcpBridge {
         })
         .catch((error: unknown) => {
           throw RequestError.invalidParams({ sessionId: id }, message(error))
-      })
+        })
       await bridged.flushed()
       result = await this.answerProposals(bridged, from, result, signal)
       const stopReason = stopReasonOf(result.reason)
@@ -463,6 +474,38 @@ export class AcpBridge {
       await bridged.flushed()
     }
     return result
+  }
+
+  /**
+   * A `session/prompt` while a turn runs goes into the agent's queue: steering by default (delivered after the
+   * running tool calls, before the turn's next request), a follow-up turn with `_meta.keel.whileRunning:
+   * "follow-up"`, or refused with `"refuse"`. It is answered once the agent is idle again, with the stop reason of
+   * the last turn; cancelling this request takes the prompt back out of the queue if it is still there.
+   */
+  private async queuedPrompt(bridged: Bridged, content: MessageBlock[], signal: AbortSignal, meta: unknown) {
+    const wish = whileRunning(meta)
+    if (wish === 'refuse' || typeof wish !== 'string')
+      throw RequestError.invalidRequest(
+        { sessionId: bridged.id },
+        typeof wish === 'string'
+          ? 'a prompt is already running in this session (the client asked to refuse, not queue); wait for it or send session/cancel'
+          : wish.error,
+      )
+    const sent = bridged.agent.send(content, wish)
+    const onAbort = () => {
+      if (sent.queued) bridged.agent.queue.remove(sent.queued.id)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      await (sent.turn ?? bridged.agent.whenIdle())
+      await bridged.agent.whenIdle()
+      await bridged.flushed()
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+    const last = bridged.agent.session.events.findLast((event) => event.type === 'turn/end')
+    const reason = last?.type === 'turn/end' ? last.data.reason : 'completed'
+    return { stopReason: signal.aborted ? ('cancelled' as const) : (stopReasonOf(reason) ?? 'end_turn') }
   }
 
   private onEvent(session: Session, event: SessionEvent): void {
@@ -566,4 +609,12 @@ export class AcpBridge {
     this.sessions.clear()
     for (const dispose of this.disposers.splice(0)) dispose()
   }
+}
+
+/** What the client asked a prompt sent during a turn to be: `_meta: { keel: { whileRunning } }`, steering by default. */
+function whileRunning(meta: unknown): QueueKind | 'refuse' | { error: string } {
+  const value = (meta as { keel?: { whileRunning?: unknown } } | null | undefined)?.keel?.whileRunning
+  if (value === undefined) return 'steer'
+  if (value === 'steer' || value === 'follow-up' || value === 'refuse') return value
+  return { error: `_meta.keel.whileRunning must be "steer", "follow-up" or "refuse", not ${JSON.stringify(value)}` }
 }

@@ -152,22 +152,80 @@ describe('session/prompt', () => {
     ])
   })
 
-  it('refuses a second prompt while one is in flight, and the first still ends normally', async () => {
-    const { keel, agent } = await start([{ text: 'thinking…', hang: true }, { text: 'fresh turn' }])
+  it("queues a prompt sent during a turn as steering: the same turn's next request carries it, once", async () => {
+    const sleeper = sleepSteps()
+    sleeper.steps[0]!.toolCalls[0]!.arguments.command = 'sleep 1.5'
+    const { keel, agent } = await start([...sleeper.steps, { text: 'steered' }, { text: 'fresh turn' }])
+    const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
+    const first = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] })
+    await waitFor(
+      () => keel.ctx.agents.get(sessionId)?.queue !== undefined && keel.model.requests.length === 1,
+      'the first request',
+    )
+    await waitFor(() => keel.ctx.agents.get(sessionId)!.session.events.some((e) => e.type === 'tool/call'), 'the sleep')
+    const second = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'two' }] })
+    // A client that asked not to queue gets a clear error instead.
+    const refused = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'three' }],
+        _meta: { keel: { whileRunning: 'refuse' } },
+      }),
+    )
+    expect(refused.code).toBe(-32600)
+    expect(refused.message).toContain('the client asked to refuse, not queue')
+    const bad = await rejection(
+      agent.request(methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'four' }],
+        _meta: { keel: { whileRunning: 'later' } },
+      }),
+    )
+    expect(bad.message).toContain('_meta.keel.whileRunning must be')
+    expect((await first).stopReason).toBe('end_turn')
+    expect((await second).stopReason).toBe('end_turn')
+    // One turn, two requests: the second, after the tool result, carries "two" (and nothing refused).
+    const texts = (request: (typeof keel.model.requests)[number]) =>
+      request.messages
+        .filter((m) => m.role === 'user')
+        .map((m) => m.content.map((b) => ('text' in b ? b.text : '')).join(''))
+    expect(keel.model.requests).toHaveLength(2)
+    expect(texts(keel.model.requests[1]!)).toEqual(['one', 'two'])
+    const events = keel.ctx.agents.get(sessionId)!.session.events
+    expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1)
+    expect(events.filter((e) => e.type === 'user/message' && e.data.message.source === 'steer')).toHaveLength(1)
+    expect(
+      (await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'five' }] }))
+        .stopReason,
+    ).toBe('end_turn')
+  })
+
+  it('a follow-up sent during a turn runs as the next turn; cancelling its request takes it back', async () => {
+    const { keel, agent } = await start([{ text: 'thinking…', delayMs: 300 }, { text: 'the follow-up' }, { text: 'x' }])
     const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
     const first = agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'one' }] })
     await waitFor(() => keel.ctx.agents.get(sessionId)?.status === 'running', 'the first turn')
-    const second = await rejection(
-      agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'two' }] }),
+    const controller = new AbortController()
+    const dropped = agent.request(
+      methods.agent.session.prompt,
+      { sessionId, prompt: [{ type: 'text', text: 'dropped' }], _meta: { keel: { whileRunning: 'follow-up' } } },
+      { cancellationSignal: controller.signal },
     )
-    expect(second.code).toBe(-32600)
-    expect(second.message).toContain('already running')
-    await agent.notify(methods.agent.session.cancel, { sessionId })
-    expect((await first).stopReason).toBe('cancelled')
-    expect(
-      (await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'three' }] }))
-        .stopReason,
-    ).toBe('end_turn')
+    const next = agent.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: 'text', text: 'then this' }],
+      _meta: { keel: { whileRunning: 'follow-up' } },
+    })
+    await waitFor(() => keel.ctx.agents.get(sessionId)!.queue.size === 2, 'both queued')
+    controller.abort()
+    await dropped.catch(() => {})
+    expect((await first).stopReason).toBe('end_turn')
+    expect((await next).stopReason).toBe('end_turn')
+    const events = keel.ctx.agents.get(sessionId)!.session.events
+    expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(2)
+    const prompts = events.filter((e) => e.type === 'user/message').map((e) => JSON.stringify(e.data.message.content))
+    expect(prompts.join()).not.toContain('dropped')
+    expect(prompts.at(-1)).toContain('then this')
   })
 
   it('cancels the turn when the client cancels the prompt request itself ($/cancel_request)', async () => {

@@ -68,7 +68,12 @@ export const FLAGS = {
     type: 'boolean',
     help: 'sessions list: every working directory and child sessions; serve: serve the sessions of every directory',
   },
-  markdown: { type: 'boolean', help: 'sessions show: print the standing plan as a Markdown checklist' },
+  markdown: {
+    type: 'boolean',
+    help: 'sessions show: print the standing plan as a Markdown checklist; sessions export: write Markdown',
+  },
+  html: { type: 'boolean', help: 'sessions export: write one self-contained HTML file' },
+  output: { type: 'string', short: 'o', help: 'sessions export: the file to write (default: standard output)' },
   to: {
     type: 'string',
     help: 'sessions rewind: the turn to go back to (its start); sessions copy: postgres://… or files',
@@ -101,6 +106,7 @@ const SUBCOMMANDS = {
     'Edit the plan as the person, also while keel runs it (keel plan help for the words)',
   'plan approve|reject …': 'Answer the pending plan proposal: approve [--mode ask|auto], or reject <sentence>',
   'sessions copy <id>|--all': 'Copy sessions from the store in use to --to postgres://… or --to files (idempotent)',
+  'sessions export <id>': 'The whole transcript as --markdown or --html (-o file), subagents and plans included',
   'mcp list': "Start the configured MCP servers and list each one's status and tools (--json)",
   'trust [dir]': 'Trust a folder (default: this one): its settings, .mcp.json and command files apply in full',
   config: 'Print the merged settings and where each value came from (--json too)',
@@ -139,6 +145,7 @@ export type Command =
   | { kind: 'sessions-fork'; id: string }
   | { kind: 'sessions-search'; text: string }
   | { kind: 'sessions-copy'; id?: string }
+  | { kind: 'sessions-export'; id: string; format: 'markdown' | 'html' }
   | { kind: 'config' }
   | { kind: 'trust'; dir?: string }
   | { kind: 'plan'; words: string[] }
@@ -194,8 +201,12 @@ export function parse(argv: string[]): { command: Command; flags: Flags } {
       return { command: { kind: 'sessions-copy', ...(third ? { id: third } : {}) }, flags }
     if (second === 'search' && words.length >= 3 && words.slice(2).join(' ').trim())
       return { command: { kind: 'sessions-search', text: words.slice(2).join(' ') }, flags }
+    if (second === 'export' && third && words.length === 3) {
+      if (flags.markdown === flags.html) throw new UsageError('sessions export takes one of --markdown or --html')
+      return { command: { kind: 'sessions-export', id: third, format: flags.html ? 'html' : 'markdown' }, flags }
+    }
     throw new UsageError(
-      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json] | copy <id>|--all --to postgres://…|files',
+      'usage: keel sessions list [--json] [--all] | show <id> [--json] [--markdown] | rewind <id> --to <turn> | fork <id> [--at <turn>] | search <text> [--all] [--json] | copy <id>|--all --to postgres://…|files | export <id> --markdown|--html [-o file]',
     )
   }
   if (first === 'plan') return { command: { kind: 'plan', words: words.slice(1) }, flags }

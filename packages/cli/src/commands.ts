@@ -17,6 +17,7 @@ import { applyPolicy } from './policy.ts'
 import { runPlan } from './plan.ts'
 import { listSessions, showSession } from './sessions.ts'
 import { formatSearch, searchSessions } from './sessions-search.ts'
+import { exportCommand } from './sessions-export.ts'
 import { listMcp, mcpOf } from './mcp.ts'
 import { forkSession, rewindSession } from './rewind.ts'
 import { resolveSessionId } from './session-id.ts'
@@ -24,6 +25,7 @@ import { resolveStore } from './store.ts'
 import { copySessions } from './sessions-copy.ts'
 import type { ResolvedSettings } from './settings.ts'
 import { heldNotice } from './trust.ts'
+import type { NotifySettings } from '@keel/door/call-back'
 import { stopYoungGenerationGrowth } from './memory.ts'
 
 export interface CommandRun {
@@ -89,7 +91,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
       case 'print':
         return await runPrint(ctx, flags, prompt!, { modelFlag, first, toolsKey, limits, outputSchema, images })
       case 'sessions-list':
-        process.stdout.write(listSessions(ctx, flags) + '\n')
+        process.stdout.write((await listSessions(ctx, flags)) + '\n')
         return 0
       case 'sessions-show':
         process.stdout.write(showSession(ctx, flags, resolveSessionId(ctx, command.id)) + '\n')
@@ -107,6 +109,9 @@ export async function runCommand(run: CommandRun): Promise<number> {
         process.stdout.write(
           `${copySessions(ctx, flags, store, command.id === undefined ? undefined : resolveSessionId(ctx, command.id))}\n`,
         )
+        return 0
+      case 'sessions-export':
+        process.stdout.write(`${exportCommand(ctx, flags, resolveSessionId(ctx, command.id), command.format)}\n`)
         return 0
       case 'sessions-search': {
         const summaries = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
@@ -137,6 +142,7 @@ export async function runCommand(run: CommandRun): Promise<number> {
           cwd: workingDirectory(flags),
           modelSpec: modelSpec(flags),
           instructionFiles: loadInstructions(workingDirectory(flags)).files,
+          notify: notifySettings(settings),
           openAgent: () => openAgent(booted, flags, { modelFlag }),
           createModel: (spec, baseUrl) => createModel(booted, flags, spec, baseUrl),
         })
@@ -145,6 +151,12 @@ export async function runCommand(run: CommandRun): Promise<number> {
   } finally {
     if (ctx) await shutdown(ctx)
   }
+}
+
+/** The settings' call-back choices, checked already by resolveSettings. */
+function notifySettings(settings: ResolvedSettings | undefined): NotifySettings {
+  const { notify, notifyWhen } = (settings?.merged.values ?? {}) as NotifySettings
+  return { ...(notify ? { notify } : {}), ...(notifyWhen ? { notifyWhen } : {}) }
 }
 
 /** One line on stderr per entry of KEEL_HOME that is not a session (a FIFO, a symlink, a bad header…), once per run. */

@@ -1,8 +1,7 @@
 // `keel sessions search <text>`: the sessions whose prompts, answers or plan items contain the text. Files are
 // streamed line by line, several at a time, with a cheap substring test before any JSON is parsed, so a few
 // thousand sessions take about as long as reading them once; there is no index to keep in step with the logs.
-import { constants, createReadStream, promises as fsp } from 'node:fs'
-import { StringDecoder } from 'node:string_decoder'
+import { mapInFlight, streamSessionLines } from '@keel/door/session-lines'
 import { escapeLine, type SessionSummary } from '@keel/session'
 import { when } from './sessions.ts'
 
@@ -95,66 +94,24 @@ async function searchFile(summary: SessionSummary, needle: string, signal?: Abor
   // A chunk of complete lines that does not hold the needle is passed over whole, unsplit and unparsed.
   const prefilter = rawTestable(needle) ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'), 'i') : undefined
   const hit: SessionHit = { summary, matches: [], count: 0 }
-  let handle: fsp.FileHandle
-  try {
-    // No following a link and no blocking on a FIFO swapped in since the listing checked the entry.
-    handle = await fsp.open(summary.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-    if (!(await handle.stat()).isFile()) {
-      await handle.close()
-      return 'not a regular file'
-    }
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code ?? (error as Error).message
-  }
-  const stream = createReadStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024, signal })
-  const decoder = new StringDecoder('utf8')
-  let rest = ''
-  let headerSeen = false
-  const onLine = (line: string) => {
-    if (prefilter && !prefilter.test(line)) return
-    let event: unknown
-    try {
-      event = JSON.parse(line)
-    } catch {
-      return // a torn line: what a resume would drop
-    }
-    matchEvent(hit, event, lower, needle.length)
-  }
-  const onLines = (text: string) => {
-    let start = 0
-    if (!headerSeen) {
-      const end = text.indexOf('\n')
-      if (end < 0) return
-      headerSeen = true
-      start = end + 1
-    }
-    if (prefilter && !prefilter.test(start ? text.slice(start) : text)) return
-    for (let end = text.indexOf('\n', start); end >= 0; end = text.indexOf('\n', start)) {
-      onLine(text.slice(start, end))
-      start = end + 1
-    }
-    if (start < text.length) onLine(text.slice(start))
-  }
-  try {
-    for await (const chunk of stream) {
-      const text = rest + decoder.write(chunk as Buffer)
-      const last = text.lastIndexOf('\n')
-      if (last < 0) {
-        rest = text
-        continue
-      }
-      rest = text.slice(last + 1)
-      onLines(text.slice(0, last))
-    }
-    rest += decoder.end()
-    if (rest) onLines(rest)
-  } catch (error) {
-    if (signal?.aborted) throw error
-    return (error as NodeJS.ErrnoException).code ?? (error as Error).message
-  } finally {
-    await handle.close().catch(() => {})
-  }
-  return hit
+  const problem = await streamSessionLines(
+    summary.path,
+    {
+      ...(prefilter ? { chunk: (text: string) => prefilter.test(text) } : {}),
+      line: (line) => {
+        if (prefilter && !prefilter.test(line)) return
+        let event: unknown
+        try {
+          event = JSON.parse(line)
+        } catch {
+          return // a torn line: what a resume would drop
+        }
+        matchEvent(hit, event, lower, needle.length)
+      },
+    },
+    signal,
+  )
+  return problem ?? hit
 }
 
 /** Searches the events of a session a store reads whole (one that is not a file: the PostgreSQL store). */
@@ -182,17 +139,9 @@ export async function searchSessions(
   signal?: AbortSignal,
   read?: (id: string) => readonly unknown[],
 ): Promise<SearchResult> {
-  const outcomes: (SessionHit | string | undefined)[] = new Array(summaries.length)
-  let next = 0
-  const worker = async () => {
-    while (next < summaries.length) {
-      const index = next++
-      outcomes[index] = read
-        ? searchRead(summaries[index]!, needle, read)
-        : await searchFile(summaries[index]!, needle, signal)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(FILES_IN_FLIGHT, summaries.length) }, worker))
+  const outcomes = await mapInFlight(summaries, FILES_IN_FLIGHT, async (summary) =>
+    read ? searchRead(summary, needle, read) : searchFile(summary, needle, signal),
+  )
   const result: SearchResult = { hits: [], unreadable: [] }
   for (const [index, outcome] of outcomes.entries()) {
     if (typeof outcome === 'string') result.unreadable.push({ summary: summaries[index]!, problem: outcome })

@@ -11,11 +11,12 @@ import {
   rewindWords,
   turnEndWords,
 } from '@keel/door/words'
-import { escapeLine, failureLabel, terminalJson, type SessionSummary } from '@keel/session'
+import { escapeLine, failureLabel, terminalJson } from '@keel/session'
+import { rowColumns, type SessionRow, sessionRows } from '@keel/door/session-rows'
 import { openTasksNotice, planHeader, planLines, planMarkdown, storedPlanOf, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type {} from '@keel/subagent' // the subagent/end event
-import { costBreakdown, costLabel, costText, costUsd, sessionCost, type SessionCost } from '@keel/session/cost'
+import { costBreakdown, costText, costUsd, sessionCost } from '@keel/session/cost'
 import type { Flags } from './args.ts'
 import { workingDirectory } from './args.ts'
 
@@ -29,60 +30,41 @@ export function when(ms: number): string {
   return Number.isNaN(date.getTime()) ? '????-??-?? ??:??' : date.toISOString().replace('T', ' ').slice(0, 16)
 }
 
-/** `keel sessions list`: top-level sessions newest first, each followed by its children. */
-export function listSessions(ctx: Context, flags: Flags): string {
-  const all = ctx.sessions.list(flags.all ? undefined : workingDirectory(flags))
-  // Each log is read whole for its dollars; one that cannot be read has none to show.
-  const costs = new Map<string, SessionCost | undefined>()
-  const costOf = (id: string) => {
-    if (!costs.has(id)) {
-      try {
-        costs.set(id, sessionCost(ctx.sessions.read(id).events))
-      } catch {
-        costs.set(id, undefined)
-      }
-    }
-    return costs.get(id)
-  }
-  const priced = (summary: SessionSummary) => {
-    const cost = costOf(summary.id)
-    // A free run (a scripted model) says nothing here; `sessions show` has the whole figure.
-    const label = cost && costLabel(cost.total)
-    return label ? `  ${label}` : ''
-  }
+/** `keel sessions list`: top-level sessions newest first, each followed by its children; unreadable entries last. */
+export async function listSessions(ctx: Context, flags: Flags): Promise<string> {
+  const rows = await sessionRows(ctx, flags.all ? undefined : workingDirectory(flags), { children: true })
   if (flags.json)
     return terminalJson(
-      all.map((summary) => {
-        const cost = costOf(summary.id)
-        return cost?.total.requests ? { ...summary, costUsd: costUsd(cost.total) } : summary
-      }),
+      rows.map(({ summary, ...row }) => ({ ...(summary ?? {}), ...row })),
       2,
     )
-  if (!all.length)
+  if (!rows.length)
     return flags.all ? 'No sessions yet.' : `No sessions in ${safe(workingDirectory(flags))} (try --all).`
   // Subagents under their parent, forks under the session they branched from.
-  const children = new Map<string, SessionSummary[]>()
-  const originOf = (summary: SessionSummary) => summary.parent?.sessionId ?? summary.forkedFrom?.sessionId
-  for (const summary of all) {
-    const origin = originOf(summary)
+  const children = new Map<string, SessionRow[]>()
+  const originOf = (row: SessionRow) => row.summary?.parent?.sessionId ?? row.summary?.forkedFrom?.sessionId
+  for (const row of rows) {
+    const origin = originOf(row)
     if (!origin) continue
     const list = children.get(origin) ?? []
-    list.push(summary)
+    list.push(row)
     children.set(origin, list)
   }
   const lines: string[] = []
-  const known = new Set(all.map((summary) => summary.id))
-  const line = (summary: SessionSummary, indent: string) =>
-    `${indent}${safe(summary.id)}  ${when(summary.updatedAt)}  ${escapeLine(summary.title || '(no prompt)').slice(0, 70)}${priced(summary)}${flags.all && !indent ? `  ${safe(summary.cwd)}` : ''}`
-  const walk = (summary: SessionSummary, indent: string) => {
-    lines.push(line(summary, indent))
-    for (const child of children.get(summary.id) ?? []) walk(child, indent + (child.forkedFrom ? '  ⑂ ' : '  └ '))
+  const known = new Set(rows.map((row) => row.id))
+  const line = (row: SessionRow, indent: string) =>
+    row.unreadable
+      ? `${indent}${safe(row.id)}  ${rowColumns(row)}`
+      : `${indent}${safe(row.id)}  ${when(row.updatedAt)}  ${rowColumns(row)}  ${escapeLine(row.title || '(no prompt)')}${flags.all && !indent ? `  ${safe(row.cwd)}` : ''}`
+  const walk = (row: SessionRow, indent: string) => {
+    lines.push(line(row, indent))
+    for (const child of children.get(row.id) ?? []) walk(child, indent + (child.summary?.forkedFrom ? '  ⑂ ' : '  └ '))
   }
-  for (const summary of all) {
-    const origin = originOf(summary)
+  for (const row of rows) {
+    const origin = originOf(row)
     if (origin && known.has(origin)) continue
-    if (summary.parent && !flags.all) continue
-    walk(summary, '')
+    if (row.summary?.parent && !flags.all) continue
+    walk(row, '')
   }
   return lines.join('\n')
 }

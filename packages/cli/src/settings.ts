@@ -52,6 +52,9 @@ const CORE_KEYS = {
   }),
   // claude-code's hooks; @keel/extend checks each entry itself (a bad one is a warning naming file and line).
   hooks: Schema.dict(Schema.any()),
+  // How and when a door calls the person back (@keel/door/call-back): a turn ended, an approval waits.
+  notify: Schema.union(['bell', 'desktop', 'off'] as const),
+  notifyWhen: Schema.union(['unfocused', 'always'] as const),
   // Per model: catalog overrides and how it thinks, handed to the llm plugin as its `models`.
   models: ModelSettingsSchema,
   // Per provider: extra request headers (a gateway's routing and key), handed to the llm plugin as its `providers`.

@@ -312,9 +312,12 @@ describe('keel sessions', () => {
     )
     const id = JSON.parse(run.stdout).sessionId
     const list = keel(['sessions', 'list'], { home, cwd })
-    expect(list.stdout).toMatch(new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d  make a plan\\n$`))
+    // The picker's columns: when, turns, model, cost (none for a free scripted run), the first prompt.
+    expect(list.stdout).toMatch(
+      new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +1 turn  +\\S+\\.json  make a plan\\n$`),
+    )
     const json = JSON.parse(keel(['sessions', 'list', '--json'], { home, cwd }).stdout)
-    expect(json[0]).toMatchObject({ id, cwd, title: 'make a plan' })
+    expect(json[0]).toMatchObject({ id, cwd, title: 'make a plan', firstPrompt: 'make a plan', turns: 1 })
     const show = keel(['sessions', 'show', id], { home, cwd })
     expect(show.stdout).toContain('> make a plan')
     expect(show.stdout).toContain('Plan 1/2 · 1 in progress\n  ✓ Design\n  ◐ Build *it*')
@@ -423,7 +426,7 @@ describe('keel sessions', () => {
     }
   }, 240_000)
 
-  test('FIFOs, symlinks and folders named like sessions are skipped with one warning each; list, -c and show never hang', () => {
+  test('FIFOs, symlinks and folders named like sessions are listed as unreadable with one warning each; list, -c and show never hang', () => {
     const home = join(scratch, 'hostile-files-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
     const run = keel(
@@ -438,7 +441,13 @@ describe('keel sessions', () => {
     mkdirSync(join(dir, 'zzz-dir.jsonl'))
     const list = keel(['sessions', 'list'], { home, cwd })
     expect(list.status).toBe(0)
-    expect(list.stdout.trim().split('\n')).toHaveLength(1)
+    expect(list.stdout.trim().split('\n').slice(1).sort()).toEqual([
+      'zzz-alias  unreadable: is a symbolic link, not a session file',
+      'zzz-dir  unreadable: is a directory, not a session file',
+      'zzz-fifo  unreadable: is a FIFO, not a session file',
+      'zzz-zero  unreadable: is a symbolic link, not a session file',
+    ])
+    expect(list.stdout).toMatch(new RegExp(`^${id}  `))
     expect(list.stderr.trim().split('\n').sort()).toEqual([
       `keel: warning: ${join(dir, 'zzz-alias.jsonl')}: is a symbolic link, not a session file; skipped`,
       `keel: warning: ${join(dir, 'zzz-dir.jsonl')}: is a directory, not a session file; skipped`,
@@ -489,7 +498,10 @@ describe('keel sessions', () => {
       expect(result.stderr).toBe(`keel: ${join(dir, `${id}.jsonl`)}:1: ${problem}\n`)
     }
     const list = keel(['sessions', 'list'], { home, cwd })
-    expect(list.stdout).toBe(`No sessions in ${cwd} (try --all).\n`)
+    expect(list.stdout.trim().split('\n').sort()).toEqual([
+      'nocwd  unreadable: the header has no valid cwd (an absolute path)',
+      'other  unreadable: the header names session someone, not other as the file name says',
+    ])
     expect(list.stderr.trim().split('\n')).toHaveLength(2)
   }, 240_000)
 

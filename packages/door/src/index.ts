@@ -4,6 +4,7 @@
 import type { Agent, LlmAdapter } from '@keel/agent'
 import type { InstructionFile } from '@keel/settings'
 import type { Context } from 'cordis'
+import type { NotifySettings } from './call-back.ts'
 
 /** The command-line flags a front door reads. The CLI passes its parsed flags, which hold these and more. */
 export interface DoorFlags {
@@ -55,6 +56,8 @@ export interface DoorContext {
   cwd: string
   /** The model spec the flags ask for (`provider/model`). */
   modelSpec: string
+  /** The settings' `notify` and `notifyWhen`: how and when this door calls the person back. */
+  notify: NotifySettings
   /** The project instruction files (AGENTS.md / CLAUDE.md) an agent in `cwd` loads into its system prompt. */
   instructionFiles: InstructionFile[]
   /** A new agent, or the session --continue / --resume names, with the flags' model. */

@@ -198,3 +198,20 @@ export function planDroppedWords(items: readonly string[]): Words {
     tone: 'warn',
   }
 }
+
+/** What a steering message says where it landed: sent while the turn ran, delivered before its next request. */
+export const STEERED = 'sent while the agent worked'
+
+/** Where a queued prompt goes (the agent's PromptQueue): `steer` after the running tool calls, or as the next turn. */
+export function queuedLabel(kind: 'steer' | 'follow-up'): string {
+  return kind === 'steer' ? 'after the running tool calls' : 'as the next turn'
+}
+
+/** What a cancelled turn says of the prompts still queued: they are kept, and go with the next prompt. */
+export function queueKeptWords(count: number): Words {
+  const text =
+    count === 1
+      ? '1 queued message is kept: it goes with your next prompt'
+      : `${count} queued messages are kept: they go with your next prompt`
+  return { text, tone: 'info' }
+}

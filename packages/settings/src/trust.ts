@@ -103,6 +103,9 @@ export const TRUSTED_PATHS: readonly { path: string; holds: string }[] = [
   // Slash command files (@keel/extend): their `` !`cmd` `` lines run a shell command.
   { path: '.keel/commands', holds: 'commands' },
   { path: '.claude/commands', holds: 'commands' },
+  // Agent definitions (@keel/extend): their `model` and `tools` change what a subagent runs with.
+  { path: '.keel/agents', holds: 'agents' },
+  { path: '.claude/agents', holds: 'agents' },
 ]
 
 /** A folder hashed past this many files, or this deep, is hashed by its count only: it is never trusted by accident. */

@@ -1,7 +1,8 @@
 import type { Context } from 'cordis'
 import { Editor, matchesKey, TUI, type Terminal } from '@mariozechner/pi-tui'
-import type { Agent, AgentDelta, LlmAdapter } from '@keel/agent'
-import { onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
+import type { Agent, AgentDelta, LlmAdapter, QueueKind } from '@keel/agent'
+import type { NotifySettings } from '@keel/door/call-back'
+import { type ContentBlock, onNotice, stripTerminalCodes, type Session, type SessionEvent } from '@keel/session'
 import type { Command, CommandActions, NoteLevel } from './commands/command.ts'
 import { COMMANDS, parseCommand, slashCommands } from './commands/registry.ts'
 import { fileCommands } from './commands/files.ts'
@@ -9,7 +10,7 @@ import { KeelAutocomplete, PathIndex } from './complete.ts'
 import { scriptedLabel } from './model-switch.ts'
 import { userCommandOf } from '@keel/door/shell-message'
 import { recordUserCommand, runUserCommand } from '@keel/door/user-command'
-import { USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
+import { queueKeptWords, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 import { ShellRunView } from './user-shell.ts'
 import { emptyTranscript, foldEvent, foldEvents, promptsOf, type TranscriptState } from '@keel/door/transcript'
 import { contextWindowOf, Footer } from './footer.ts'
@@ -27,6 +28,8 @@ import { style } from './style.ts'
 import { subagentPlan } from './subagent.ts'
 import { editorTheme } from './theme.ts'
 import { emptyLive, TranscriptView } from './transcript.ts'
+import { QueueView } from './queue-view.ts'
+import { TerminalCallBack } from './call-back.ts'
 
 /** The banner's note of the AGENTS.md / CLAUDE.md files in the system prompt (none: no line). */
 function instructionsLine(agent: Agent): string[] {
@@ -58,6 +61,8 @@ export interface AppOptions {
   intro?: string
   repairs?: string[]
   resumed?: boolean
+  /** The settings' `notify` and `notifyWhen` (the bell and OSC 9 / OSC 777 when a turn ends or an approval waits). */
+  notify?: NotifySettings
 }
 
 /**
@@ -75,6 +80,11 @@ export class KeelApp {
   readonly footer: Footer
   /** A `!command` running now: its live output, above the approval prompt and the editor. */
   readonly shellView = new ShellRunView()
+  /** The agent's queued prompts, under the editor until each is delivered. */
+  readonly queueView = new QueueView()
+  private readonly callBack: TerminalCallBack
+  /** How the next submit is sent while a turn runs: Alt+Enter makes it a follow-up. */
+  private submitKind: QueueKind = 'steer'
   private shell: { controller: AbortController; done: Promise<void> } | undefined
   private readonly completion: KeelAutocomplete
   private readonly actions: CommandActions
@@ -84,7 +94,6 @@ export class KeelApp {
   private readonly commands: readonly Command[]
   agent: Agent
   state: TranscriptState = emptyTranscript()
-  private queue: string[] = []
   private running: Promise<unknown> | undefined
   private ticker: ReturnType<typeof setInterval> | undefined
   private lastCtrlC = 0
@@ -98,6 +107,7 @@ export class KeelApp {
     this.commands = [...COMMANDS, ...fileCommands(options.cwd, COMMANDS)]
     this.actions = this.commandActions()
     this.tui = new TUI(terminal)
+    this.callBack = new TerminalCallBack(terminal, options.notify ?? {}, (moment) => ctx.emit('door/call-back', moment))
     this.transcript = new TranscriptView({
       present: (name, args) => ctx.tools.present(name, args),
       subagentPlan: (callId) => subagentPlan(ctx, this.agent.session, callId),
@@ -139,6 +149,7 @@ export class KeelApp {
       this.plan,
       this.status,
       this.editor,
+      this.queueView,
       this.footer,
     ])
       this.tui.addChild(child)
@@ -149,6 +160,17 @@ export class KeelApp {
       ctx.on('agent/delta', (agent, delta) => this.onDelta(agent, delta)),
       // Plugins' one-line notices for the person (`keel/notice`): an MCP server down, checkpoints off, …
       onNotice(ctx, (notice) => this.warn(notice.text)),
+      // The agent's one prompt queue: shown under the editor until delivered; a follow-up starts its own turn.
+      ctx.on('agent/queue', (agent, items) => {
+        if (agent !== this.agent) return
+        this.queueView.items = items
+        this.status.queued = items.length
+        this.tui.requestRender()
+      }),
+      // A turn the UI did not start (a follow-up): tracked once prompt() has registered it.
+      ctx.on('agent/status', (agent, status) => {
+        if (agent === this.agent && status === 'running') queueMicrotask(() => this.track(agent))
+      }),
       ctx.on('permission/mode', (mode) => {
         this.footer.info.mode = mode
         this.tui.requestRender()
@@ -157,7 +179,12 @@ export class KeelApp {
     // While the UI runs it is how Keel asks; without @keel/permissions in the composition nothing asks.
     const permissions = ctx.get('permissions')
     if (permissions) {
-      this.disposers.push(permissions.setAsker(this.prompt.asker))
+      this.disposers.push(
+        permissions.setAsker((ask, signal) => {
+          this.callBack.call({ kind: 'approval', sessionId: ask.sessionId, summary: ask.summary })
+          return this.prompt.asker(ask, signal)
+        }),
+      )
       this.footer.info.mode = permissions.mode
     }
     this.open(this.agent)
@@ -172,6 +199,7 @@ export class KeelApp {
       this.exit = resolve
     })
     this.tui.start()
+    this.callBack.start()
     if (initialPrompt?.trim()) this.submit(initialPrompt)
     return done
   }
@@ -190,6 +218,8 @@ export class KeelApp {
   private open(agent: Agent): void {
     this.agent = agent
     this.attachments.clear()
+    this.queueView.items = agent.queue.list()
+    this.status.queued = agent.queue.size
     this.state = foldEvents(agent.session.events)
     this.transcript.reset(this.state)
     this.plan.setPlan(this.state.plan, this.state.openTurn === null ? 0 : this.state.callsSincePlan)
@@ -226,8 +256,18 @@ export class KeelApp {
     const live = this.transcript.live
     switch (event.type) {
       case 'step/start':
+        this.transcript.live = emptyLive()
+        break
       case 'turn/end':
         this.transcript.live = emptyLive()
+        // A queued follow-up starts at once: the call back waits for the turn that hands over to the person.
+        if (event.data.reason === 'aborted' || !this.agent.queue.has('follow-up'))
+          this.callBack.call({
+            kind: 'turn-end',
+            sessionId: session.id,
+            reason: event.data.reason,
+            ...(event.data.message ? { message: event.data.message } : {}),
+          })
         break
       case 'assistant/message':
         this.transcript.live = { ...emptyLive(), output: live.output }
@@ -269,12 +309,27 @@ export class KeelApp {
   }
 
   private onKey(data: string): { consume: boolean } | undefined {
+    if (this.callBack.onInput(data)) return { consume: true }
     if (matchesKey(data, 'ctrl+c')) {
       this.onCtrlC()
       return { consume: true }
     }
     // Text typed just before an approval opens must not answer it: the prompt waits for a pause after the last key.
     if (isPrintable(data) && !this.prompt.active) this.prompt.guard.typed()
+    // Enter with text in the editor sends that text (queued as steering while the turn runs): it never answers an
+    // open approval, which takes Enter only from an empty editor. Alt+Enter sends it as a follow-up.
+    const typing = this.editor.getText().trim() !== ''
+    if (typing && matchesKey(data, 'alt+enter')) {
+      this.submitKind = 'follow-up'
+      this.editor.handleInput('\r')
+      this.submitKind = 'steer'
+      return { consume: true }
+    }
+    if (typing && this.prompt.active && matchesKey(data, 'enter')) return undefined
+    if (matchesKey(data, 'alt+up') && this.agent.queue.size) {
+      this.takeBack()
+      return { consume: true }
+    }
     // An open approval prompt takes its keys (arrows, digits, Enter, Esc); letters go on to the editor.
     if (this.prompt.handleKey(data)) return { consume: true }
     if (matchesKey(data, 'shift+tab')) {
@@ -333,17 +388,23 @@ export class KeelApp {
     setTimeout(() => this.tui.requestRender(), DOUBLE_PRESS_MS + 50).unref()
   }
 
-  /** Esc: the turn ends `aborted` and the bash tool kills its process group. Queued prompts go back to the editor. */
+  /** Esc: the turn ends `aborted` and the bash tool kills its process group. The agent's queue is kept, and says so. */
   cancel(): void {
     this.agent.cancel()
     this.shell?.controller.abort(new Error('cancelled'))
-    if (this.queue.length) {
-      const current = this.editor.getText()
-      this.editor.setText([...this.queue, ...(current ? [current] : [])].join('\n\n'))
-      this.queue = []
-      this.status.queued = 0
-    }
+    if (this.agent.queue.size) this.transcript.note('info', queueKeptWords(this.agent.queue.size).text)
     if (this.running || this.shell) this.status.cancelling = true
+    this.tui.requestRender()
+  }
+
+  /** Alt+Up: the last queued prompt comes back into the editor (before what is typed there), to edit or drop. */
+  private takeBack(): void {
+    const last = this.agent.queue.list().at(-1)
+    const item = last && this.agent.queue.remove(last.id)
+    if (!item) return
+    const text = item.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+    const current = this.editor.getText()
+    this.editor.setText(current ? `${text}\n${current}` : text)
     this.tui.requestRender()
   }
 
@@ -356,55 +417,67 @@ export class KeelApp {
       this.tui.requestRender()
       return
     }
-    // An image path that cannot be attached: one line, and the text stays in the editor.
-    const built = text.startsWith('!') ? undefined : this.attachments.content(text)
-    if (built && 'error' in built) {
-      this.transcript.note('error', built.error)
-      this.editor.setText(raw)
-    } else if (this.running || this.shell) {
-      this.queue.push(text)
-      this.status.queued = this.queue.length
+    const command = userCommandOf(text)
+    if (this.shell || (command !== undefined && this.running)) {
+      // Only prompts queue (the agent's queue holds messages, not commands): the text stays in the editor.
+      this.busy()
+      this.editor.setText(text)
+    } else if (command !== undefined) {
+      void this.userCommand(command)
     } else {
-      this.dispatch(text)
+      // An image path that cannot be attached: one line, and the text stays in the editor.
+      const built = this.attachments.content(text)
+      if ('error' in built) {
+        this.transcript.note('error', built.error)
+        this.editor.setText(raw)
+      } else this.send(built.content, text, this.submitKind)
     }
     this.tui.requestRender()
   }
 
-  /** A prompt starts a turn; `!command` runs the command. */
-  private dispatch(text: string): void {
-    const command = userCommandOf(text)
-    if (command === undefined) this.send(text)
-    else void this.userCommand(command)
-  }
-
-  private send(text: string, options: { command?: string; model?: LlmAdapter } = {}): void {
+  /** Through the agent's queue: idle, a turn starts; while one runs, steering (Enter) or a follow-up (Alt+Enter). */
+  private send(content: ContentBlock[], text: string, kind: QueueKind): void {
     const agent = this.agent
-    const built = this.attachments.content(text)
-    if ('error' in built) {
-      this.transcript.note('error', built.error)
+    // Refused before its turn (images for a model without vision): one line, and the prompt goes back to the editor.
+    const refused = (error: unknown) => {
+      if (agent !== this.agent) return
+      this.transcript.note('error', error instanceof Error ? error.message : String(error))
+      if (!this.editor.getText()) this.editor.setText(text)
+    }
+    try {
+      agent.send(content, kind).turn?.catch(refused)
+    } catch (error) {
+      refused(error)
       return
     }
+    this.track(agent)
+  }
+
+  /** A command file's expansion or a built-in's prompt (`/init`): a turn of its own, with its command and model. */
+  private promptCommand(text: string, options: { command?: string; model?: LlmAdapter }): void {
+    if (this.busy()) return
+    const agent = this.agent
+    agent.prompt(text, options).catch((error: unknown) => {
+      if (agent === this.agent) this.transcript.note('error', error instanceof Error ? error.message : String(error))
+    })
+    this.track(agent)
+  }
+
+  /** Marks the UI busy until the agent is idle again, its queued follow-ups' turns included. */
+  private track(agent: Agent): void {
+    if (this.running || agent !== this.agent) return
     this.status.runningSince = Date.now()
     this.ticker ??= setInterval(() => this.tui.requestRender(), 100)
-    this.running = agent
-      .prompt(built.content, options)
-      .catch((error: unknown) => {
-        if (agent !== this.agent) return
-        this.transcript.note('error', error instanceof Error ? error.message : String(error))
-        // Refused before its turn (images for a model without vision): the prompt goes back to the editor.
-        if (!this.editor.getText()) this.editor.setText(text)
-      })
-      .finally(() => {
-        this.running = undefined
-        this.status.runningSince = undefined
-        this.status.cancelling = false
-        if (this.ticker) clearInterval(this.ticker)
-        this.ticker = undefined
-        const next = this.queue.shift()
-        this.status.queued = this.queue.length
-        if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
-        this.tui.requestRender()
-      })
+    const running: Promise<void> = agent.whenIdle().finally(() => {
+      if (this.running !== running) return
+      this.running = undefined
+      this.status.runningSince = undefined
+      this.status.cancelling = false
+      if (this.ticker && !this.shell) clearInterval(this.ticker)
+      if (!this.shell) this.ticker = undefined
+      this.tui.requestRender()
+    })
+    this.running = running
   }
 
   private command(text: string): void {
@@ -450,7 +523,7 @@ export class KeelApp {
       busy: () => app.busy(),
       turnRunning: () => app.running !== undefined,
       replaceAgent: (make, message) => app.replaceAgent(make, message),
-      prompt: (text, options) => app.send(text, options),
+      prompt: (text, options) => app.promptCommand(text, options),
       setDraft: (text) => app.editor.setText(text),
       jobs: () => app.state.jobs,
       quit: () => app.quit(),
@@ -525,9 +598,6 @@ export class KeelApp {
       this.status.cancelling = false
       if (this.ticker && !this.running) clearInterval(this.ticker)
       if (!this.running) this.ticker = undefined
-      const next = this.queue.shift()
-      this.status.queued = this.queue.length
-      if (next !== undefined && !this.closing && agent === this.agent) this.dispatch(next)
       this.tui.requestRender()
     }
   }
@@ -568,6 +638,7 @@ export class KeelApp {
     // Cancelling the turn ended its asks; anything still waiting (a turn that did not stop in time) is declined.
     this.prompt.denyAll()
     for (const dispose of this.disposers.splice(0)) dispose()
+    this.callBack.stop()
     this.tui.stop()
     this.exit?.(code)
   }

@@ -42,6 +42,7 @@ export async function runInteractive(door: DoorContext): Promise<number> {
     resumed,
     label: scripted?.label,
     intro: scripted?.intro,
+    notify: door.notify,
   })
   const onSignal = () => {
     void app.quit(130)

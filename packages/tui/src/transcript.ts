@@ -1,10 +1,18 @@
 import { imageLabel } from '@keel/session/image'
+import { STEERED } from '@keel/door/words'
 import { truncateToWidth, visibleWidth, wrapTextWithAnsi, type Component } from '@mariozechner/pi-tui'
 import type { SubagentPlan } from '@keel/subagent'
 import { openTasksNotice, planSummary, type TodoItem } from '@keel/todo'
 import { describeDecision } from '@keel/permissions'
 import type { TranscriptEntry as Entry, ToolEntry, TranscriptState, TurnEndEntry } from '@keel/door/transcript'
-import { compactionWords, hookWords, planDroppedWords, planEditWords, proposalWords, turnEndWords } from '@keel/door/words'
+import {
+  compactionWords,
+  hookWords,
+  planDroppedWords,
+  planEditWords,
+  proposalWords,
+  turnEndWords,
+} from '@keel/door/words'
 import { diffCounts, renderDiff } from './diff-view.ts'
 import { highlighterLoaded, onHighlighterReady } from './highlight.ts'
 import { renderMarkdown } from './markdown.ts'
@@ -202,6 +210,8 @@ export class TranscriptView implements Component {
           ...wrap(escapeControls(entry.text), width, style.cyan('› '), '  ', style.bold),
           ...(entry.images ?? []).map((image) => `  ${style.dim(escapeLine(imageLabel(image)))}`),
         ]
+        // Sent while the turn ran and delivered before its next request (the agent's queue): said where it landed.
+        if (entry.steer) lines.push(style.dim(`  (${STEERED})`))
         break
       case 'shell':
         lines = renderShellEntry(entry.command, entry.output, width, this.expanded)

@@ -113,7 +113,7 @@ describe('interactive app (in-process, recording terminal)', () => {
     expect(screen(app)).toContain('Last Plan 2/2 (cleared when a later turn started)\n    1. ✓ Step 1\n    2. ✓ Step 2')
   })
 
-  test('a running bash call shows its card and the streamed text; esc cancels the turn, requeues the prompt and kills the command', async () => {
+  test('a running bash call shows its card and the streamed text; esc cancels the turn, keeps the queue and kills the command', async () => {
     const marker = `keel-tui-${process.pid}-${Date.now()}`
     const { app, terminal } = await start([
       {
@@ -143,8 +143,10 @@ describe('interactive app (in-process, recording terminal)', () => {
     // The card says cancelled, not error; the bare notice under it would only repeat that.
     expect(screen(app)).toMatch(/● bash sleep 30.* cancelled [\d.]+s/)
     expect(screen(app)).not.toContain('✗ [cancelled by the user]')
-    // The queued prompt was not sent: it is back in the editor.
-    expect(app.editor.getText()).toBe('follow-up while running')
+    // The queued message was not sent: the agent's queue keeps it, under the editor, and a note says so.
+    expect(app.agent.queue.list().map((item) => item.kind)).toEqual(['steer'])
+    expect(screen(app)).toContain('1 queued message is kept: it goes with your next prompt')
+    expect(screen(app)).toContain('↳ after the running tool calls: follow-up while running')
     expect(app.agent.session.events.filter((event) => event.type === 'turn/start')).toHaveLength(1)
     // The command's process group is gone (bash -c still carries the marker in its command line).
     await waitFor(() => !processRunning(marker), 'the command to be killed', 10_000)

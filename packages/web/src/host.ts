@@ -93,6 +93,16 @@ export class WebHost {
         if (served.inScope(agent.session)) this.hub.broadcast({ type: 'agent/delta', sessionId: agent.id, delta })
       }),
       ctx.on('permission/mode', (mode) => this.hub.broadcast({ type: 'permission/mode', mode })),
+      ctx.on('agent/queue', (agent, items) => {
+        if (!served.inScope(agent.session)) return
+        const text = (content: (typeof items)[number]['content']) =>
+          content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+        this.hub.broadcast({
+          type: 'agent/queue',
+          sessionId: agent.id,
+          items: items.map((item) => ({ id: item.id, kind: item.kind, text: text(item.content) })),
+        })
+      }),
       ctx.on('agent/status', (agent, status) => {
         if (served.inScope(agent.session)) this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
       }),

@@ -1,7 +1,7 @@
 // The wire contract between the host and the browser client. Types only (plus two constants), so the client bundle
 // can import it without pulling in anything from Node.
 import type { CostTotal } from '@keel/session/cost'
-import type { AgentDelta, AgentStatus } from '@keel/agent'
+import type { AgentDelta, AgentStatus, QueueKind } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
 import type { Notice, SessionEvent } from '@keel/session'
@@ -141,13 +141,15 @@ export interface RpcMethods {
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
   /**
-   * `images`: attached to the prompt after its text; each checked by @keel/session/image's rule. A prompt naming a
-   * command file (`/frontend:review src/`) is expanded by @keel/door/slash (as in every door) and the expansion is
-   * what lands on the log, with the command named.
+   * Idle, the prompt starts a turn. While a turn runs it goes into the agent's queue as `kind` (default `steer`: after
+   * the running tool calls, before the turn's next request; `follow-up`: the next turn); `queued` says so. `images`:
+   * attached to the prompt after its text; each checked by @keel/session/image's rule. A prompt naming a command file
+   * (`/frontend:review src/`) is expanded by @keel/door/slash (as in every door) and the expansion is what lands on
+   * the log, with the command named; it starts a turn of its own (`busy` while one runs).
    */
   'session.prompt': {
-    params: { sessionId: string; text: string; images?: PromptImage[] }
-    value: { accepted: true }
+    params: { sessionId: string; text: string; images?: PromptImage[]; kind?: QueueKind }
+    value: { accepted: true; queued?: { id: string; kind: QueueKind } }
   }
   /** The slash command files of the served folder (`.keel/commands`, `.claude/commands`, `$KEEL_HOME/commands`). */
   'commands.list': { params: Record<string, never>; value: { commands: CommandInfo[] } }
@@ -265,6 +267,8 @@ export type ServerFrame =
   | { type: 'session/event'; sessionId: string; event: SessionEvent; view?: CallView }
   | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
+  /** The agent's queued prompts changed (one was sent, delivered or taken back): what is still queued, oldest first. */
+  | { type: 'agent/queue'; sessionId: string; items: { id: string; kind: QueueKind; text: string }[] }
   | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
   | { type: 'session/created'; session: SessionInfo }
   /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */

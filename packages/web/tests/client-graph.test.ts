@@ -8,6 +8,7 @@ test('the web client bundles for the browser, taking from other Keel packages on
   expect(bundle.errors).toEqual([])
   const keel = bundle.inputs.filter((file) => file.startsWith('packages/') && !file.startsWith('packages/web/'))
   expect(keel.sort()).toEqual([
+    'packages/door/src/call-back.ts',
     'packages/door/src/shell-message.ts',
     'packages/door/src/transcript.ts',
     'packages/door/src/words.ts',

@@ -230,10 +230,19 @@ describe('RPC', () => {
       session: expect.objectContaining({ id: session.id, live: true }),
     })
     expect(await f.ok('session.prompt', { sessionId: session.id, text: 'fix the bug' })).toEqual({ accepted: true })
-    // One running turn per session.
-    expect(await f.rpc('session.prompt', { sessionId: session.id, text: 'again' })).toMatchObject({
+    // One running turn per session: a prompt sent meanwhile joins the agent's queue, as steering by default.
+    expect(await f.ok('session.prompt', { sessionId: session.id, text: 'again' })).toEqual({
+      accepted: true,
+      queued: { id: expect.any(String), kind: 'steer' },
+    })
+    expect(stream.frames).toContainEqual({
+      type: 'agent/queue',
+      sessionId: session.id,
+      items: [{ id: expect.any(String), kind: 'steer', text: 'again' }],
+    })
+    expect(await f.rpc('session.prompt', { sessionId: session.id, text: 'x', kind: 'later' as never })).toMatchObject({
       ok: false,
-      error: { code: 'busy' },
+      error: { code: 'bad-request' },
     })
     await waitFor(
       () => stream.sessionEvents(session.id).some((frame) => frame.event.type === 'turn/end'),

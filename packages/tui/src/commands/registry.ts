@@ -2,6 +2,7 @@ import type { SlashCommand } from '@mariozechner/pi-tui'
 import { closest } from '@keel/session'
 import type { Command, CommandActions } from './command.ts'
 import { compact } from './compact.ts'
+import { exportCommand } from './export.ts'
 import { help } from './help.ts'
 import { init } from './init.ts'
 import { jobs } from './jobs.ts'
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   init,
   jobs,
   skills,
+  exportCommand,
   quit,
 ]
 

@@ -15,6 +15,9 @@ import { JobsBadge } from './components/JobsBadge.tsx'
 import { TrustOffer } from './components/TrustOffer.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
+import { askNotificationPermission, callBack, watchFocus } from './call-back.ts'
+import { queuedLabel, sentence, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
+import type { QueueKind } from '@keel/agent'
 import type { RewindActions } from './components/RewindCard.tsx'
 import { SessionList } from './components/SessionList.tsx'
 import type { PlanEdit, ProposalAnswer } from '@keel/todo/plan'
@@ -24,7 +27,6 @@ import { UsageBadge } from './components/UsageBadge.tsx'
 import { Transcript } from './components/Transcript.tsx'
 import { ConversationStore, PAGE_MESSAGES } from './store.ts'
 import { userCommandOf } from '@keel/door/shell-message'
-import { sentence, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 
 function sessionFromHash(): string | null {
   const match = /^#s=([A-Za-z0-9_-]{1,128})$/.exec(window.location.hash)
@@ -80,6 +82,13 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
   const storeRef = useRef(store)
   storeRef.current = store
+  const selectedRef = useRef(selected)
+  selectedRef.current = selected
+  /** Each session's queued prompts (the agent's queue, from `agent/queue` frames), shown under the composer. */
+  const [queues, setQueues] = useState<Record<string, QueuedText[]>>({})
+  const queuesRef = useRef(queues)
+  queuesRef.current = queues
+  useEffect(() => watchFocus(), [])
 
   const fail = useCallback(
     (err: unknown) => {
@@ -118,6 +127,17 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
     const close = api.events(
       (frame) => {
         if (frame.type === 'permission/mode') setMode(frame.mode)
+        if (frame.type === 'agent/queue') setQueues((queues) => ({ ...queues, [frame.sessionId]: frame.items }))
+        if (frame.type === 'permission/ask')
+          callBack({ kind: 'approval', sessionId: frame.ask.sessionId, summary: frame.ask.summary })
+        if (
+          frame.type === 'session/event' &&
+          frame.event.type === 'turn/end' &&
+          frame.sessionId === selectedRef.current &&
+          (frame.event.data.reason === 'aborted' ||
+            !queuesRef.current[frame.sessionId]?.some((item) => item.kind === 'follow-up'))
+        )
+          callBack({ kind: 'turn-end', sessionId: frame.sessionId, reason: frame.event.data.reason })
         storeRef.current?.accept(frame)
         if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
         else if (frame.type === 'hello') setNotices(frame.notices ?? [])
@@ -161,8 +181,9 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   // A `!command` runs on the host through the bash tool (@keel/door/user-command), as in the TUI.
   const [commandRunning, setCommandRunning] = useState(false)
   const send = useCallback(
-    async (text: string, images: PromptImage[] = []): Promise<boolean> => {
+    async (text: string, images: PromptImage[] = [], kind: QueueKind = 'steer'): Promise<boolean> => {
       setError(null)
+      askNotificationPermission()
       const command = userCommandOf(text)
       if (command === '') {
         setError(USER_COMMAND_USAGE)
@@ -185,7 +206,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
         }
       }
       try {
-        await api.call('session.prompt', { sessionId: id, text, ...(images.length ? { images } : {}) })
+        await api.call('session.prompt', { sessionId: id, text, kind, ...(images.length ? { images } : {}) })
         refresh()
         return true
       } catch (err) {
@@ -337,6 +358,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             onAnswer={answer}
             commands={commands}
             plan={plan}
+            queued={queues[selected ?? ''] ?? []}
           />
         ) : (
           <>
@@ -356,6 +378,9 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
 }
 
+/** A prompt waiting in the agent's queue, as the `agent/queue` frame carries it. */
+type QueuedText = { id: string; kind: QueueKind; text: string }
+
 function Conversation({
   store,
   error,
@@ -368,6 +393,7 @@ function Conversation({
   onAnswer,
   commands,
   plan,
+  queued,
 }: {
   commands: readonly CommandInfo[]
   store: ConversationStore
@@ -377,10 +403,11 @@ function Conversation({
   info: string | null
   draft: { text: string } | null
   rewind?: RewindActions
-  onSend: (text: string) => Promise<boolean>
+  onSend: (text: string, images: PromptImage[], kind?: QueueKind) => Promise<boolean>
   onCancel: () => void
   onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
   plan?: { edit: EditPlan; answer: AnswerPlan }
+  queued: readonly QueuedText[]
 }) {
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
@@ -403,6 +430,15 @@ function Conversation({
           <div className="notice error" role="alert">
             {error}
           </div>
+        )}
+        {queued.length > 0 && (
+          <ul className="queued" data-testid="queued">
+            {queued.map((item) => (
+              <li key={item.id} data-testid="queued-item" data-kind={item.kind}>
+                <span className="queued-kind">{sentence(queuedLabel(item.kind))}</span> {item.text}
+              </li>
+            ))}
+          </ul>
         )}
         <Composer
           running={snapshot.running || commandRunning}

@@ -1,5 +1,5 @@
 import type { Compaction } from '@keel/compaction'
-import { expandSlash, isSlashPrompt, type SlashExpansion } from '@keel/door/slash'
+import { expandSlash, isSlashPrompt } from '@keel/door/slash'
 import type { SessionState } from '../session-state.ts'
 import { imageFromBase64 } from '@keel/session/image'
 import { errorLine, notify, type ContentBlock, type ImageBlock } from '@keel/session'
@@ -48,39 +48,51 @@ export const prompt: Method<'session.prompt'> = (served, params) => {
     throw new RpcFailure('bad-request', 'text must be a non-empty string')
   if (text.length > MAX_PROMPT_CHARS)
     throw new RpcFailure('bad-request', `text is ${text.length} characters; the limit is ${MAX_PROMPT_CHARS}`)
+  const kind = params.kind ?? 'steer'
+  if (kind !== 'steer' && kind !== 'follow-up')
+    throw new RpcFailure('bad-request', `kind must be "steer" or "follow-up", not ${JSON.stringify(kind)}`)
   const now = served.states.of(sessionId)
-  if (now.kind === 'turn')
-    throw new RpcFailure('busy', 'a turn is already running in this session; wait for it to end or cancel it')
   if (now.kind === 'command')
     throw new RpcFailure('busy', 'a command is running in this session; wait for it to end or cancel it')
   if (now.kind === 'rewinding') throw new RpcFailure('busy', 'a rewind of this session is running')
   const agent = served.agentFor(sessionId)
-  if (agent.status === 'running') throw new RpcFailure('busy', 'a turn is already running in this session')
   const warn = (error: unknown) => {
-    served.ctx.emit(served.ctx, 'internal/warning', `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`)
+    served.ctx.emit(
+      served.ctx,
+      'internal/warning',
+      `web: prompt in ${sessionId} failed: ${(error as Error)?.message ?? error}`,
+    )
   }
   let done: Promise<void>
   if (isSlashPrompt(text, agent.cwd)) {
-    // A command file's prompt is its expansion (its shell-outs run first), the images after it.
-    done = expandSlash(served.ctx, agent, text, false, (line) => notify(served.ctx, 'extend', line.replace(/^keel: /, '')))
+    // A command file runs as a turn of its own (its shell-outs first, then its expansion), never as steering.
+    if (agent.status === 'running')
+      throw new RpcFailure('busy', 'a command file starts a turn of its own; send it when this turn ends')
+    done = expandSlash(served.ctx, agent, text, false, (line) =>
+      notify(served.ctx, 'extend', line.replace(/^keel: /, '')),
+    )
       .then((slash) =>
         agent.prompt([{ type: 'text', text: slash.text }, ...images], {
           ...(slash.command ? { command: slash.command } : {}),
           ...(slash.model ? { model: slash.model } : {}),
         }),
       )
+      .then(() => agent.whenIdle())
       .then(() => {}, warn)
   } else {
     const content: ContentBlock[] = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...images]
-    // Images for a model without vision are refused here, before the turn: the page shows the line.
-    let started: Promise<unknown>
+    // While a turn runs the prompt joins the agent's one queue (every tab and door shares it, in the order sent).
+    // Images for a model without vision are refused here, before anything: the page shows the line.
+    let sent: ReturnType<typeof agent.send>
     try {
-      started = agent.send(content).turn!
+      sent = agent.send(content, kind)
     } catch (error) {
       throw new RpcFailure('bad-request', errorLine(error))
     }
-    // A compaction waiting for the next request is committed by this turn's first one.
-    done = started.then(() => {}, warn)
+    if (sent.queued) return { accepted: true, queued: { id: sent.queued.id, kind: sent.queued.kind } }
+    // A compaction waiting for the next request is committed by this turn's first one. The session counts as in a
+    // turn until the agent is idle, its queued follow-ups' turns included.
+    done = sent.turn.then(() => agent.whenIdle()).then(() => {}, warn)
   }
   const turn: SessionState = { kind: 'turn', done }
   served.states.set(sessionId, turn)

@@ -27,7 +27,11 @@ async function readImage(file: File): Promise<PromptImage | { error: string }> {
   return { name: file.name || 'pasted image', data: block.data }
 }
 
-/** Enter sends, Shift+Enter adds a line; while a turn runs the button cancels it. Images: paste, drop, or pick. */
+/**
+ * Enter sends, Shift+Enter adds a line. While a turn runs the text still sends, into the agent's queue: Enter (or
+ * "Send now") steers the running turn, "After this turn" makes it the next turn; Stop cancels the turn. Images:
+ * paste, drop, or pick.
+ */
 export function Composer({
   running,
   disabled,
@@ -38,7 +42,7 @@ export function Composer({
 }: {
   running: boolean
   disabled: boolean
-  onSend: (text: string, images: PromptImage[]) => Promise<boolean>
+  onSend: (text: string, images: PromptImage[], kind?: 'steer' | 'follow-up') => Promise<boolean>
   onCancel: () => void
   /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
   draft?: { text: string } | null
@@ -62,11 +66,11 @@ export function Composer({
       else setImages((list) => [...list, image])
     }
   }
-  const send = async () => {
-    if ((!text.trim() && !images.length) || running || sending || disabled) return
+  const send = async (kind: 'steer' | 'follow-up' = 'steer') => {
+    if ((!text.trim() && !images.length) || sending || disabled) return
     setSending(true)
     try {
-      if (await onSend(text, images)) {
+      if (await onSend(text, images, kind)) {
         setText('')
         setImages([])
         setRefused(null)
@@ -144,7 +148,7 @@ export function Composer({
       <textarea
         data-testid="composer-input"
         value={text}
-        placeholder={running ? 'Keel is working… (you can type the next message)' : 'Message Keel'}
+        placeholder={running ? 'Keel is working… Enter steers it; or send it after this turn' : 'Message Keel'}
         rows={3}
         onChange={(event) => setText(event.target.value)}
         onKeyDown={onKeyDown}
@@ -173,6 +177,28 @@ export function Composer({
       >
         Image
       </button>
+      {running && (
+        <>
+          <button
+            type="button"
+            data-testid="steer"
+            className="send"
+            disabled={disabled || sending || (!text.trim() && !images.length)}
+            onClick={() => void send('steer')}
+          >
+            Send now
+          </button>
+          <button
+            type="button"
+            data-testid="follow-up"
+            className="send secondary"
+            disabled={disabled || sending || (!text.trim() && !images.length)}
+            onClick={() => void send('follow-up')}
+          >
+            After this turn
+          </button>
+        </>
+      )}
       <button
         type="submit"
         data-testid={running ? 'cancel' : 'send'}
