@@ -1,8 +1,12 @@
 // The seam between the loop and the person's hook scripts: the loop asks `ctx.hooks` (when a plugin provides it,
 // @keel/extend does) at the points claude-code's hooks run, and the plugin runs them, logs each run and answers.
 // Declared here, below the plugin, so the loop never imports it.
-import type { ToolResult } from '@keel/tools'
-import type { Agent } from './agent.ts'
+import type { ToolAgent, ToolResult } from '@keel/tools'
+
+/** What a hook runner needs of the agent: who it is, and a way to stop its turn (a hook's `continue: false`). */
+export interface HookedAgent extends ToolAgent {
+  cancel(): void
+}
 
 /** A tool call as the hooks see it. */
 export interface HookedCall {
@@ -20,11 +24,11 @@ export interface PreToolVerdict {
 
 export interface TurnHooks {
   /** `UserPromptSubmit` (and `SessionStart` before an agent's first prompt): block it, or add context after it. */
-  promptSubmit(agent: Agent, prompt: string, signal: AbortSignal): Promise<{ block?: string; context?: string }>
+  promptSubmit(agent: HookedAgent, prompt: string, signal: AbortSignal): Promise<{ block?: string; context?: string }>
   /** `PreToolUse`: undefined when no hook had a say. */
-  preTool(agent: Agent, call: HookedCall, signal: AbortSignal): Promise<PreToolVerdict | undefined>
+  preTool(agent: HookedAgent, call: HookedCall, signal: AbortSignal): Promise<PreToolVerdict | undefined>
   /** `PostToolUse`: text for the model about the result (a block's reason, added context), or undefined. */
-  postTool(agent: Agent, call: HookedCall, result: ToolResult, signal: AbortSignal): Promise<string | undefined>
+  postTool(agent: HookedAgent, call: HookedCall, result: ToolResult, signal: AbortSignal): Promise<string | undefined>
   /** `Stop` (`SubagentStop` for a child): the reason to go on for one more step, or undefined to stop. */
-  turnStop(agent: Agent, active: boolean, signal: AbortSignal): Promise<string | undefined>
+  turnStop(agent: HookedAgent, active: boolean, signal: AbortSignal): Promise<string | undefined>
 }

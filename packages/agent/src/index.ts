@@ -10,7 +10,7 @@ export * from './agent.ts'
 export type { QueueKind, QueuedPrompt } from './queue.ts'
 export { lastModel, lastModelChoice, modelSpecOf } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
-export type { HookedCall, PreToolVerdict, TurnHooks } from './hooks.ts'
+export type { HookedAgent, HookedCall, PreToolVerdict, TurnHooks } from './hooks.ts'
 
 declare module 'cordis' {
   interface Context {

@@ -4,6 +4,7 @@ import { Context, type ForkScope, Logger } from 'cordis'
 import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import type { KeelLoader } from './loader.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
+import { withStore } from './store-entry.ts'
 
 export { DEFAULT_COMPOSITION }
 
@@ -28,11 +29,6 @@ export interface BootOptions {
   overrides?: Record<string, Record<string, unknown>>
   /** A postgres:// URL: the session entry loads @keel/store-pg over that database instead of the JSONL files. */
   store?: string
-}
-
-/** The session entry as the store asks: @keel/store-pg in place of @keel/session when a database is named. */
-export function withStore<T extends { id?: string; name: string; config?: unknown }>(entry: T, store?: string): T {
-  return store && entry.name === '@keel/session' ? { ...entry, name: '@keel/store-pg', config: { url: store } } : entry
 }
 
 /**

@@ -3,7 +3,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Loader } from '@cordisjs/loader'
-import { withStore } from './boot.ts'
+import { withStore } from './store-entry.ts'
 import { BUILTIN_PLUGINS } from './plugins.ts'
 
 /**

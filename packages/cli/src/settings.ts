@@ -2,7 +2,7 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { EntryOptions } from '@cordisjs/loader'
 import Schema from 'schemastery'
-import { type CommandSet, loadAgents, loadCommands, loadSkills, parseHooks } from '@keel/extend'
+import { type CommandSet, loadAgents, loadCommands, loadSkills, parseHooks } from '@keel/extend/found'
 import {
   flatten,
   gateSettings,

@@ -3,7 +3,7 @@
 import { createInterface } from 'node:readline'
 import { resolve } from 'node:path'
 import type { Context } from 'cordis'
-import { notify } from '@keel/session'
+import { notify } from '@keel/session/notice'
 import { trustedWords, trustOfferWords } from '@keel/door/words'
 import { escapeLine } from '@keel/session/escape'
 import { type HeldSetting, heldLine, trustFolder, trustState } from '@keel/settings'

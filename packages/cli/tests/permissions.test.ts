@@ -178,9 +178,9 @@ describe('keel -p: ask, --allow, --yolo', () => {
   test('bad policy flags are one line and exit 2', () => {
     const model = script([{ text: 'done' }])
     const cases: [string[], Record<string, string>, string][] = [
-      [['--mode', 'careful'], {}, 'keel: --mode must be one of read-only, ask, auto, yolo, not "careful"\n'],
+      [['--mode', 'careful'], {}, 'keel: --mode must be one of read-only, plan, ask, auto, yolo, not "careful"\n'],
       [['--yolo', '--mode', 'ask'], {}, 'keel: --yolo and --mode ask contradict each other; use one\n'],
-      [[], { KEEL_MODE: 'nope' }, 'keel: KEEL_MODE must be one of read-only, ask, auto, yolo, not "nope"\n'],
+      [[], { KEEL_MODE: 'nope' }, 'keel: KEEL_MODE must be one of read-only, plan, ask, auto, yolo, not "nope"\n'],
       [
         ['--allow', 'rm -rf'],
         {},

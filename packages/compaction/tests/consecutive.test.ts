@@ -14,7 +14,7 @@ afterEach(async () => {
   keel = undefined
 })
 
-const WINDOW = 6000
+const WINDOW = 6400
 const LINES = 440 // 440 × 20 characters of output per turn: two turns fit under the threshold, three do not fit at all
 
 function turnSteps(n: number, summary: boolean): ScriptStep[] {

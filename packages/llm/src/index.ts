@@ -1,6 +1,6 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { notify } from '@keel/session'
+import { notify } from '@keel/session/notice'
 import { DEFAULT_IDLE_TIMEOUT_MS } from './idle.ts'
 import { reasoningFor, registerProviders, splitSpec } from './providers.ts'
 import {

@@ -18,7 +18,7 @@ test('without bash, job_output and job_kill are not offered and a call to one is
   })
   const limited = keel.agent({ excludeTools: ['bash'] })
   await limited.prompt('try the jobs')
-  expect(keel.model.requests[0]!.tools.map((tool) => tool.name).sort()).toEqual(['todo_write'])
+  expect(keel.model.requests[0]!.tools.map((tool) => tool.name).sort()).toEqual(['propose_plan', 'todo_write'])
   const result = limited.session.events.find((event) => event.type === 'tool/result')
   expect(result?.type === 'tool/result' && textOfContent(result.data.content)).toBe(
     'Error: tool job_output is not available to this agent',
@@ -28,6 +28,7 @@ test('without bash, job_output and job_kill are not offered and a call to one is
     'bash',
     'job_kill',
     'job_output',
+    'propose_plan',
     'todo_write',
   ])
 })

@@ -349,8 +349,8 @@ describe('errors and depth', () => {
       keel.model.requests
         .filter((r) => JSON.stringify(r.messages[0]).includes(tag))
         .map((r) => r.tools.map((t) => t.name).sort())
-    expect(toolsFor('PARENT')[0]).toEqual(['bash', 'job_kill', 'job_output', 'task', 'todo_write'])
-    expect(toolsFor('CHILD-A')).toEqual([['bash', 'job_kill', 'job_output', 'todo_write']])
+    expect(toolsFor('PARENT')[0]).toEqual(['bash', 'job_kill', 'job_output', 'propose_plan', 'task', 'todo_write'])
+    expect(toolsFor('CHILD-A')).toEqual([['bash', 'job_kill', 'job_output', 'propose_plan', 'todo_write']])
     // Even if an agent at the limit is offered task, the tool refuses it.
     const deep = keel.agent({ depth: 1 })
     await deep.prompt('DEEP: try to nest')
@@ -380,8 +380,8 @@ describe('errors and depth', () => {
       keel.model.requests
         .filter((r) => JSON.stringify(r.messages[0]).includes(tag))
         .map((r) => r.tools.map((t) => t.name).sort())
-    expect(toolsFor('CHILD-X')[0]).toEqual(['task', 'todo_write'])
-    expect(toolsFor('GRAND-Y')).toEqual([['todo_write']])
+    expect(toolsFor('CHILD-X')[0]).toEqual(['propose_plan', 'task', 'todo_write'])
+    expect(toolsFor('GRAND-Y')).toEqual([['propose_plan', 'todo_write']])
     const sessions = keel.ctx.sessions.list()
     const childSummary = sessions.find((s) => s.parent?.sessionId === lead.id)!
     const grand = sessions.find((s) => s.parent?.sessionId === childSummary.id)!

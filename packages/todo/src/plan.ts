@@ -4,7 +4,7 @@
 // the browser and fails otherwise). The file read (`standingPlanFromFile`) lives in plan-file.ts.
 import type { ProjectionDefinition, SessionEvent } from '@keel/session'
 import { escapeLine } from '@keel/session/text'
-import { TODO_STATUSES, type TodoItem, type TodoStatus } from './types.ts'
+import type { TodoItem } from './types.ts'
 
 export * from './types.ts'
 
@@ -102,24 +102,12 @@ export function openTasksNotice(open: readonly string[]): { head: string; names:
   return { head, names, text: `${head}: ${names}` }
 }
 
-/** A value read from JSON is a todo item: a string `content` and a known `status` (extra keys are ignored). */
-export function isTodoItem(value: unknown): value is TodoItem {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return false
-  const { content, status } = value as Record<string, unknown>
-  return typeof content === 'string' && TODO_STATUSES.includes(status as TodoStatus)
-}
-
-/** A list read from JSON (a projection value, a tool call's arguments): the items, copied, or null unless every one is well formed. */
-export function parseTodoList(value: unknown): TodoItem[] | null {
-  if (!Array.isArray(value) || !value.every(isTodoItem)) return null
-  return value.map(({ content, status }) => ({ content, status }))
-}
-
 export function countStatuses(todos: readonly TodoItem[]): { pending: number; in_progress: number; completed: number } {
   const counts = { pending: 0, in_progress: 0, completed: 0 }
   for (const todo of todos) counts[todo.status]++
   return counts
 }
 
+export { isTodoItem, parseTodoList } from './items.ts'
 export * from './edit.ts'
 export * from './proposal.ts'

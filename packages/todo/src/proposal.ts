@@ -2,7 +2,7 @@
 // the words the model reads about plan mode. Browser-safe like plan.ts (the web client imports it through
 // `@keel/todo/plan`): only types from elsewhere, no Node import.
 import type { SessionEvent } from '@keel/session'
-import { parseTodoList } from './plan.ts'
+import { parseTodoList } from './items.ts'
 import type { TodoItem } from './types.ts'
 
 /** A person's answer to the pending proposal: edit the draft, approve it (maybe edited) in a mode, or reject it. */

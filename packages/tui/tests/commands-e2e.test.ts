@@ -41,7 +41,7 @@ test.skipIf(skip)(
     const screen = () => tmux.screen('one')
     tmux.start(
       'one',
-      `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --model 'scripted/${script}'; echo "[keel exited $?]"; sleep 600`,
+      `cd '${cwd}' && env KEEL_HOME='${home}' KEEL_DEV=1 node '${join(REPO, 'bin/keel.js')}' --trust --model 'scripted/${script}'; echo "[keel exited $?]"; sleep 600`,
     )
     await until(() => screen().includes('─────'), 'the UI to start', 60_000, screen)
 

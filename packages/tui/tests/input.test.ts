@@ -225,12 +225,23 @@ describe('!command', () => {
     expect(processRunning('30.5173')).toBe(false)
   })
 
-  test('a prompt typed while a command runs waits for it', async () => {
+  test('a prompt typed while a command runs stays in the editor until the command ends', async () => {
     const { app } = await start([{ text: 'after the command' }])
     app.submit('!sleep 0.3; echo done-sleeping')
     app.submit('next question')
-    expect(app.status.queued).toBe(1)
-    await waitFor(() => screen(app).includes('after the command'), 'the queued prompt to run', 15_000)
+    // The agent's queue holds prompts for a turn; a `!command` is no turn, so nothing is queued behind it.
+    expect(app.status.queued ?? 0).toBe(0)
+    expect(app.editor.getText()).toBe('next question')
+    expect(screen(app)).toContain('A command is running')
+    await waitFor(
+      () => foldEvents(app.agent.session.events).entries.some((entry) => entry.kind === 'shell'),
+      'the command to end',
+      15_000,
+    )
+    await new Promise((done) => setTimeout(done, 50))
+    app.editor.setText('')
+    app.submit('next question')
+    await waitFor(() => screen(app).includes('after the command'), 'the prompt to run', 15_000)
     const kinds = foldEvents(app.agent.session.events).entries.map((entry) => entry.kind)
     expect(kinds).toEqual(['shell', 'user', 'assistant'])
   })

@@ -68,7 +68,7 @@ test.skipIf(skip)(
     )
     tmux.type('ask', 'actually keep dist')
     tmux.key('ask', 'Enter')
-    await until(has('actually keep dist'), 'the sentence in the editor', 10_000, screen)
+    await until(has('actually keep dist'), 'the sentence queued', 10_000, screen)
     expect(screen()).toContain('◆ Allow bash: rm -rf dist?')
     expect(existsSync(join(cwd, 'dist', 'app.js'))).toBe(true)
     expect(existsSync(join(cwd, '.keel'))).toBe(false)
@@ -123,7 +123,10 @@ test.skipIf(skip)(
       await until(has(`· ${mode} mode ·`), `the footer to say ${mode}`, 10_000, screen)
     }
 
-    // 6. The sentence typed earlier is still the person's: Enter sends it. Then `!touch` runs without asking.
+    // 6. The sentence typed during the approval was queued, never taken as its answer: it reached the model as
+    // steering (above). A new prompt opens the second turn. Then `!touch` runs without asking.
+    expect(screen(true)).toContain('sent while the agent worked')
+    tmux.type('ask', 'go on')
     tmux.key('ask', 'Enter')
     await until(has('Second turn.'), 'the second turn', 20_000, screen)
     tmux.type('ask', '!touch bang.txt')

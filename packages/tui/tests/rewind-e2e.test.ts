@@ -116,7 +116,13 @@ test.skipIf(skip)(
     await until(has('Files and conversation', 'Files only', 'Conversation only'), 'the scope step', 10_000, screen)
     tmux.key('r', 'Enter')
     await until(
-      has('Files that change (2):', 'restore  a.txt', 'delete   later.txt', 'Changed by you', 'Overwrite my changes'),
+      has(
+        'Files that change (2):',
+        'restore  a.txt',
+        'delete   later.txt',
+        'Yours (changed since',
+        'Overwrite my changes',
+      ),
       'the conflict list',
       10_000,
       screen,
@@ -139,7 +145,7 @@ test.skipIf(skip)(
     await until(has('Files and conversation'), 'the scope step', 10_000, screen)
     tmux.key('r', 'Enter')
     await until(has('Files that change (2):', 'continues in a new session'), 'the file list', 10_000, screen)
-    expect(screen()).not.toContain('Changed by you')
+    expect(screen()).not.toContain('Yours (changed since')
     tmux.key('r', 'Enter') // Rewind
     await until(has('Continuing in session'), 'the fork to open', 15_000, screen)
     expect(fileTree(cwd)).toEqual(afterOne)

@@ -44,9 +44,10 @@ describe.skipIf(skip)('the composer while a turn runs', () => {
     await one.getByTestId('composer-input').fill('run the slow command')
     await one.getByTestId('send').click()
     await expect.poll(() => one.getByTestId('cancel').count(), { timeout: 20_000 }).toBe(1)
-    const url = one.url()
+    // A new tab needs the printed address (the token rides in its fragment), with the session after it.
+    const session = new URL(one.url()).hash.slice(1)
     const two = await context!.newPage()
-    await two.goto(url)
+    await two.goto(`${served!.url}&${session}`)
     await expect.poll(() => two.getByTestId('cancel').count(), { timeout: 20_000 }).toBe(1)
     await one.getByTestId('composer-input').fill('steer from tab one')
     await two.getByTestId('composer-input').fill('follow up from tab two')
