@@ -24,7 +24,8 @@ beforeEach(async () => {
 afterEach(async () => {
   for (const child of children.splice(0)) child.kill('SIGKILL')
   await fake.close()
-  rmSync(root, { recursive: true, force: true })
+  // A killed bridge's git (the checkpoint warm-up at session open) may still be writing its shadow: retry.
+  rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
 })
 
 function acp(...args: string[]) {

@@ -25,6 +25,7 @@ test('the web client bundles for the browser, taking from other Keel packages on
     'packages/subagent/src/projection.ts',
     'packages/subagent/src/types.ts',
     'packages/todo/src/edit.ts',
+    'packages/todo/src/items.ts',
     'packages/todo/src/plan.ts',
     'packages/todo/src/proposal.ts',
     'packages/todo/src/types.ts',
