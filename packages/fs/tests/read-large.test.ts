@@ -58,7 +58,8 @@ it('reads a window of a 50 MB file without loading it whole', async () => {
       `… ${(LINES - 250_002).toLocaleString('en-US')} more lines; use offset=250003 to read on.`,
     ].join('\n'),
   )
-  // The file is 51 MB; loading it (as a Buffer or a string) would show up in full in either figure.
-  expect(heap).toBeLessThan(12 * 1024 * 1024)
+  // The file is 51 MB; loading it (as a Buffer or a string) would show up in full in either figure. The heap bound
+  // leaves room for garbage the collector has not reached yet on a loaded machine (12.3 MB was seen under the gate).
+  expect(heap).toBeLessThan(16 * 1024 * 1024)
   expect(rss).toBeLessThan(25 * 1024 * 1024)
 })
