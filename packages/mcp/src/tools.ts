@@ -30,6 +30,8 @@ export function mcpTool(connection: Connection, tool: Tool, exposed: string, opt
       kind: 'other',
       rawInput: args,
     }),
+    // The server's read-only hint rides along for plan mode to honour; no other mode trusts it.
+    access: tool.annotations?.readOnlyHint === true ? () => ({ kind: 'other', declaredReadOnly: true }) : undefined,
     async execute(args, exec) {
       const result = await connection.call(tool.name, args, exec.signal)
       return toToolContent(result, options.maxResultChars)

@@ -107,4 +107,32 @@ describe('MCP tools in the agent loop', () => {
     expect(results[1]!.data).toMatchObject({ isError: false })
     expect(JSON.stringify(results[1]!.data)).toContain('Echo: guarded')
   })
+
+  test('plan mode: a tool its server marks readOnlyHint runs; one that does not is refused', async () => {
+    keel = await makeKeel({
+      steps: [
+        {
+          toolCalls: [
+            { name: 'mcp__everything__echo', arguments: { message: 'looked' } },
+            { name: 'mcp__everything__toggle-simulated-logging', arguments: {} },
+          ],
+        },
+        { text: 'explored' },
+      ],
+      plugins: [
+        [mcpPlugin, config({ everything: EVERYTHING })],
+        [permissionsPlugin, { mode: 'plan', allow: [], deny: [] }],
+      ],
+    })
+    const agent = keel.agent()
+    await agent.prompt('explore')
+    const results = agent.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => e.data as { isError: boolean; content: { type: string; text?: string }[] })
+    expect(results).toHaveLength(2)
+    expect(results[0]).toMatchObject({ isError: false })
+    expect(textOfContent(results[0]!.content)).toContain('Echo: looked')
+    expect(results[1]).toMatchObject({ isError: true })
+    expect(textOfContent(results[1]!.content)).toContain('may change things until the person approves a plan')
+  })
 })

@@ -83,6 +83,8 @@ export function decide(input: PolicyInput): Verdict {
   const allowed = allowRule(input)
   if (allowed) return { outcome: 'allow', scope: 'rule', rule: allowed.text, sandbox: SANDBOX_FOR[mode], log: true }
   if (mode === 'auto') return { outcome: 'allow', scope: 'mode', sandbox: 'workspace', log: true }
+  if (mode === 'plan' && !writes && access.declaredReadOnly)
+    return { outcome: 'allow', scope: 'mode', sandbox: 'read-only', log: true }
   if (writesNothing(mode))
     return { outcome: 'deny', scope: 'mode', reason: `${refusal(mode)}: ${tool} may change things${planTail(mode)}` }
   return {

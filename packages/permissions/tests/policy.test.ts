@@ -191,6 +191,25 @@ describe('rules', () => {
   })
 })
 
+describe('a tool that declares itself read-only (an MCP readOnlyHint)', () => {
+  const hinted: ToolAccess = { kind: 'other', declaredReadOnly: true }
+  const plain: ToolAccess = { kind: 'other' }
+
+  it('runs in plan mode, sandboxed read-only; one without the hint is refused', () => {
+    expect(verdict('plan', 'mcp__s__search', hinted)).toMatchObject({ outcome: 'allow', sandbox: 'read-only' })
+    expect(verdict('plan', 'mcp__s__push', plain)).toMatchObject({
+      outcome: 'deny',
+      reason: expect.stringContaining('mcp__s__push may change things until the person approves a plan'),
+    })
+  })
+
+  it('is the author’s word only plan mode takes: ask still asks, read-only still refuses, deny rules win', () => {
+    expect(outcome(verdict('ask', 'mcp__s__search', hinted))).toBe('ask')
+    expect(outcome(verdict('read-only', 'mcp__s__search', hinted))).toBe('deny:mode')
+    expect(outcome(verdict('plan', 'mcp__s__search', hinted, { deny: ['mcp__s__*'] }))).toBe('deny:rule:mcp__s__*')
+  })
+})
+
 describe('modes', () => {
   const table: [PermissionMode, string, string, string, string][] = [
     // mode, read, write inside, write outside, bash

@@ -23,6 +23,12 @@ export interface ToolAccess {
   command?: string
   /** The hosts a `network` call reaches (web_fetch's URL host). */
   hosts?: string[]
+  /**
+   * An `other` call whose tool says it changes nothing (an MCP server's `readOnlyHint`). The author's word, not a
+   * fact: only plan mode, where the person explores before approving, lets it run; every other mode judges it as
+   * any `other` call.
+   */
+  declaredReadOnly?: boolean
 }
 
 export interface ToolExecution {

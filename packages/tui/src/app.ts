@@ -18,6 +18,7 @@ import { Attachments } from './attachments.ts'
 import { isPrintable } from './deliberate.ts'
 import { cycleMode } from './mode-cycle.ts'
 import { PermissionPrompt } from './permission-prompt.ts'
+import { PlanFocus } from './plan-focus.ts'
 import { PlanPanel } from './plan-panel.ts'
 import { errorLine } from '@keel/session/text'
 import { escapeLine } from './safe.ts'
@@ -75,6 +76,8 @@ export class KeelApp {
   readonly editor: Editor
   readonly transcript: TranscriptView
   readonly plan = new PlanPanel()
+  /** The plan panel under the keys (Ctrl+P). */
+  private readonly planFocus: PlanFocus
   readonly prompt: PermissionPrompt
   readonly status = new StatusLine()
   readonly footer: Footer
@@ -154,6 +157,20 @@ export class KeelApp {
     ])
       this.tui.addChild(child)
     this.tui.setFocus(this.editor)
+    this.planFocus = new PlanFocus({
+      plan: () => this.plan.plan,
+      edit: (edit) => {
+        const plans = ctx.get('plans')
+        const refused = plans ? plans.edit(this.agent.session, edit)?.error : 'plans are not loaded (add @keel/todo)'
+        if (refused) this.transcript.note('error', refused)
+        return refused
+      },
+      focusInput: (field) => this.tui.setFocus(field ?? this.editor),
+      render: () => {
+        this.plan.focus = this.planFocus.active
+        this.tui.requestRender()
+      },
+    })
     this.tui.addInputListener((data) => this.onKey(data))
     this.disposers.push(
       ctx.on('session/event', (session, event) => this.onEvent(session, event)),
@@ -332,6 +349,11 @@ export class KeelApp {
     }
     // An open approval prompt takes its keys (arrows, digits, Enter, Esc); letters go on to the editor.
     if (this.prompt.handleKey(data)) return { consume: true }
+    if (this.planFocus.handleKey(data)) return { consume: true }
+    if (matchesKey(data, 'ctrl+p')) {
+      this.planFocus.toggle()
+      return { consume: true }
+    }
     if (matchesKey(data, 'shift+tab')) {
       cycleMode(this.options.ctx, this.agent.session, (line) => this.transcript.note('info', line))
       this.tui.requestRender()

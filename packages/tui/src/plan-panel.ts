@@ -1,5 +1,6 @@
 import { truncateToWidth, type Component } from '@mariozechner/pi-tui'
 import { GLYPHS, planHeader, type TodoItem } from '@keel/todo'
+import type { PlanFocusView } from './plan-focus.ts'
 import { escapeLine, guardLine } from './safe.ts'
 import { style } from './style.ts'
 
@@ -49,6 +50,8 @@ export interface PlanLinesOptions {
   title?: string
   /** Tool calls since the plan was last written while a task is in progress; shown once it looks stale. */
   staleCalls?: number
+  /** The item under the keys' cursor (the panel is focused): marked, and the whole list shown. */
+  cursor?: number
 }
 
 /** From this many tool calls without an update, the header says how old the plan is. */
@@ -57,7 +60,7 @@ export const STALE_AFTER_CALLS = 8
 /** The plan as terminal lines no wider than `width`: header with counts, then one line per item. */
 export function planLines(todos: readonly TodoItem[], width: number, options: PlanLinesOptions = {}): string[] {
   const indent = options.indent ?? ''
-  const collapsed = !options.expanded && todos.length > COLLAPSE_ABOVE
+  const collapsed = !options.expanded && options.cursor === undefined && todos.length > COLLAPSE_ABOVE
   const counts = planHeader(todos).replace(/^Plan /, '')
   const title = options.title === undefined ? 'Plan' : escapeLine(options.title)
   let header = `${indent}${style.bold(title)} ${style.dim(counts)}`
@@ -73,7 +76,8 @@ export function planLines(todos: readonly TodoItem[], width: number, options: Pl
     const allDone = hidden.every((todo) => todo.status === 'completed')
     lines.push(style.dim(`${itemIndent}${allDone ? `${GLYPHS.completed} ${start} done` : `+${start} more`}`))
   }
-  for (let i = start; i < end; i++) lines.push(itemLine(todos[i]!, itemIndent))
+  for (let i = start; i < end; i++)
+    lines.push(itemLine(todos[i]!, i === options.cursor ? `${indent}${style.cyan('›')} ` : itemIndent))
   if (end < todos.length) lines.push(style.dim(`${itemIndent}+${todos.length - end} more`))
   return lines.map((line) => truncateToWidth(guardLine(line), Math.max(1, width), '…'))
 }
@@ -86,6 +90,8 @@ export class PlanPanel implements Component {
   private todos: readonly TodoItem[] | null = null
   private staleCalls = 0
   expanded = false
+  /** Set while the panel has the keys (Ctrl+P). */
+  focus: PlanFocusView | undefined
 
   setPlan(todos: readonly TodoItem[] | null, staleCalls = 0): void {
     this.todos = todos
@@ -104,8 +110,22 @@ export class PlanPanel implements Component {
 
   render(width: number): string[] {
     const todos = this.todos
+    if (this.focus) return ['', ...this.focusedLines(todos ?? [], this.focus, width)]
     if (!todos?.length) return []
     const hint = todos.length > COLLAPSE_ABOVE ? (this.expanded ? 'ctrl+t collapse' : 'ctrl+t show all') : undefined
     return ['', ...planLines(todos, width, { expanded: this.expanded, hint, staleCalls: this.staleCalls })]
+  }
+
+  private focusedLines(todos: readonly TodoItem[], focus: PlanFocusView, width: number): string[] {
+    const cursor = Math.min(focus.cursor, todos.length - 1)
+    const hint = todos.length
+      ? '↑↓ select · a add · r rename · J/K move · x done · space status · d delete · esc leave'
+      : 'a add · esc leave'
+    const lines = planLines(todos, width, { hint, cursor: todos.length ? cursor : undefined })
+    if (!todos.length) lines.push(style.dim('  (no plan yet)'))
+    if (!focus.input) return lines
+    const label = `  ${focus.input.label}: `
+    const field = focus.input.field.render(Math.max(1, width - label.length))
+    return [...lines, `${style.bold(label)}${field[0] ?? ''}`]
   }
 }

@@ -1,6 +1,7 @@
 import { visibleWidth } from '@mariozechner/pi-tui'
 import { describe, expect, test } from 'vitest'
-import type { TodoItem, TodoStatus } from '@keel/todo'
+import { applyEdit, type PlanEdit, type TodoItem, type TodoStatus } from '@keel/todo'
+import { PlanFocus } from '../src/plan-focus.ts'
 import { PlanPanel, planLines, planWindow, STALE_AFTER_CALLS } from '../src/plan-panel.ts'
 import { plain, plainLines } from './support.ts'
 
@@ -129,5 +130,55 @@ describe('staleness', () => {
     )
     const done = todos.map((todo) => ({ ...todo, status: 'completed' as const }))
     expect(plain(planLines(done, 80, { staleCalls: 20 })[0]!)).toBe('Plan 2/2')
+  })
+})
+
+describe('plan panel under the keys', () => {
+  // The host applies each edit with the todo package's own applyEdit, as the plans service does before its rules.
+  function focused(todos: TodoItem[]) {
+    const p = panel(todos)
+    const sent: PlanEdit[] = []
+    const focus = new PlanFocus({
+      plan: () => p.plan,
+      edit: (edit) => {
+        sent.push(edit)
+        const next = applyEdit(p.plan ?? [], edit)
+        if ('error' in next) return next.error
+        p.setPlan(next.todos)
+        return undefined
+      },
+      focusInput: () => {},
+      render: () => {
+        p.focus = focus.active
+      },
+    })
+    focus.toggle()
+    return { p, focus, sent }
+  }
+
+  test('a long list shows whole with the cursor; the keys are edits; esc lets go', () => {
+    const { p, focus, sent } = focused(list(12, 0))
+    expect(plainLines(p.render(80))).toHaveLength(14)
+    expect(plainLines(p.render(80))[2]).toBe('› ◐ Task 1')
+    for (const key of ['j', 'J', 'x', ' ', 'd']) focus.handleKey(key)
+    expect(sent).toEqual([
+      { op: 'move', index: 1, to: 2 },
+      { op: 'status', index: 2, status: 'completed' },
+      { op: 'status', index: 2, status: 'pending' },
+      { op: 'delete', index: 2 },
+    ])
+    expect(p.plan!.map((todo) => todo.content).slice(0, 3)).toEqual(['Task 1', 'Task 3', 'Task 4'])
+    focus.handleKey('a')
+    expect(plain(p.render(80).at(-1)!).trimEnd()).toBe('  add: >')
+    for (const key of ['N', 'e', 'w', '\r']) focus.handleKey(key)
+    expect(sent.at(-1)).toEqual({ op: 'add', content: 'New' })
+    expect(plainLines(p.render(80)).find((line) => line.startsWith('›'))).toBe('› ○ New')
+    // Typed letters never reach the editor while the panel has the keys.
+    expect(focus.handleKey('q')).toBe(true)
+    focus.handleKey('\x1b')
+    expect(focus.active).toBeUndefined()
+    const after = plainLines(p.render(80))
+    expect(after.some((line) => line.includes('› '))).toBe(false)
+    expect(after.at(-1)).toMatch(/\+\d+ more/)
   })
 })

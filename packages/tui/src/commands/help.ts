@@ -8,6 +8,7 @@ const KEYS: readonly [string, string][] = [
   ['Ctrl+C', 'cancel or clear; twice to exit'],
   ['Ctrl+O', 'expand / collapse tool output and reasoning'],
   ['Ctrl+T', 'show the whole plan / collapse it'],
+  ['Ctrl+P', 'edit the plan with keys: ↑↓ select, a add, r rename, K/J move, x done, d delete, Esc leave'],
   ['@path, Tab', 'complete a path (.gitignore-aware); Tab or Enter inserts it'],
   ['!command', 'run a command yourself (same permissions and sandbox as bash); the model sees its output'],
   ['y / a / n, Esc', 'at an approval prompt: allow once / always (saves a rule) / deny; other keys are ignored'],
