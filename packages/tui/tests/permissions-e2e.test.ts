@@ -94,7 +94,10 @@ test.skipIf(skip)(
     const local = join(cwd, '.keel', 'settings.local.json')
     await until(() => existsSync(local), 'the saved rule', 20_000, screen)
     expect(JSON.parse(readFileSync(local, 'utf8')).permissions.allow).toEqual(['bash(npm test:*)'])
-    expect(readFileSync(join(cwd, '.keel', '.gitignore'), 'utf8')).toBe('settings.local.json\n')
+    // Written just after the settings file: wait for it rather than read between the two writes.
+    const ignore = join(cwd, '.keel', '.gitignore')
+    await until(() => existsSync(ignore) && readFileSync(ignore, 'utf8') !== '', 'the ignore line', 10_000, screen)
+    expect(readFileSync(ignore, 'utf8')).toBe('settings.local.json\n')
 
     // 3. The next variant runs unasked; then an allow for the session, and the same command again unasked.
     await until(has('◆ Allow bash: touch made.txt?', '2. Allow for this session'), 'the touch prompt', 30_000, screen)
