@@ -1,15 +1,14 @@
 // Plan mode in the terminal UI: the real `keel` in tmux, the scripted model. Shift+Tab into plan mode, a proposal,
 // its text edited in $EDITOR (a script as the editor), approval in auto mode, then the person's edits with /plan and
 // the change note the model's next request carries, read back from the log.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
 import { skipWithout } from '../../../test-support/system-tools.ts'
-import { HAS_TMUX, Tmux, until } from './tmux.ts'
+import { HAS_TMUX, until } from './tmux.ts'
+import { planWorkspace } from './plan-workspace.ts'
 import { onlySessionEvents } from '../../../test-support/files.ts'
-import { writeComposition } from '../../../test-support/composition.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal plan-mode test')
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -20,20 +19,8 @@ afterAll(() => cleanup?.())
 test.skipIf(skip)(
   'keel in tmux: shift+tab into plan mode, a proposal edited in $EDITOR and approved, /plan edits reach the model',
   async () => {
-    const tmux = new Tmux(140, 50)
-    const home = mkdtempSync(join(tmpdir(), 'keel-plan-home-'))
-    const cwd = mkdtempSync(join(tmpdir(), 'keel-plan-cwd-'))
-    cleanup = () => {
-      tmux.dispose()
-      rmSync(home, { recursive: true, force: true })
-      rmSync(cwd, { recursive: true, force: true })
-    }
-    writeComposition(join(cwd, 'keel.yml'), [
-      "- { id: fs, name: '@keel/fs' }",
-      "- { id: todo, name: '@keel/todo' }",
-      "- { id: permissions, name: '@keel/permissions' }",
-    ])
-    mkdirSync(join(cwd, '.git'))
+    const { tmux, home, cwd, dispose } = planWorkspace('plan')
+    cleanup = dispose
     const script = join(home, 'script.json')
     writeFileSync(
       script,

@@ -1,15 +1,14 @@
 // The plan panel under the keys: the real `keel` in tmux, the scripted model. Ctrl+P focuses the panel; an item is
 // added in its one-line input, moved, marked done, another deleted, each a `todo/write` from the person; the model's
 // next request carries the change note, read back from the log.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, test } from 'vitest'
 import { skipWithout } from '../../../test-support/system-tools.ts'
-import { HAS_TMUX, Tmux, until } from './tmux.ts'
+import { HAS_TMUX, until } from './tmux.ts'
+import { planWorkspace } from './plan-workspace.ts'
 import { onlySessionEvents } from '../../../test-support/files.ts'
-import { writeComposition } from '../../../test-support/composition.ts'
 
 const skip = skipWithout('tmux', HAS_TMUX, 'the terminal plan-panel keys test')
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -20,20 +19,8 @@ afterAll(() => cleanup?.())
 test.skipIf(skip)(
   'keel in tmux: ctrl+p focuses the plan; add, move, done, delete are the person’s writes and reach the model',
   async () => {
-    const tmux = new Tmux(140, 50)
-    const home = mkdtempSync(join(tmpdir(), 'keel-planfocus-home-'))
-    const cwd = mkdtempSync(join(tmpdir(), 'keel-planfocus-cwd-'))
-    cleanup = () => {
-      tmux.dispose()
-      rmSync(home, { recursive: true, force: true })
-      rmSync(cwd, { recursive: true, force: true })
-    }
-    writeComposition(join(cwd, 'keel.yml'), [
-      "- { id: fs, name: '@keel/fs' }",
-      "- { id: todo, name: '@keel/todo' }",
-      "- { id: permissions, name: '@keel/permissions' }",
-    ])
-    mkdirSync(join(cwd, '.git'))
+    const { tmux, home, cwd, dispose } = planWorkspace('planfocus')
+    cleanup = dispose
     const script = join(home, 'script.json')
     writeFileSync(
       script,
