@@ -243,7 +243,9 @@ export class Connection {
     }
     const client = this.client
     if (!client || this.state !== 'ready')
-      throw new Error(`mcp server ${this.name} is not running${this.error ? `: ${this.error}` : ''}`)
+      throw new Error(
+        `mcp server ${this.name} ${this.state === 'closed' && this.error ? `died earlier in this session: ${this.error}` : `is not running${this.error ? `: ${this.error}` : ''}`}`,
+      )
     const timeout = this.config.timeout ?? this.options.callTimeoutMs
     // A signal of its own per call: the SDK adds an abort listener per request and never removes it, so the turn's
     // signal would gain one per call (MaxListenersExceededWarning after 10). One listener here, removed after.

@@ -153,9 +153,10 @@ export class McpService extends Service {
         this.warn(
           `mcp server ${name}: ${dropped.length === 1 ? 'a tool was' : 'tools were'} left out: ${dropped.join('; ')}`,
         ),
+      // Its tools stay offered (the tool list every request carries stays the same, for the prompt cache), and a
+      // call to one says at once that the server died, rather than "unknown tool" and a list of every other tool.
       onClosed: (reason) => {
-        this.unregisterTools(entry)
-        this.warn(`mcp server ${name} stopped: ${reason}; its tools are gone for the rest of the session`)
+        this.warn(`mcp server ${name} stopped: ${reason}; its tools fail until Keel restarts`)
       },
     })
     this.entries.set(name, entry)

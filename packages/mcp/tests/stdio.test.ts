@@ -120,14 +120,17 @@ describe('servers that fail', () => {
     ])
   })
 
-  test('a server that dies mid-call gives a clear error result, a warning, and its tools disappear', async () => {
+  test('a server that dies mid-call gives a clear error result and a warning; a later call says it died', async () => {
     booted = await bootMcp({ servers: { faulty: FAULTY } })
     await booted.ctx.mcp.ready(process.cwd())
     const result = await call(booted, 'mcp__faulty__crash', {})
     expect(result.isError).toBe(true)
     expect(textOf(result)).toMatch(/mcp server faulty closed the connection during the call/)
     expect(booted.warnings.some((w) => /mcp server faulty stopped/.test(w))).toBe(true)
-    expect(booted.ctx.tools.names().some((name) => name.startsWith('mcp__faulty'))).toBe(false)
+    expect(booted.ctx.mcp.status()[0]!.state).toBe('closed')
+    const later = await call(booted, 'mcp__faulty__hang', {})
+    expect(later.isError).toBe(true)
+    expect(textOf(later)).toMatch(/^Error: mcp server faulty died earlier in this session: the connection closed/)
   })
 
   test('a tool that hangs past the timeout is an error result and the server stays usable', async () => {
