@@ -133,6 +133,8 @@ export async function runCommand(run: CommandRun): Promise<number> {
         // keel serve starts no agent until a page prompts: its MCP servers start now, so a server that cannot start
         // (an unset ${VAR}, a missing command) is said on stderr and on the page at once, not after the first prompt.
         if (command.kind === 'serve') void mcpOf(ctx)?.ready(workingDirectory(flags))
+        // Over a shared store, this process's approvals can be answered from a page on another machine.
+        if (store) (await import('@keel/door/ask-relay')).relayAsks(ctx)
         return await door({
           ctx,
           started,

@@ -15,6 +15,7 @@ import {
   holderAlive,
 } from '@keel/session'
 import { SyncPg } from './bridge.ts'
+import { SessionFeed } from './feed.ts'
 import { migrate, SchemaError } from './schema.ts'
 import { redactUrl, scrub } from './url.ts'
 
@@ -94,6 +95,7 @@ export class PgBackend implements SessionBackend {
   readonly address: string
   private readonly db: SyncPg
   private migrated = false
+  private following: SessionFeed | undefined
 
   constructor(
     private readonly url: string,
@@ -270,6 +272,23 @@ export class PgBackend implements SessionBackend {
         throw new Error(`session ${header.id} already exists (${this.where(header.id)})`)
       throw error
     }
+  }
+
+  /** Other processes' appends and approvals, as they commit (one LISTEN connection, opened on first subscribe). */
+  feed(): SessionFeed {
+    this.following ??= new SessionFeed(
+      (sql, params) => this.query(sql, params),
+      (handler) => {
+        this.query('SELECT 1') // the schema first: the channels are the triggers'
+        try {
+          this.db.listen(handler)
+        } catch (error) {
+          throw this.failure(error)
+        }
+      },
+      { host: hostName(), pid: process.pid },
+    )
+    return this.following
   }
 
   damaged(where: string, seq: number, problem: string): Error {

@@ -10,7 +10,7 @@ import type { MessagePort, Worker } from 'node:worker_threads'
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads')
 const pg = require(workerData.pgPath)
-const { port, shared, url, application, connectMs, queryMs } = workerData
+const { port, notices, shared, url, application, connectMs, queryMs } = workerData
 const signal = new Int32Array(shared)
 // json columns come back as text: the main thread parses them (fresh objects it may freeze in place).
 const types = { getTypeParser: (oid, format) => (oid === 114 ? (text) => text : pg.types.getTypeParser(oid, format)) }
@@ -47,7 +47,42 @@ async function connection() {
   return connecting
 }
 
+// LISTEN runs on a connection of its own (the calls' connection is busy with queries and may be dropped with its
+// locks): its notifications go to the main thread through the notices port. A dropped one reconnects with a growing pause,
+// and says so, so the reader catches up by seq on what was committed meanwhile.
+let listener
+let listening = false
+let retries = 0
+
+function connectListener(again) {
+  const next = new pg.Client({
+    connectionString: url,
+    application_name: (application + ' listen').slice(0, 63),
+    connectionTimeoutMillis: connectMs,
+    types,
+  })
+  listener = next
+  const lost = () => {
+    if (listener !== next) return
+    listener = undefined
+    next.end().catch(() => {})
+    if (!listening) return
+    const pause = Math.min(5000, 100 * 2 ** retries++)
+    setTimeout(() => { if (listening && !listener) connectListener(true) }, pause)
+  }
+  next.on('error', lost)
+  next.on('end', lost)
+  next.on('notification', (message) => notices.postMessage({ kind: 'notify', channel: message.channel, payload: message.payload }))
+  next.connect()
+    .then(() => next.query('LISTEN keel_events; LISTEN keel_asks'))
+    .then(() => { retries = 0; notices.postMessage({ kind: 'listening', again }) }, lost)
+}
+
 async function run(op) {
+  if (op.kind === 'listen') {
+    if (!listening) { listening = true; connectListener(op.again === true) }
+    return true
+  }
   if (op.kind === 'query' || op.kind === 'locked-query') {
     if (op.kind === 'locked-query' && !held.has(op.id)) {
       const error = new Error(lost.has(op.id) ? 'the connection to the database ended, and the session lock with it' : 'this process does not hold the session lock')
@@ -115,6 +150,10 @@ async function run(op) {
   }
   if (op.kind === 'end') {
     held.clear()
+    listening = false
+    const ear = listener
+    listener = undefined
+    if (ear) await ear.end().catch(() => {})
     const old = client
     client = undefined
     if (old) await old.end()
@@ -152,7 +191,11 @@ export type PgOp =
   | { kind: 'migrate'; lockKey: number; migrations: readonly string[] }
   | { kind: 'lock'; id: string }
   | { kind: 'unlock'; id: string }
+  | { kind: 'listen'; again?: boolean }
   | { kind: 'end' }
+
+/** What the LISTEN connection says: a notification, or that it listens (again: after a dropped connection). */
+export type PgNotice = { kind: 'notify'; channel: string; payload: string } | { kind: 'listening'; again: boolean }
 
 export interface BridgeOptions {
   url: string
@@ -167,6 +210,8 @@ export class SyncPg {
   private worker: Worker | undefined
   private port: MessagePort | undefined
   private signal: Int32Array | undefined
+  private notices: MessagePort | undefined
+  private onNotice: ((notice: PgNotice) => void) | undefined
   private readonly receive: (port: MessagePort) => { message: unknown } | undefined
 
   constructor(private readonly options: BridgeOptions) {
@@ -179,11 +224,16 @@ export class SyncPg {
     const { Worker, MessageChannel } = require('node:worker_threads') as typeof import('node:worker_threads')
     const shared = new SharedArrayBuffer(4)
     const { port1, port2 } = new MessageChannel()
+    const ear = new MessageChannel()
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { port: port2, shared, pgPath: require.resolve('pg'), ...this.options },
-      transferList: [port2],
+      workerData: { port: port2, notices: ear.port2, shared, pgPath: require.resolve('pg'), ...this.options },
+      transferList: [port2, ear.port2],
     })
+    // Notifications arrive on the event loop; like the worker, this port does not keep the process alive.
+    ear.port1.on('message', (notice: PgNotice) => this.onNotice?.(notice))
+    ear.port1.unref()
+    this.notices = ear.port1
     // The worker must not keep a finished process alive; the port is only read synchronously.
     this.worker.unref()
     port1.unref()
@@ -193,7 +243,11 @@ export class SyncPg {
 
   /** Runs one operation and waits for its answer; throws a PgCallError with the database's message. */
   call<T>(op: PgOp): T {
-    if (!this.worker) this.start()
+    if (!this.worker) {
+      this.start()
+      // A worker started again (the last one timed out) listens again, and says so: the reader catches up by seq.
+      if (this.onNotice && op.kind !== 'listen') this.call({ kind: 'listen', again: true })
+    }
     const signal = this.signal!
     const before = Atomics.load(signal, 0)
     this.port!.postMessage(op)
@@ -211,8 +265,15 @@ export class SyncPg {
     return reply.value
   }
 
+  /** Starts listening on `keel_events` and `keel_asks` (a connection of its own); each notice goes to `handler`. */
+  listen(handler: (notice: PgNotice) => void): void {
+    this.onNotice = handler
+    this.call({ kind: 'listen' })
+  }
+
   /** Ends the connection (releasing its locks) and the worker. */
   close(): void {
+    this.onNotice = undefined
     if (!this.worker) return
     try {
       this.call({ kind: 'end' })
@@ -223,7 +284,9 @@ export class SyncPg {
   private stop(): void {
     void this.worker?.terminate()
     this.port?.close()
+    this.notices?.close()
     this.worker = undefined
     this.port = undefined
+    this.notices = undefined
   }
 }

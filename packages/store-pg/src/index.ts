@@ -2,8 +2,10 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { keepNotices, Projections, SessionStore } from '@keel/session'
 import { PgBackend } from './backend.ts'
+import type { SessionFeed } from './feed.ts'
 
 export { hostName, PgBackend, SessionHeldError, SessionStoreError } from './backend.ts'
+export type { FeedListener, SessionFeed, StoredAsk } from './feed.ts'
 export { SchemaError, SCHEMA_VERSION } from './schema.ts'
 export { isPostgresUrl, redactUrl } from './url.ts'
 
@@ -18,6 +20,11 @@ export const Config: Schema<Config> = Schema.object({
     .pattern(/^postgres(ql)?:\/\//i)
     .required(),
 })
+
+/** The feed of a store other processes write to as well; undefined for the JSONL files. */
+export function feedOf(sessions: SessionStore): SessionFeed | undefined {
+  return sessions.backend instanceof PgBackend ? sessions.backend.feed() : undefined
+}
 
 /** `ctx.sessions` over PostgreSQL: the SessionStore's rules, this package's backend. */
 export class PgSessionStore extends SessionStore {

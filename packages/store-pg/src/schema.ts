@@ -54,6 +54,32 @@ const MIGRATIONS: readonly string[] = [
    END $$;
    CREATE TRIGGER keel_event_in_order BEFORE INSERT ON keel_events
      FOR EACH ROW EXECUTE FUNCTION keel_event_in_order();`,
+  // 2: the approvals a running session waits for, so a page on another machine can show and answer them. The process
+  // that runs the session writes the ask (host, pid) and settles it; another machine may write one answer (the first
+  // wins: only while `answer` is null); the owner applies it and says whether it decided the ask (`taken`). Every
+  // change is announced on `keel_asks` as '<session id> <call id>'.
+  `CREATE TABLE keel_asks (
+     session_id text NOT NULL REFERENCES keel_sessions (id) ON DELETE CASCADE,
+     call_id text NOT NULL,
+     page_id text NOT NULL,
+     host text NOT NULL,
+     pid integer NOT NULL,
+     asked_at bigint NOT NULL,
+     ask json NOT NULL,
+     answer json,
+     answered_from text,
+     settled boolean NOT NULL DEFAULT false,
+     taken boolean,
+     PRIMARY KEY (session_id, call_id)
+   );
+   CREATE INDEX keel_asks_waiting ON keel_asks (page_id) WHERE NOT settled;
+   CREATE FUNCTION keel_ask_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     PERFORM pg_notify('keel_asks', NEW.session_id || ' ' || NEW.call_id);
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER keel_ask_changed AFTER INSERT OR UPDATE ON keel_asks
+     FOR EACH ROW EXECUTE FUNCTION keel_ask_changed();`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import { pageOf } from '@keel/door/ask-relay'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { ServerFrame } from './protocol.ts'
 
@@ -82,15 +83,8 @@ export class WebAsks {
       this.broadcast({ type: 'permission/ask', sessionId: page, ask })
     })
 
-  /** The top-level session whose page shows asks of `sessionId`: follows the parent links of live sessions. */
   private pageOf(sessionId: string): string {
-    let id = sessionId
-    for (let hops = 0; hops < 16; hops++) {
-      const parent = this.ctx.sessions.get(id)?.header.parent?.sessionId
-      if (!parent) return id
-      id = parent
-    }
-    return id
+    return pageOf(this.ctx, sessionId)
   }
 }
 

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import type { Hono } from 'hono'
 import type { LlmAdapter } from '@keel/agent'
 import { onNotice, type Notice } from '@keel/session'
+import { feedOf } from '@keel/store-pg'
 import type { SubagentService } from '@keel/subagent'
 import { AllowedHosts } from './access.ts'
 import { WebAsks } from './asks.ts'
@@ -10,6 +11,7 @@ import { MAX_NOTICES, type RpcMethod, type RpcMethods, type RpcResult, type Serv
 import { routes } from './routes.ts'
 import { RpcFailure } from './rpc/failure.ts'
 import { callMethod } from './rpc/methods.ts'
+import { RemoteSessions } from './remote.ts'
 import { Served } from './served.ts'
 
 export interface WebHostOptions {
@@ -84,6 +86,12 @@ export class WebHost {
       idleMs: this.options.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS,
     })
     this.served = served
+    const feed = feedOf(ctx.sessions)
+    if (feed) {
+      const remote = new RemoteSessions(served, feed)
+      served.remote = remote
+      this.disposers.push(() => remote.close())
+    }
     this.disposers.push(
       ctx.on('session/event', (session, event) => {
         if (this.hub.size && served.inScope(session))

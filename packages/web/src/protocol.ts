@@ -90,7 +90,7 @@ export interface HistoryPage {
   hasMore: boolean
   /** Only on the tail page (no `beforeSeq`). */
   projections?: ProjectionsBlock
-  /** Only on the tail page: a turn is running in this process. */
+  /** Only on the tail page: a turn is running (in this process, or in the one that holds the session elsewhere). */
   running?: boolean
   /** Only on the tail page: the model, and token usage as of the page's last event (live replies add to it). */
   model?: ModelInfo
@@ -117,6 +117,8 @@ export interface SessionInfo {
   parent?: { sessionId: string; callId: string }
   /** A fork: the session it branched from, and the seq it branched before. */
   forkedFrom?: { sessionId: string; seq: number }
+  /** The machine it runs (or ran) on, where the store records it (a shared store: PostgreSQL). */
+  host?: string
   /** Open in this host (prompts run here). */
   live: boolean
   running: boolean
@@ -136,8 +138,14 @@ export interface CommandInfo {
 }
 
 export interface RpcMethods {
-  /** `all`: the host serves every working directory (`keel serve --all`), not just `cwd`. */
-  'session.list': { params: Record<string, never>; value: { sessions: SessionInfo[]; cwd: string; all: boolean } }
+  /**
+   * `all`: the host serves every working directory (`keel serve --all`), not just `cwd`. `host`: this machine's name
+   * in a shared store, whose list holds every machine's sessions (those of another host are followed live from it).
+   */
+  'session.list': {
+    params: Record<string, never>
+    value: { sessions: SessionInfo[]; cwd: string; all: boolean; host?: string }
+  }
   'session.create': { params: Record<string, never>; value: { session: SessionInfo } }
   'session.history': { params: HistoryParams; value: HistoryPage }
   /**

@@ -12,6 +12,7 @@ import type { WebAsks } from './asks.ts'
 import type { EventHub } from './events.ts'
 import { HeldAgents } from './held.ts'
 import type { CallView, HistoryEntry, SessionInfo } from './protocol.ts'
+import type { RemoteSessions } from './remote.ts'
 import { RpcFailure } from './rpc/failure.ts'
 import { sessionIdOf, type Params } from './rpc/params.ts'
 import { SessionStates } from './session-state.ts'
@@ -42,6 +43,8 @@ export class Served {
   readonly all: boolean
   readonly states = new SessionStates()
   readonly held: HeldAgents
+  /** Over a shared store: the sessions other processes run, followed live (remote.ts). */
+  remote: RemoteSessions | undefined
 
   constructor(options: ServedOptions) {
     this.ctx = options.ctx
@@ -132,6 +135,7 @@ export class Served {
       updatedAt: summary.updatedAt,
       ...(summary.parent ? { parent: summary.parent } : {}),
       ...(summary.forkedFrom ? { forkedFrom: summary.forkedFrom } : {}),
+      ...(summary.host ? { host: summary.host } : {}),
       live: this.held.has(summary.id),
       running: this.states.running(summary.id),
     }

@@ -65,6 +65,8 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const [sessions, setSessions] = useState<SessionInfo[]>([])
   const [cwd, setCwd] = useState('')
   const [all, setAll] = useState(false)
+  /** This machine's name in a shared store (its list holds other machines' sessions too). */
+  const [host, setHost] = useState<string | undefined>(undefined)
   /** The plugins' notices of this run (an MCP server down, checkpoints off), from the event stream. */
   const [notices, setNotices] = useState<readonly Notice[]>([])
   const [selected, setSelected] = useState<string | null>(sessionFromHash)
@@ -108,6 +110,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       setSessions(value.sessions)
       setCwd(value.cwd)
       setAll(value.all)
+      setHost(value.host)
     }, fail)
   }, [api, fail])
 
@@ -318,6 +321,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           sessions={sessions}
           selected={selected}
           all={all}
+          host={host}
           onSelect={select}
           onCreate={() => void create()}
         />

@@ -39,9 +39,11 @@ export const history: Method<'session.history'> = (served, params) => {
   const out: HistoryPage = { events: page.events.map((event) => served.entry(event)), hasMore: page.hasMore }
   if (tail) {
     out.projections = fileProjections(served, path, page.lastSeq, page.events)
-    out.running = false
+    // Another process may run it (a shared store): whether a turn runs there, and the approvals it waits for.
+    out.running = served.remote?.running(sessionId) ?? false
     out.model = modelInfo(served)
     out.usage = usageOfFile(path, page.lastSeq)
+    if (served.remote) out.asks = served.remote.pendingFor(sessionId)
   }
   return out
 }

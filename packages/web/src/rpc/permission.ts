@@ -22,7 +22,12 @@ export const answerAsk: Method<'permission.answer'> = (served, params) => {
       'bad-request',
       'an answer is { decision: allow | deny, scope: once | session | always, file?: local | project, message?: text }',
     )
-  return { accepted: served.asks.answer(sessionIdOf(params), callId, answer) }
+  const sessionId = sessionIdOf(params)
+  if (served.asks.answer(sessionId, callId, answer)) return { accepted: true }
+  // An ask of a session another process runs goes to that process through the store (a shared store only).
+  if (served.remote && !served.ctx.sessions.get(sessionId))
+    return served.remote.answer(sessionId, callId, answer).then((accepted) => ({ accepted }))
+  return { accepted: false }
 }
 
 export const permissionMode: Method<'permission.mode'> = (served, params) => {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { Compaction } from '@keel/compaction'
 import { expandSlash, isSlashPrompt } from '@keel/door/slash'
 import type { SessionState } from '../session-state.ts'
@@ -26,11 +27,30 @@ function promptImages(value: unknown): ImageBlock[] {
   })
 }
 
-export const listSessions: Method<'session.list'> = (served) => ({
-  sessions: served.ctx.sessions.list(served.all ? undefined : served.cwd).map((summary) => served.info(summary)),
-  cwd: served.cwd,
-  all: served.all,
-})
+export const listSessions: Method<'session.list'> = (served) => {
+  const remote = served.remote
+  if (!remote)
+    return {
+      sessions: served.ctx.sessions.list(served.all ? undefined : served.cwd).map((summary) => served.info(summary)),
+      cwd: served.cwd,
+      all: served.all,
+    }
+  // A shared store: this folder's sessions on every machine (or every session with --all), each with its host.
+  const here = resolve(served.cwd)
+  const summaries = served.ctx.sessions.list().filter((summary) => served.all || resolve(summary.cwd) === here)
+  const running = remote.runningOf(
+    summaries.filter((summary) => !served.ctx.sessions.get(summary.id)).map((summary) => summary.id),
+  )
+  return {
+    sessions: summaries.map((summary) => {
+      const info = served.info(summary)
+      return running.has(summary.id) ? { ...info, running: true } : info
+    }),
+    cwd: served.cwd,
+    all: served.all,
+    host: remote.host,
+  }
+}
 
 export const createSession: Method<'session.create'> = (served) => {
   const agent = served.ctx.agents.create({ cwd: served.cwd, model: served.model, fileNow: true })

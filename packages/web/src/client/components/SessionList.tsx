@@ -22,6 +22,7 @@ export function SessionList({
   sessions,
   selected,
   all = false,
+  host,
   onSelect,
   onCreate,
 }: {
@@ -29,6 +30,8 @@ export function SessionList({
   selected: string | null
   /** Sessions of every directory are listed: each row names its directory. */
   all?: boolean
+  /** This machine's name in a shared store: a session of another machine names its host. */
+  host?: string
   onSelect: (id: string) => void
   onCreate: () => void
 }) {
@@ -85,6 +88,11 @@ export function SessionList({
                 {all && (
                   <span className="session-cwd" title={session.cwd}>
                     {baseName(session.cwd)} ·{' '}
+                  </span>
+                )}
+                {host && session.host && session.host !== host && (
+                  <span className="session-host" data-testid="session-host">
+                    {session.host} ·{' '}
                   </span>
                 )}
                 {session.running ? 'running' : when(session.updatedAt)}

@@ -1,0 +1,156 @@
+// Two machines over one PostgreSQL session store, end to end: process A (its own KEEL_HOME, KEEL_HOST=alpha) runs a
+// session whose scripted model asks to run a command; `keel serve` of process B (another KEEL_HOME, KEEL_HOST=beta)
+// lists it with its host and follows it live in headless Chromium; the approval answered in B's page travels through
+// the database to A, which alone decides and logs it, and the command runs on A.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { writeComposition } from '../../../test-support/composition.ts'
+import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
+import { CHROMIUM, skipWithout } from '../../../test-support/system-tools.ts'
+import { ensureClientBuilt } from '../src/build.ts'
+import { launchBrowser, type Served, serve } from './serve-support.ts'
+
+const skip =
+  skipWithout('chromium', CHROMIUM !== undefined, 'the shared-store browser test') ||
+  skipWithout('postgresql', HAS_POSTGRES, 'the shared-store browser test')
+
+const scratch = mkdtempSync(join(tmpdir(), 'keel-web-store-'))
+const workA = join(scratch, 'work-a')
+const workB = join(scratch, 'work-b')
+let server: PostgresServer | undefined
+let alpha: Served | undefined
+let beta: Served | undefined
+let context: BrowserContext | undefined
+
+afterAll(async () => {
+  await context?.close().catch(() => {})
+  await alpha?.stop()
+  await beta?.stop()
+  server?.destroy()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+async function call(served: Served, method: string, params: unknown): Promise<{ ok: boolean; value?: any }> {
+  const response = await fetch(`${served.origin}/api/${method}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(params),
+  })
+  return (await response.json()) as { ok: boolean; value?: any }
+}
+
+/** The session's events in the database, as `type` or `type callId decision scope`. */
+async function logged(sessionId: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: server!.url })
+  await client.connect()
+  try {
+    const { rows } = await client.query('SELECT event FROM keel_events WHERE session_id = $1 ORDER BY seq', [sessionId])
+    return rows.map(({ event }) => {
+      const parsed = event
+      return parsed.type === 'permission/decision'
+        ? `${parsed.type} ${parsed.data.callId} ${parsed.data.decision} ${parsed.data.scope}`
+        : parsed.type
+    })
+  } finally {
+    await client.end()
+  }
+}
+
+describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', () => {
+  beforeAll(async () => {
+    await ensureClientBuilt()
+    server = await startPostgres()
+    mkdirSync(workA, { recursive: true })
+    mkdirSync(workB, { recursive: true })
+    writeFileSync(
+      join(scratch, 'script-a.json'),
+      JSON.stringify({
+        steps: [
+          {
+            text: 'Writing it.',
+            toolCalls: [{ id: 'call-write', name: 'bash', arguments: { command: 'echo ran > ran.txt' } }],
+          },
+          { text: 'Wrote ran.txt.' },
+        ],
+      }),
+    )
+    writeFileSync(join(scratch, 'script-b.json'), JSON.stringify({ steps: [{ text: 'unused' }] }))
+    writeComposition(join(scratch, 'keel.yml'), [
+      "- { id: permissions, name: '@keel/permissions', config: { mode: ask } }",
+    ])
+    const run = (name: string, cwd: string, home: string, host: string, extra: string[] = []) =>
+      serve(
+        ['--port', '0', '--model', `scripted/${join(scratch, `script-${name}.json`)}`, '--cwd', cwd, ...extra],
+        { KEEL_HOME: home, KEEL_HOST: host, KEEL_STORE: server!.url },
+        cwd,
+      )
+    const config = ['--config', join(scratch, 'keel.yml')]
+    ;[alpha, beta] = await Promise.all([
+      run('a', workA, join(scratch, 'home-a'), 'alpha', config),
+      run('b', workB, join(scratch, 'home-b'), 'beta', [...config, '--all']),
+    ])
+    context = await launchBrowser(join(scratch, 'profile'), { width: 1100, height: 760 })
+  }, 180_000)
+
+  test("B's page lists A's session with its host, follows it live, and its approval reaches A", async () => {
+    const errors: string[] = []
+    const page: Page = context!.pages()[0] ?? (await context!.newPage())
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(beta!.url)
+    await expect.poll(() => page.getByTestId('new-session').count(), { timeout: 20_000 }).toBe(1)
+
+    // A starts a session and a turn once B's page is open: the list hears of it through the database.
+    const created = await call(alpha!, 'session.create', {})
+    const sessionId: string = created.value.session.id
+    expect((await call(alpha!, 'session.prompt', { sessionId, text: 'Write the marker file' })).ok).toBe(true)
+    const row = page.getByTestId('session-item').filter({ hasText: 'Write the marker file' })
+    await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1)
+    await expect.poll(() => row.getByTestId('session-host').textContent(), { timeout: 20_000 }).toBe('alpha · ')
+    await row.click()
+
+    // The waiting approval, asked on A, shows in B's page with what A's permission service said.
+    const card = page.getByTestId('approval-card')
+    await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(1)
+    expect(await card.getByTestId('approval-detail').textContent()).toBe('echo ran > ran.txt')
+    await expect
+      .poll(() => page.getByTestId('assistant-message').first().textContent(), { timeout: 20_000 })
+      .toBe('Writing it.')
+    expect(existsSync(join(workA, 'ran.txt'))).toBe(false)
+
+    // A forged call id, or a session that is not waiting, is refused: nothing is written for it.
+    const forged = await call(beta!, 'permission.answer', {
+      sessionId,
+      callId: 'call-forged',
+      decision: 'allow',
+      scope: 'once',
+    })
+    expect(forged).toEqual({ ok: true, value: { accepted: false } })
+
+    // B's page allows it: the answer goes through the database to A, which decides, logs and runs the command; B's
+    // page shows the rest of the turn as A appends it, without a reload.
+    await card.getByTestId('allow-once').click()
+    await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(0)
+    await expect
+      .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
+      .toEqual(['✓ allowed once by the user'])
+    await expect
+      .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 })
+      .toBe('Wrote ran.txt.')
+    expect(readFileSync(join(workA, 'ran.txt'), 'utf8')).toBe('ran\n')
+    const events = await logged(sessionId)
+    expect(events).toContain('permission/decision call-write allow once')
+    expect(events.indexOf('permission/decision call-write allow once')).toBeLessThan(events.indexOf('tool/result'))
+    expect(events.at(-1)).toBe('turn/end')
+    // The answer was the first: A's own door is told the ask is no longer waiting.
+    expect(
+      await call(alpha!, 'permission.answer', { sessionId, callId: 'call-write', decision: 'deny', scope: 'once' }),
+    ).toEqual({ ok: true, value: { accepted: false } })
+    // B never opened the session for writing: its KEEL_HOME holds no session files, and A still holds the session.
+    expect(existsSync(join(scratch, 'home-b', 'sessions'))).toBe(false)
+    expect(errors).toEqual([])
+  }, 120_000)
+})
