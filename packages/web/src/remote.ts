@@ -4,10 +4,22 @@
 // store (@keel/door/ask-relay applies it there; the first answer wins).
 import { resolve } from 'node:path'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
-import type { SessionEvent } from '@keel/session'
+import type { Context } from 'cordis'
+import type { SessionEvent, SessionHeader } from '@keel/session'
 import type { SessionFeed, StoredAsk } from '@keel/store-pg'
+import type { EventHub } from './events.ts'
+import type { HistoryEntry, SessionInfo } from './protocol.ts'
 import { RpcFailure } from './rpc/failure.ts'
-import type { Served } from './served.ts'
+
+/** What following needs of the host (served.ts's `Served`). */
+interface FollowHost {
+  readonly ctx: Context
+  readonly hub: EventHub
+  readonly all: boolean
+  readonly cwd: string
+  entry(event: SessionEvent): HistoryEntry
+  infoOfHeader(header: SessionHeader): SessionInfo
+}
 
 /** How long a remote answer waits for the owning process to take it. */
 const ANSWER_WAIT_MS = 15_000
@@ -24,7 +36,7 @@ export class RemoteSessions {
   private readonly dispose: () => void
 
   constructor(
-    private readonly served: Served,
+    private readonly served: FollowHost,
     private readonly feed: SessionFeed,
   ) {
     this.dispose = feed.subscribe({

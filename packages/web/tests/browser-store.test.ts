@@ -74,6 +74,7 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
             text: 'Writing it.',
             toolCalls: [{ id: 'call-write', name: 'bash', arguments: { command: 'echo ran > ran.txt' } }],
           },
+          { toolCalls: [{ id: 'call-two', name: 'bash', arguments: { command: 'echo two > two.txt' } }] },
           { text: 'Wrote ran.txt.' },
         ],
       }),
@@ -133,16 +134,35 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     // B's page allows it: the answer goes through the database to A, which decides, logs and runs the command; B's
     // page shows the rest of the turn as A appends it, without a reload.
     await card.getByTestId('allow-once').click()
-    await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(0)
     await expect
       .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
       .toEqual(['✓ allowed once by the user'])
+    await expect.poll(() => readFileSync(join(workA, 'ran.txt'), 'utf8'), { timeout: 20_000 }).toBe('ran\n')
+
+    // The next ask shows in B's page as A asks it; A's own door answers first: B's card goes, and B's late answer is
+    // told the ask no longer waits.
+    await expect
+      .poll(() => card.getByTestId('approval-detail').textContent(), { timeout: 20_000 })
+      .toBe('echo two > two.txt')
+    expect(
+      await call(alpha!, 'permission.answer', { sessionId, callId: 'call-two', decision: 'deny', scope: 'once' }),
+    ).toEqual({ ok: true, value: { accepted: true } })
+    await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(0)
+    expect(
+      await call(beta!, 'permission.answer', { sessionId, callId: 'call-two', decision: 'allow', scope: 'once' }),
+    ).toEqual({ ok: true, value: { accepted: false } })
+    await expect
+      .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
+      .toEqual(['✓ allowed once by the user', '✗ denied once by the user'])
     await expect
       .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 })
       .toBe('Wrote ran.txt.')
-    expect(readFileSync(join(workA, 'ran.txt'), 'utf8')).toBe('ran\n')
+    expect(existsSync(join(workA, 'two.txt'))).toBe(false)
     const events = await logged(sessionId)
-    expect(events).toContain('permission/decision call-write allow once')
+    expect(events.filter((event) => event.startsWith('permission/decision'))).toEqual([
+      'permission/decision call-write allow once',
+      'permission/decision call-two deny once',
+    ])
     expect(events.indexOf('permission/decision call-write allow once')).toBeLessThan(events.indexOf('tool/result'))
     expect(events.at(-1)).toBe('turn/end')
     // The answer was the first: A's own door is told the ask is no longer waiting.
