@@ -13,6 +13,7 @@ import {
   type RewindScope,
 } from '@keel/checkpoint'
 import { escapeLine, type SessionEvent } from '@keel/session'
+import { checkpointsElsewhereWords } from '@keel/door/words'
 import { hostName } from '@keel/store-pg'
 import { UsageError, type Flags } from './args.ts'
 
@@ -72,7 +73,12 @@ export async function rewindSession(ctx: Context, flags: Flags, id: string): Pro
   const ranOn = ctx.sessions.list().find((summary) => summary.id === id)?.host
   if (ranOn && ranOn !== hostName() && scope !== 'conversation')
     throw new RewindError(
-      `session ${id} ran on ${escapeLine(ranOn)}: its checkpoints are there, not on ${escapeLine(hostName())}; rewind its files from ${escapeLine(ranOn)}, or fork the conversation here with --conversation`,
+      checkpointsElsewhereWords(
+        id,
+        escapeLine(ranOn),
+        escapeLine(hostName()),
+        'fork the conversation here with --conversation',
+      ),
     )
   const request: RewindRequest = flags.undo ? { kind: 'undo' } : { kind: 'turn', toTurn: to!, scope }
   const preview = await previewRewind(checkpoints, { id, cwd: header.cwd, events }, request)

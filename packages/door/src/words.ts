@@ -215,3 +215,11 @@ export function queueKeptWords(count: number): Words {
       : `${count} queued messages are kept: they go with your next prompt`
   return { text, tone: 'info' }
 }
+
+/**
+ * A rewind of the files asked on another machine than the one that ran the session (a shared session store):
+ * checkpoints are git snapshots on that machine. `fork` is how this door rewinds the conversation alone instead.
+ */
+export function checkpointsElsewhereWords(id: string, ranOn: string, here: string, fork: string): string {
+  return `session ${id} ran on ${ranOn}: its checkpoints are there, not on ${here}; rewind its files from ${ranOn}, or ${fork}`
+}

@@ -61,6 +61,12 @@ export class RemoteSessions {
     for (const wake of this.verdicts.values()) wake()
   }
 
+  /** The machine that runs (or ran) the session, when it is another one than this. */
+  elsewhere(id: string): string | undefined {
+    const host = this.feed.whereRuns(id)?.host
+    return host !== undefined && host !== this.host ? host : undefined
+  }
+
   /** Whether a turn runs in a session that is not open here: another process holds it and its last turn is open. */
   running(id: string): boolean {
     return this.feed.openOf([id]).has(id) && this.turnOpen(id)

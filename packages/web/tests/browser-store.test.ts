@@ -169,6 +169,17 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     expect(
       await call(alpha!, 'permission.answer', { sessionId, callId: 'call-write', decision: 'deny', scope: 'once' }),
     ).toEqual({ ok: true, value: { accepted: false } })
+    // Its checkpoints are on A: a rewind of the files asked on B says so; the conversation alone may fork on B.
+    const history = await call(beta!, 'session.history', { sessionId })
+    const seq = history.value.events.find((entry: any) => entry.event.type === 'user/message').event.seq
+    expect(await call(beta!, 'session.rewindPreview', { sessionId, seq, scope: 'both' })).toEqual({
+      ok: false,
+      error: {
+        code: 'conflict',
+        message: `session ${sessionId} ran on alpha: its checkpoints are there, not on beta; rewind its files from alpha, or rewind the conversation only (it forks here)`,
+      },
+    })
+    expect((await call(beta!, 'session.rewindPreview', { sessionId, seq, scope: 'conversation' })).ok).toBe(true)
     // B never opened the session for writing: its KEEL_HOME holds no session files, and A still holds the session.
     expect(existsSync(join(scratch, 'home-b', 'sessions'))).toBe(false)
     expect(errors).toEqual([])

@@ -8,6 +8,7 @@ import {
   type RewindScope,
   type TurnPrompt,
 } from '@keel/checkpoint'
+import { checkpointsElsewhereWords } from '@keel/door/words'
 import type { SessionEvent, SessionHeader } from '@keel/session'
 import type { SessionInfo } from '../protocol.ts'
 import type { Served } from '../served.ts'
@@ -102,6 +103,13 @@ function rewindTarget(
     )
   const prompt = turnPrompts(events).find((candidate) => candidate.messageSeq === seq)
   if (!prompt) throw new RpcFailure('bad-request', `seq ${seq} is not a prompt of session ${id}`)
+  // Checkpoints are git snapshots on the machine that made them: a shared store knows which machine that was.
+  const ranOn = scope === 'conversation' ? undefined : served.remote?.elsewhere(id)
+  if (ranOn)
+    throw new RpcFailure(
+      'conflict',
+      checkpointsElsewhereWords(id, ranOn, served.remote!.host, 'rewind the conversation only (it forks here)'),
+    )
   return { id, header, events, prompt, scope: scope as RewindScope }
 }
 
