@@ -94,6 +94,19 @@ await build({
   target: 'node20',
   logLevel: 'warning',
 })
+// The PostgreSQL session store's client runs in a worker thread from its own file (packages/store-pg/src/
+// pg-worker.cjs), found beside the chunk that starts it: pg bundled in, so a global install can use a database.
+// pg-native (pg's optional libpq binding) is not shipped; nothing here asks for it.
+await build({
+  entryPoints: [`${root}packages/store-pg/src/pg-worker.cjs`],
+  outfile: join(next, 'pg-worker.cjs'),
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+  external: ['pg-native'],
+})
 // What the bundled runtime looks for beside the bundle (<bundle dir>/vendor/…): the prebuilt apply-seccomp helpers
 // and BPF filters (x64, arm64), and the JVM proxy agent. A file it cannot find there it looks for in a global npm
 // install, by spawning a whole `npm root -g` (about 0.3 s) before the first sandboxed command of every process. The

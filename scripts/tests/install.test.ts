@@ -15,6 +15,7 @@ import {
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
+import { HAS_POSTGRES, startPostgres } from '../../test-support/postgres.ts'
 import { HAS_BWRAP, skipWithout } from '../../test-support/system-tools.ts'
 
 const root = join(import.meta.dirname, '../..')
@@ -115,6 +116,29 @@ test('npm pack makes a tarball that installs with npm install -g and runs withou
       expect(escaped, `the sandboxed command wrote ${outside}`).toBe(false)
     }
     expect(results[1]).toContain('unix: EPERM')
+  }
+
+  // The PostgreSQL store's client (pg, in its worker file beside the bundle) comes with the install.
+  if (!skipWithout('postgresql', HAS_POSTGRES, 'the installed PostgreSQL store')) {
+    const server = await startPostgres()
+    try {
+      const stored = spawnSync(keel, ['-p', 'hello', '--model', 'scripted/demo'], {
+        cwd: elsewhere,
+        env: { ...env, KEEL_STORE: server.url },
+        encoding: 'utf8',
+      })
+      expect(stored.status, stored.stderr).toBe(0)
+      const id = /keel: session (\S+)/.exec(stored.stderr)?.[1]
+      const listed = spawnSync(keel, ['sessions', 'list', '--all'], {
+        cwd: elsewhere,
+        env: { ...env, KEEL_STORE: server.url },
+        encoding: 'utf8',
+      })
+      expect(listed.status, listed.stderr).toBe(0)
+      expect(id && listed.stdout).toContain(id)
+    } finally {
+      server.destroy()
+    }
   }
 
   const serve = spawn(keel, ['serve', '--port', '0', '--model', 'scripted/demo'], { cwd: elsewhere, env })
