@@ -67,14 +67,16 @@ function connectListener(again) {
   next.on('error', lost)
   next.on('end', lost)
   next.on('notification', (message) => notices.postMessage({ kind: 'notify', channel: message.channel, payload: message.payload }))
-  next.connect()
+  return next.connect()
     .then(() => next.query('LISTEN keel_events; LISTEN keel_asks'))
     .then(() => { retries = 0; notices.postMessage({ kind: 'listening', again }) }, lost)
 }
 
 async function run(op) {
   if (op.kind === 'listen') {
-    if (!listening) { listening = true; connectListener(op.again === true) }
+    // Answered once it listens (or the first try failed and a retry is on its way): what is committed after
+    // this call returns is announced.
+    if (!listening) { listening = true; await connectListener(op.again === true) }
     return true
   }
   if (op.kind === 'query' || op.kind === 'locked-query') {

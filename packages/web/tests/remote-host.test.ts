@@ -1,0 +1,123 @@
+// The web host over a shared store, in process: a session another process writes (its own connection, another host
+// name) reaches the tabs as session/event frames as it is appended, also across a dropped LISTEN connection (read on
+// by seq); the list and the tail page say where and whether it runs; answers that name no waiting ask are refused.
+import { Context } from 'cordis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as agentPlugin from '@keel/agent'
+import * as llmPlugin from '@keel/llm'
+import { ScriptedAdapter } from '@keel/llm'
+import * as permissionsPlugin from '@keel/permissions'
+import * as devPlugin from '@keel/session/dev'
+import * as pgPlugin from '@keel/store-pg'
+import { feedOf } from '@keel/store-pg'
+import * as toolsPlugin from '@keel/tools'
+import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
+import { skipWithout } from '../../../test-support/system-tools.ts'
+import { WebHost } from '../src/host.ts'
+import { openEvents, TOKEN, waitFor } from './host-support.ts'
+
+const skip = skipWithout('postgresql', HAS_POSTGRES, 'the web host over a shared store')
+let server: PostgresServer
+const contexts: Context[] = []
+let host: WebHost | undefined
+
+beforeAll(async () => {
+  if (!skip) server = await startPostgres()
+}, 60_000)
+afterAll(async () => {
+  await host?.close()
+  for (const ctx of contexts) await ctx.stop()
+  server?.destroy()
+})
+
+/** A context over the test database under this host name (taken when its store first runs). */
+async function boot(name: string, plugins: [unknown, unknown?][] = []): Promise<Context> {
+  process.env.KEEL_HOST = name
+  const ctx = new Context()
+  ctx.on('internal/warning', () => {})
+  ctx.plugin(pgPlugin, { url: server.url })
+  ctx.plugin(devPlugin)
+  for (const [plugin, config] of plugins) ctx.plugin(plugin as never, config)
+  await ctx.start()
+  await ctx.lifecycle.flush()
+  feedOf(ctx.sessions)
+  contexts.push(ctx)
+  return ctx
+}
+
+async function rpc(method: string, params: unknown) {
+  const response = await host!.app.request(`/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify(params),
+  })
+  return response.json()
+}
+
+describe.skipIf(skip)('the web host over a shared store', () => {
+  test("another process's session is followed live, across a dropped LISTEN connection", async () => {
+    const alpha = await boot('alpha')
+    const session = alpha.sessions.create({ cwd: '/work/project', id: 'elsewhere' })
+    const beta = await boot('beta', [
+      [llmPlugin, {}],
+      [toolsPlugin],
+      [agentPlugin, {}],
+      [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
+    ])
+    delete process.env.KEEL_HOST
+    host = new WebHost({ ctx: beta, cwd: '/work/project', model: new ScriptedAdapter({ steps: [] }), token: TOKEN })
+    host.listening('127.0.0.1', 80)
+    const tab = await openEvents(host)
+
+    session.append('turn/start', { turn: 1, trigger: 'prompt' })
+    session.append(
+      'user/message',
+      { message: { role: 'user', content: [{ type: 'text', text: 'from alpha' }] } },
+      { surfaceOp: { op: 'append' } },
+    )
+    await waitFor(() => tab.sessionEvents('elsewhere').length === 2, 'the two events on the tab', 10_000)
+    expect(tab.sessionEvents('elsewhere').map((frame) => [frame.event.seq, frame.event.type])).toEqual([
+      [0, 'turn/start'],
+      [1, 'user/message'],
+    ])
+    expect(tab.frames.some((frame) => frame.type === 'session/created' && frame.session.id === 'elsewhere')).toBe(true)
+
+    const listed = await rpc('session.list', {})
+    expect(listed.value.host).toBe('beta')
+    expect(listed.value.sessions).toEqual([
+      expect.objectContaining({ id: 'elsewhere', host: 'alpha', running: true, title: 'from alpha', live: false }),
+    ])
+    const tail = await rpc('session.history', { sessionId: 'elsewhere' })
+    expect(tail.value).toMatchObject({ running: true, asks: [] })
+
+    // The LISTEN connection is cut; what alpha appends meanwhile reaches the tab once the host listens again.
+    const client = new pg.Client({ connectionString: server.url })
+    await client.connect()
+    const { rows } = await client.query(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name LIKE 'keel beta % listen'",
+    )
+    await client.end()
+    expect(rows).toEqual([{ ok: true }])
+    session.append('turn/end', { turn: 1, reason: 'completed' })
+    await waitFor(() => tab.sessionEvents('elsewhere').length === 3, 'the event committed while cut', 10_000)
+    expect(tab.sessionEvents('elsewhere')[2]!.event.type).toBe('turn/end')
+    expect((await rpc('session.history', { sessionId: 'elsewhere' })).value.running).toBe(false)
+
+    // No ask waits: an answer naming one is refused, as is a session id that is not one.
+    expect(
+      await rpc('permission.answer', { sessionId: 'elsewhere', callId: 'call-x', decision: 'allow', scope: 'once' }),
+    ).toEqual({ ok: true, value: { accepted: false } })
+    expect(
+      (await rpc('permission.answer', { sessionId: '../x', callId: 'call-x', decision: 'allow', scope: 'once' })).ok,
+    ).toBe(false)
+    // An ask its owner no longer holds the session for is not shown and cannot be answered.
+    feedOf(alpha.sessions)!.putAsk('elsewhere', 'call-y', 'elsewhere', { tool: 'bash', summary: 'bash: make' })
+    alpha.sessions.close(session)
+    expect((await rpc('session.history', { sessionId: 'elsewhere' })).value.asks).toEqual([])
+    expect(
+      await rpc('permission.answer', { sessionId: 'elsewhere', callId: 'call-y', decision: 'allow', scope: 'once' }),
+    ).toEqual({ ok: true, value: { accepted: false } })
+    await tab.close()
+  })
+})
