@@ -208,7 +208,8 @@ export class WebHost {
           sessionId: session.id,
           lastSeq: session.seq - 1,
           running: served.states.running(session.id),
-        })),
+        }))
+        .concat(served.remote?.followed() ?? []),
       ...(this.notices.length ? { notices: this.notices } : {}),
     }
   }

@@ -263,7 +263,10 @@ export type RpcMethod = keyof RpcMethods
 
 /** Frames on `GET /api/events` (server-sent events, one JSON object per `data:` line). */
 export type ServerFrame =
-  /** Sent first on every (re)connection: where each live session's log ends, so a client can spot missed events. */
+  /**
+   * Sent first on every (re)connection: where each live session's log ends (and each session of another process
+   * this host follows), so a client can spot missed events.
+   */
   | {
       type: 'hello'
       sessions: { sessionId: string; lastSeq: number; running: boolean }[]

@@ -61,6 +61,11 @@ export class RemoteSessions {
     for (const wake of this.verdicts.values()) wake()
   }
 
+  /** Where each followed session's log ends, for the hello frame (a reconnected tab repairs a window behind it). */
+  followed(): { sessionId: string; lastSeq: number; running: boolean }[] {
+    return [...this.sent].map(([sessionId, lastSeq]) => ({ sessionId, lastSeq, running: false }))
+  }
+
   /** The machine that runs (or ran) the session, when it is another one than this. */
   elsewhere(id: string): string | undefined {
     const host = this.feed.whereRuns(id)?.host
@@ -151,13 +156,13 @@ export class RemoteSessions {
   private heard(id: string, seq: number): void {
     // A session open here sends its own events as they are appended.
     if (this.served.ctx.sessions.get(id)) return
-    if (!this.served.hub.size) {
-      // Nobody watches: a tab that connects later starts from the tail page, and the next event from there.
-      this.sent.clear()
-      return
-    }
     if (!this.inScope(id)) return
     const last = this.sent.get(id)
+    if (!this.served.hub.size) {
+      // Nobody watches: nothing is read, but where the log ends is kept for the hello of a tab that connects.
+      this.sent.set(id, Math.max(seq, last ?? -1))
+      return
+    }
     if (last === undefined) {
       this.sent.set(id, seq - 1)
       if (seq === 0) {

@@ -103,6 +103,13 @@ describe.skipIf(skip)('the web host over a shared store', () => {
     await waitFor(() => tab.sessionEvents('elsewhere').length === 3, 'the event committed while cut', 10_000)
     expect(tab.sessionEvents('elsewhere')[2]!.event.type).toBe('turn/end')
     expect((await rpc('session.history', { sessionId: 'elsewhere' })).value.running).toBe(false)
+    // A tab that (re)connects is told where the followed log ends, so a window behind it pulls the tail.
+    const later = await openEvents(host)
+    expect(later.frames[0]).toMatchObject({
+      type: 'hello',
+      sessions: [{ sessionId: 'elsewhere', lastSeq: 2, running: false }],
+    })
+    await later.close()
 
     // No ask waits: an answer naming one is refused, as is a session id that is not one.
     expect(
