@@ -1,6 +1,7 @@
 // The PostgreSQL session store against the JSONL files, in the same run: a durable append's latency (the server with
 // fsync on, synchronous_commit as shipped), the standing plan of a 1,000,000-event session (its tail read by key vs
-// the file's backscan), and throughput with 20 processes writing at once. Needs Debian's postgresql; skipped without.
+// the file's backscan), how long another process takes to follow an append (LISTEN/NOTIFY, then a read by seq), and
+// throughput with 20 processes writing at once. Needs Debian's postgresql; skipped without.
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,6 +13,7 @@ import pg from 'pg'
 import * as sessionPlugin from '@keel/session'
 import { backscan, type Session, sessionPath } from '@keel/session'
 import * as pgPlugin from '@keel/store-pg'
+import { feedOf } from '@keel/store-pg'
 import { settlePlan, storedPlanOf } from '@keel/todo'
 import { HAS_POSTGRES, startPostgres } from '../test-support/postgres.ts'
 import { median, ms, percentile, ratio, row } from './stats.ts'
@@ -60,6 +62,41 @@ if (!HAS_POSTGRES) {
       `median ${ms(median(dbTimes))}`,
       `p99 ${ms(percentile(dbTimes, 99))}`,
       ratio(median(dbTimes), median(fileTimes)),
+    )
+
+    // 1b. Following: from an append here to another process's host (its own connections) having read it by seq, as
+    // `keel serve` does for a session another machine runs; against the append alone.
+    const reader = await boot(pgPlugin, { url: server.url })
+    const feed = feedOf(reader.sessions)!
+    const followed = db.sessions.create({ cwd: '/bench', id: 'followed' })
+    let wake: (() => void) | undefined
+    const stop = feed.subscribe({
+      event: (id, seq) => {
+        if (id !== 'followed') return
+        feed.eventsAfter(id, seq - 1, 1)
+        wake?.()
+      },
+    })
+    const followTimes: number[] = []
+    // The feed does not keep a process alive (a server does): this wait needs something that does.
+    const alive = setInterval(() => {}, 1000)
+    for (let i = 0; i < 200; i++) {
+      const heard = new Promise<void>((done) => {
+        wake = done
+      })
+      const t = performance.now()
+      result(followed, i)
+      await heard
+      followTimes.push(performance.now() - t)
+    }
+    clearInterval(alive)
+    stop()
+    await reader.stop()
+    row(
+      'append → read by another process (NOTIFY, LISTEN, read by seq)',
+      `median ${ms(median(followTimes))}`,
+      `p99 ${ms(percentile(followTimes, 99))}`,
+      ratio(median(followTimes), median(dbTimes)),
     )
 
     // 2. The standing plan of a 1,000,000-event session: the latest todo/write is 10 events from the end.

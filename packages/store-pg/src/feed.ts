@@ -73,7 +73,10 @@ export class SessionFeed {
     readonly self: { host: string; pid: number },
   ) {}
 
-  /** Starts hearing the store's announcements (the first subscriber opens the LISTEN connection). */
+  /**
+   * Starts hearing the store's announcements (the first subscriber opens the LISTEN connection). Listening does not
+   * keep the process alive: a follower has its own reason to run (a server, a turn).
+   */
   subscribe(listener: FeedListener): () => void {
     this.listeners.add(listener)
     if (!this.started) {
