@@ -180,6 +180,10 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
       },
     })
     expect((await call(beta!, 'session.rewindPreview', { sessionId, seq, scope: 'conversation' })).ok).toBe(true)
+    // A holds the session: a prompt from B is refused, naming where it is open.
+    const prompted = await call(beta!, 'session.prompt', { sessionId, text: 'and from beta' })
+    expect(prompted).toMatchObject({ ok: false, error: { code: 'busy' } })
+    expect((prompted as any).error.message).toMatch(new RegExp(`^session ${sessionId} is open on alpha \\(pid \\d+`))
     // B never opened the session for writing: its KEEL_HOME holds no session files, and A still holds the session.
     expect(existsSync(join(scratch, 'home-b', 'sessions'))).toBe(false)
     expect(errors).toEqual([])
