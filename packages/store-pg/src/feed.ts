@@ -78,11 +78,12 @@ export class SessionFeed {
    * keep the process alive: a follower has its own reason to run (a server, a turn).
    */
   subscribe(listener: FeedListener): () => void {
-    this.listeners.add(listener)
     if (!this.started) {
-      this.started = true
+      // A failure (the database unreachable) is the caller's; the next subscriber tries again.
       this.listen((notice) => this.hear(notice))
+      this.started = true
     }
+    this.listeners.add(listener)
     return () => {
       this.listeners.delete(listener)
     }
