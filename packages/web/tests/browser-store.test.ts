@@ -112,6 +112,7 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1)
     await expect.poll(() => row.getByTestId('session-host').textContent(), { timeout: 20_000 }).toBe('alpha · ')
     await row.click()
+    await expect.poll(() => page.getByTestId('conversation-host').textContent(), { timeout: 20_000 }).toBe('on alpha')
 
     // The waiting approval, asked on A, shows in B's page with what A's permission service said.
     const card = page.getByTestId('approval-card')

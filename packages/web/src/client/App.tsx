@@ -287,6 +287,9 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   }, [api, selected, fail])
 
   const title = sessions.find((session) => session.id === selected)?.title
+  /** The machine running the open session, when a shared store's session runs on another one. */
+  const elsewhere = sessions.find((session) => session.id === selected)?.host
+  const runsOn = host && elsewhere && elsewhere !== host ? elsewhere : undefined
   return (
     <div className={navOpen ? 'app nav-open' : 'app'}>
       <aside className="sidebar" id="sidebar">
@@ -343,6 +346,15 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           {selected && (
             <span className="conversation-id" title={selected}>
               {selected.slice(0, 8)}
+            </span>
+          )}
+          {runsOn && (
+            <span
+              className="conversation-host"
+              data-testid="conversation-host"
+              title={`This session runs on ${runsOn}`}
+            >
+              on {runsOn}
             </span>
           )}
           <ModeControl api={api} sessionId={selected} mode={mode} onMode={setMode} />
