@@ -86,10 +86,13 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     const run = (name: string, cwd: string, home: string, host: string, extra: string[] = []) =>
       serve(
         ['--port', '0', '--model', `scripted/${join(scratch, `script-${name}.json`)}`, '--cwd', cwd, ...extra],
-        { KEEL_HOME: home, KEEL_HOST: host, KEEL_STORE: server!.url },
+        // A names the database in its own settings, B in KEEL_STORE.
+        { KEEL_HOME: home, KEEL_HOST: host, KEEL_STORE: name === 'a' ? '' : server!.url },
         cwd,
       )
     const config = ['--config', join(scratch, 'keel.yml')]
+    mkdirSync(join(scratch, 'home-a'), { recursive: true })
+    writeFileSync(join(scratch, 'home-a', 'settings.json'), JSON.stringify({ store: server.url }))
     ;[alpha, beta] = await Promise.all([
       run('a', workA, join(scratch, 'home-a'), 'alpha', config),
       run('b', workB, join(scratch, 'home-b'), 'beta', [...config, '--all']),
