@@ -137,6 +137,12 @@ try {
   const shadow = new Shadow(cwd, join(scratch, 'home-shadow'))
   await shadow.init()
   const coldTree = await time(() => shadow.tree())
+  const seededShadow = new Shadow(cwd, join(scratch, 'home-seeded'))
+  await seededShadow.init()
+  const seededTree = await time(async () => {
+    await seededShadow.seed()
+    await seededShadow.tree()
+  })
   const unchanged: number[] = []
   const changed: number[] = []
   const shadowStatus: number[] = []
@@ -161,6 +167,7 @@ try {
   const restore = await time(() => shadow.restore(now, first, 'index.bench'))
   const base2 = median(shadowStatus)
   row('Shadow: first snapshot (cold)', ms(coldTree), ratio(coldTree, base2), 'git status')
+  row('Shadow: first snapshot, seeded from .git/index', ms(seededTree), ratio(seededTree, base2), 'git status')
   row('Shadow: snapshot, nothing changed', ms(median(unchanged)), ratio(median(unchanged), base2), 'git status')
   row('Shadow: snapshot, 10 files changed', ms(median(changed)), ratio(median(changed), base2), 'git status')
   row('rewind preview: files that change + conflicts', ms(median(preview)), ratio(median(preview), base2), 'git status')

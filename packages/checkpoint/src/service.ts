@@ -89,6 +89,9 @@ interface Capture {
 /** A tool that waits longer than this for a snapshot is announced, so a long first snapshot is never a silent stall. */
 const SLOW_SNAPSHOT_MS = 1000
 
+/** How long after a session opens its folder's warm-up begins, unless a snapshot began first. */
+const WARM_AFTER_MS = 250
+
 /** How long closing an agent waits for its last re-check; one not done by then is covered by the next snapshot. */
 const FLUSH_MS = 5000
 
@@ -112,12 +115,14 @@ export class CheckpointService extends Service {
     ctx.on('agent/before-tools', async (agent, tools) => {
       if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.waitShown(agent)
     })
-    // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts when a
-    // session is created or opened there, while the person types or the model thinks.
+    // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts soon
+    // after a session is created or opened there, while the person types or the model thinks. A session prompted at
+    // once (print mode, the web page) has its turn's snapshot first, which does that work.
     ctx.on('session/created', (session) => {
       if (!this.config.enabled || session.header.parent) return
       const directory = this.directory(session.header.cwd)
-      directory.warm ??= directory.ready.then((off) => {
+      directory.warm ??= directory.ready.then(async (off) => {
+        await new Promise((done) => setTimeout(done, WARM_AFTER_MS).unref())
         if (!off && !directory.latest) this.capture(directory, 0).tree.catch(() => {})
       })
     })

@@ -226,14 +226,19 @@ export class Shadow {
         const path = entry.slice(tab + 1)
         if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
       }
-      const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
-      if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
-      if (blobs.size)
-        await git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
-          input: `${[...blobs].join('\n')}\n`,
-          env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
-        })
-      if (converts || (await projectConverts(this.cwd))) utimesSync(seed, 1, 1)
+      const [, , convertsToo] = await Promise.all([
+        git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']).then(async (ignored) => {
+          if (ignored)
+            await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
+        }),
+        blobs.size &&
+          git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
+            input: `${[...blobs].join('\n')}\n`,
+            env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
+          }),
+        converts || projectConverts(this.cwd),
+      ])
+      if (convertsToo) utimesSync(seed, 1, 1)
       if (existsSync(index)) throw new GitError('another process made the index first')
       renameSync(seed, index)
       return true
