@@ -4,6 +4,9 @@
 // cold (the first run in the repository); answer → `turn/end` after a `bash`, against checkpoints off; and the git
 // processes a run starts (a logging `git` first on PATH), with and without four read-only steps in the middle.
 // Then the Shadow alone: the first snapshot, a snapshot per turn, a rewind's preview and a restore.
+// KEEL_BENCH_COMPARE=<another checkout> runs the loop figures of that checkout's `bin/keel.js` too, interleaved in the
+// same run (a before/after: `git archive <commit>` into a folder whose node_modules links to this one's, @keel/* to
+// its own packages).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,6 +16,7 @@ import { Shadow } from '../packages/checkpoint/src/shadow.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+const compare = process.env.KEEL_BENCH_COMPARE
 const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-checkpoint-'))
 const cwd = join(scratch, 'tree')
@@ -65,13 +69,21 @@ interface Run {
   answerToEnd: number
   gits: number
 }
-function keel(home: string, script: keyof typeof scripts, checkpoints = true): Run {
+function keel(home: string, script: keyof typeof scripts, checkpoints = true, checkout = root): Run {
   mkdirSync(home, { recursive: true })
   if (!checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
   writeFileSync(gitLog, '')
   const run = spawnSync(
     process.execPath,
-    [join(root, 'bin/keel.js'), '-p', 'go', '--model', `scripted/${join(scratch, `${script}.json`)}`, '--mode', 'yolo'],
+    [
+      join(checkout, 'bin/keel.js'),
+      '-p',
+      'go',
+      '--model',
+      `scripted/${join(scratch, `${script}.json`)}`,
+      '--mode',
+      'yolo',
+    ],
     { cwd, env: { ...process.env, KEEL_HOME: home, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' },
   )
   if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
@@ -94,7 +106,10 @@ function keel(home: string, script: keyof typeof scripts, checkpoints = true): R
 
 try {
   const warmHome = join(scratch, 'home-warm')
+  const otherHome = join(scratch, 'home-other')
   keel(warmHome, 'plain') // makes the shadow: every later run in it is a new process with a warm shadow
+  if (compare) keel(otherHome, 'plain', true, compare)
+  const other = { warm: [] as Run[], reads: [] as Run[], cold: [] as Run[] }
   const status: number[] = []
   const warm: Run[] = []
   const reads: Run[] = []
@@ -107,6 +122,12 @@ try {
     off.push(keel(join(scratch, `home-off-${i}`), 'plain', false))
     status.push(await gitStatus())
     if (i < Math.max(1, Math.ceil(RUNS / 2))) cold.push(keel(join(scratch, `home-cold-${i}`), 'plain'))
+    if (compare) {
+      other.warm.push(keel(otherHome, 'plain', true, compare))
+      other.reads.push(keel(otherHome, 'withReads', true, compare))
+      if (i < Math.max(1, Math.ceil(RUNS / 2)))
+        other.cold.push(keel(join(scratch, `home-other-cold-${i}`), 'plain', true, compare))
+    }
   }
   const pick = (runs: Run[], key: keyof Run) => median(runs.map((run) => run[key]))
   const base = median(status)
@@ -132,6 +153,24 @@ try {
     String(pick(warm, 'gits')),
     `with 4 read-only steps more: ${pick(reads, 'gits')} (target: the same)`,
   )
+  if (compare) {
+    row(
+      `${compare}: first writing tool, warm`,
+      ms(pick(other.warm, 'firstToolWait')),
+      ratio(pick(other.warm, 'firstToolWait'), base),
+    )
+    row(
+      `${compare}: first writing tool, cold`,
+      ms(pick(other.cold, 'firstToolWait')),
+      ratio(pick(other.cold, 'firstToolWait'), base),
+    )
+    row(
+      `${compare}: answer → turn end`,
+      ms(pick(other.warm, 'answerToEnd')),
+      `${ratio(pick(other.warm, 'answerToEnd'), Math.max(pick(off, 'answerToEnd'), 1))} checkpoints off`,
+    )
+    row(`${compare}: git processes`, String(pick(other.warm, 'gits')), `with the reads: ${pick(other.reads, 'gits')}`)
+  }
 
   // The Shadow alone, against git status in the same loop.
   const shadow = new Shadow(cwd, join(scratch, 'home-shadow'))

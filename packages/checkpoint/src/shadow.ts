@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process'
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -211,6 +212,7 @@ export class Shadow {
     const seed = join(this.gitDir, name)
     try {
       copyFileSync(projectIndex, seed)
+      chmodSync(seed, 0o600)
       // Untracked-cache and fsmonitor data describe the project's setup; a split index's other half is not here
       // (reading it fails, and the shadow stays cold).
       await git(this.env(name), ['update-index', '--no-untracked-cache', '--no-fsmonitor', '--no-split-index'])
