@@ -170,10 +170,7 @@ export class CheckpointService extends Service {
       await shadow.init()
       let size = shadow.warm() ? shadow.recall(this.config) : undefined
       if (size) directory.recalled = true
-      else {
-        await shadow.seed()
-        size = await shadow.measure(this.config)
-      }
+      else size = (await shadow.seed(this.config)) ?? (await shadow.measure(this.config))
       directory.files = size.files
       return size.over ? offLine(shadow.cwd, `it holds ${size.over}`) : undefined
     } catch (error) {

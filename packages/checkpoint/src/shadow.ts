@@ -153,8 +153,15 @@ export class Shadow {
    * holds come from its stat cache (`ls-files --debug`); only the others are lstat'ed, so a warm or seeded shadow is
    * measured by one git process. The figures are kept in the shadow (`recall`) for the next process.
    */
-  async measure(limits: Limits): Promise<Size> {
-    const listing = await git(this.env(), ['ls-files', '-z', '--debug', '--cached', '--others', '--exclude-standard'])
+  async measure(limits: Limits, index = 'index'): Promise<Size> {
+    const listing = await git(this.env(index), [
+      'ls-files',
+      '-z',
+      '--debug',
+      '--cached',
+      '--others',
+      '--exclude-standard',
+    ])
     const { files, bytes: indexed, others } = parseDebugListing(listing)
     const size = await this.sized(limits, files, indexed, others)
     try {
@@ -201,13 +208,14 @@ export class Shadow {
    * entries git ignores (a force-added file, `.keel/`) are dropped, so the seeded index holds what an unseeded first
    * snapshot would. When the project converts files on their way in (`.gitattributes`, `core.autocrlf`), its blobs
    * are not the bytes on disk: every entry is then made racily clean, so git compares contents, not stat data.
-   * Returns whether it seeded; any failure leaves the shadow cold, as before.
+   * Measured (`measure`) while the blobs are copied. Returns the figures when it seeded; any failure leaves the
+   * shadow cold, as before.
    */
-  async seed(): Promise<boolean> {
+  async seed(limits: Limits): Promise<Size | undefined> {
     const index = join(this.gitDir, 'index')
     const projectGit = join(this.cwd, '.git')
     const projectIndex = join(projectGit, 'index')
-    if (existsSync(index) || !existsSync(projectIndex) || !statSync(projectGit).isDirectory()) return false
+    if (existsSync(index) || !existsSync(projectIndex) || !statSync(projectGit).isDirectory()) return undefined
     const name = `index.seed-${process.pid}`
     const seed = join(this.gitDir, name)
     try {
@@ -228,25 +236,24 @@ export class Shadow {
         const path = entry.slice(tab + 1)
         if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
       }
-      const [, , convertsToo] = await Promise.all([
-        git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']).then(async (ignored) => {
-          if (ignored)
-            await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
-        }),
+      const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
+      if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
+      const [, convertsToo, size] = await Promise.all([
         blobs.size &&
           git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
             input: `${[...blobs].join('\n')}\n`,
             env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
           }),
         converts || projectConverts(this.cwd),
+        this.measure(limits, name),
       ])
       if (convertsToo) utimesSync(seed, 1, 1)
       if (existsSync(index)) throw new GitError('another process made the index first')
       renameSync(seed, index)
-      return true
+      return size
     } catch {
       rmSync(seed, { force: true })
-      return false
+      return undefined
     }
   }
 

@@ -24,6 +24,7 @@ afterEach(() => {
   root = undefined
 })
 
+const limits = { maxFiles: 50_000, maxBytes: 500_000_000 }
 const git = (cwd: string, args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' })
 
@@ -64,14 +65,15 @@ describe('a cold shadow seeded from the project index', () => {
     const cwd = project()
     const seeded = new Shadow(cwd, join(root!, 'home-seeded'))
     await seeded.init()
-    expect(await seeded.seed()).toBe(true)
+    // Measured from the seeded index: 300 files, .gitattributes, .gitignore, crlf.txt and the new one.
+    expect(await seeded.seed(limits)).toMatchObject({ files: 304 })
     const tree = await seeded.tree()
     // The same files without the project's .git: nothing to seed from.
     const copy = join(root!, 'copy')
     cpSync(cwd, copy, { recursive: true, filter: (src) => basename(src) !== '.git' })
     const plain = new Shadow(copy, join(root!, 'home-plain'))
     await plain.init()
-    expect(await plain.seed()).toBe(false)
+    expect(await plain.seed(limits)).toBeUndefined()
     expect(tree).toBe(await plain.tree())
     // The CRLF file is snapshotted as its bytes, not as the project's LF blob; ignored and .keel/ entries are not in.
     const listed = execFileSync('git', ['--git-dir', seeded.gitDir, 'ls-tree', '-r', '--name-only', tree], {
@@ -106,7 +108,7 @@ describe('a cold shadow seeded from the project index', () => {
     git(cwd, ['update-index', '--skip-worktree', 'dir1/f1.txt'])
     const shadow = new Shadow(cwd, join(root!, 'home'))
     await shadow.init()
-    expect(await shadow.seed()).toBe(false)
+    expect(await shadow.seed(limits)).toBeUndefined()
     expect(existsSync(join(shadow.gitDir, 'index'))).toBe(false)
     expect(shadow.warm()).toBe(false)
   })
