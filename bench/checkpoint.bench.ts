@@ -29,7 +29,7 @@ writeFileSync(join(cwd, '.gitignore'), 'one.txt\n')
 // Packed, as a clone is: a cold shadow's seed copies the blobs from the project's pack.
 execFileSync(
   'bash',
-  ['-c', 'git init -q && git add -A && git -c user.name=b -c user.email=b@b commit -qm init && git gc -q'],
+  ['-c', 'git init -q && git add -A && git -c gc.auto=0 -c user.name=b -c user.email=b@b commit -qm init && git gc -q'],
   { cwd },
 )
 
