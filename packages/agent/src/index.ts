@@ -45,8 +45,8 @@ declare module 'cordis' {
     'agent/prepare'(agent: Agent, signal: AbortSignal): Promise<void>
     /**
      * Before a batch of tool calls is logged and run, with the tools' names. Awaited: a listener holds back tools
-     * until work it started at `agent/prepare` is done (checkpoint finishes its snapshot, so no tool changes a file
-     * before the state it would restore is recorded).
+     * until work it started at `agent/prepare` is done (checkpoint waits until git has read the work tree, so no
+     * tool changes a file before the state it would restore is captured).
      * @mode parallel
      */
     'agent/before-tools'(agent: Agent, tools: readonly string[], signal: AbortSignal): Promise<void>
@@ -55,6 +55,12 @@ declare module 'cordis' {
      * @mode parallel
      */
     'agent/before-turn-end'(agent: Agent): Promise<void>
+    /**
+     * Before a door closes an agent for good (print mode as it exits): work that outlived the turn may finish first
+     * (a checkpoint's last re-check). Awaited; each listener bounds its own wait.
+     * @mode parallel
+     */
+    'agent/before-close'(agent: Agent): Promise<void>
     /**
      * The request is built and about to be sent. Listeners may replace entries of `request.messages` (a fresh array)
      * to change what the model sees, never what the log holds: compaction cuts an oversized tool result here.

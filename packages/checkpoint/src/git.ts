@@ -21,7 +21,7 @@ export const GIT_TIMEOUT_MS = 120_000
 export function git(
   env: GitEnv,
   args: string[],
-  options: { input?: string; signal?: AbortSignal; okCodes?: number[] } = {},
+  options: { input?: string; signal?: AbortSignal; okCodes?: number[]; env?: Record<string, string> } = {},
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(
@@ -52,6 +52,7 @@ export function git(
           GIT_COMMITTER_EMAIL: 'keel@localhost',
           GIT_TERMINAL_PROMPT: '0',
           LC_ALL: 'C',
+          ...options.env,
         },
         cwd: env.workTree ?? env.gitDir,
         maxBuffer: 256 * 1024 * 1024,

@@ -60,16 +60,40 @@ export interface RewindPlan {
 
 interface Directory {
   shadow: Shadow
-  /** Undefined while the first check runs; a string says why checkpoints are off here. */
+  /** Settles once the first check is done: undefined, or why checkpoints are off here. */
   ready: Promise<string | undefined>
-  /** How many files the first check found. */
+  /** Why checkpoints went off here later (a measure after a snapshot found the folder over a limit). */
+  off?: string
+  /** How many files the last measure found. */
   files?: number
-  /** The first snapshot's work (reading every file into the shadow's index), started when a session opens here. */
+  /** The limits were judged by the last process's figures: the first snapshot here measures again, beside it. */
+  recalled?: boolean
+  /** The captures of the shadow's index, one at a time, in order. */
+  queue: Promise<unknown>
+  /** The last capture begun or queued. */
+  latest?: Capture
+  /** The first capture's warm-up, started when a session opens here. */
   warm?: Promise<void>
+}
+
+/** `git add -A` then `write-tree` on the shadow's index: the work tree as it was when `began`. */
+interface Capture {
+  /** When git began to read the work tree (`performance.now()`); undefined while queued, so it begins later. */
+  began?: number
+  failed?: boolean
+  /** The index holds the work tree: from here on a tool may change files (false: the capture failed). */
+  added: Promise<boolean>
+  tree: Promise<string>
 }
 
 /** A tool that waits longer than this for a snapshot is announced, so a long first snapshot is never a silent stall. */
 const SLOW_SNAPSHOT_MS = 1000
+
+/** How long after a session opens its folder's warm-up begins, unless a snapshot began first. */
+const WARM_AFTER_MS = 250
+
+/** How long closing an agent waits for its last re-check; one not done by then is covered by the next snapshot. */
+const FLUSH_MS = 5000
 
 /**
  * `ctx.checkpoints`: before each model request, a snapshot of the working directory at the start of every turn
@@ -85,57 +109,120 @@ export class CheckpointService extends Service {
   ) {
     super(ctx, 'checkpoints', true)
     // The snapshot runs beside the model request instead of before it (it is tens to hundreds of milliseconds of
-    // git), and every tool that may change a file, and the turn's end, wait for it: the state it records is still
-    // the state before anything of this step changed.
+    // git), and every tool that may change a file waits until git has read the work tree: the state it records is
+    // still the state before anything of this step changed.
     ctx.on('agent/prepare', async (agent) => this.startSnapshot(agent))
     ctx.on('agent/before-tools', async (agent, tools) => {
       if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.waitShown(agent)
     })
-    // The first snapshot of a folder reads every file (about 12 s for 30,000): it starts when a session opens there,
-    // while the person types or the model thinks, so the first tool call finds the index warm.
+    // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts soon
+    // after a session is created or opened there, while the person types or the model thinks. A session prompted at
+    // once (print mode, the web page) has its turn's snapshot first, which does that work.
     ctx.on('session/created', (session) => {
       if (!this.config.enabled || session.header.parent) return
       const directory = this.directory(session.header.cwd)
       directory.warm ??= directory.ready.then(async (off) => {
-        if (!off) await directory.shadow.tree().catch(() => {})
+        await new Promise((done) => setTimeout(done, WARM_AFTER_MS).unref())
+        if (!off && !directory.latest) this.capture(directory, 0).tree.catch(() => {})
       })
     })
+    // The turn's end waits for its rewind point (the snapshot at its start), never for a re-check after a step:
+    // that one lands when it is done (just after turn/end, between turns), or the next turn's snapshot covers it.
     ctx.on('agent/before-turn-end', async (agent) => {
-      await this.pending.get(agent)
+      const first = this.turnStart.get(agent)
+      if (first && first.turn === currentTurn(agent.session.events)) await first.done
     })
-    ctx.inject(['invariants'], (ctx) => ctx.invariants.allowBetweenTurns('checkpoint/restore'))
+    // An agent closed for good (the process exits) lets its last re-check land first, for a bounded time.
+    ctx.on('agent/before-close', async (agent) => {
+      const pending = this.pending.get(agent)
+      if (!pending) return
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([pending, new Promise((done) => (timer = setTimeout(done, FLUSH_MS)))])
+      clearTimeout(timer)
+    })
+    ctx.inject(['invariants'], (ctx) => {
+      ctx.invariants.allowBetweenTurns('checkpoint/restore')
+      // A re-check that was not waited for lands after its turn's end.
+      ctx.invariants.allowBetweenTurns('checkpoint/snapshot')
+    })
   }
 
   private directory(cwd: string): Directory {
     let directory = this.directories.get(cwd)
     if (!directory) {
       const shadow = new Shadow(cwd, keelHome())
-      directory = { shadow, ready: this.check(shadow) }
+      const made: Directory = { shadow, ready: Promise.resolve(undefined), queue: Promise.resolve() }
+      made.ready = this.check(made)
+      directory = made
       this.directories.set(cwd, directory)
     }
     return directory
   }
 
-  private async check(shadow: Shadow): Promise<string | undefined> {
+  /**
+   * Whether checkpoints are on here. A shadow with an index judges the limits by the figures the last process
+   * measured (measured again beside the first snapshot), so a new process starts no walk of the tree before its first
+   * snapshot; a cold one is seeded from the project's own index, then measured.
+   */
+  private async check(directory: Directory): Promise<string | undefined> {
+    const { shadow } = directory
     try {
       await shadow.init()
-      const size = await shadow.measure(this.config)
-      const directory = this.directories.get(shadow.cwd)
-      if (directory) directory.files = size.files
-      if (size.over)
-        return `checkpoints are off for ${shadow.cwd}: it holds ${size.over}; files cannot be rewound there`
-      return undefined
+      let size = shadow.warm() ? shadow.recall(this.config) : undefined
+      if (size) directory.recalled = true
+      else size = (await shadow.seed(this.config)) ?? (await shadow.measure(this.config))
+      directory.files = size.files
+      return size.over ? offLine(shadow.cwd, `it holds ${size.over}`) : undefined
     } catch (error) {
-      return `checkpoints are off for ${shadow.cwd}: ${error instanceof Error ? error.message : String(error)}; files cannot be rewound there`
+      return offLine(shadow.cwd, error instanceof Error ? error.message : String(error))
     }
   }
 
-  /** The snapshot each agent has under way (it never rejects: a failure is a `keel/notice`). */
-  private readonly pending = new WeakMap<Agent, Promise<void>>()
+  /**
+   * The capture a snapshot needing the work tree as it is now (`after`, a `performance.now()`) can use: the last one
+   * when it began after that (or has not begun), else a new one queued after it.
+   */
+  private capture(directory: Directory, after: number): Capture {
+    const latest = directory.latest
+    if (latest && !latest.failed && (latest.began === undefined || latest.began >= after)) return latest
+    const previous = directory.queue
+    let added!: (ok: boolean) => void
+    const capture: Capture = { added: new Promise((done) => (added = done)), tree: Promise.resolve('') }
+    capture.tree = (async () => {
+      await previous
+      capture.began = performance.now()
+      try {
+        await directory.shadow.add()
+      } catch (error) {
+        capture.failed = true
+        added(false)
+        throw error
+      }
+      added(true)
+      try {
+        return await directory.shadow.writeTree()
+      } catch (error) {
+        capture.failed = true
+        throw error
+      }
+    })()
+    directory.queue = capture.tree.catch(() => {})
+    directory.latest = capture
+    return capture
+  }
 
-  /** Waits for the agent's snapshot; one that holds a tool back past SLOW_SNAPSHOT_MS is said, and its end too. */
+  /** Each agent's snapshots, one after another (they never reject: a failure is a `keel/notice`). */
+  private readonly pending = new WeakMap<Agent, Promise<void>>()
+  /** Each agent's last snapshot's capture: a tool that may change files waits for it. */
+  private readonly captured = new WeakMap<Agent, Promise<void>>()
+  /** Each agent's first snapshot of its current turn: the turn's rewind point, which the turn's end waits for. */
+  private readonly turnStart = new WeakMap<Agent, { turn: number; done: Promise<void> }>()
+  /** The snapshots under way per folder, which a rewind there waits for. */
+  private readonly inFolder = new Map<string, Set<Promise<void>>>()
+
+  /** Waits for the agent's capture; one that holds a tool back past SLOW_SNAPSHOT_MS is said, and its end too. */
   private async waitShown(agent: Agent): Promise<void> {
-    const pending = this.pending.get(agent)
+    const pending = this.captured.get(agent)
     if (!pending) return
     let timer: NodeJS.Timeout | undefined
     const slow = await Promise.race([
@@ -169,33 +256,55 @@ export class CheckpointService extends Service {
     // A subagent works in its parent's directory during the parent's `task` call; the parent's snapshots cover it.
     if (!this.config.enabled || agent.depth > 0) return
     const previous = this.pending.get(agent)
+    let captured!: () => void
+    this.captured.set(agent, new Promise<void>((done) => (captured = done)))
     const next = (async () => {
       await previous
       // The request this step is preparing goes out first: starting git costs the main thread a few ms of forking,
-      // and no tool can change a file before the snapshot is done (agent/before-tools waits for it).
+      // and no tool can change a file before git has read the tree (agent/before-tools waits for it).
       await new Promise((done) => setImmediate(done))
       try {
-        await this.snapshot(agent)
+        await this.snapshot(agent, captured)
       } catch (error) {
-        notify(this.ctx, 'checkpoint', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
+        // An agent closed before its last re-check landed: the next snapshot of the folder covers it.
+        if (agent.status !== 'disposed')
+          notify(
+            this.ctx,
+            'checkpoint',
+            `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`,
+          )
+      } finally {
+        captured()
       }
     })()
     this.pending.set(agent, next)
+    const turn = currentTurn(agent.session.events)
+    if (this.turnStart.get(agent)?.turn !== turn) this.turnStart.set(agent, { turn, done: next })
+    let folder = this.inFolder.get(agent.cwd)
+    if (!folder) this.inFolder.set(agent.cwd, (folder = new Set()))
+    folder.add(next)
+    void next.then(() => folder.delete(next))
+  }
+
+  /** Waits for every snapshot under way in `cwd`: a rewind plans against the log they complete. */
+  private async settled(cwd: string): Promise<void> {
+    await Promise.all(this.inFolder.get(cwd) ?? [])
   }
 
   /**
-   * Per agent, how many log events there were when the tree was last found unchanged after a step that may have
-   * changed it: an unchanged tree writes no event, and without this every later step (a read, a todo_write, the
-   * answer) would run `git add -A` and `write-tree` again for the same `bash`.
+   * Per agent, the log events whose effects the shadow has seen (a capture begun after them, or a re-check that
+   * found the tree unchanged): tool calls among them need no new snapshot, so the steps after an unchanged `bash`
+   * (a read, a todo_write, the answer) start no git process at all.
    */
-  private readonly verified = new WeakMap<Agent, number>()
+  private readonly covered = new WeakMap<Agent, number>()
 
-  private async snapshot(agent: Agent): Promise<void> {
+  private async snapshot(agent: Agent, captured: () => void): Promise<void> {
     const seen = agent.session.events.length
-    const kind = needsSnapshot(agent.session.events, this.verified.get(agent) ?? 0)
+    const kind = needsSnapshot(agent.session.events, this.covered.get(agent) ?? 0)
     if (!kind) return
+    const after = performance.now()
     const directory = this.directory(agent.cwd)
-    const off = await directory.ready
+    const off = (await directory.ready) ?? directory.off
     if (off) {
       if (!this.warned.has(agent.cwd)) {
         this.warned.add(agent.cwd)
@@ -204,19 +313,35 @@ export class CheckpointService extends Service {
       }
       return
     }
-    await directory.warm
-    const tree = await directory.shadow.tree().catch((error: unknown) => {
-      notify(this.ctx, 'checkpoint', `checkpoint skipped: ${error instanceof Error ? error.message : String(error)}`)
-      return undefined
-    })
-    if (!tree) return
+    const capture = this.capture(directory, after)
+    await capture.added
+    captured()
+    const tree = await capture.tree
+    this.remeasure(directory)
     const last = lastSnapshot(agent.session.events)
     if (kind.kind === 'change' && last?.data.tree === tree) {
-      this.verified.set(agent, seen)
+      this.covered.set(agent, seen)
       return
     }
     const commit = await directory.shadow.keep(tree, agent.session.id, `turn ${kind.turn} ${kind.kind}`)
-    agent.session.append('checkpoint/snapshot', { turn: kind.turn, kind: kind.kind, tree, commit })
+    // A change found after a later turn began is that turn's to record: its own snapshot, queued after this one,
+    // takes the tree as it is then.
+    if (kind.kind === 'turn-start' || currentTurn(agent.session.events) === kind.turn)
+      agent.session.append('checkpoint/snapshot', { turn: kind.turn, kind: kind.kind, tree, commit })
+    this.covered.set(agent, seen)
+  }
+
+  /** The limits judged by the last process's figures are measured again, once, beside the first snapshot here. */
+  private remeasure(directory: Directory): void {
+    if (!directory.recalled) return
+    directory.recalled = false
+    directory.shadow.measure(this.config).then(
+      (size) => {
+        directory.files = size.files
+        if (size.over) directory.off = offLine(directory.shadow.cwd, `it holds ${size.over}`)
+      },
+      () => {},
+    )
   }
 
   private readonly warned = new Set<string>()
@@ -245,17 +370,20 @@ export class CheckpointService extends Service {
     target: string,
     id: string,
   ): Promise<RewindPlan> {
-    const { shadow, warm } = this.directory(cwd)
-    await shadow.init()
-    await warm
+    await this.settled(cwd)
+    // A re-check that landed since the caller read the log (after its turn's end) is part of what the agent last saw.
+    const log = this.ctx.sessions.get(id)?.events ?? events
+    const directory = this.directory(cwd)
+    const { shadow } = directory
+    await directory.ready
     if (!(await shadow.hasTree(target)))
       throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
-    const current = await shadow.tree()
+    const current = await this.capture(directory, performance.now()).tree
     const all = await shadow.diff(current, target)
     const changes = all.filter((change) => !change.repository)
     const repositories = all.filter((change) => change.repository).map((change) => change.path)
     // What the agent last saw: its last snapshot, or the state a previous rewind left.
-    const last = lastState(events)
+    const last = lastState(log)
     const touched = new Set(changes.map((change) => change.path))
     const changed = last
       ? (await shadow.diff(last, current)).map((change) => change.path).filter((path) => touched.has(path))
@@ -276,6 +404,7 @@ export class CheckpointService extends Service {
     if (plan.conflicts.length && !options.force) {
       throw new RewindError(conflictMessage(plan.conflicts, 'use --force to rewind anyway'))
     }
+    await this.settled(cwd)
     const { shadow } = this.directory(cwd)
     // A private index: it is filled from the work tree right now, so git knows every file is up to date.
     const index = `index.restore-${process.pid}`
@@ -307,21 +436,36 @@ export class CheckpointService extends Service {
 }
 
 /**
- * Whether the next request needs a snapshot first: at a turn's start, or after a step that may have changed files
- * (a tool call among the first `verifiedAt` events was checked already and found to have changed nothing).
+ * Whether the next request needs a snapshot first: at a turn's start (nothing of this turn seen by the shadow yet),
+ * or after a step that may have changed files (a tool call among the first `covered` events was seen already).
  */
 function needsSnapshot(
   events: readonly SessionEvent[],
-  verifiedAt: number,
+  covered: number,
 ): { turn: number; kind: 'turn-start' | 'change' } | undefined {
   let changed = false
   for (let i = events.length - 1; i >= 0; i--) {
     const event = events[i]!
-    if (event.type === 'checkpoint/snapshot') return changed ? { turn: event.data.turn, kind: 'change' } : undefined
-    if (event.type === 'tool/call' && i >= verifiedAt && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
-    if (event.type === 'turn/start') return { turn: event.data.turn, kind: 'turn-start' }
+    if (event.type === 'tool/call' && i >= covered && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
+    if (event.type === 'turn/start') {
+      if (i >= covered) return { turn: event.data.turn, kind: 'turn-start' }
+      return changed ? { turn: event.data.turn, kind: 'change' } : undefined
+    }
   }
   return undefined
+}
+
+/** The number of the last turn begun on the log (0 before the first). */
+function currentTurn(events: readonly SessionEvent[]): number {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'turn/start') return event.data.turn
+  }
+  return 0
+}
+
+function offLine(cwd: string, why: string): string {
+  return `checkpoints are off for ${cwd}: ${why}; files cannot be rewound there`
 }
 
 function lastSnapshot(events: readonly SessionEvent[]): SessionEvent<'checkpoint/snapshot'> | undefined {

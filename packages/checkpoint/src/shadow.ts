@@ -1,12 +1,17 @@
+import { execFile } from 'node:child_process'
 import {
+  chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs'
 import { lstat } from 'node:fs/promises'
@@ -34,6 +39,64 @@ const BYTE_EXACT = '* -text !eol -filter -ident !working-tree-encoding\n'
 export interface Limits {
   maxFiles: number
   maxBytes: number
+}
+
+/** What a snapshot holds, and which limit it passes (`over`, in words). */
+export interface Size {
+  files: number
+  bytes: number
+  over?: string
+}
+
+/** The last measure's figures, kept in the shadow: a new process judges the limits by them (`recall`). */
+const MEASURE_FILE = 'keel-measure.json'
+
+function overOf(limits: Limits, files: number, bytes: number): { over?: string } {
+  if (files > limits.maxFiles) return { over: `${files} files (the limit is ${limits.maxFiles})` }
+  if (bytes > limits.maxBytes) return { over: `more than ${Math.round(limits.maxBytes / 1e6)} MB (the limit)` }
+  return {}
+}
+
+/** One `ls-files --debug` block, the stat data git prints after each path the index holds. */
+const DEBUG_BLOCK = /^ {2}ctime:[^\n]*\n {2}mtime:[^\n]*\n {2}dev:[^\n]*\n {2}uid:[^\n]*\n {2}size: (\d+)\t[^\n]*\n/
+
+/**
+ * `ls-files -z --debug --cached --others`: each path, then (for a path the index holds) its stat block before the
+ * next path. The sizes of indexed files, and the paths that are not indexed (to be lstat'ed).
+ */
+function parseDebugListing(listing: string): { files: number; bytes: number; others: string[] } {
+  const parts = listing.split('\0')
+  const others: string[] = []
+  let files = 0
+  let bytes = 0
+  let path = parts[0] ?? ''
+  for (let i = 1; i <= parts.length; i++) {
+    let next = parts[i] ?? ''
+    const block = DEBUG_BLOCK.exec(next)
+    if (block) {
+      bytes += Number(block[1])
+      next = next.slice(block[0].length)
+    } else if (path) {
+      others.push(path)
+    }
+    if (path) files++
+    path = next
+  }
+  return { files, bytes, others }
+}
+
+/** Whether the person's git would convert the project's files on `git add` (autocrlf, an attributes file). */
+async function projectConverts(cwd: string): Promise<boolean> {
+  // The person's own config (system, global, the project's): read-only, so no hook or filter of it runs.
+  const out = await new Promise<string>((done) =>
+    execFile(
+      'git',
+      ['config', '--get-regexp', '^core\\.(autocrlf|attributesfile)$'],
+      { cwd, timeout: 10_000, env: { ...process.env, GIT_DIR: join(cwd, '.git') } },
+      (_error, stdout) => done(String(stdout ?? '')),
+    ),
+  )
+  return out.split('\n').some((line) => line && !/^core\.autocrlf false$/i.test(line.trim()))
 }
 
 /**
@@ -85,22 +148,46 @@ export class Shadow {
     }
   }
 
-  /** Files and bytes a snapshot would hold, stopping early once past a limit. */
-  async measure(limits: Limits): Promise<{ files: number; bytes: number; over?: string }> {
-    const listing = await git(this.env('index.measure'), [
+  /**
+   * Files and bytes a snapshot would hold, stopping early once past a limit. The sizes of the files the shadow's index
+   * holds come from its stat cache (`ls-files --debug`); only the others are lstat'ed, so a warm or seeded shadow is
+   * measured by one git process. The figures are kept in the shadow (`recall`) for the next process.
+   */
+  async measure(limits: Limits, index = 'index'): Promise<Size> {
+    const listing = await git(this.env(index), [
       'ls-files',
       '-z',
+      '--debug',
       '--cached',
       '--others',
       '--exclude-standard',
     ])
-    const paths = listing.split('\0').filter(Boolean)
-    if (paths.length > limits.maxFiles)
-      return { files: paths.length, bytes: 0, over: `${paths.length} files (the limit is ${limits.maxFiles})` }
-    let bytes = 0
-    for (let i = 0; i < paths.length; i += 256) {
+    const { files, bytes: indexed, others } = parseDebugListing(listing)
+    const size = await this.sized(limits, files, indexed, others)
+    try {
+      writeFileSync(join(this.gitDir, MEASURE_FILE), JSON.stringify({ files: size.files, bytes: size.bytes }))
+    } catch {}
+    return size
+  }
+
+  /** The last measure's figures, judged against `limits`; undefined for a shadow never measured. */
+  recall(limits: Limits): Size | undefined {
+    try {
+      const { files, bytes } = JSON.parse(readFileSync(join(this.gitDir, MEASURE_FILE), 'utf8')) as Size
+      if (typeof files !== 'number' || typeof bytes !== 'number') return undefined
+      return { files, bytes, ...overOf(limits, files, bytes) }
+    } catch {
+      return undefined
+    }
+  }
+
+  private async sized(limits: Limits, files: number, indexed: number, others: string[]): Promise<Size> {
+    if (files > limits.maxFiles) return { files, bytes: 0, ...overOf(limits, files, 0) }
+    let bytes = indexed
+    for (let i = 0; i < others.length; i += 256) {
+      if (bytes > limits.maxBytes) break
       const sizes = await Promise.all(
-        paths.slice(i, i + 256).map((path) =>
+        others.slice(i, i + 256).map((path) =>
           lstat(join(this.cwd, path)).then(
             (s) => s.size,
             () => 0,
@@ -108,18 +195,89 @@ export class Shadow {
         ),
       )
       for (const size of sizes) bytes += size
-      if (bytes > limits.maxBytes)
-        return { files: paths.length, bytes, over: `more than ${Math.round(limits.maxBytes / 1e6)} MB (the limit)` }
     }
-    return { files: paths.length, bytes }
+    return { files, bytes, ...overOf(limits, files, bytes) }
+  }
+
+  /**
+   * A cold shadow (no index yet) starts from the project's own `.git/index`, so its first snapshot reads only what
+   * changed since the person's last `git add` instead of every file. The blobs that index names are copied into a
+   * pack of the shadow's own, read through a borrowed object directory for that one git process (the project's
+   * config is never read, and nothing points at the project's objects afterwards: a `git gc` there cannot take a
+   * snapshot's files). Entries git would not look at (skip-worktree, assume-unchanged, conflicts) make no seed, and
+   * entries git ignores (a force-added file, `.keel/`) are dropped, so the seeded index holds what an unseeded first
+   * snapshot would. When the project converts files on their way in (`.gitattributes`, `core.autocrlf`), its blobs
+   * are not the bytes on disk: every entry is then made racily clean, so git compares contents, not stat data.
+   * Measured (`measure`) while the blobs are copied. Returns the figures when it seeded; any failure leaves the
+   * shadow cold, as before.
+   */
+  async seed(limits: Limits): Promise<Size | undefined> {
+    const index = join(this.gitDir, 'index')
+    const projectGit = join(this.cwd, '.git')
+    const projectIndex = join(projectGit, 'index')
+    if (existsSync(index) || !existsSync(projectIndex) || !statSync(projectGit).isDirectory()) return undefined
+    const name = `index.seed-${process.pid}`
+    const seed = join(this.gitDir, name)
+    try {
+      copyFileSync(projectIndex, seed)
+      chmodSync(seed, 0o600)
+      // Untracked-cache and fsmonitor data describe the project's setup; a split index's other half is not here
+      // (reading it fails, and the shadow stays cold).
+      await git(this.env(name), ['update-index', '--no-untracked-cache', '--no-fsmonitor', '--no-split-index'])
+      const entries = await git(this.env(name), ['ls-files', '-s', '-v', '-z'])
+      const blobs = new Set<string>()
+      let converts = existsSync(join(projectGit, 'info', 'attributes'))
+      for (const entry of entries.split('\0')) {
+        if (!entry) continue
+        const tab = entry.indexOf('\t')
+        const [tag, mode, object, stage] = entry.slice(0, tab).split(' ')
+        if (tag !== 'H' || stage !== '0') throw new GitError('the project index is not a plain one')
+        if (mode !== '160000') blobs.add(object!)
+        const path = entry.slice(tab + 1)
+        if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
+      }
+      const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
+      if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
+      const [, convertsToo, size] = await Promise.all([
+        blobs.size &&
+          git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
+            input: `${[...blobs].join('\n')}\n`,
+            env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
+          }),
+        converts || projectConverts(this.cwd),
+        this.measure(limits, name),
+      ])
+      if (convertsToo) utimesSync(seed, 1, 1)
+      if (existsSync(index)) throw new GitError('another process made the index first')
+      renameSync(seed, index)
+      return size
+    } catch {
+      rmSync(seed, { force: true })
+      return undefined
+    }
+  }
+
+  /** Whether the shadow has an index (its stat cache): its next snapshot costs a stat pass, not a read of every file. */
+  warm(): boolean {
+    return existsSync(join(this.gitDir, 'index'))
+  }
+
+  /** Stages the work tree into `index` (a stat cache: only files whose stat data changed are read). */
+  async add(index = 'index'): Promise<void> {
+    await retryOnLock(join(this.gitDir, `${index}.lock`), () =>
+      git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']),
+    )
+  }
+
+  /** The tree `index` holds: what the work tree was when `add` last ran on it. */
+  async writeTree(index = 'index'): Promise<string> {
+    return (await git(this.env(index), ['write-tree'])).trim()
   }
 
   /** The work tree as a tree object now (the index is a stat cache, so an unchanged tree costs little). */
   async tree(index = 'index'): Promise<string> {
-    await retryOnLock(join(this.gitDir, `${index}.lock`), () =>
-      git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']),
-    )
-    return (await git(this.env(index), ['write-tree'])).trim()
+    await this.add(index)
+    return this.writeTree(index)
   }
 
   /** Keeps a tree reachable (so git never prunes it) on the session's own ref; returns the commit. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
+import type { Agent } from '@keel/agent'
 import { cwdSlug, type SessionEvent } from '@keel/session'
 import * as checkpointPlugin from '../src/index.ts'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
@@ -19,6 +20,28 @@ afterEach(async () => {
 const config = { enabled: true, maxFiles: 50_000, maxBytes: 500_000_000 }
 const snapshots = (events: readonly SessionEvent[]) =>
   events.filter((e) => e.type === 'checkpoint/snapshot').map((e) => (e as SessionEvent<'checkpoint/snapshot'>).data)
+/** Lets the last re-check, which the turn's end does not wait for, land (what closing the agent does). */
+const settle = (agent: Agent) => keel!.ctx.parallel('agent/before-close', agent)
+
+/** A `git` first on PATH that logs every call (and runs `extra` shell first), then runs the real one. */
+function gitWrapper(extra = ''): { bin: string; log: string; restore(): void } {
+  const bin = mkdtempSync(join(tmpdir(), 'keel-git-log-'))
+  const log = join(bin, 'calls')
+  writeFileSync(log, '')
+  const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\n${extra}\nexec '${real}' "$@"\n`, { mode: 0o755 })
+  const path = process.env.PATH
+  process.env.PATH = `${bin}:${path}`
+  return {
+    bin,
+    log,
+    restore() {
+      process.env.PATH = path
+      rmSync(bin, { recursive: true, force: true })
+    },
+  }
+}
+const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean)
 
 describe('checkpoint snapshots', () => {
   test('a turn start, then only steps whose tools may change files and did; read-only steps cost nothing', async () => {
@@ -35,6 +58,7 @@ describe('checkpoint snapshots', () => {
     writeFileSync(join(keel.cwd, 'start.txt'), 'start\n')
     const agent = keel.agent()
     await agent.prompt('go')
+    await settle(agent)
     const first = snapshots(agent.session.events)
     // Turn start; after `echo >`: changed; after `cat`: same tree, nothing recorded; after todo_write: not looked at.
     expect(first.map((s) => [s.turn, s.kind])).toEqual([
@@ -67,9 +91,6 @@ describe('checkpoint snapshots', () => {
     })
     const cwd = keel.cwd
     writeFileSync(join(cwd, 'f.txt'), 'before\n')
-    const seen: Record<string, boolean> = {}
-    const snapshotted = (agent: { session: { events: readonly SessionEvent[] } }) =>
-      snapshots(agent.session.events).some((s) => s.turn === 1 && s.kind === 'turn-start')
     keel.ctx.tools.register({
       name: 'read',
       description: 'reads nothing (a read-only tool, which need not wait)',
@@ -80,15 +101,14 @@ describe('checkpoint snapshots', () => {
       name: 'touch',
       description: 'changes f.txt',
       parameters: Type.Object({}),
-      execute: (_args, exec) => {
-        seen.touch = snapshotted(exec.agent!)
+      execute: () => {
         writeFileSync(join(cwd, 'f.txt'), 'after\n')
         return 'changed'
       },
     })
     const agent = keel.agent()
     await agent.prompt('go')
-    expect(seen.touch).toBe(true)
+    await settle(agent)
     const taken = snapshots(agent.session.events)
     expect(taken.map((s) => [s.turn, s.kind])).toEqual([
       [1, 'turn-start'],
@@ -100,37 +120,55 @@ describe('checkpoint snapshots', () => {
     expect(readFileSync(join(cwd, 'f.txt'), 'utf8')).toBe('before\n')
   })
 
-  test('after a bash that changed nothing, later steps start no git at all', async () => {
-    // A git first on PATH that logs every call, then runs the real one.
-    const bin = mkdtempSync(join(tmpdir(), 'keel-git-log-'))
-    const log = join(bin, 'calls')
-    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
-    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 })
-    const path = process.env.PATH
-    process.env.PATH = `${bin}:${path}`
+  test('a step after which nothing could have written starts no git process', async () => {
+    const git = gitWrapper()
     try {
+      const run = [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo 1 >> a.txt' } }] }]
+      const unchanged = { toolCalls: [{ name: 'bash', arguments: { command: 'cat a.txt' } }] }
+      const todo = {
+        toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'x', status: 'in_progress' }] } }],
+      }
+      const read = { toolCalls: [{ name: 'read', arguments: { path: 'a.txt' } }] }
       keel = await makeKeel({
         steps: [
-          { toolCalls: [{ name: 'bash', arguments: { command: 'cat start.txt' } }] },
-          { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'x', status: 'in_progress' }] } }] },
-          { toolCalls: [{ name: 'read', arguments: { path: 'start.txt' } }] },
-          { text: 'done' },
+          { text: 'the warm-up is behind us' },
+          ...run,
+          unchanged,
+          { text: 'two bash calls' },
+          ...run,
+          read,
+          todo,
+          read,
+          todo,
+          unchanged,
+          { text: 'the same, and four read-only steps' },
         ],
         plugins: [[checkpointPlugin, config]],
       })
-      writeFileSync(join(keel.cwd, 'start.txt'), 'start\n')
       const agent = keel.agent()
-      await agent.prompt('go')
-      expect(snapshots(agent.session.events).map((s) => s.kind)).toEqual(['turn-start'])
-      // `add` stages the tree: once when the session opened (the warm-up), once for the turn's start (stat only), once
-      // to see that `cat` changed nothing; none after.
-      const adds = readFileSync(log, 'utf8')
-        .split('\n')
-        .filter((line) => / add /.test(` ${line} `))
-      expect(adds).toHaveLength(3)
+      const gitsOf = async (prompt: string) => {
+        const before = lines(git.log).length
+        await agent.prompt(prompt)
+        await settle(agent)
+        return lines(git.log).slice(before)
+      }
+      // What each git run was asked to do (a commit's message names its turn).
+      const commands = (calls: string[]) => calls.map((line) => line.replace(/-c \S+ /g, '').split(' ')[0])
+      await gitsOf('first')
+      const plain = await gitsOf('second')
+      const withReads = await gitsOf('third')
+      // Turn start, the change after `echo`, the re-check after `cat` (unchanged: no event); none for the reads.
+      expect(commands(plain).filter((command) => command === 'add')).toHaveLength(3)
+      expect(commands(withReads)).toEqual(commands(plain))
+      expect(snapshots(agent.session.events).map((s) => [s.turn, s.kind])).toEqual([
+        [1, 'turn-start'],
+        [2, 'turn-start'],
+        [2, 'change'],
+        [3, 'turn-start'],
+        [3, 'change'],
+      ])
     } finally {
-      process.env.PATH = path
-      rmSync(bin, { recursive: true, force: true })
+      git.restore()
     }
   })
 
@@ -174,6 +212,7 @@ describe('checkpoint snapshots', () => {
       })
       const agent = keel.agent()
       await agent.prompt('go')
+      await settle(agent)
       expect(notices[0]).toMatch(
         new RegExp(`^taking a checkpoint of ${keel.cwd} \\(\\d+ files?\\) before the tool runs`),
       )
@@ -247,7 +286,7 @@ describe('checkpoint snapshots', () => {
     )
   })
 
-  test('a rewind is recorded between turns, which the dev invariants accept for checkpoint/restore only', async () => {
+  test('a rewind is recorded between turns, which the dev invariants accept for checkpoint events only', async () => {
     keel = await makeKeel({
       steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo v1 > f.txt' } }] }, { text: 'ok' }],
       plugins: [[checkpointPlugin, config]],
@@ -261,8 +300,9 @@ describe('checkpoint snapshots', () => {
       type: 'checkpoint/restore',
       data: { toTurn: 1, files: ['f.txt'] },
     })
-    expect(() =>
-      agent.session.append('checkpoint/snapshot', { turn: 1, kind: 'change', tree: 'x', commit: 'y' }),
-    ).toThrow(/a non-core event outside an open turn/)
+    // A re-check the turn's end did not wait for lands between turns too; another plugin's event may not.
+    expect(() => agent.session.append('job/start', { id: 'j1', command: 'true', sandbox: 'workspace' })).toThrow(
+      /a non-core event outside an open turn/,
+    )
   })
 })
