@@ -11,6 +11,7 @@ import { MAX_NOTICES, type RpcMethod, type RpcMethods, type RpcResult, type Serv
 import { routes } from './routes.ts'
 import { RpcFailure } from './rpc/failure.ts'
 import { callMethod } from './rpc/methods.ts'
+import { queuedItem } from './rpc/queue.ts'
 import { RemoteSessions } from './remote.ts'
 import { Served } from './served.ts'
 
@@ -103,13 +104,7 @@ export class WebHost {
       ctx.on('permission/mode', (mode) => this.hub.broadcast({ type: 'permission/mode', mode })),
       ctx.on('agent/queue', (agent, items) => {
         if (!served.inScope(agent.session)) return
-        const text = (content: (typeof items)[number]['content']) =>
-          content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-        this.hub.broadcast({
-          type: 'agent/queue',
-          sessionId: agent.id,
-          items: items.map((item) => ({ id: item.id, kind: item.kind, text: text(item.content) })),
-        })
+        this.hub.broadcast({ type: 'agent/queue', sessionId: agent.id, items: items.map(queuedItem) })
       }),
       ctx.on('agent/status', (agent, status) => {
         if (served.inScope(agent.session)) this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })

@@ -130,6 +130,13 @@ export interface PromptImage {
   data: string
 }
 
+/** A prompt waiting in the agent's queue, as the page shows it: its text (images are not shown). */
+export interface QueuedItem {
+  id: string
+  kind: QueueKind
+  text: string
+}
+
 /** A slash command file as the composer offers it. */
 export interface CommandInfo {
   name: string
@@ -159,6 +166,12 @@ export interface RpcMethods {
     params: { sessionId: string; text: string; images?: PromptImage[]; kind?: QueueKind }
     value: { accepted: true; queued?: { id: string; kind: QueueKind } }
   }
+  /**
+   * Takes a queued prompt (its `id` from `agent/queue`) back out of the agent's queue before it is delivered, as the
+   * TUI's Alt+Up does; `taken` is what it was (null when it was delivered or taken back meanwhile). Only a session
+   * this host holds has a queue here: any other (one another process runs, here or over a shared store) is refused.
+   */
+  'queue.remove': { params: { sessionId: string; id: string }; value: { taken: QueuedItem | null } }
   /** The slash command files of the served folder (`.keel/commands`, `.claude/commands`, `$KEEL_HOME/commands`). */
   'commands.list': { params: Record<string, never>; value: { commands: CommandInfo[] } }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
@@ -279,7 +292,7 @@ export type ServerFrame =
   | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
   /** The agent's queued prompts changed (one was sent, delivered or taken back): what is still queued, oldest first. */
-  | { type: 'agent/queue'; sessionId: string; items: { id: string; kind: QueueKind; text: string }[] }
+  | { type: 'agent/queue'; sessionId: string; items: QueuedItem[] }
   | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
   | { type: 'session/created'; session: SessionInfo }
   /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */
