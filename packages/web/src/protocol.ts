@@ -4,6 +4,7 @@ import type { CostTotal } from '@keel/session/cost'
 import type { AgentDelta, AgentStatus, QueueKind } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
+import type { NotifySettings } from '@keel/door/call-back'
 import type { Notice, SessionEvent } from '@keel/session'
 import type { PlanEdit, ProposalAnswer, TodoItem } from '@keel/todo'
 
@@ -285,6 +286,8 @@ export type ServerFrame =
       sessions: { sessionId: string; lastSeq: number; running: boolean }[]
       /** The plugins' notices of this run so far (`keel/notice`), oldest first, the last `MAX_NOTICES`. */
       notices?: Notice[]
+      /** The settings' `notify` and `notifyWhen` as loaded (unset keys absent): how the page calls the person back. */
+      notify: NotifySettings
     }
   /** A plugin's notice for the person (an MCP server down, checkpoints off): the page shows it as a banner. */
   | { type: 'notice'; notice: Notice }

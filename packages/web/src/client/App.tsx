@@ -16,7 +16,7 @@ import { JobsBadge } from './components/JobsBadge.tsx'
 import { TrustOffer } from './components/TrustOffer.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
-import { askNotificationPermission, callBack, watchFocus } from './call-back.ts'
+import { askNotificationPermission, callBack, followNotifySettings, watchFocus } from './call-back.ts'
 import { queuedLabel, sentence, TAKE_BACK, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 import type { QueueKind } from '@keel/agent'
 import type { RewindActions } from './components/RewindCard.tsx'
@@ -144,8 +144,10 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           callBack({ kind: 'turn-end', sessionId: frame.sessionId, reason: frame.event.data.reason })
         storeRef.current?.accept(frame)
         if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
-        else if (frame.type === 'hello') setNotices(frame.notices ?? [])
-        else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
+        else if (frame.type === 'hello') {
+          setNotices(frame.notices ?? [])
+          followNotifySettings(frame.notify)
+        } else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
       },
       setStream,
       onUnauthorized,
