@@ -2,8 +2,9 @@
 // types). The moments are the same for every door: a turn of the person's own session ended, or a tool call waits
 // for their approval. Whether to call is one rule (`callBackHow`): never with `notify: off`; otherwise only while
 // the person is looking elsewhere (the terminal or the tab is not focused), or always with `notifyWhen: always`.
-// A door styles the call: the TUI rings the bell and writes OSC 9 / OSC 777, the web page uses the Notification API
-// and a title badge, ACP reports it in its own session updates. Each moment is also a cordis event
+// A door styles the call: the TUI rings the bell and writes OSC 9 / OSC 777; the web page (which gets the settings in
+// the host's hello frame) has no bell, so `bell` is its title badge alone and `desktop` adds the Notification API;
+// ACP reports it in its own session updates. Each moment is also a cordis event
 // (`door/call-back`), which a `Notification` hook can take.
 import type { TurnEndReason } from '@keel/session'
 

@@ -207,6 +207,9 @@ export function queuedLabel(kind: 'steer' | 'follow-up'): string {
   return kind === 'steer' ? 'after the running tool calls' : 'as the next turn'
 }
 
+/** The control that takes a queued prompt back into the editor, to edit or drop (the web page's button). */
+export const TAKE_BACK = 'take back to edit'
+
 /** What a cancelled turn says of the prompts still queued: they are kept, and go with the next prompt. */
 export function queueKeptWords(count: number): Words {
   const text =

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type { Hono } from 'hono'
 import type { LlmAdapter } from '@keel/agent'
+import type { NotifySettings } from '@keel/door/call-back'
 import { onNotice, type Notice } from '@keel/session'
 import { feedOf } from '@keel/store-pg'
 import type { SubagentService } from '@keel/subagent'
@@ -11,6 +12,7 @@ import { MAX_NOTICES, type RpcMethod, type RpcMethods, type RpcResult, type Serv
 import { routes } from './routes.ts'
 import { RpcFailure } from './rpc/failure.ts'
 import { callMethod } from './rpc/methods.ts'
+import { queuedItem } from './rpc/queue.ts'
 import { RemoteSessions } from './remote.ts'
 import { Served } from './served.ts'
 
@@ -30,6 +32,8 @@ export interface WebHostOptions {
   maxOpenSessions?: number
   /** A session unused for this long is closed (default 10 minutes); the next use reopens it. */
   idleCloseMs?: number
+  /** The settings' `notify` and `notifyWhen` (with `ctx`; otherwise given to `attach()`): sent to the page in `hello`. */
+  notify?: NotifySettings
 }
 
 export const DEFAULT_MAX_OPEN_SESSIONS = 16
@@ -51,6 +55,7 @@ export class WebHost {
   private hosts: AllowedHosts | undefined
   private readonly disposers: (() => void)[] = []
   private closed = false
+  private notify: NotifySettings = {}
 
   constructor(private readonly options: WebHostOptions) {
     this.attached = new Promise((done) => {
@@ -65,15 +70,17 @@ export class WebHost {
       hello: () => this.hello(),
       call: (method, params) => this.call(method, params),
     })
-    if (options.ctx && options.model) this.attach(options.ctx, options.model)
+    if (options.ctx && options.model) this.attach(options.ctx, options.model, options.notify)
   }
 
   /**
    * Hands the host the booted context and the model: `keel serve` listens and serves its page while the plugins
    * boot (serve.ts), and the API answers from here on (requests that came meanwhile were held, not refused).
+   * `notify`: the loaded settings' call-back choices, which the page follows (`hello`).
    */
-  attach(ctx: Context, model: LlmAdapter): void {
+  attach(ctx: Context, model: LlmAdapter, notify: NotifySettings = {}): void {
     if (this.served) throw new Error('the web host is attached already')
+    this.notify = notify
     const asks = new WebAsks(ctx, (frame) => this.hub.broadcast(frame))
     const served = new Served({
       ctx,
@@ -103,13 +110,7 @@ export class WebHost {
       ctx.on('permission/mode', (mode) => this.hub.broadcast({ type: 'permission/mode', mode })),
       ctx.on('agent/queue', (agent, items) => {
         if (!served.inScope(agent.session)) return
-        const text = (content: (typeof items)[number]['content']) =>
-          content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-        this.hub.broadcast({
-          type: 'agent/queue',
-          sessionId: agent.id,
-          items: items.map((item) => ({ id: item.id, kind: item.kind, text: text(item.content) })),
-        })
+        this.hub.broadcast({ type: 'agent/queue', sessionId: agent.id, items: items.map(queuedItem) })
       }),
       ctx.on('agent/status', (agent, status) => {
         if (served.inScope(agent.session)) this.hub.broadcast({ type: 'agent/status', sessionId: agent.id, status })
@@ -211,6 +212,7 @@ export class WebHost {
         }))
         .concat(served.remote?.followed() ?? []),
       ...(this.notices.length ? { notices: this.notices } : {}),
+      notify: this.notify,
     }
   }
 }

@@ -4,6 +4,7 @@ import type { CostTotal } from '@keel/session/cost'
 import type { AgentDelta, AgentStatus, QueueKind } from '@keel/agent'
 import type { CompactionOutcome } from '@keel/compaction'
 import type { PermissionAnswer, PermissionAsk, PermissionMode } from '@keel/permissions'
+import type { NotifySettings } from '@keel/door/call-back'
 import type { Notice, SessionEvent } from '@keel/session'
 import type { PlanEdit, ProposalAnswer, TodoItem } from '@keel/todo'
 
@@ -130,6 +131,13 @@ export interface PromptImage {
   data: string
 }
 
+/** A prompt waiting in the agent's queue, as the page shows it: its text (images are not shown). */
+export interface QueuedItem {
+  id: string
+  kind: QueueKind
+  text: string
+}
+
 /** A slash command file as the composer offers it. */
 export interface CommandInfo {
   name: string
@@ -159,6 +167,12 @@ export interface RpcMethods {
     params: { sessionId: string; text: string; images?: PromptImage[]; kind?: QueueKind }
     value: { accepted: true; queued?: { id: string; kind: QueueKind } }
   }
+  /**
+   * Takes a queued prompt (its `id` from `agent/queue`) back out of the agent's queue before it is delivered, as the
+   * TUI's Alt+Up does; `taken` is what it was (null when it was delivered or taken back meanwhile). Only a session
+   * this host holds has a queue here: any other (one another process runs, here or over a shared store) is refused.
+   */
+  'queue.remove': { params: { sessionId: string; id: string }; value: { taken: QueuedItem | null } }
   /** The slash command files of the served folder (`.keel/commands`, `.claude/commands`, `$KEEL_HOME/commands`). */
   'commands.list': { params: Record<string, never>; value: { commands: CommandInfo[] } }
   'session.cancel': { params: { sessionId: string }; value: { cancelled: boolean } }
@@ -272,6 +286,8 @@ export type ServerFrame =
       sessions: { sessionId: string; lastSeq: number; running: boolean }[]
       /** The plugins' notices of this run so far (`keel/notice`), oldest first, the last `MAX_NOTICES`. */
       notices?: Notice[]
+      /** The settings' `notify` and `notifyWhen` as loaded (unset keys absent): how the page calls the person back. */
+      notify: NotifySettings
     }
   /** A plugin's notice for the person (an MCP server down, checkpoints off): the page shows it as a banner. */
   | { type: 'notice'; notice: Notice }
@@ -279,7 +295,7 @@ export type ServerFrame =
   | { type: 'agent/delta'; sessionId: string; delta: AgentDelta }
   | { type: 'agent/status'; sessionId: string; status: AgentStatus }
   /** The agent's queued prompts changed (one was sent, delivered or taken back): what is still queued, oldest first. */
-  | { type: 'agent/queue'; sessionId: string; items: { id: string; kind: QueueKind; text: string }[] }
+  | { type: 'agent/queue'; sessionId: string; items: QueuedItem[] }
   | { type: 'session/projection'; sessionId: string; key: string; value: unknown; seq: number }
   | { type: 'session/created'; session: SessionInfo }
   /** A tool call waits for approval; `sessionId` is the page that shows it (the top-level session). */

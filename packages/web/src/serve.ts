@@ -90,7 +90,8 @@ export async function runServe(door: DoorContext): Promise<number> {
   const started = door.started as StartedServe | undefined
   if (started) {
     // Taken over once the model is made: if that fails, the CLI abandons the start, which closes the port.
-    started.host.attach(ctx, await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd }))
+    const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
+    started.host.attach(ctx, model, door.notify)
     started.take()
     ;({ host, server } = started)
   } else {
@@ -98,7 +99,7 @@ export async function runServe(door: DoorContext): Promise<number> {
     const model = await ctx.llm.create(door.modelSpec, { baseUrl: flags['base-url'], cwd: door.cwd })
     const clientDir = await ensureClientBuilt({ log: err })
     const token = newToken()
-    host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir })
+    host = new WebHost({ ctx, cwd: door.cwd, all, model, token, clientDir, notify: door.notify })
     let port: number
     ;({ server, port } = await listenOrClose(host, bind.host, bind.port))
     host.listening(bind.host, port, extraHosts())

@@ -1,6 +1,7 @@
 // The composer during a turn, in headless Chromium against `keel serve` (the real binary, a scripted model): while a
 // `sleep` runs, one tab steers and another sends a follow-up at the same moment; both arrive once each, in order —
-// the steering in the running turn, the follow-up as the next turn — and the queued lines show, then go.
+// the steering in the running turn, the follow-up as the next turn — and the queued lines show, then go. Then a
+// queued prompt is taken back into the composer, before what is typed there, and never reaches the model.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,6 +32,8 @@ describe.skipIf(skip)('the composer while a turn runs', () => {
       { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 4' } }] },
       { text: 'Steered answer.' },
       { text: 'Follow-up answer.' },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 4' } }] },
+      { text: 'Second answer.' },
     ]
     writeFileSync(join(scratch, 'script.json'), JSON.stringify({ steps }))
     const args = ['--port', '0', '--model', `scripted/${join(scratch, 'script.json')}`, '--cwd', cwd, '--trust']
@@ -56,8 +59,8 @@ describe.skipIf(skip)('the composer while a turn runs', () => {
       .poll(() => one.getByTestId('queued-item').allTextContents(), { timeout: 10_000 })
       .toEqual(
         expect.arrayContaining([
-          'After the running tool calls. steer from tab one',
-          'As the next turn. follow up from tab two',
+          'After the running tool calls. steer from tab one take back to edit',
+          'As the next turn. follow up from tab two take back to edit',
         ]),
       )
     await expect.poll(() => one.getByText('Follow-up answer.').count(), { timeout: 30_000 }).toBe(1)
@@ -77,5 +80,30 @@ describe.skipIf(skip)('the composer while a turn runs', () => {
       ['user', 'follow up from tab two'],
     ])
     expect(log.filter((event) => event.type === 'turn/start')).toHaveLength(2)
+  }, 90_000)
+
+  test('a queued prompt taken back comes into the composer and is never delivered', async () => {
+    const page = context!.pages()[0]!
+    await page.getByTestId('composer-input').fill('run it again')
+    await page.getByTestId('send').click()
+    await expect.poll(() => page.getByTestId('cancel').count(), { timeout: 20_000 }).toBe(1)
+    await page.getByTestId('composer-input').fill('take <b>me</b> back')
+    await page.getByTestId('follow-up').click()
+    // Escaped as ever: the markup is the text.
+    await expect
+      .poll(() => page.getByTestId('queued-item').allTextContents(), { timeout: 10_000 })
+      .toEqual(['As the next turn. take <b>me</b> back take back to edit'])
+    await page.getByTestId('composer-input').fill('typed meanwhile')
+    await page.getByTestId('queued-take').click()
+    await expect.poll(() => page.getByTestId('queued-item').count(), { timeout: 10_000 }).toBe(0)
+    await expect
+      .poll(() => page.getByTestId('composer-input').inputValue(), { timeout: 10_000 })
+      .toBe('take <b>me</b> back\ntyped meanwhile')
+    await expect.poll(() => page.getByText('Second answer.').count(), { timeout: 30_000 }).toBe(1)
+    await expect.poll(() => page.getByTestId('cancel').count(), { timeout: 10_000 }).toBe(0)
+    const dir = join(home, 'sessions', readdirSync(join(home, 'sessions'))[0]!)
+    const log = readFileSync(join(dir, readdirSync(dir)[0]!), 'utf8')
+    expect(log).toContain('run it again')
+    expect(log).not.toContain('take <b>me</b> back')
   }, 90_000)
 })

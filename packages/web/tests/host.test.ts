@@ -280,8 +280,26 @@ describe('RPC', () => {
     expect(hello).toEqual({
       type: 'hello',
       sessions: [{ sessionId: session.id, lastSeq: f.k.ctx.sessions.get(session.id)!.seq - 1, running: false }],
+      notify: {},
     })
     await stream.close()
+  })
+
+  test("the hello frame carries the settings' notify and notifyWhen, which the page's call back follows", async () => {
+    const f = await setup([], { host: { notify: { notify: 'off', notifyWhen: 'always' } } })
+    const stream = await openEvents(f.host)
+    expect(stream.frames.find((frame) => frame.type === 'hello')).toMatchObject({
+      notify: { notify: 'off', notifyWhen: 'always' },
+    })
+    await stream.close()
+    // Given to attach() when the host listened before the boot (keel serve without --resume).
+    const early = new WebHost({ cwd: f.k.cwd, token: TOKEN })
+    early.listening('127.0.0.1', 80)
+    early.attach(f.k.ctx, f.k.model, { notify: 'bell' })
+    const late = await openEvents(early)
+    expect(late.frames.find((frame) => frame.type === 'hello')).toMatchObject({ notify: { notify: 'bell' } })
+    await late.close()
+    await early.close()
   })
 
   test('cancel ends the running turn', async () => {

@@ -7,6 +7,7 @@ import {
   type PermissionAsk,
   type PermissionMode,
   type PromptImage,
+  type QueuedItem,
   type RewindDone,
   type SessionInfo,
 } from '../protocol.ts'
@@ -15,8 +16,8 @@ import { JobsBadge } from './components/JobsBadge.tsx'
 import { TrustOffer } from './components/TrustOffer.tsx'
 import { Api, ApiError, type StreamState } from './api.ts'
 import { Composer } from './components/Composer.tsx'
-import { askNotificationPermission, callBack, watchFocus } from './call-back.ts'
-import { queuedLabel, sentence, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
+import { askNotificationPermission, callBack, followNotifySettings, watchFocus } from './call-back.ts'
+import { queuedLabel, sentence, TAKE_BACK, USER_COMMAND_USAGE, userCommandWords } from '@keel/door/words'
 import type { QueueKind } from '@keel/agent'
 import type { RewindActions } from './components/RewindCard.tsx'
 import { SessionList } from './components/SessionList.tsx'
@@ -75,7 +76,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   /** What the last rewind did, shown until the next session is picked. */
   const [info, setInfo] = useState<string | null>(null)
   /** The prompt a conversation rewind went back before, put in the fork's composer. */
-  const [draft, setDraft] = useState<{ text: string } | null>(null)
+  const [draft, setDraft] = useState<{ text: string; before?: boolean } | null>(null)
   /** On narrow screens the session list is behind a button in the header. */
   const [navOpen, setNavOpen] = useState(false)
   const store = useMemo(
@@ -87,7 +88,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   const selectedRef = useRef(selected)
   selectedRef.current = selected
   /** Each session's queued prompts (the agent's queue, from `agent/queue` frames), shown under the composer. */
-  const [queues, setQueues] = useState<Record<string, QueuedText[]>>({})
+  const [queues, setQueues] = useState<Record<string, QueuedItem[]>>({})
   const queuesRef = useRef(queues)
   queuesRef.current = queues
   useEffect(() => watchFocus(), [])
@@ -143,8 +144,10 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
           callBack({ kind: 'turn-end', sessionId: frame.sessionId, reason: frame.event.data.reason })
         storeRef.current?.accept(frame)
         if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
-        else if (frame.type === 'hello') setNotices(frame.notices ?? [])
-        else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
+        else if (frame.type === 'hello') {
+          setNotices(frame.notices ?? [])
+          followNotifySettings(frame.notify)
+        } else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
       },
       setStream,
       onUnauthorized,
@@ -218,6 +221,21 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
       }
     },
     [api, selected, create, refresh, fail],
+  )
+
+  // A queued prompt comes back into the composer, before what is typed there (the TUI's Alt+Up); if it was delivered
+  // meanwhile there is nothing to take and the queue frame already dropped it.
+  const takeBack = useCallback(
+    async (id: string) => {
+      if (!selected) return
+      try {
+        const { taken } = await api.call('queue.remove', { sessionId: selected, id })
+        if (taken) setDraft({ text: taken.text, before: true })
+      } catch (err) {
+        fail(err)
+      }
+    },
+    [api, selected, fail],
   )
 
   const cancel = useCallback(() => {
@@ -375,6 +393,7 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
             commands={commands}
             plan={plan}
             queued={queues[selected ?? ''] ?? []}
+            onTakeBack={takeBack}
           />
         ) : (
           <>
@@ -394,9 +413,6 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   )
 }
 
-/** A prompt waiting in the agent's queue, as the `agent/queue` frame carries it. */
-type QueuedText = { id: string; kind: QueueKind; text: string }
-
 function Conversation({
   store,
   error,
@@ -410,6 +426,7 @@ function Conversation({
   commands,
   plan,
   queued,
+  onTakeBack,
 }: {
   commands: readonly CommandInfo[]
   store: ConversationStore
@@ -417,13 +434,14 @@ function Conversation({
   commandRunning: boolean
   error: string | null
   info: string | null
-  draft: { text: string } | null
+  draft: { text: string; before?: boolean } | null
   rewind?: RewindActions
   onSend: (text: string, images: PromptImage[], kind?: QueueKind) => Promise<boolean>
   onCancel: () => void
   onAnswer: (ask: PermissionAsk, answer: PermissionAnswer) => Promise<void>
   plan?: { edit: EditPlan; answer: AnswerPlan }
-  queued: readonly QueuedText[]
+  queued: readonly QueuedItem[]
+  onTakeBack: (id: string) => void
 }) {
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot)
   return (
@@ -451,7 +469,15 @@ function Conversation({
           <ul className="queued" data-testid="queued">
             {queued.map((item) => (
               <li key={item.id} data-testid="queued-item" data-kind={item.kind}>
-                <span className="queued-kind">{sentence(queuedLabel(item.kind))}</span> {item.text}
+                <span className="queued-kind">{sentence(queuedLabel(item.kind))}</span> {item.text}{' '}
+                <button
+                  type="button"
+                  className="queued-take"
+                  data-testid="queued-take"
+                  onClick={() => onTakeBack(item.id)}
+                >
+                  {TAKE_BACK}
+                </button>
               </li>
             ))}
           </ul>

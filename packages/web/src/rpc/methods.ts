@@ -7,6 +7,7 @@ import type { Method } from './method.ts'
 import type { Params } from './params.ts'
 import { answerAsk, permissionMode } from './permission.ts'
 import { planAnswer, planEdit } from './plan.ts'
+import { removeQueued } from './queue.ts'
 import { rewind, rewindPreview } from './rewind.ts'
 import { shell } from './shell.ts'
 import { cancel, compact, createSession, listSessions, prompt } from './session.ts'
@@ -25,6 +26,7 @@ const METHODS: { [M in RpcMethod]: Method<M> } = {
   'session.rewindPreview': rewindPreview,
   'session.rewind': rewind,
   'session.shell': shell,
+  'queue.remove': removeQueued,
   'trust.status': trustStatus,
   'trust.grant': trustGrant,
   'commands.list': listCommands,

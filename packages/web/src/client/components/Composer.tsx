@@ -44,8 +44,11 @@ export function Composer({
   disabled: boolean
   onSend: (text: string, images: PromptImage[], kind?: 'steer' | 'follow-up') => Promise<boolean>
   onCancel: () => void
-  /** Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it. */
-  draft?: { text: string } | null
+  /**
+   * Text put into the editor from outside (the prompt a rewind went back before); each new object replaces it, or
+   * with `before` goes before what is typed there (a queued prompt taken back, as the TUI's Alt+Up does).
+   */
+  draft?: { text: string; before?: boolean } | null
   /** The slash command files, offered after a leading `/` (Tab or a click completes one). */
   commands?: readonly CommandInfo[]
 }) {
@@ -54,7 +57,7 @@ export function Composer({
   const [refused, setRefused] = useState<string | null>(null)
   const picker = useRef<HTMLInputElement>(null)
   useEffect(() => {
-    if (draft) setText(draft.text)
+    if (draft) setText((typed) => (draft.before && typed ? `${draft.text}\n${typed}` : draft.text))
   }, [draft])
   const [sending, setSending] = useState(false)
 
