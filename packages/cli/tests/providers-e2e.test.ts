@@ -21,6 +21,8 @@ function run(
   const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
     cwd,
     env: { ...process.env, KEEL_HOME: join(cwd, '.home'), ...env },
+    // stdin as a CI job has it: an open pipe that never writes costs `-p` its 2 s wait for piped text.
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''
