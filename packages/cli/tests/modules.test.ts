@@ -122,8 +122,8 @@ describe('modules loaded', () => {
       ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
-      // The global setup has just built the bundle, and no code file changed since: bin/keel.js must run it (a
-      // freshness check that fails sends every run through tsx, about ten times slower to start).
+      // The global setup has built the bundle (or found it current), and no code file changed since: bin/keel.js
+      // must run it (a freshness check that fails sends every run through tsx, about ten times slower to start).
       expect(modules.has('dist/bin.cjs'), 'bin/keel.js ran the sources, not the fresh bundle').toBe(true)
       // TypeBox by name, not its namespace (which keeps its TypeScript-syntax parser), and its JSON Schema engine
       // for tool arguments, not typebox/compile (which adds the whole Value module).
