@@ -8,7 +8,7 @@
 //
 // CommonJS (bin/package.json says so): Node starts a CommonJS entry a few milliseconds sooner than an ES module one,
 // which is most of what `keel --version` costs over bare Node. Everything else is ESM, loaded with import().
-const { existsSync, readdirSync, readFileSync, statSync } = require('node:fs')
+const { readFileSync } = require('node:fs')
 const { join } = require('node:path')
 const { pathToFileURL } = require('node:url')
 
@@ -32,38 +32,9 @@ async function run() {
   process.exitCode = await main(argv)
 }
 
-/**
- * The newest modification time of the code esbuild bundles. A README or a shipped YAML file is read at run time, so
- * editing one leaves the bundle fresh.
- */
-function newestSource(dir, newest = 0) {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (
-      entry.name === 'node_modules' ||
-      entry.name === 'tests' ||
-      entry.name === 'client-dist' ||
-      entry.name.startsWith('.')
-    )
-      continue
-    const path = `${dir}/${entry.name}`
-    if (entry.isDirectory()) newest = newestSource(path, newest)
-    else if (/\.(ts|tsx|js|mjs|cjs|json)$/.test(entry.name)) newest = Math.max(newest, statSync(path).mtimeMs)
-  }
-  return newest
-}
-
-function bundleIsFresh() {
-  if (!existsSync(join(root, 'packages/cli/src/bin.ts'))) return true
-  if (process.env.KEEL_FROM_SOURCE) return false
-  try {
-    return statSync(join(root, 'dist/bin.cjs')).mtimeMs >= newestSource(join(root, 'packages'))
-  } catch {
-    return false
-  }
-}
-
 async function loadMain() {
-  if (bundleIsFresh()) {
+  const { bundleIsFresh } = require('./bundle-fresh.js')
+  if (bundleIsFresh(root)) {
     const { loadBundle } = require('./bundle-loader.js')
     return loadBundle(join(root, 'dist')).main
   }

@@ -22,9 +22,17 @@ beforeEach(async () => {
   fake = await startFakeProvider([{ text: 'a red square' }])
 })
 afterEach(async () => {
-  for (const child of children.splice(0)) child.kill('SIGKILL')
+  // The client hangs up and the bridge exits on its own, with its checkpoint git done: a SIGKILL left that git
+  // writing the shadow while the folder was removed (ENOTEMPTY under load). SIGKILL only if it does not exit.
+  for (const child of children.splice(0)) {
+    if (child.exitCode !== null || child.signalCode !== null) continue
+    const exited = new Promise((done) => child.once('exit', done))
+    child.stdin!.end()
+    const stuck = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(stuck)
+  }
   await fake.close()
-  // A killed bridge's git (the checkpoint warm-up at session open) may still be writing its shadow: retry.
   rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
 })
 

@@ -21,6 +21,10 @@ import { HAS_BWRAP, IN_CI } from '../../../test-support/system-tools.ts'
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-cli-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+// The runs' own folder, apart from the homes and scripts in `scratch`: a run snapshots its cwd (checkpoints), and a
+// cwd holding every earlier run's home grows with each run.
+const work = join(scratch, 'work')
+mkdirSync(work)
 
 function keel(
   args: string[],
@@ -43,7 +47,7 @@ function keel(
   const command = [...(options.wrap ?? []), process.execPath, join(root, 'bin/keel.js'), ...args]
   // A generous cap so that a hang (a FIFO read) fails the test instead of stalling the run.
   return spawnSync(command[0]!, command.slice(1), {
-    cwd: options.cwd ?? scratch,
+    cwd: options.cwd ?? work,
     env: env as NodeJS.ProcessEnv,
     encoding: 'utf8',
     ...(options.stdinFrom === undefined
@@ -130,7 +134,7 @@ describe('keel -p (print mode)', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l))
-    expect(lines[0]).toMatchObject({ type: 'session', cwd: scratch })
+    expect(lines[0]).toMatchObject({ type: 'session', cwd: work })
     // The re-check after the last `bash`, which the turn's end does not wait for, lands after turn/end.
     expect(lines.filter((l) => l.type !== 'checkpoint/snapshot').at(-1)).toMatchObject({
       type: 'turn/end',

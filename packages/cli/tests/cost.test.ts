@@ -19,6 +19,8 @@ let fake: FakeProvider | undefined
 beforeEach(() => {
   scratch = mkdtempSync(join(tmpdir(), 'keel-cost-'))
   mkdirSync(join(scratch, 'home'))
+  // The runs' cwd, beside the home: a cwd holding the home would snapshot the earlier runs' checkpoints too.
+  mkdirSync(join(scratch, 'work'))
   settings({ llm: { retryBaseDelayMs: 10 } })
 })
 afterEach(async () => {
@@ -42,7 +44,7 @@ function keel(args: string[], onStderr?: (text: string, child: ReturnType<typeof
     process.execPath,
     [join(root, 'bin/keel.js'), '--model', `anthropic/${MODEL}`, '--output-format', 'json', ...args],
     {
-      cwd: scratch,
+      cwd: join(scratch, 'work'),
       env: {
         ...process.env,
         KEEL_HOME: join(scratch, 'home'),
@@ -171,7 +173,7 @@ describe('cost in the -p JSON', () => {
       process.execPath,
       [join(root, 'bin/keel.js'), '--model', 'anthropic/claude-unreleased-9', '--output-format', 'json', '-p', 'hi'],
       {
-        cwd: scratch,
+        cwd: join(scratch, 'work'),
         env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url },
       },
     )
@@ -199,10 +201,10 @@ describe('the catalog through settings.json', () => {
     const overridden = await keel(['-p', 'hi'])
     expect(overridden.code, overridden.stderr).toBe(0)
     expect(fake.requests[1]!.body.max_tokens).toBe(1234)
-    mkdirSync(join(scratch, '.git'))
-    mkdirSync(join(scratch, '.keel'))
+    mkdirSync(join(scratch, 'work', '.git'))
+    mkdirSync(join(scratch, 'work', '.keel'))
     writeFileSync(
-      join(scratch, '.keel', 'settings.json'),
+      join(scratch, 'work', '.keel', 'settings.json'),
       JSON.stringify({ models: { [`anthropic/${MODEL}`]: { price: { input: 0, output: 0 } } } }),
     )
     const refused = await keel(['-p', 'hi'])

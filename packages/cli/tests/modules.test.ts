@@ -5,7 +5,7 @@
 // for the sources and node_modules, and for the bundle's chunks (which bin/keel.js compiles itself, with their code
 // cache, through vm.Script) a preload that notes each script's file name.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -16,6 +16,9 @@ import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-modules-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+// The runs' cwd, beside their home: a cwd holding the home would snapshot the earlier runs' checkpoints too.
+const work = join(scratch, 'work')
+mkdirSync(work)
 
 const hooks = join(scratch, 'hooks.mjs')
 writeFileSync(
@@ -46,7 +49,7 @@ async function modulesLoaded(args: string[], env: Record<string, string> = {}): 
     process.execPath,
     [`--require=${chunks}`, `--import=${pathToFileURL(register).href}`, join(root, 'bin/keel.js'), ...args],
     {
-      cwd: scratch,
+      cwd: work,
       env: { ...process.env, KEEL_HOME: join(scratch, 'home'), KEEL_MODULE_LIST: list, KEEL_CHUNK_LIST: list, ...env },
       stdio: 'ignore',
     },
@@ -119,8 +122,8 @@ describe('modules loaded', () => {
       ]) {
         expect(loaded, `keel -p loaded ${heavy}`).not.toContain(heavy)
       }
-      // The global setup has just built the bundle, and no code file changed since: bin/keel.js must run it (a
-      // freshness check that fails sends every run through tsx, about ten times slower to start).
+      // The global setup has built the bundle (or found it current), and no code file changed since: bin/keel.js
+      // must run it (a freshness check that fails sends every run through tsx, about ten times slower to start).
       expect(modules.has('dist/bin.cjs'), 'bin/keel.js ran the sources, not the fresh bundle').toBe(true)
       // TypeBox by name, not its namespace (which keeps its TypeScript-syntax parser), and its JSON Schema engine
       // for tool arguments, not typebox/compile (which adds the whole Value module).

@@ -20,7 +20,10 @@ function run(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
     cwd,
-    env: { ...process.env, KEEL_HOME: join(cwd, '.home'), ...env },
+    // The home beside the cwd: inside it, the second run would snapshot the first one's checkpoints too.
+    env: { ...process.env, KEEL_HOME: `${cwd}.home`, ...env },
+    // stdin as a CI job has it: an open pipe that never writes costs `-p` its 2 s wait for piped text.
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''
@@ -148,9 +151,9 @@ describe('each provider through keel -p and -c against its strict fake', () => {
       const cwd = join(scratch, 'settings')
       mkdirSync(join(cwd, '.keel'), { recursive: true })
       // The person's own file: an untrusted project's `models` would be held back (see trust.test.ts).
-      mkdirSync(join(cwd, '.home'), { recursive: true })
+      mkdirSync(`${cwd}.home`, { recursive: true })
       const settings = { models: { 'deepseek/deepseek-v4-pro': { thinking: 'off' } } }
-      writeFileSync(join(cwd, '.home/settings.json'), JSON.stringify(settings))
+      writeFileSync(join(`${cwd}.home`, 'settings.json'), JSON.stringify(settings))
       const args = ['--model', 'deepseek/deepseek-v4-pro', '--effort', 'max', '--base-url', `${fake.url}/v1`]
       const result = await run(['-p', 'hi', ...args], cwd, { DEEPSEEK_API_KEY: 'k' })
       expect(result.code, result.stderr).toBe(0)

@@ -100,7 +100,10 @@ const results = (home: string) =>
 
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command } }] })
 
-/** A server that records every request's headers and answers 500: whatever reaches it leaked. */
+/**
+ * A server that records every request's headers: whatever reaches it leaked. It answers 400, which no client retries
+ * (a 500 would be retried with backoff for seconds, and the first request already tells).
+ */
 async function capture(): Promise<{
   url: string
   seen: { url: string; headers: IncomingHttpHeaders }[]
@@ -110,7 +113,7 @@ async function capture(): Promise<{
   const server = createServer((req, res) => {
     seen.push({ url: req.url ?? '', headers: req.headers })
     req.resume()
-    res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"captured"}}')
+    res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"captured"}}')
   })
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   const { port } = server.address() as AddressInfo

@@ -33,6 +33,8 @@ function keel(args: string[], cwd: string, home: string) {
   const child = spawn(process.execPath, [join(root, 'bin/keel.js'), ...args], {
     cwd,
     env: { ...process.env, KEEL_HOME: home },
+    // stdin as a CI job has it: an open pipe that never writes costs `-p` its 2 s wait for piped text.
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''

@@ -97,7 +97,7 @@ describe('non-agent calls', () => {
     try {
       mkdirSync(join(dir, 'x'))
       writeFileSync(join(dir, 'x', 'f.txt'), 'hello\n')
-      process.chdir(dir) // this file runs in its own forked process (pool: 'forks')
+      process.chdir(dir) // restored below, before another file runs in this worker
       const read = (path: string) =>
         t.keel.ctx.tools.execute({
           callId: 'n1',

@@ -1,6 +1,8 @@
-// Runs tests/fixtures/writer.ts in a child process (node --import tsx) and follows what it prints.
+// Runs tests/fixtures/writer.ts in a child process (bundled once: test-support/bundled-fixture.ts) and follows what it
+// prints.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { bundledFixture } from '../../../test-support/bundled-fixture.ts'
 
 const writer = fileURLToPath(new URL('./fixtures/writer.ts', import.meta.url))
 const root = fileURLToPath(new URL('../../..', import.meta.url))
@@ -16,7 +18,7 @@ export interface Writer {
 }
 
 export function startWriter(mode: 'crash' | 'hold', id: string, cwd: string, env: Record<string, string> = {}): Writer {
-  const child = spawn(process.execPath, ['--import', 'tsx', writer, mode, id, cwd], {
+  const child = spawn(process.execPath, [bundledFixture(writer), mode, id, cwd], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

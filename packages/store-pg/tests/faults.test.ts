@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import * as devPlugin from '@keel/session/dev'
 import { SessionWriteError, findOpenTurn } from '@keel/session'
 import * as pgPlugin from '@keel/store-pg'
+import { bundledFixture } from '../../../test-support/bundled-fixture.ts'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 
@@ -158,7 +159,7 @@ describe.skipIf(skip)('the PostgreSQL store under faults', () => {
     const run = promisify(execFile)
     const outputs = await Promise.all(
       Array.from({ length: processes }, (_, p) =>
-        run(process.execPath, ['--import', 'tsx', many, String(p), String(sessions), String(turns)], {
+        run(process.execPath, [bundledFixture(many), String(p), String(sessions), String(turns)], {
           cwd: root,
           env: { ...process.env, KEEL_STORE: server.url },
           timeout: 120_000,

@@ -20,7 +20,10 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function keel(...args: string[]) {
-  return run(process.execPath, [KEEL, ...args], { env, cwd: dir, timeout: 60_000 })
+  const running = run(process.execPath, [KEEL, ...args], { env, cwd: dir, timeout: 60_000 })
+  // stdin as a CI job has it: an open pipe that never writes costs `-p` its 2 s wait for piped text.
+  running.child.stdin?.end()
+  return running
 }
 
 /** The same CLI in-process (no second cold start): what it writes to stdout. */
