@@ -9,8 +9,9 @@ import { RegexMatcher, type FileToSearch } from './matcher.ts'
 import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
-import { relativeOf, RipgrepFailed, ripgrep, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
-import { prunedUnder, walk } from './walk.ts'
+import { withRipgrepIgnoring } from './rg-ignore.ts'
+import { globFilter, relativeOf, RipgrepFailed, ripgrep, ripgrepFiles, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
+import { byCodeUnits, walk } from './walk.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 
@@ -67,7 +68,8 @@ const IN_FLIGHT = 16
 /** What grep found to search, in path order, with what it passed over. */
 interface Gathered {
   files: FileToSearch[]
-  searched: number
+  /** Asked only for a "No matches": through ripgrep it takes a listing. */
+  searched: () => Promise<number>
   tooLarge: number
 }
 
@@ -80,27 +82,23 @@ async function grep(
 ): Promise<string> {
   const info = await statTarget(target)
   const single = !info.isDirectory()
-  // Through ripgrep the search of the whole root runs while the walk decides which of its files count.
-  const searching = single ? undefined : searchWithRipgrep(config, target, regex, limit)
-  searching?.catch(() => undefined)
-  let rels: string[]
-  if (!single) {
-    const found = await walk({
-      root: target.real,
-      cwd: target.realCwd,
-      confined: target.confined,
-      patterns: [args.glob ?? '**/*'],
-      onlyFiles: true,
-      baseNameMatch: true,
-      signal: limit.signal,
-      ripgrep: config.ripgrep,
-    })
-    rels = found.entries.map((entry) => entry.path)
-  } else {
-    rels = ['']
+  let gathered = single ? undefined : await searchWithRipgrep(config, target, regex, args.glob, limit)
+  if (!gathered) {
+    let rels = ['']
+    if (!single) {
+      const found = await walk({
+        root: target.real,
+        cwd: target.realCwd,
+        confined: target.confined,
+        patterns: [args.glob ?? '**/*'],
+        onlyFiles: true,
+        baseNameMatch: true,
+        signal: limit.signal,
+      })
+      rels = found.entries.map((entry) => entry.path)
+    }
+    gathered = await gatherByReading(config, target, single, rels, limit)
   }
-  const searched = await searching
-  const gathered = searched ? searched(rels) : await gatherByReading(config, target, single, rels, limit)
 
   // Started on the first batch: a search that finds no file to read never spawns a worker.
   let matcher: RegexMatcher | undefined
@@ -138,7 +136,7 @@ async function grep(
     notes.push(`${plural(gathered.tooLarge, 'file')} over ${formatBytes(config.maxGrepFileBytes)} skipped`)
   const noted = notes.length ? `\n(${notes.join('; ')})` : ''
   if (!matches)
-    return `No matches for /${args.pattern}/ in ${target.display} (${plural(gathered.searched, 'file')} searched).${noted}`
+    return `No matches for /${args.pattern}/ in ${target.display} (${plural(await limit.race(gathered.searched()), 'file')} searched).${noted}`
   let text = shown.join('\n')
   if (matches > shown.length) {
     text += `\n… ${plural(matches - shown.length, 'more match', 'more matches')} not shown (${matches} in ${plural(matchedFiles, 'file')}); narrow the pattern, path or glob.`
@@ -192,7 +190,8 @@ async function gatherByReading(
       await opened.handle.close()
     }
   }
-  const gathered: Gathered = { files: [], searched: 0, tooLarge: 0 }
+  let searched = 0
+  const gathered: Gathered = { files: [], searched: async () => searched, tooLarge: 0 }
   // Several files in flight, taken in path order.
   const pending: Promise<Loaded>[] = []
   let next = 0
@@ -211,30 +210,30 @@ async function gatherByReading(
     if (loaded === 'too large') gathered.tooLarge++
     else if (loaded !== 'skipped') {
       gathered.files.push(loaded)
-      gathered.searched++
+      searched++
     }
   }
   return gathered
 }
 
 /**
- * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts): ripgrep
- * picks the candidate lines of every text file under the root (binaries, found by their NUL bytes, are passed over;
- * what the root's .gitignore excludes by directory is pruned), and the result keeps those of the walk's files, which
- * the worker then matches with the JavaScript regex as it would the whole file.
+ * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts and
+ * rg-ignore.ts): ripgrep walks, applies the .gitignore files and picks the candidate lines of every text file
+ * (binaries, found by their NUL bytes, are passed over); the glob is matched here on the files it found, and the
+ * worker then matches the candidates with the JavaScript regex as it would the whole file.
  */
 async function searchWithRipgrep(
   config: Config,
   target: ResolvedPath,
   regex: RegExp,
+  glob: string | undefined,
   limit: CallLimit,
-): Promise<((walked: string[]) => Gathered) | undefined> {
+): Promise<Gathered | undefined> {
   const pattern = toRipgrepRegex(regex.source)
   if (pattern === undefined) return undefined
   const rg = await ripgrep(config.ripgrep)
   if (!rg) return undefined
-  const pruned = (await prunedUnder(target.real, target.realCwd, target.confined)).map((glob) => `--glob=!${glob}`)
-  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : []), ...pruned]
+  const inGlob = glob === undefined ? undefined : await globFilter(glob, true)
   const found = new Map<string, { lines: number[]; texts: Buffer[] }>()
   const binary = new Set<string>()
   const tooLarge = new Set<string>()
@@ -258,28 +257,41 @@ async function searchWithRipgrep(
     else return
     found.delete(rel)
   }
+  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : [])]
+  let ignoring: string[] = []
   try {
-    await runRipgrep(rg, target.real, [...flags, '-e', pattern, '--', '.'], '\n', limit.signal, onRecord)
+    const ran = await withRipgrepIgnoring(
+      target.real,
+      target.realCwd,
+      target.confined,
+      limit.signal,
+      (applying, stop) => {
+        ignoring = applying
+        const args = [...flags, ...ignoring, '-e', pattern, '--', '.']
+        return runRipgrep(rg, target.real, args, '\n', stop, onRecord).then(() => true)
+      },
+    )
+    if (!ran) return undefined
   } catch (error) {
     if (error instanceof RipgrepFailed) return undefined
     throw error
   }
-  return (walked) => {
-    const gathered: Gathered = { files: [], searched: walked.length, tooLarge: 0 }
-    for (const rel of walked) {
-      if (binary.has(rel)) gathered.searched--
-      else if (tooLarge.has(rel)) {
-        gathered.searched--
-        gathered.tooLarge++
-      }
-      const file = found.get(rel)
-      if (!file) continue
-      const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
-      const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
-      gathered.files.push({ name, bytes, lines: file.lines })
-    }
-    return gathered
+  const kept = (rels: Iterable<string>) => (inGlob ? [...rels].filter(inGlob) : [...rels]).length
+  const passed = kept(binary) + kept(tooLarge)
+  const gathered: Gathered = {
+    files: [],
+    // ripgrep's JSON summary counts only the files with a match: the count a "No matches" needs takes a listing.
+    searched: async () => kept(await ripgrepFiles(rg, target.real, ignoring, limit.signal)) - passed,
+    tooLarge: kept(tooLarge),
   }
+  for (const rel of [...found.keys()].sort(byCodeUnits)) {
+    if (inGlob && !inGlob(rel)) continue
+    const file = found.get(rel)!
+    const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
+    const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
+    gathered.files.push({ name, bytes, lines: file.lines })
+  }
+  return gathered
 }
 
 const NEWLINE = Buffer.from('\n')
@@ -375,6 +387,22 @@ async function ls(config: Config, target: ResolvedPath, limit: CallLimit): Promi
   return lines.join('\n')
 }
 
+/** The files `pattern` matches as ripgrep lists them (rg-ignore.ts), sorted; `undefined` where the walk must do it. */
+async function globWithRipgrep(
+  config: Config,
+  target: ResolvedPath,
+  pattern: string,
+  signal: AbortSignal,
+): Promise<string[] | undefined> {
+  const rg = await ripgrep(config.ripgrep)
+  if (!rg) return undefined
+  const matches = await globFilter(pattern, false)
+  const listed = await withRipgrepIgnoring(target.real, target.realCwd, target.confined, signal, (flags, stop) =>
+    ripgrepFiles(rg, target.real, flags, stop),
+  )
+  return listed?.filter(matches).sort(byCodeUnits)
+}
+
 export function globTool(config: Config) {
   return defineTool({
     name: 'glob',
@@ -395,19 +423,22 @@ export function globTool(config: Config) {
         const info = await statTarget(target)
         if (!info.isDirectory())
           throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
-        const { entries } = await walk({
-          root: target.real,
-          cwd: target.realCwd,
-          confined: target.confined,
-          patterns: [args.pattern],
-          onlyFiles: true,
-          signal: limit.signal,
-          ripgrep: config.ripgrep,
-        })
+        const entries =
+          (await globWithRipgrep(config, target, args.pattern, limit.signal)) ??
+          (
+            await walk({
+              root: target.real,
+              cwd: target.realCwd,
+              confined: target.confined,
+              patterns: [args.pattern],
+              onlyFiles: true,
+              signal: limit.signal,
+            })
+          ).entries.map((entry) => entry.path)
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries
           .slice(0, config.maxEntries)
-          .map((entry) => displayPath(target.cwd, join(target.absolute, entry.path.split('/').join(sep))))
+          .map((path) => displayPath(target.cwd, join(target.absolute, path.split('/').join(sep))))
         if (entries.length > config.maxEntries)
           lines.push(
             `… ${plural(entries.length - config.maxEntries, 'more file')} not shown (${entries.length} match); narrow the pattern.`,
