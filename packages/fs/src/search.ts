@@ -5,13 +5,14 @@ import { defineTool, Type } from '@keel/tools'
 import type { Config } from './config.ts'
 import { clip, formatBytes, plural } from './format.ts'
 import { limited, type CallLimit } from './limit.ts'
-import { RegexMatcher, type FileToSearch } from './matcher.ts'
+import { InlineMatcher, isLiteral, type Matcher, RegexMatcher, type FileToSearch } from './matcher.ts'
 import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 import { withRipgrepIgnoring } from './rg-ignore.ts'
 import { globFilter, relativeOf, RipgrepFailed, ripgrep, ripgrepFiles, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
-import { byCodeUnits, walk } from './walk.ts'
+import { walk } from './walk.ts'
+import { FileReader, listFiles } from './files.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 
@@ -62,8 +63,6 @@ async function statTarget(target: ResolvedPath) {
 /** Files grep hands to the worker at once: few enough round trips, small enough batches to stop between. */
 const BATCH_BYTES = 4 * 1024 * 1024
 const BATCH_FILES = 64
-/** Files the fallback opens and reads at once: each is seven thread-pool round trips, one file at a time was slow. */
-const IN_FLIGHT = 16
 
 /** What grep found to search, in path order, with what it passed over. */
 interface Gathered {
@@ -83,25 +82,12 @@ async function grep(
   const info = await statTarget(target)
   const single = !info.isDirectory()
   let gathered = single ? undefined : await searchWithRipgrep(config, target, regex, args.glob, limit)
-  if (!gathered) {
-    let rels = ['']
-    if (!single) {
-      const found = await walk({
-        root: target.real,
-        cwd: target.realCwd,
-        confined: target.confined,
-        patterns: [args.glob ?? '**/*'],
-        onlyFiles: true,
-        baseNameMatch: true,
-        signal: limit.signal,
-      })
-      rels = found.entries.map((entry) => entry.path)
-    }
-    gathered = await gatherByReading(config, target, single, rels, limit)
-  }
+  gathered ??= single
+    ? await gatherOne(config, target, limit)
+    : await gatherWalked(config, target, regex, args.glob, limit)
 
   // Started on the first batch: a search that finds no file to read never spawns a worker.
-  let matcher: RegexMatcher | undefined
+  let matcher: Matcher | undefined
   const shown: string[] = []
   let matches = 0
   let matchedFiles = 0
@@ -109,7 +95,9 @@ async function grep(
   let batchBytes = 0
   const flush = async () => {
     if (!batch.length) return
-    matcher ??= new RegexMatcher(regex.source, regex.flags, limit.signal)
+    matcher ??= isLiteral(regex.source)
+      ? new InlineMatcher(regex.source, regex.flags)
+      : new RegexMatcher(regex.source, regex.flags, limit.signal)
     const results = await limit.race(matcher.match(batch, config.maxGrepMatches - shown.length))
     for (const result of results) {
       if (result.count) matchedFiles++
@@ -144,74 +132,61 @@ async function grep(
   return text + noted
 }
 
+/** A file named as `path`: opened and checked on its descriptor; not a regular text file is an error. */
+async function gatherOne(config: Config, target: ResolvedPath, limit: CallLimit): Promise<Gathered> {
+  const opened = await openRegular(target.real, target.display, target, 'grep')
+  try {
+    if (opened.stats.size > config.maxGrepFileBytes)
+      throw new Error(
+        `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
+      )
+    // A file that grew past the limit since it was measured counts as too large.
+    const bytes = await limit.race(
+      readAll(opened.handle, config.maxGrepFileBytes, () => new Error('grown'), opened.stats.size).catch(
+        () => undefined,
+      ),
+    )
+    if (!bytes) return { files: [], searched: async () => 0, tooLarge: 1 }
+    if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text')
+      throw new Error(`${target.display} is a binary file; grep searches text only`)
+    return { files: [{ name: displayPath(target.cwd, target.absolute), bytes }], searched: async () => 1, tooLarge: 0 }
+  } finally {
+    await opened.handle.close()
+  }
+}
+
 /**
- * The fallback: walks, then opens every file and checks it on its descriptor (a regular file, inside the cwd); in a
- * walk anything else (a FIFO, a device, a file swapped for a link) is skipped, named directly it is an error.
+ * The fallback for a directory: Keel's own walk (files.ts), the glob matched on it as through ripgrep, then every
+ * file opened and checked on its descriptor (a regular file, inside the cwd); anything else (a FIFO, a device, a
+ * file swapped for a link) is skipped. A literal pattern's bytes are looked for first: a file without them is
+ * counted and never copied or matched.
  */
-async function gatherByReading(
+async function gatherWalked(
   config: Config,
   target: ResolvedPath,
-  single: boolean,
-  walked: string[],
+  regex: RegExp,
+  glob: string | undefined,
   limit: CallLimit,
 ): Promise<Gathered> {
-  const rels = walked.map((rel) => rel.split('/').join(sep))
-  type Loaded = FileToSearch | 'skipped' | 'too large'
-  const load = async (rel: string): Promise<Loaded> => {
-    const real = join(target.real, rel)
-    const name = displayPath(target.cwd, join(target.absolute, rel))
-    const opened = await openRegular(real, name, target, 'grep').catch((error: Error) => {
-      if (single) throw error
-      return undefined
-    })
-    if (!opened) return 'skipped'
-    try {
-      if (opened.stats.size > config.maxGrepFileBytes) {
-        if (single)
-          throw new Error(
-            `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
-          )
-        return 'too large'
-      }
-      // A file that grew past the limit since it was measured counts as too large.
-      const bytes = await readAll(
-        opened.handle,
-        config.maxGrepFileBytes,
-        () => new Error('grown'),
-        opened.stats.size,
-      ).catch(() => undefined)
-      if (!bytes) return 'too large'
-      if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text') {
-        if (single) throw new Error(`${target.display} is a binary file; grep searches text only`)
-        return 'skipped'
-      }
-      return { name, bytes }
-    } finally {
-      await opened.handle.close()
-    }
-  }
+  const inGlob = glob === undefined ? undefined : await globFilter(glob, true)
+  const walked = await listFiles(target.real, target, limit.signal)
+  const literal = isLiteral(regex.source) && !regex.ignoreCase ? Buffer.from(regex.source) : undefined
+  const keep = literal ? (bytes: Buffer) => bytes.indexOf(literal) >= 0 : () => true
+  const reader = new FileReader(target, config.maxGrepFileBytes, limit.signal)
   let searched = 0
   const gathered: Gathered = { files: [], searched: async () => searched, tooLarge: 0 }
-  // Several files in flight, taken in path order.
-  const pending: Promise<Loaded>[] = []
-  let next = 0
-  const refill = () => {
-    while (pending.length < IN_FLIGHT && next < rels.length) {
-      const loading = load(rels[next++]!)
-      loading.catch(() => undefined)
-      pending.push(loading)
+  for (const rel of walked) {
+    if (inGlob && !inGlob(rel)) continue
+    const local = sep === '/' ? rel : rel.split('/').join(sep)
+    const read = await reader.read(join(target.real, local), keep)
+    if (read === 'skipped') continue
+    if (read === 'too large') {
+      gathered.tooLarge++
+      continue
     }
-  }
-  refill()
-  while (pending.length) {
-    limit.check()
-    const loaded = await pending.shift()!
-    refill()
-    if (loaded === 'too large') gathered.tooLarge++
-    else if (loaded !== 'skipped') {
-      gathered.files.push(loaded)
-      searched++
-    }
+    searched++
+    if (read !== 'left')
+      gathered.files.push({ name: displayPath(target.cwd, join(target.absolute, local)), bytes: read.bytes })
   }
   return gathered
 }
@@ -284,7 +259,7 @@ async function searchWithRipgrep(
     searched: async () => kept(await ripgrepFiles(rg, target.real, ignoring, limit.signal)) - passed,
     tooLarge: kept(tooLarge),
   }
-  for (const rel of [...found.keys()].sort(byCodeUnits)) {
+  for (const rel of [...found.keys()].sort()) {
     if (inGlob && !inGlob(rel)) continue
     const file = found.get(rel)!
     const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
@@ -400,7 +375,7 @@ async function globWithRipgrep(
   const listed = await withRipgrepIgnoring(target.real, target.realCwd, target.confined, signal, (flags, stop) =>
     ripgrepFiles(rg, target.real, flags, stop),
   )
-  return listed?.filter(matches).sort(byCodeUnits)
+  return listed?.filter(matches).sort()
 }
 
 export function globTool(config: Config) {

@@ -53,7 +53,7 @@ export const MAX_GITIGNORE_BYTES = 1024 * 1024
  * FIFO would block, /dev/zero would never end), not through a symlink (git does not follow one either), inside the
  * cwd when the walk is (the ones above the cwd, up to the repository top, are read on purpose), and at most 1 MB.
  */
-function readText(path: string, scope: Scope): Promise<string | undefined> {
+export function readText(path: string, scope: Scope): Promise<string | undefined> {
   return openRegular(path, path, scope, 'read')
     .then(async ({ handle }) => {
       try {
@@ -192,7 +192,7 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
   return judge(options, rules, scope, entries, gitignores, new RealDirs(options.root))
 }
 
-export const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** What the walk found, less what .gitignore, node_modules, .git or a link on the way hides; sorted by path. */
 async function judge(
