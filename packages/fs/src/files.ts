@@ -15,28 +15,12 @@ import {
   realpathSync,
 } from 'node:fs'
 import { join, sep } from 'node:path'
-import { yieldToLoop } from './limit.ts'
+import { Slicer } from './limit.ts'
 import type { Scope } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 import { loadRules, readText } from './walk.ts'
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants
-
-/** Synchronous work between two turns of the loop. */
-const SLICE_MS = 8
-
-/** Runs a synchronous step per item, yielding to the loop (and checking the signal) every few milliseconds. */
-class Slicer {
-  private started = performance.now()
-  constructor(private readonly signal: AbortSignal) {}
-
-  async tick(): Promise<void> {
-    if (performance.now() - this.started < SLICE_MS) return
-    await yieldToLoop()
-    if (this.signal.aborted) throw this.signal.reason
-    this.started = performance.now()
-  }
-}
 
 /**
  * The regular files under `root` (relative, `/`-separated, sorted), with walk.ts's rules: symlinks are not

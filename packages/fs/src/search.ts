@@ -362,22 +362,6 @@ async function ls(config: Config, target: ResolvedPath, limit: CallLimit): Promi
   return lines.join('\n')
 }
 
-/** The files `pattern` matches as ripgrep lists them (rg-ignore.ts), sorted; `undefined` where the walk must do it. */
-async function globWithRipgrep(
-  config: Config,
-  target: ResolvedPath,
-  pattern: string,
-  signal: AbortSignal,
-): Promise<string[] | undefined> {
-  const rg = await ripgrep(config.ripgrep)
-  if (!rg) return undefined
-  const matches = await globFilter(pattern, false)
-  const listed = await withRipgrepIgnoring(target.real, target.realCwd, target.confined, signal, (flags, stop) =>
-    ripgrepFiles(rg, target.real, flags, stop),
-  )
-  return listed?.filter(matches).sort()
-}
-
 export function globTool(config: Config) {
   return defineTool({
     name: 'glob',
@@ -398,18 +382,10 @@ export function globTool(config: Config) {
         const info = await statTarget(target)
         if (!info.isDirectory())
           throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
-        const entries =
-          (await globWithRipgrep(config, target, args.pattern, limit.signal)) ??
-          (
-            await walk({
-              root: target.real,
-              cwd: target.realCwd,
-              confined: target.confined,
-              patterns: [args.pattern],
-              onlyFiles: true,
-              signal: limit.signal,
-            })
-          ).entries.map((entry) => entry.path)
+        // Keel's own listing: ripgrep's, with the scan rg-ignore.ts needs beside it, took longer (bench/search).
+        const entries = (await listFiles(target.real, target, limit.signal)).filter(
+          await globFilter(args.pattern, false),
+        )
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries
           .slice(0, config.maxEntries)
