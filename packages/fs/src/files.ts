@@ -18,19 +18,25 @@ import { join, sep } from 'node:path'
 import { Slicer } from './limit.ts'
 import type { Scope } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
+import type { GitignoreRules } from './gitignore.ts'
 import { loadRules, readText } from './walk.ts'
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants
 
 /**
- * The regular files under `root` (relative, `/`-separated, sorted), with walk.ts's rules: symlinks are not
- * followed or listed, node_modules and .git are skipped, and each directory is judged against the .gitignore files
- * on the way down, so an ignored one is never opened and its .gitignore never read.
+ * Walks the directories under `root` with walk.ts's rules: symlinks are not followed, node_modules and .git are
+ * skipped, and each directory is judged against the .gitignore files on the way down, so an ignored one is never
+ * opened and its .gitignore never read. `visit` gets each directory's entries (`dir` relative, `''` for the root)
+ * and the rules that apply in it; it returns false to stop the walk, which then returns false.
  */
-export async function listFiles(root: string, scope: Scope, signal: AbortSignal): Promise<string[]> {
+export async function eachDirectory(
+  root: string,
+  scope: Scope,
+  signal: AbortSignal,
+  visit: (dir: string, entries: Dirent[], rules: GitignoreRules) => boolean,
+): Promise<boolean> {
   const rules = await loadRules(root, scope.realCwd, scope)
   const slicer = new Slicer(signal)
-  const files: string[] = []
   const pending: string[] = ['']
   while (pending.length) {
     const dir = pending.pop()!
@@ -45,16 +51,29 @@ export async function listFiles(root: string, scope: Scope, signal: AbortSignal)
       const text = await readText(join(root, dir, '.gitignore'), scope)
       if (text !== undefined) rules.add(join(root, dir.split('/').join(sep)), text)
     }
+    if (!visit(dir, entries, rules)) return false
     for (const entry of entries) {
       const name = entry.name
-      if (name === 'node_modules' || name === '.git') continue
+      if (!entry.isDirectory() || name === 'node_modules' || name === '.git') continue
       const rel = dir ? `${dir}/${name}` : name
-      if (entry.isDirectory()) {
-        if (!rules.ignores(rel, true)) pending.push(rel)
-      } else if (entry.isFile() && !rules.ignores(rel, false)) files.push(rel)
+      if (!rules.ignores(rel, true)) pending.push(rel)
     }
     await slicer.tick()
   }
+  return true
+}
+
+/** The regular files under `root` that .gitignore lets through (relative, `/`-separated, sorted); see eachDirectory. */
+export async function listFiles(root: string, scope: Scope, signal: AbortSignal): Promise<string[]> {
+  const files: string[] = []
+  await eachDirectory(root, scope, signal, (dir, entries, rules) => {
+    for (const entry of entries) {
+      if (!entry.isFile() || entry.name === '.git') continue
+      const rel = dir ? `${dir}/${entry.name}` : entry.name
+      if (!rules.ignores(rel, false)) files.push(rel)
+    }
+    return true
+  })
   // Plain sort compares UTF-16 code units, the order walk.ts gives.
   return files.sort()
 }

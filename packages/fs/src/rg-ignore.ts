@@ -7,10 +7,11 @@
 // every .gitignore above the root up to `/`. So it runs only when none of those is there (checked before, above the
 // root; scanned while it runs, below), and where it would apply rules walk.ts does not (outside a
 // repository, above the cwd); otherwise the caller walks the way walk.ts does.
-import { type Dirent, lstatSync, readdirSync } from 'node:fs'
+import { lstatSync } from 'node:fs'
 import { lstat, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { Slicer } from './limit.ts'
+import { eachDirectory } from './files.ts'
+import type { Scope } from './paths.ts'
 import { ancestorDirs, loadRules, MAX_GITIGNORE_BYTES } from './walk.ts'
 
 /** rg's flags for Keel's .gitignore semantics; `--hidden`, `--no-follow` and the .git/node_modules globs are ripgrep.ts's. */
@@ -30,14 +31,10 @@ const hasGit = (dir: string) =>
   )
 
 /**
- * The flags and the directories to leave out of the scan, or `undefined` when a .gitignore above the root is one
- * ripgrep must not read or would apply differently.
+ * ripgrep's flags, or `undefined` when a .gitignore above the root is one it must not read or would apply
+ * differently.
  */
-async function plan(
-  root: string,
-  cwd: string,
-  confined: boolean,
-): Promise<{ flags: string[]; pruned: string[] } | undefined> {
+async function plan(root: string, cwd: string, confined: boolean): Promise<string[] | undefined> {
   const above: string[] = []
   for (let dir = root; dirname(dir) !== dir; ) above.push((dir = dirname(dir)))
   const [kinds, gits] = await Promise.all([Promise.all(above.map(gitignoreAt)), Promise.all(above.map(hasGit))])
@@ -53,48 +50,23 @@ async function plan(
     const reached = (await hasGit(root)) ? 0 : top < 0 ? above.length : top + 1
     for (let i = 0; i < reached; i++) if (kinds[i] === 'readable' && !applied.has(above[i]!)) return undefined
   }
-  return { flags, pruned: rules.pruneGlobs() }
+  return flags
 }
 
 /**
  * Whether no .gitignore below the root is one walk.ts would refuse to read (not a regular file, a symlink, over
- * 1 MB), leaving out node_modules, .git and the directories walk.ts prunes unopened. Synchronous directory reads in
- * slices while ripgrep runs: spawning `find` for it cost twice as much on a loaded machine.
+ * 1 MB), in the directories ripgrep enters: those the .gitignore files let through, judged on the way down as
+ * files.ts judges them. Synchronous directory reads in slices while ripgrep runs: spawning `find` for it cost twice
+ * as much on a loaded machine.
  */
-async function scan(root: string, pruned: string[], signal: AbortSignal): Promise<boolean> {
-  // pruneGlobs gives `**/name/**` (a name at any depth) or `rel/**`.
-  const names = new Set(['.git', 'node_modules'])
-  const paths = new Set<string>()
-  for (const glob of pruned) {
-    const any = /^\*\*\/([^/]+)\/\*\*$/.exec(glob)
-    if (any) names.add(any[1]!)
-    else paths.add(glob.replace(/\/\*\*$/, ''))
-  }
-  const slicer = new Slicer(signal)
-  const pending = ['']
-  while (pending.length) {
-    const dir = pending.pop()!
-    const at = dir ? join(root, dir) : root
-    let entries: Dirent[]
-    try {
-      entries = readdirSync(at, { withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      const { name } = entry
-      if (name === '.gitignore') {
-        if (!entry.isFile()) return false
-        const info = lstatSync(join(at, name), { throwIfNoEntry: false })
-        if (!info?.isFile() || info.size > MAX_GITIGNORE_BYTES) return false
-      } else if (entry.isDirectory() && !names.has(name)) {
-        const rel = dir ? `${dir}/${name}` : name
-        if (!paths.has(rel)) pending.push(rel)
-      }
-    }
-    await slicer.tick()
-  }
-  return true
+function scan(root: string, scope: Scope, signal: AbortSignal): Promise<boolean> {
+  return eachDirectory(root, scope, signal, (dir, entries) => {
+    const entry = entries.find((entry) => entry.name === '.gitignore')
+    if (!entry) return true
+    if (!entry.isFile()) return false
+    const info = lstatSync(join(root, dir, '.gitignore'), { throwIfNoEntry: false })
+    return info?.isFile() === true && info.size <= MAX_GITIGNORE_BYTES
+  })
 }
 
 /**
@@ -108,16 +80,16 @@ export async function withRipgrepIgnoring<T>(
   signal: AbortSignal,
   work: (flags: string[], signal: AbortSignal) => Promise<T>,
 ): Promise<T | undefined> {
-  const planned = await plan(root, cwd, confined)
-  if (!planned) return undefined
+  const flags = await plan(root, cwd, confined)
+  if (!flags) return undefined
   const stop = new AbortController()
   const onAbort = () => stop.abort(signal.reason)
   if (signal.aborted) throw signal.reason
   signal.addEventListener('abort', onAbort, { once: true })
   try {
-    const working = work(planned.flags, stop.signal)
+    const working = work(flags, stop.signal)
     working.catch(() => undefined)
-    const safe = await scan(root, planned.pruned, stop.signal).catch(() => false)
+    const safe = await scan(root, { realCwd: cwd, confined }, stop.signal).catch(() => false)
     if (!safe) {
       if (signal.aborted) throw signal.reason
       stop.abort(new Error('a .gitignore ripgrep must not read'))
