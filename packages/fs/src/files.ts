@@ -63,14 +63,22 @@ export async function eachDirectory(
   return true
 }
 
-/** The regular files under `root` that .gitignore lets through (relative, `/`-separated, sorted); see eachDirectory. */
-export async function listFiles(root: string, scope: Scope, signal: AbortSignal): Promise<string[]> {
+/**
+ * The regular files under `root` that `wanted` (a glob) takes and .gitignore lets through (relative, `/`-separated,
+ * sorted); see eachDirectory. The glob is tested first: it is the cheaper test and usually the narrower.
+ */
+export async function listFiles(
+  root: string,
+  scope: Scope,
+  signal: AbortSignal,
+  wanted: (rel: string) => boolean = () => true,
+): Promise<string[]> {
   const files: string[] = []
   await eachDirectory(root, scope, signal, (dir, entries, rules) => {
     for (const entry of entries) {
       if (!entry.isFile() || entry.name === '.git') continue
       const rel = dir ? `${dir}/${entry.name}` : entry.name
-      if (!rules.ignores(rel, false)) files.push(rel)
+      if (wanted(rel) && !rules.ignores(rel, false)) files.push(rel)
     }
     return true
   })

@@ -169,14 +169,13 @@ async function gatherWalked(
   limit: CallLimit,
 ): Promise<Gathered> {
   const inGlob = glob === undefined ? undefined : await globFilter(glob, true)
-  const walked = await listFiles(target.real, target, limit.signal)
+  const walked = await listFiles(target.real, target, limit.signal, inGlob)
   const literal = isLiteral(regex.source) && !regex.ignoreCase ? Buffer.from(regex.source) : undefined
   const keep = literal ? (bytes: Buffer) => bytes.indexOf(literal) >= 0 : () => true
   const reader = new FileReader(target, config.maxGrepFileBytes, limit.signal)
   let searched = 0
   const gathered: Gathered = { files: [], searched: async () => searched, tooLarge: 0 }
   for (const rel of walked) {
-    if (inGlob && !inGlob(rel)) continue
     const local = sep === '/' ? rel : rel.split('/').join(sep)
     const read = await reader.read(join(target.real, local), keep)
     if (read === 'skipped') continue
@@ -383,9 +382,7 @@ export function globTool(config: Config) {
         if (!info.isDirectory())
           throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
         // Keel's own listing: ripgrep's, with the scan rg-ignore.ts needs beside it, took longer (bench/search).
-        const entries = (await listFiles(target.real, target, limit.signal)).filter(
-          await globFilter(args.pattern, false),
-        )
+        const entries = await listFiles(target.real, target, limit.signal, await globFilter(args.pattern, false))
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries
           .slice(0, config.maxEntries)
