@@ -83,9 +83,10 @@ export function runRipgrep(
     child.on('close', (code) => {
       signal.removeEventListener('abort', stop)
       if (signal.aborted) return reject(signal.reason)
-      // 1: nothing matched. 2 with output: some file could not be read, which the walk also passes over.
+      // 1: nothing matched. 2 and silent (--no-messages hides file errors): some file could not be read, which the
+      // walk also passes over. 2 with a message is a pattern or a flag this ripgrep does not take (an older one).
       if (failed) return reject(failed)
-      if (code === 0 || code === 1 || (code === 2 && !/regex|parse error/i.test(stderr))) return resolve()
+      if (code === 0 || code === 1 || (code === 2 && !stderr.trim())) return resolve()
       reject(new RipgrepFailed(stderr.trim().split('\n')[0] || `ripgrep exited ${code}`))
     })
   })

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { withRipgrepIgnoring } from '../src/rg-ignore.ts'
-import { ripgrep, toRipgrepRegex } from '../src/ripgrep.ts'
+import { RipgrepFailed, ripgrep, runRipgrep, toRipgrepRegex } from '../src/ripgrep.ts'
 
 const installed = (() => {
   try {
@@ -40,6 +40,32 @@ describe('ripgrep', () => {
   it.runIf(installed || process.env.CI === 'true')('is the system rg when there is one', async () => {
     expect((await ripgrep('rg'))?.command).toBe('rg')
   })
+
+  it.runIf(installed || process.env.CI === 'true')(
+    'fails on a flag or pattern it does not take, and passes over a file it cannot read',
+    async () => {
+      const rg = (await ripgrep('rg'))!
+      const dir = mkdtempSync(join(tmpdir(), 'keel-rg-run-'))
+      const signal = new AbortController().signal
+      const lines: string[] = []
+      try {
+        writeFileSync(join(dir, 'a.txt'), 'hit\n')
+        writeFileSync(join(dir, 'locked.txt'), 'hit\n', { mode: 0 })
+        const root = process.getuid?.() === 0
+        await runRipgrep(rg, dir, ['--files-with-matches', '-e', 'hit', '.'], '\n', signal, (line) => lines.push(line))
+        expect(lines.filter(Boolean).sort()).toEqual(root ? ['./a.txt', './locked.txt'] : ['./a.txt'])
+        // An older ripgrep answers an unknown flag with exit 2 and a message: a failure, never "no matches".
+        await expect(runRipgrep(rg, dir, ['--no-such-flag', '.'], '\n', signal, () => undefined)).rejects.toThrow(
+          RipgrepFailed,
+        )
+        await expect(runRipgrep(rg, dir, ['-e', '(', '.'], '\n', signal, () => undefined)).rejects.toThrow(
+          RipgrepFailed,
+        )
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    },
+  )
 })
 
 describe('withRipgrepIgnoring', () => {
