@@ -9,12 +9,12 @@ import {
   existsSync,
   fstatSync,
   openSync,
-  readdirSync,
   readlinkSync,
   readSync,
   realpathSync,
 } from 'node:fs'
 import { join, sep } from 'node:path'
+import { readdir } from 'node:fs/promises'
 import { Slicer } from './limit.ts'
 import type { Scope } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
@@ -22,6 +22,9 @@ import type { GitignoreRules } from './gitignore.ts'
 import { loadRules, readText } from './walk.ts'
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants
+
+/** Directories read at once. */
+const DIRS_IN_FLIGHT = 16
 
 /**
  * Walks the directories under `root` with walk.ts's rules: symlinks are not followed, node_modules and .git are
@@ -37,28 +40,37 @@ export async function eachDirectory(
 ): Promise<boolean> {
   const rules = await loadRules(root, scope.realCwd, scope)
   const slicer = new Slicer(signal)
-  const pending: string[] = ['']
-  while (pending.length) {
-    const dir = pending.pop()!
-    let entries: Dirent[]
-    try {
-      entries = readdirSync(dir ? join(root, dir) : root, { withFileTypes: true })
-    } catch {
-      continue
+  // A level at a time, several directories read at once on the thread pool while the last ones are judged here: a
+  // promise per directory is cheap, where one per entry was not.
+  let level = ['']
+  while (level.length) {
+    const next: string[] = []
+    for (let at = 0; at < level.length; at += DIRS_IN_FLIGHT) {
+      const dirs = level.slice(at, at + DIRS_IN_FLIGHT)
+      const read = await Promise.all(
+        dirs.map((dir) => readdir(dir ? join(root, dir) : root, { withFileTypes: true }).catch(() => undefined)),
+      )
+      if (signal.aborted) throw signal.reason
+      for (let i = 0; i < dirs.length; i++) {
+        const dir = dirs[i]!
+        const entries = read[i]
+        if (!entries) continue
+        // The root's own .gitignore is loaded with the rules above it.
+        if (dir && entries.some((entry) => entry.name === '.gitignore' && entry.isFile())) {
+          const text = await readText(join(root, dir, '.gitignore'), scope)
+          if (text !== undefined) rules.add(join(root, dir.split('/').join(sep)), text)
+        }
+        if (!visit(dir, entries, rules)) return false
+        for (const entry of entries) {
+          const name = entry.name
+          if (!entry.isDirectory() || name === 'node_modules' || name === '.git') continue
+          const rel = dir ? `${dir}/${name}` : name
+          if (!rules.ignores(rel, true)) next.push(rel)
+        }
+        await slicer.tick()
+      }
     }
-    // The root's own .gitignore is loaded with the rules above it.
-    if (dir && entries.some((entry) => entry.name === '.gitignore' && entry.isFile())) {
-      const text = await readText(join(root, dir, '.gitignore'), scope)
-      if (text !== undefined) rules.add(join(root, dir.split('/').join(sep)), text)
-    }
-    if (!visit(dir, entries, rules)) return false
-    for (const entry of entries) {
-      const name = entry.name
-      if (!entry.isDirectory() || name === 'node_modules' || name === '.git') continue
-      const rel = dir ? `${dir}/${name}` : name
-      if (!rules.ignores(rel, true)) pending.push(rel)
-    }
-    await slicer.tick()
+    level = next
   }
   return true
 }
