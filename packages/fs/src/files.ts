@@ -1,7 +1,8 @@
-// grep's own walk and read, for when there is no ripgrep: the files under a root that .gitignore lets through, and
-// their contents, checked as open.ts checks a read. Both are synchronous calls in slices of a few milliseconds with
-// a turn of the loop between them: a promise per directory entry and seven thread-pool round trips per file made
-// the fallback 12–16× a bare `rg` on 20,000 files, where a directory read or a file read is a few microseconds.
+// Keel's own walk and read (glob always, grep when there is no ripgrep): the files under a root that .gitignore lets
+// through, and their contents, checked as open.ts checks a read. A promise per directory entry and seven thread-pool
+// round trips per file made the fallback 12–16× a bare `rg` on 20,000 files, where a file read is a few microseconds
+// when synchronous: directories are read a few at a time on the thread pool (a promise per directory is cheap), files
+// synchronously, and the judging and reading run in slices of a few milliseconds with a turn of the loop between.
 import {
   closeSync,
   constants,

@@ -56,7 +56,7 @@ async function plan(root: string, cwd: string, confined: boolean): Promise<strin
 /**
  * Whether no .gitignore below the root is one walk.ts would refuse to read (not a regular file, a symlink, over
  * 1 MB), in the directories ripgrep enters: those the .gitignore files let through, judged on the way down as
- * files.ts judges them. Synchronous directory reads in slices while ripgrep runs: spawning `find` for it cost twice
+ * files.ts judges them (eachDirectory), while ripgrep runs: spawning `find` for it cost twice
  * as much on a loaded machine.
  */
 function scan(root: string, scope: Scope, signal: AbortSignal): Promise<boolean> {
