@@ -58,6 +58,6 @@ export const Config: Schema<Config> = Schema.object({
   ripgrep: Schema.string()
     .default('rg')
     .description(
-      "The ripgrep `grep` and `glob` run (on PATH); `''` for Keel's own walk and search, which they also use when none is found.",
+      "The ripgrep `grep` runs (on PATH); `''` for Keel's own walk and search, which it also uses when none is found.",
     ),
 })

@@ -21,6 +21,8 @@ const toPosix = (path: string) => (sep === '/' ? path : path.split(sep).join('/'
 export class GitignoreRules {
   private layers: Layer[] = []
   private readonly dirs = new Map<string, boolean>()
+  /** Whether the rules from above the root were dropped (see dropAncestors). */
+  ancestorsDropped = false
 
   constructor(readonly root: string) {}
 
@@ -33,6 +35,7 @@ export class GitignoreRules {
   /** Drops the rules from above the walk root; used when they ignore the root itself, which was asked for by name. */
   dropAncestors(): void {
     this.layers = this.layers.filter((layer) => isInside(this.root, layer.base))
+    this.ancestorsDropped = true
     this.dirs.clear()
   }
 

@@ -73,3 +73,19 @@ export async function limited<T>(
 
 /** Lets timers and I/O run between slices of synchronous work over many items. */
 export const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** Synchronous work between two turns of the loop. */
+const SLICE_MS = 8
+
+/** Runs a synchronous step per item, yielding to the loop (and checking the signal) every few milliseconds. */
+export class Slicer {
+  private started = performance.now()
+  constructor(private readonly signal: AbortSignal) {}
+
+  async tick(): Promise<void> {
+    if (performance.now() - this.started < SLICE_MS) return
+    await yieldToLoop()
+    if (this.signal.aborted) throw this.signal.reason
+    this.started = performance.now()
+  }
+}

@@ -5,6 +5,7 @@
 // same from the TypeScript sources, under vitest and from the esbuild bundle.
 import { createRequire } from 'node:module'
 import type { Worker } from 'node:worker_threads'
+import { yieldToLoop } from './limit.ts'
 
 /** Characters of a matching line grep shows; a longer line is shown around its first match. */
 export const GREP_LINE_CHARS = 300
@@ -23,10 +24,8 @@ export interface FileMatches {
   shown: string[]
 }
 
-const WORKER_SOURCE = String.raw`
-const { parentPort, workerData } = require('node:worker_threads')
-const regex = new RegExp(workerData.pattern, workerData.flags)
-const WIDTH = workerData.width
+/** The search itself, one source for the worker and for the main thread (`InlineMatcher`). */
+const SEARCH_SOURCE = String.raw`
 const decoder = new TextDecoder()
 
 function cutChars(text, max) {
@@ -36,14 +35,14 @@ function cutChars(text, max) {
   return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut
 }
 
-function snippet(line, index) {
-  if (line.length <= WIDTH) return line
-  const start = Math.max(0, Math.min(index - 100, line.length - WIDTH))
-  const body = cutChars(line.slice(start), WIDTH)
+function snippet(line, index, width) {
+  if (line.length <= width) return line
+  const start = Math.max(0, Math.min(index - 100, line.length - width))
+  const body = cutChars(line.slice(start), width)
   return (start > 0 ? '…' : '') + body + (start + body.length < line.length ? '…' : '')
 }
 
-parentPort.on('message', ({ files, want }) => {
+function searchFiles(regex, width, files, want) {
   const results = []
   for (const file of files) {
     const lines = decoder.decode(file.bytes).split('\n')
@@ -54,17 +53,59 @@ parentPort.on('message', ({ files, want }) => {
       const match = regex.exec(line)
       if (!match) continue
       count++
-      if (shown.length < want) shown.push(file.name + ':' + (file.lines ? file.lines[i] : i + 1) + ': ' + snippet(line, match.index))
+      if (shown.length < want) shown.push(file.name + ':' + (file.lines ? file.lines[i] : i + 1) + ': ' + snippet(line, match.index, width))
     }
     want -= shown.length
     results.push({ count, shown })
   }
-  parentPort.postMessage(results)
+  return results
+}
+`
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const regex = new RegExp(workerData.pattern, workerData.flags)
+${SEARCH_SOURCE}
+parentPort.on('message', ({ files, want }) => {
+  parentPort.postMessage(searchFiles(regex, workerData.width, files, want))
 })
 `
 
+type Search = (regex: RegExp, width: number, files: FileToSearch[], want: number) => FileMatches[]
+let inline: Search | undefined
+
+/** A pattern of plain characters only: its regex runs in time linear in the text, so the main thread may run it. */
+export const isLiteral = (source: string) => !/[\\^$.*+?()[\]{}|]/.test(source)
+
+export interface Matcher {
+  /** Searches a batch of files; `want` caps the lines returned as text across the batch. */
+  match(files: FileToSearch[], want: number): Promise<FileMatches[]>
+  close(): Promise<void>
+}
+
+/**
+ * A literal pattern's search on the main thread, a batch at a time with a turn of the loop before each: starting a
+ * worker cost about a bare `rg`'s whole run, and a literal cannot backtrack.
+ */
+export class InlineMatcher implements Matcher {
+  private readonly regex: RegExp
+
+  constructor(pattern: string, flags: string) {
+    this.regex = new RegExp(pattern, flags)
+    // The very source the worker runs, so the two searches cannot drift apart.
+    inline ??= new Function(`${SEARCH_SOURCE}; return searchFiles`)() as Search
+  }
+
+  async match(files: FileToSearch[], want: number): Promise<FileMatches[]> {
+    await yieldToLoop()
+    return inline!(this.regex, GREP_LINE_CHARS, files, want)
+  }
+
+  async close(): Promise<void> {}
+}
+
 /** One grep's worker. `close()` terminates it, whatever it is doing. */
-export class RegexMatcher {
+export class RegexMatcher implements Matcher {
   private readonly worker: Worker
   private failure: Error | undefined
   private pending: { resolve: (results: FileMatches[]) => void; reject: (error: Error) => void } | undefined
@@ -101,7 +142,6 @@ export class RegexMatcher {
     this.worker.once('exit', () => signal.removeEventListener('abort', stop))
   }
 
-  /** Searches a batch of files; `want` caps the lines returned as text across the batch. */
   match(files: FileToSearch[], want: number): Promise<FileMatches[]> {
     if (this.failure) return Promise.reject(this.failure)
     return new Promise((resolve, reject) => {

@@ -1,9 +1,9 @@
 // grep and glob through the system ripgrep: its parallel walker and searcher are 10–100× what a walk and a read per
-// file from Node can do on a large tree. ripgrep only lists and finds candidates; every rule stays Keel's own
-// (walk.ts): it lists with no ignore file at all (it would open a FIFO or follow a link named .gitignore, which
-// walk.ts reads with care) and the listing is filtered by Keel's .gitignore rules and glob semantics; it picks
-// candidate lines and the worker in matcher.ts decides with the JavaScript regex, so a catastrophic pattern still
-// stops at the time limit. Where ripgrep is missing or cannot promise the same answer, the callers walk and read.
+// file from Node can do on a large tree. ripgrep lists and finds candidates and applies the .gitignore files, with
+// git's rules, only where it reads none that walk.ts would refuse (rg-ignore.ts); the glob is Keel's own (picomatch,
+// as fast-glob matches) on its listing, and the worker in matcher.ts decides each candidate line with the JavaScript
+// regex, so a catastrophic pattern still stops at the time limit. Where ripgrep is missing or cannot promise the same
+// answer, the callers walk and read.
 import { execFile, spawn } from 'node:child_process'
 import { isAbsolute } from 'node:path'
 import { StringDecoder } from 'node:string_decoder'
@@ -24,7 +24,7 @@ function locate(command: string): Promise<string | undefined> {
   return found
 }
 
-/** ripgrep's command and the flags every run here takes: nothing ignored but .git and node_modules, no link followed. */
+/** ripgrep's command and the flags every run here takes: hidden files, no link followed, never .git or node_modules. */
 interface Ripgrep {
   command: string
   args: string[]
@@ -36,15 +36,7 @@ export async function ripgrep(command: string): Promise<Ripgrep | undefined> {
   if (!found) return undefined
   return {
     command: found,
-    args: [
-      '--no-config',
-      '--no-messages',
-      '--hidden',
-      '--no-follow',
-      '--no-ignore',
-      '--glob=!.git',
-      '--glob=!node_modules',
-    ],
+    args: ['--no-config', '--no-messages', '--hidden', '--no-follow', '--glob=!.git', '--glob=!node_modules'],
   }
 }
 
@@ -91,9 +83,10 @@ export function runRipgrep(
     child.on('close', (code) => {
       signal.removeEventListener('abort', stop)
       if (signal.aborted) return reject(signal.reason)
-      // 1: nothing matched. 2 with output: some file could not be read, which the walk also passes over.
+      // 1: nothing matched. 2 and silent (--no-messages hides file errors): some file could not be read, which the
+      // walk also passes over. 2 with a message is a pattern or a flag this ripgrep does not take (an older one).
       if (failed) return reject(failed)
-      if (code === 0 || code === 1 || (code === 2 && !/regex|parse error/i.test(stderr))) return resolve()
+      if (code === 0 || code === 1 || (code === 2 && !stderr.trim())) return resolve()
       reject(new RipgrepFailed(stderr.trim().split('\n')[0] || `ripgrep exited ${code}`))
     })
   })
@@ -110,16 +103,10 @@ export function relativeOf(printed: string): string | undefined {
   return rel && !isAbsolute(rel) && !DOT_DOT.test(rel) ? rel : undefined
 }
 
-/** Every regular file under the root (ripgrep lists no link, FIFO or device), relative; `excludes` are pruned. */
-export async function ripgrepFiles(
-  rg: Ripgrep,
-  root: string,
-  excludes: string[],
-  signal: AbortSignal,
-): Promise<string[]> {
+/** The regular files under the root that `flags` let through (ripgrep lists no link, FIFO or device), relative. */
+export async function ripgrepFiles(rg: Ripgrep, root: string, flags: string[], signal: AbortSignal): Promise<string[]> {
   const files: string[] = []
-  const globs = excludes.map((glob) => `--glob=!${glob}`)
-  await runRipgrep(rg, root, ['--files', '--null', ...globs, '.'], '\0', signal, (line) => {
+  await runRipgrep(rg, root, ['--files', '--null', ...flags, '.'], '\0', signal, (line) => {
     const rel = relativeOf(line)
     if (rel !== undefined) files.push(rel)
   })

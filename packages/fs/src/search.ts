@@ -5,12 +5,14 @@ import { defineTool, Type } from '@keel/tools'
 import type { Config } from './config.ts'
 import { clip, formatBytes, plural } from './format.ts'
 import { limited, type CallLimit } from './limit.ts'
-import { RegexMatcher, type FileToSearch } from './matcher.ts'
+import { InlineMatcher, isLiteral, type Matcher, RegexMatcher, type FileToSearch } from './matcher.ts'
 import { kindOf, openRegular, readAll } from './open.ts'
 import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
-import { relativeOf, RipgrepFailed, ripgrep, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
-import { prunedUnder, walk } from './walk.ts'
+import { withRipgrepIgnoring } from './rg-ignore.ts'
+import { globFilter, relativeOf, RipgrepFailed, ripgrep, ripgrepFiles, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
+import { walk } from './walk.ts'
+import { FileReader, listFiles } from './files.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 
@@ -61,13 +63,12 @@ async function statTarget(target: ResolvedPath) {
 /** Files grep hands to the worker at once: few enough round trips, small enough batches to stop between. */
 const BATCH_BYTES = 4 * 1024 * 1024
 const BATCH_FILES = 64
-/** Files the fallback opens and reads at once: each is seven thread-pool round trips, one file at a time was slow. */
-const IN_FLIGHT = 16
 
 /** What grep found to search, in path order, with what it passed over. */
 interface Gathered {
   files: FileToSearch[]
-  searched: number
+  /** Asked only for a "No matches": through ripgrep it takes a listing. */
+  searched: () => Promise<number>
   tooLarge: number
 }
 
@@ -80,30 +81,13 @@ async function grep(
 ): Promise<string> {
   const info = await statTarget(target)
   const single = !info.isDirectory()
-  // Through ripgrep the search of the whole root runs while the walk decides which of its files count.
-  const searching = single ? undefined : searchWithRipgrep(config, target, regex, limit)
-  searching?.catch(() => undefined)
-  let rels: string[]
-  if (!single) {
-    const found = await walk({
-      root: target.real,
-      cwd: target.realCwd,
-      confined: target.confined,
-      patterns: [args.glob ?? '**/*'],
-      onlyFiles: true,
-      baseNameMatch: true,
-      signal: limit.signal,
-      ripgrep: config.ripgrep,
-    })
-    rels = found.entries.map((entry) => entry.path)
-  } else {
-    rels = ['']
-  }
-  const searched = await searching
-  const gathered = searched ? searched(rels) : await gatherByReading(config, target, single, rels, limit)
+  let gathered = single ? undefined : await searchWithRipgrep(config, target, regex, args.glob, limit)
+  gathered ??= single
+    ? await gatherOne(config, target, limit)
+    : await gatherWalked(config, target, regex, args.glob, limit)
 
   // Started on the first batch: a search that finds no file to read never spawns a worker.
-  let matcher: RegexMatcher | undefined
+  let matcher: Matcher | undefined
   const shown: string[] = []
   let matches = 0
   let matchedFiles = 0
@@ -111,7 +95,9 @@ async function grep(
   let batchBytes = 0
   const flush = async () => {
     if (!batch.length) return
-    matcher ??= new RegexMatcher(regex.source, regex.flags, limit.signal)
+    matcher ??= isLiteral(regex.source)
+      ? new InlineMatcher(regex.source, regex.flags)
+      : new RegexMatcher(regex.source, regex.flags, limit.signal)
     const results = await limit.race(matcher.match(batch, config.maxGrepMatches - shown.length))
     for (const result of results) {
       if (result.count) matchedFiles++
@@ -138,7 +124,7 @@ async function grep(
     notes.push(`${plural(gathered.tooLarge, 'file')} over ${formatBytes(config.maxGrepFileBytes)} skipped`)
   const noted = notes.length ? `\n(${notes.join('; ')})` : ''
   if (!matches)
-    return `No matches for /${args.pattern}/ in ${target.display} (${plural(gathered.searched, 'file')} searched).${noted}`
+    return `No matches for /${args.pattern}/ in ${target.display} (${plural(await limit.race(gathered.searched()), 'file')} searched).${noted}`
   let text = shown.join('\n')
   if (matches > shown.length) {
     text += `\n… ${plural(matches - shown.length, 'more match', 'more matches')} not shown (${matches} in ${plural(matchedFiles, 'file')}); narrow the pattern, path or glob.`
@@ -146,95 +132,82 @@ async function grep(
   return text + noted
 }
 
+/** A file named as `path`: opened and checked on its descriptor; not a regular text file is an error. */
+async function gatherOne(config: Config, target: ResolvedPath, limit: CallLimit): Promise<Gathered> {
+  const opened = await openRegular(target.real, target.display, target, 'grep')
+  try {
+    if (opened.stats.size > config.maxGrepFileBytes)
+      throw new Error(
+        `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
+      )
+    // A file that grew past the limit since it was measured counts as too large.
+    const bytes = await limit.race(
+      readAll(opened.handle, config.maxGrepFileBytes, () => new Error('grown'), opened.stats.size).catch(
+        () => undefined,
+      ),
+    )
+    if (!bytes) return { files: [], searched: async () => 0, tooLarge: 1 }
+    if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text')
+      throw new Error(`${target.display} is a binary file; grep searches text only`)
+    return { files: [{ name: displayPath(target.cwd, target.absolute), bytes }], searched: async () => 1, tooLarge: 0 }
+  } finally {
+    await opened.handle.close()
+  }
+}
+
 /**
- * The fallback: walks, then opens every file and checks it on its descriptor (a regular file, inside the cwd); in a
- * walk anything else (a FIFO, a device, a file swapped for a link) is skipped, named directly it is an error.
+ * The fallback for a directory: Keel's own walk (files.ts), the glob matched on it as through ripgrep, then every
+ * file opened and checked on its descriptor (a regular file, inside the cwd); anything else (a FIFO, a device, a
+ * file swapped for a link) is skipped. A literal pattern's bytes are looked for first: a file without them is
+ * counted and never copied or matched.
  */
-async function gatherByReading(
+async function gatherWalked(
   config: Config,
   target: ResolvedPath,
-  single: boolean,
-  walked: string[],
+  regex: RegExp,
+  glob: string | undefined,
   limit: CallLimit,
 ): Promise<Gathered> {
-  const rels = walked.map((rel) => rel.split('/').join(sep))
-  type Loaded = FileToSearch | 'skipped' | 'too large'
-  const load = async (rel: string): Promise<Loaded> => {
-    const real = join(target.real, rel)
-    const name = displayPath(target.cwd, join(target.absolute, rel))
-    const opened = await openRegular(real, name, target, 'grep').catch((error: Error) => {
-      if (single) throw error
-      return undefined
-    })
-    if (!opened) return 'skipped'
-    try {
-      if (opened.stats.size > config.maxGrepFileBytes) {
-        if (single)
-          throw new Error(
-            `${target.display} is ${formatBytes(opened.stats.size)}, over the ${formatBytes(config.maxGrepFileBytes)} grep limit`,
-          )
-        return 'too large'
-      }
-      // A file that grew past the limit since it was measured counts as too large.
-      const bytes = await readAll(
-        opened.handle,
-        config.maxGrepFileBytes,
-        () => new Error('grown'),
-        opened.stats.size,
-      ).catch(() => undefined)
-      if (!bytes) return 'too large'
-      if (sniff(bytes.subarray(0, SNIFF_BYTES)).kind !== 'text') {
-        if (single) throw new Error(`${target.display} is a binary file; grep searches text only`)
-        return 'skipped'
-      }
-      return { name, bytes }
-    } finally {
-      await opened.handle.close()
+  const inGlob = glob === undefined ? undefined : await globFilter(glob, true)
+  const walked = await listFiles(target.real, target, limit.signal, inGlob)
+  const literal = isLiteral(regex.source) && !regex.ignoreCase ? Buffer.from(regex.source) : undefined
+  const keep = literal ? (bytes: Buffer) => bytes.indexOf(literal) >= 0 : () => true
+  const reader = new FileReader(target, config.maxGrepFileBytes, limit.signal)
+  let searched = 0
+  const gathered: Gathered = { files: [], searched: async () => searched, tooLarge: 0 }
+  for (const rel of walked) {
+    const local = sep === '/' ? rel : rel.split('/').join(sep)
+    const read = await reader.read(join(target.real, local), keep)
+    if (read === 'skipped') continue
+    if (read === 'too large') {
+      gathered.tooLarge++
+      continue
     }
-  }
-  const gathered: Gathered = { files: [], searched: 0, tooLarge: 0 }
-  // Several files in flight, taken in path order.
-  const pending: Promise<Loaded>[] = []
-  let next = 0
-  const refill = () => {
-    while (pending.length < IN_FLIGHT && next < rels.length) {
-      const loading = load(rels[next++]!)
-      loading.catch(() => undefined)
-      pending.push(loading)
-    }
-  }
-  refill()
-  while (pending.length) {
-    limit.check()
-    const loaded = await pending.shift()!
-    refill()
-    if (loaded === 'too large') gathered.tooLarge++
-    else if (loaded !== 'skipped') {
-      gathered.files.push(loaded)
-      gathered.searched++
-    }
+    searched++
+    if (read !== 'left')
+      gathered.files.push({ name: displayPath(target.cwd, join(target.absolute, local)), bytes: read.bytes })
   }
   return gathered
 }
 
 /**
- * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts): ripgrep
- * picks the candidate lines of every text file under the root (binaries, found by their NUL bytes, are passed over;
- * what the root's .gitignore excludes by directory is pruned), and the result keeps those of the walk's files, which
- * the worker then matches with the JavaScript regex as it would the whole file.
+ * The same search through ripgrep, or `undefined` where it cannot promise the same answer (see ripgrep.ts and
+ * rg-ignore.ts): ripgrep walks, applies the .gitignore files and picks the candidate lines of every text file
+ * (binaries, found by their NUL bytes, are passed over); the glob is matched here on the files it found, and the
+ * worker then matches the candidates with the JavaScript regex as it would the whole file.
  */
 async function searchWithRipgrep(
   config: Config,
   target: ResolvedPath,
   regex: RegExp,
+  glob: string | undefined,
   limit: CallLimit,
-): Promise<((walked: string[]) => Gathered) | undefined> {
+): Promise<Gathered | undefined> {
   const pattern = toRipgrepRegex(regex.source)
   if (pattern === undefined) return undefined
   const rg = await ripgrep(config.ripgrep)
   if (!rg) return undefined
-  const pruned = (await prunedUnder(target.real, target.realCwd, target.confined)).map((glob) => `--glob=!${glob}`)
-  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : []), ...pruned]
+  const inGlob = glob === undefined ? undefined : await globFilter(glob, true)
   const found = new Map<string, { lines: number[]; texts: Buffer[] }>()
   const binary = new Set<string>()
   const tooLarge = new Set<string>()
@@ -258,28 +231,41 @@ async function searchWithRipgrep(
     else return
     found.delete(rel)
   }
+  const flags = ['--json', '--crlf', '--encoding=none', ...(regex.ignoreCase ? ['--ignore-case'] : [])]
+  let ignoring: string[] = []
   try {
-    await runRipgrep(rg, target.real, [...flags, '-e', pattern, '--', '.'], '\n', limit.signal, onRecord)
+    const ran = await withRipgrepIgnoring(
+      target.real,
+      target.realCwd,
+      target.confined,
+      limit.signal,
+      (applying, stop) => {
+        ignoring = applying
+        const args = [...flags, ...ignoring, '-e', pattern, '--', '.']
+        return runRipgrep(rg, target.real, args, '\n', stop, onRecord).then(() => true)
+      },
+    )
+    if (!ran) return undefined
   } catch (error) {
     if (error instanceof RipgrepFailed) return undefined
     throw error
   }
-  return (walked) => {
-    const gathered: Gathered = { files: [], searched: walked.length, tooLarge: 0 }
-    for (const rel of walked) {
-      if (binary.has(rel)) gathered.searched--
-      else if (tooLarge.has(rel)) {
-        gathered.searched--
-        gathered.tooLarge++
-      }
-      const file = found.get(rel)
-      if (!file) continue
-      const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
-      const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
-      gathered.files.push({ name, bytes, lines: file.lines })
-    }
-    return gathered
+  const kept = (rels: Iterable<string>) => (inGlob ? [...rels].filter(inGlob) : [...rels]).length
+  const passed = kept(binary) + kept(tooLarge)
+  const gathered: Gathered = {
+    files: [],
+    // ripgrep's JSON summary counts only the files with a match: the count a "No matches" needs takes a listing.
+    searched: async () => kept(await ripgrepFiles(rg, target.real, ignoring, limit.signal)) - passed,
+    tooLarge: kept(tooLarge),
   }
+  for (const rel of [...found.keys()].sort()) {
+    if (inGlob && !inGlob(rel)) continue
+    const file = found.get(rel)!
+    const bytes = Buffer.concat(file.texts.flatMap((text, i) => (i ? [NEWLINE, text] : [text])))
+    const name = displayPath(target.cwd, join(target.absolute, rel.split('/').join(sep)))
+    gathered.files.push({ name, bytes, lines: file.lines })
+  }
+  return gathered
 }
 
 const NEWLINE = Buffer.from('\n')
@@ -395,19 +381,12 @@ export function globTool(config: Config) {
         const info = await statTarget(target)
         if (!info.isDirectory())
           throw new Error(`${target.display} is ${info.isFile() ? 'a file' : kindOf(info)}, not a directory`)
-        const { entries } = await walk({
-          root: target.real,
-          cwd: target.realCwd,
-          confined: target.confined,
-          patterns: [args.pattern],
-          onlyFiles: true,
-          signal: limit.signal,
-          ripgrep: config.ripgrep,
-        })
+        // Keel's own listing: ripgrep's, with the scan rg-ignore.ts needs beside it, took longer (bench/search).
+        const entries = await listFiles(target.real, target, limit.signal, await globFilter(args.pattern, false))
         if (!entries.length) return `No files match ${args.pattern} in ${target.display}.`
         const lines = entries
           .slice(0, config.maxEntries)
-          .map((entry) => displayPath(target.cwd, join(target.absolute, entry.path.split('/').join(sep))))
+          .map((path) => displayPath(target.cwd, join(target.absolute, path.split('/').join(sep))))
         if (entries.length > config.maxEntries)
           lines.push(
             `… ${plural(entries.length - config.maxEntries, 'more file')} not shown (${entries.length} match); narrow the pattern.`,

@@ -4,7 +4,6 @@ import type { Readable } from 'node:stream'
 import { GitignoreRules } from './gitignore.ts'
 import { yieldToLoop } from './limit.ts'
 import { openRegular, readAll } from './open.ts'
-import { globFilter, ripgrep, ripgrepFiles } from './ripgrep.ts'
 import { isInside, type Scope } from './paths.ts'
 
 /** Never worth walking into, ignored or not. */
@@ -33,8 +32,6 @@ export interface WalkOptions {
   baseNameMatch?: boolean
   /** Stops the walk (cancel, or the call's time limit): the walk rejects with the signal's reason. */
   signal: AbortSignal
-  /** The ripgrep that lists a files-only walk of any depth (ripgrep.ts); `''` or none found: fast-glob does. */
-  ripgrep?: string
 }
 
 export interface WalkResult {
@@ -49,14 +46,14 @@ const exists = (path: string) =>
     () => false,
   )
 /** Larger .gitignore files are not read. */
-const MAX_GITIGNORE_BYTES = 1024 * 1024
+export const MAX_GITIGNORE_BYTES = 1024 * 1024
 
 /**
  * A .gitignore comes from the repository, so it gets the same care as any file a tool reads: a regular file only (a
  * FIFO would block, /dev/zero would never end), not through a symlink (git does not follow one either), inside the
  * cwd when the walk is (the ones above the cwd, up to the repository top, are read on purpose), and at most 1 MB.
  */
-function readText(path: string, scope: Scope): Promise<string | undefined> {
+export function readText(path: string, scope: Scope): Promise<string | undefined> {
   return openRegular(path, path, scope, 'read')
     .then(async ({ handle }) => {
       try {
@@ -69,7 +66,7 @@ function readText(path: string, scope: Scope): Promise<string | undefined> {
 }
 
 /** The directories above `root` whose .gitignore applies: up to the repository top, or to the cwd outside a repo. */
-async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
+export async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
   const dirs: string[] = []
   if (await exists(join(root, '.git'))) return dirs
   for (let dir = dirname(root); ; dir = dirname(dir)) {
@@ -81,7 +78,7 @@ async function ancestorDirs(root: string, cwd: string): Promise<string[]> {
   return isInside(cwd, root) ? dirs.filter((dir) => isInside(cwd, dir)) : []
 }
 
-async function loadRules(root: string, cwd: string, scope: Scope): Promise<GitignoreRules> {
+export async function loadRules(root: string, cwd: string, scope: Scope): Promise<GitignoreRules> {
   const rules = new GitignoreRules(root)
   for (const dir of await ancestorDirs(root, cwd)) {
     const text = await readText(join(dir, '.gitignore'), { realCwd: cwd, confined: false })
@@ -91,11 +88,6 @@ async function loadRules(root: string, cwd: string, scope: Scope): Promise<Gitig
   const own = await readText(join(root, '.gitignore'), scope)
   if (own !== undefined) rules.add(root, own)
   return rules
-}
-
-/** What a walk of `root` prunes unopened besides node_modules and .git: the directories its .gitignore rules exclude. */
-export async function prunedUnder(root: string, cwd: string, confined: boolean): Promise<string[]> {
-  return (await loadRules(root, cwd, { realCwd: cwd, confined })).pruneGlobs()
 }
 
 /** Rejects with the abort reason; fast-glob has no signal of its own, so its stream is destroyed instead. */
@@ -147,17 +139,14 @@ class RealDirs {
 }
 
 /**
- * ripgrep (a files-only walk, when there is one) or fast-glob does the walking; `ignore` decides what .gitignore
- * hides. Symlinks are not followed, so a link inside the cwd cannot pull a walk outside it (see RealDirs for the
- * literal parts of a pattern).
+ * Keel's own walk: fast-glob does the walking, `ignore` decides what .gitignore hides (grep and glob let ripgrep do
+ * both where it can, rg-ignore.ts). Symlinks are not followed, so a link inside the cwd cannot pull a walk outside
+ * it (see RealDirs for the literal parts of a pattern).
  */
 export async function walk(options: WalkOptions): Promise<WalkResult> {
   const { signal } = options
   const scope: Scope = { realCwd: options.cwd, confined: options.confined }
   const rules = await loadRules(options.root, options.cwd, scope)
-  const listed = options.onlyFiles && options.deep === undefined ? await listWithRipgrep(options, rules) : undefined
-  // ripgrep opens no path from the pattern (it is matched on the listing), so no literal part leads through a link.
-  if (listed) return judge(options, rules, scope, listed.files, listed.gitignores, undefined, listed.sorted)
   // Loaded on the first walk, not at start-up: a session that never greps or globs never parses fast-glob.
   const { default: fg } = await import('fast-glob')
   const skipped = ALWAYS_SKIPPED.map((name) => `**/${name}/**`)
@@ -203,31 +192,6 @@ export async function walk(options: WalkOptions): Promise<WalkResult> {
   return judge(options, rules, scope, entries, gitignores, new RealDirs(options.root))
 }
 
-/**
- * A files-only walk listed by ripgrep, its nested .gitignore files among the files (ripgrep lists regular files
- * only, as fast-glob's onlyFiles does), or `undefined` without a ripgrep. Keel's rules are applied to the listing
- * afterwards (judge), exactly as to fast-glob's.
- */
-async function listWithRipgrep(
-  options: WalkOptions,
-  rules: GitignoreRules,
-): Promise<{ files: WalkEntry[]; gitignores: string[]; sorted: true } | undefined> {
-  const rg = await ripgrep(options.ripgrep ?? '')
-  if (!rg) return undefined
-  const all = await ripgrepFiles(rg, options.root, rules.pruneGlobs(), options.signal)
-  const matchers = await Promise.all(options.patterns.map((p) => globFilter(p, options.baseNameMatch ?? false)))
-  const one = matchers.length === 1 ? matchers[0]! : (path: string) => matchers.some((matches) => matches(path))
-  const files: WalkEntry[] = []
-  const gitignores: string[] = []
-  // Sorted here, as strings: ripgrep's parallel walker prints in no order, and sorting the entry objects after
-  // judging them was the largest part of judge.
-  for (const path of all.sort(byCodeUnits)) {
-    if (one(path)) files.push({ path, kind: 'file' })
-    if (path === '.gitignore' || path.endsWith('/.gitignore')) gitignores.push(path)
-  }
-  return { files, gitignores, sorted: true }
-}
-
 const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** What the walk found, less what .gitignore, node_modules, .git or a link on the way hides; sorted by path. */
@@ -237,8 +201,7 @@ async function judge(
   scope: Scope,
   found: WalkEntry[],
   gitignores: string[],
-  real: RealDirs | undefined,
-  sorted = false,
+  real: RealDirs,
 ): Promise<WalkResult> {
   const { signal } = options
   await Promise.all(
@@ -258,12 +221,12 @@ async function judge(
       if (signal.aborted) throw signal.reason
     }
     const entry = found[i]!
-    if (real && !(await real.under(entry.path))) continue
+    if (!(await real.under(entry.path))) continue
     const { kind } = entry
     // A `.git` file (worktrees, submodules) or a `node_modules` symlink is skipped as surely as the directories.
     if (SKIPPED_PART.test(entry.path) || rules.ignores(entry.path, kind === 'dir')) hidden++
     else entries.push(entry)
   }
-  if (!sorted) entries.sort((a, b) => byCodeUnits(a.path, b.path))
+  entries.sort((a, b) => byCodeUnits(a.path, b.path))
   return { entries, hidden }
 }

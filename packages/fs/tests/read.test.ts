@@ -90,6 +90,19 @@ describe('read', () => {
     }
   })
 
+  it('tells text from binary by NUL bytes, UTF-16 marks and the share of control bytes', () => {
+    const text = 'a line of text\n'.repeat(10)
+    expect(sniff(Buffer.from(`${text}\x1b[1m\f\v\r\n`))).toEqual({ kind: 'text' })
+    expect(sniff(Buffer.from(`${text}\x00`))).toEqual({ kind: 'binary', why: 'it contains NUL bytes' })
+    expect(sniff(Buffer.from('\xff\xfeh\x00i\x00', 'latin1'))).toMatchObject({ kind: 'binary' })
+    // 10% control bytes is still text, just over it is not; sniff sees a view into a larger buffer as itself.
+    const share = (control: number) => Buffer.from('\x01'.repeat(control) + 'x'.repeat(100 - control), 'latin1')
+    expect(sniff(share(10))).toEqual({ kind: 'text' })
+    expect(sniff(share(11))).toEqual({ kind: 'binary', why: 'it is mostly control bytes' })
+    const pool = Buffer.concat([Buffer.from('\x00\x01\x02'), Buffer.from('plain')])
+    expect(sniff(pool.subarray(3))).toEqual({ kind: 'text' })
+  })
+
   it('refuses binary files with a clear message', async () => {
     t.put('blob.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0x00]))
     const { text, isError } = await t.run('read', { path: 'blob.bin' })

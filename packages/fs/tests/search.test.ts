@@ -1,6 +1,7 @@
-import { mkdirSync, symlinkSync } from 'node:fs'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { textOfContent } from '../../../test-support/harness.ts'
 import { fsKeel, SEARCH_WAYS, type FsKeel } from './support.ts'
 
 describe.each(SEARCH_WAYS)('%s', (_, way) => {
@@ -188,6 +189,101 @@ describe.each(SEARCH_WAYS)('%s', (_, way) => {
         await plain.dispose()
       }
     })
+  })
+
+  describe('the semantics the ripgrep path and the walk share', () => {
+    it('finds a file re-included with !pattern, hidden files and folders, never .git; a glob narrows it', async () => {
+      const re = await fsKeel(way)
+      try {
+        mkdirSync(join(re.cwd, '.git'))
+        re.put('.git/HEAD', 'needle in git\n')
+        re.put('.gitignore', '*.log\n!keep.log\n/build\n')
+        re.put('keep.log', 'needle kept\n')
+        re.put('drop.log', 'needle dropped\n')
+        re.put('.env.example', 'needle hidden file\n')
+        re.put('.github/workflows/ci.yml', 'needle hidden folder\n')
+        re.put('build/out.txt', 'needle built\n')
+        re.put('lib/build/x.txt', 'needle anchored elsewhere\n')
+        re.put('lib/.gitignore', '!drop.log\nx.txt\n')
+        re.put('lib/drop.log', 'needle re-included below\n')
+        expect((await re.run('grep', { pattern: 'needle' })).text).toBe(
+          [
+            '.env.example:1: needle hidden file',
+            '.github/workflows/ci.yml:1: needle hidden folder',
+            'keep.log:1: needle kept',
+            'lib/drop.log:1: needle re-included below',
+          ].join('\n'),
+        )
+        expect((await re.run('glob', { pattern: '**/*.log' })).text).toBe('keep.log\nlib/drop.log')
+        expect((await re.run('grep', { pattern: 'needle', glob: '*.log' })).text).toBe(
+          'keep.log:1: needle kept\nlib/drop.log:1: needle re-included below',
+        )
+        expect((await re.run('grep', { pattern: 'zzz', glob: '*.log' })).text).toBe(
+          'No matches for /zzz/ in . (2 files searched).',
+        )
+        // Case-insensitive and regex searches take the same files.
+        expect((await re.run('grep', { pattern: 'NEEDLE K', ignore_case: true })).text).toBe('keep.log:1: needle kept')
+        expect((await re.run('grep', { pattern: 'needle (kept|built)' })).text).toBe('keep.log:1: needle kept')
+      } finally {
+        await re.dispose()
+      }
+    })
+
+    it('applies no .gitignore above the repository top, nor, outside a repository, above the cwd', async () => {
+      const up = await fsKeel({ ...way, allowOutsideCwd: true })
+      try {
+        up.put('.gitignore', '*.txt\n')
+        mkdirSync(join(up.cwd, 'repo/.git'), { recursive: true })
+        up.put('repo/a.txt', 'needle\n')
+        expect((await up.run('grep', { pattern: 'needle', path: 'repo' })).text).toBe('repo/a.txt:1: needle')
+        expect((await up.run('glob', { pattern: '*', path: 'repo' })).text).toBe('repo/a.txt')
+        // A directory outside the cwd and outside any repository: the .gitignore beside it is not the cwd's.
+        up.put('plain/sub/b.txt', 'needle\n')
+        up.put('plain/.gitignore', '*.txt\n')
+        const sub = join(up.cwd, 'plain/sub')
+        const inner = await fsKeel({ ...way, allowOutsideCwd: true })
+        try {
+          expect((await inner.run('grep', { pattern: 'needle', path: sub })).text).toBe(`${sub}/b.txt:1: needle`)
+          expect((await inner.run('glob', { pattern: '*', path: sub })).text).toBe(`${sub}/b.txt`)
+        } finally {
+          await inner.dispose()
+        }
+      } finally {
+        await up.dispose()
+      }
+    })
+
+    it('stops on cancel in the middle of a large tree, and keeps the loop turning', async () => {
+      const big = await fsKeel({ ...way, timeoutMs: 600_000 })
+      try {
+        for (let d = 0; d < 100; d++) {
+          mkdirSync(join(big.cwd, `d${d}`))
+          for (let f = 0; f < 60; f++) writeFileSync(join(big.cwd, `d${d}`, `f${f}.txt`), `line ${f}\n`.repeat(20))
+        }
+        for (const [name, args] of [
+          ['grep', { pattern: 'line 7' }],
+          ['grep', { pattern: 'line [7]' }],
+          ['glob', { pattern: '**/*.txt' }],
+        ] as const) {
+          const controller = new AbortController()
+          let ticks = 0
+          // Aborted from a timer: it fires during the call only if the loop is free.
+          const timer = setInterval(() => {
+            if (++ticks === 1) controller.abort()
+          }, 1)
+          const calling = big.call(name, args, controller.signal)
+          const result = await calling
+          clearInterval(timer)
+          expect(ticks, name).toBeGreaterThanOrEqual(1)
+          expect({ isError: result.isError, text: textOfContent(result.content) }, name).toEqual({
+            isError: true,
+            text: 'Error: tool call aborted',
+          })
+        }
+      } finally {
+        await big.dispose()
+      }
+    }, 60_000)
   })
 
   describe('.gitignore rules that cannot be pruned while walking', () => {
