@@ -4,7 +4,7 @@
 // every other package stays external and loads from node_modules, as under tsx.
 import { buildSync } from 'esbuild'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -58,6 +58,25 @@ export function bundledFixture(entry: string): string {
     writeFileSync(partial, code)
     renameSync(partial, out)
   }
+  copyWorkers(new TextDecoder().decode(code), dir)
   built.set(entry, out)
   return out
+}
+
+/**
+ * The files the bundle loads beside itself (`new URL('./pg-worker.cjs', import.meta.url)`), copied from the package
+ * that holds them, as scripts/build.mjs ships them beside the CLI's bundle.
+ */
+function copyWorkers(code: string, dir: string): void {
+  for (const [, name] of code.matchAll(/new URL\(["']\.\/([\w.-]+)["'], import\.meta\.url\)/g)) {
+    const source = readdirSync(join(root, 'packages'))
+      .map((pkg) => join(root, 'packages', pkg, 'src', name!))
+      .find((file) => existsSync(file))
+    const target = join(dir, name!)
+    if (source && !(existsSync(target) && readFileSync(target).equals(readFileSync(source)))) {
+      const partial = join(dir, `${name}.${process.pid}`)
+      copyFileSync(source, partial)
+      renameSync(partial, target)
+    }
+  }
 }

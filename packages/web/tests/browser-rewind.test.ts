@@ -99,6 +99,13 @@ describe.skipIf(skip)('rewind in headless Chromium', () => {
     await expect.poll(() => page.getByTestId('send').count(), { timeout: 15_000 }).toBe(1)
     const original = sessionOf(page)!
     expect(original).toBeTruthy()
+    // The re-check after the turn's `bash` may land just after its end; the person's edit below comes after it (a
+    // person is not that quick; the test is), else the edit would be taken for the agent's.
+    const recheckLanded = () => {
+      const types = log(original).map((event) => event.type)
+      return types.lastIndexOf('checkpoint/snapshot') > types.lastIndexOf('tool/result')
+    }
+    await expect.poll(recheckLanded, { timeout: 15_000 }).toBe(true)
 
     // The person's own edit of a file the rewind would restore.
     writeFileSync(join(work, 'a.txt'), 'my own edit\n')
