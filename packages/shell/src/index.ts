@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import { writesNothing, type PermissionMode } from '@keel/permissions'
 import { bashTool } from './bash.ts'
 import type { Config } from './config.ts'
 import { Jobs } from './jobs.ts'
@@ -28,6 +29,7 @@ export function apply(ctx: Context, config: Config): void {
   ctx.on('dispose', () => jobs.endAll('shutdown'))
   ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
   ctx.on('session/event', (session, event) => {
+    if (event.type === 'turn/start') warmSandbox(ctx)
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
     // After this event is published: its `job/kill` events cannot be appended from inside its listeners.
     if ((event.type as string) === 'checkpoint/restore') queueMicrotask(() => void jobs.endSession(session, 'rewind'))
@@ -39,4 +41,15 @@ export function apply(ctx: Context, config: Config): void {
   ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs))
   ctx.tools.register(jobOutputTool(jobs))
   ctx.tools.register(jobKillTool(jobs))
+}
+
+/**
+ * A turn starts, so the model is about to think for a while: time enough to get the sandbox ready that its commands
+ * will run in (the permission mode says whether they are sandboxed, and whether they may reach hosts). Deferred, so
+ * that it never comes before the turn's first request; the service never starts anything once it is disposed.
+ */
+function warmSandbox(ctx: Context): void {
+  const mode = (ctx.get('permissions') as { mode?: PermissionMode } | undefined)?.mode
+  if (!mode || mode === 'yolo') return
+  setTimeout(() => ctx.get('sandbox')?.warm({ network: !writesNothing(mode) }), 0)
 }
