@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
-import { existsSync, rmSync } from 'node:fs'
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
 import { protectedTargets } from '@keel/settings'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
@@ -236,7 +237,7 @@ export class SandboxService extends Service {
       const previous = resetting
       const SandboxManager = await this.loaded()
       // Named once here: otherwise the runtime looks bwrap up with a synchronous `which` on every wrap.
-      const [bwrapPath, socatPath] = await Promise.all([which('bwrap'), which('socat')])
+      const [bwrapPath, socatPath] = [which('bwrap'), which('socat')]
       await previous
       if (this.disposed) throw new Error('the sandbox plugin is disposed')
       // Deny everything by default; each wrap says what its level may write and which hosts it may reach, and a host
@@ -269,11 +270,18 @@ function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`
 }
 
-function which(bin: string): Promise<string | undefined> {
-  if (process.platform !== 'linux') return Promise.resolve(undefined)
-  return new Promise((done) =>
-    execFile('which', [bin], (error, stdout) => done(error ? undefined : String(stdout).trim() || undefined)),
-  )
+/** `bin` on PATH, as `which` finds it: looked up here, where a `which` process cost a spawn each at the start. */
+function which(bin: string): string | undefined {
+  if (process.platform !== 'linux') return undefined
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue
+    const path = join(dir, bin)
+    try {
+      accessSync(path, constants.X_OK)
+      if (statSync(path).isFile()) return path
+    } catch {}
+  }
+  return undefined
 }
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
