@@ -51,5 +51,9 @@ export function apply(ctx: Context, config: Config): void {
 function warmSandbox(ctx: Context): void {
   const mode = (ctx.get('permissions') as { mode?: PermissionMode } | undefined)?.mode
   if (!mode || mode === 'yolo') return
-  setTimeout(() => ctx.get('sandbox')?.warm({ network: !writesNothing(mode) }), 0)
+  setTimeout(() => {
+    const sandbox = ctx.get('sandbox')
+    // A stand-in service (tests that exercise the policy, not the OS sandbox) may have no warm-up.
+    if (typeof sandbox?.warm === 'function') sandbox.warm({ network: !writesNothing(mode) })
+  }, 0)
 }
