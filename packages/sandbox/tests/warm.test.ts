@@ -7,9 +7,8 @@ import { afterEach, describe, expect, test } from 'vitest'
 import * as permissionsPlugin from '@keel/permissions'
 import type { PermissionMode } from '@keel/permissions'
 import * as sandboxPlugin from '@keel/sandbox'
-import type { SandboxService } from '@keel/sandbox'
+import type { SandboxedLevel, SandboxService } from '@keel/sandbox'
 import type { SessionEvent } from '@keel/session'
-import type { SandboxLevel } from '@keel/tools'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
 import { HAS_BWRAP, skipWithout } from '../../../test-support/system-tools.ts'
 
@@ -48,7 +47,7 @@ async function start(mode: PermissionMode, steps: NonNullable<Parameters<typeof 
   return keel
 }
 
-async function bash(k: Keel, sandbox: SandboxLevel, network?: boolean) {
+async function bash(k: Keel, sandbox: SandboxedLevel, network?: boolean) {
   const result = await k.ctx.tools.execute({
     callId: 'b',
     name: 'bash',
