@@ -3,7 +3,7 @@
 // two todo_write steps, four `bash echo` steps, three more todo_write, an answer, in three variants interleaved:
 // auto (sandbox and checkpoints on, the default of -p), yolo (no sandbox), and yolo with checkpoints off, the
 // baseline. Also the first sandboxed bash of the process against the later ones, with an instant model and with a
-// first answer that takes 300 ms (the time the sandbox's warm-up gets in a real run).
+// first answer that reasons for 0.3 s (the time the sandbox's warm-up gets in a real run).
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -27,17 +27,18 @@ const bash = (i: number) => ({ toolCalls: [{ name: 'bash', arguments: { command:
 const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), { text: 'Done.' }]
 const script = join(scratch, 'script.json')
 writeFileSync(script, JSON.stringify({ steps }))
-// The same, but the first answer takes as long as a quick real model's (the gaps, measured from one answer to the
-// next, do not include it): the sandbox's warm-up starts with the turn and has that long to finish.
+// The same, but the first answer reasons for about 0.3 s first, as a reasoning model does (the gaps, measured from
+// one answer to the next, do not include it): the sandbox's warm-up starts with the reasoning and has that long.
 const thinking = join(scratch, 'thinking.json')
-writeFileSync(thinking, JSON.stringify({ steps: [{ ...steps[0], delayMs: 300 }, ...steps.slice(1)] }))
+const reasons = { ...steps[0], reasoning: 'thinking it over', delayMs: 100 }
+writeFileSync(thinking, JSON.stringify({ steps: [reasons, ...steps.slice(1)] }))
 
 type Variant = { label: string; mode: string; checkpoints: boolean; script?: string }
 const variants: Variant[] = [
   { label: 'auto (sandbox, checkpoints)', mode: 'auto', checkpoints: true },
   { label: 'yolo (checkpoints)', mode: 'yolo', checkpoints: true },
   { label: 'yolo, checkpoints off', mode: 'yolo', checkpoints: false },
-  { label: 'auto, first answer after 300 ms', mode: 'auto', checkpoints: true, script: thinking },
+  { label: 'auto, a first answer that reasons', mode: 'auto', checkpoints: true, script: thinking },
 ]
 type Figures = { mean: number; firstBash: number; laterBash: number; end: number }
 function runOnce(variant: Variant, n: number): Figures {
@@ -84,7 +85,7 @@ try {
     `${ratio(pick(auto, 'firstBash'), pick(auto, 'laterBash'))} a later one (target ≤ 1.5×)`,
   )
   row(
-    'sandboxed bash gap, first, after a 300 ms first answer',
+    'sandboxed bash gap, first, after 0.3 s of reasoning',
     ms(pick(thinks, 'firstBash')),
     `${ratio(pick(thinks, 'firstBash'), pick(thinks, 'laterBash'))} a later one (target ≤ 1.5×)`,
   )

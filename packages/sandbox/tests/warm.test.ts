@@ -73,9 +73,13 @@ describe.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the sandbox start tests'))
     expect(bridges()).toHaveLength(1)
   }, 60_000)
 
-  test('a turn in auto mode starts the runtime while the model thinks, and the first command uses that start', async () => {
+  test('in auto mode the runtime starts while the model reasons, and the first command uses that start', async () => {
     const k = await start('auto', [
-      { text: 'thinking', delayMs: 1500, toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: 'echo hi' } }] },
+      {
+        reasoning: 'let me think this over for a while',
+        delayMs: 250,
+        toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: 'echo hi' } }],
+      },
       { text: 'done' },
     ])
     const seen = new Set<number>()
@@ -95,16 +99,38 @@ describe.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the sandbox start tests'))
     expect(bridges()).toEqual([...seen])
   }, 60_000)
 
-  test('yolo mode starts nothing', async () => {
-    const k = await start('yolo', [{ text: 'thinking', delayMs: 600 }])
-    let seen = 0
-    const timer = setInterval(() => {
-      seen += bridges().length
-    }, 20)
-    expect((await k.agent().prompt('go')).reason).toBe('completed')
-    clearInterval(timer)
-    expect(seen).toBe(0)
+  test('a bash call the model starts writing starts it too', async () => {
+    const k = await start('auto', [
+      { toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: 'echo hi' } }] },
+      { text: 'done' },
+    ])
+    const agent = k.agent()
+    let during = 0
+    // Between the call's first delta and its tool/call event the warm-up has begun (the runtime's code is loading).
+    k.ctx.on('session/event', (_session, event) => {
+      if (event.type === 'tool/call')
+        during = (k.ctx.get('sandbox') as unknown as { loading?: unknown }).loading ? 1 : 0
+    })
+    expect((await agent.prompt('go')).reason).toBe('completed')
+    expect(during).toBe(1)
   }, 60_000)
+
+  for (const [mode, step] of [
+    ['yolo', { reasoning: 'let me think this over', delayMs: 150 }],
+    ['auto', { text: 'an answer in words alone', delayMs: 150 }],
+  ] as const)
+    test(`${mode === 'yolo' ? 'yolo mode' : 'an answer in text alone'} starts nothing`, async () => {
+      const k = await start(mode, [step])
+      let seen = 0
+      const timer = setInterval(() => {
+        seen += bridges().length
+      }, 20)
+      expect((await k.agent().prompt('go')).reason).toBe('completed')
+      await new Promise((done) => setTimeout(done, 300))
+      clearInterval(timer)
+      expect(seen).toBe(0)
+      expect((k.ctx.get('sandbox') as unknown as { loading?: unknown }).loading).toBeUndefined()
+    }, 60_000)
 
   test('a warm-up the plugin is disposed during leaves nothing running, and starts nothing afterwards', async () => {
     for (const wait of [false, true]) {
