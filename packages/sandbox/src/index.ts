@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
-import { existsSync, rmSync } from 'node:fs'
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
 import { protectedTargets } from '@keel/settings'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
@@ -51,6 +52,11 @@ export interface WrappedCommand {
   args: string[]
   /** The hosts refused so far (filled while the command runs), for its result to name. */
   refused: readonly Refusal[]
+  /**
+   * Whether whatever the command starts dies with it: on Linux it runs in a PID namespace of its own, which the
+   * kernel empties when the command's first process exits, so there is nothing left to look for afterwards.
+   */
+  contained: boolean
   dispose(): Promise<void>
 }
 
@@ -75,7 +81,12 @@ const HOW_TO_FIX =
  */
 export class SandboxService extends Service {
   private probed: Promise<SandboxStatus> | undefined
+  /** The runtime's code, loaded; what a wrap that can reach no host needs (see {@link wrap}). */
+  private loading: Promise<Runtime> | undefined
+  /** The runtime initialised: its proxy and the bridges to it, for commands that may reach a host. */
   private runtime: Promise<Runtime> | undefined
+  /** Set when the plugin goes: no warm-up or wrap starts the runtime after that. */
+  private disposed = false
   /** By the order they were wrapped: the newest is asked for first. */
   private readonly running = new Set<Running>()
 
@@ -85,9 +96,19 @@ export class SandboxService extends Service {
   ) {
     super(ctx, 'sandbox', true)
     ctx.on('dispose', async () => {
+      this.disposed = true
       const runtime = this.runtime
       this.runtime = undefined
-      if (runtime) await (await runtime).reset().catch(() => {})
+      if (!runtime) return
+      // A start under way is let finish, then undone: reset() in the middle of it loses the bridge process it has
+      // spawned, which then keeps Keel from exiting. The next start in this process waits for it (the runtime's
+      // state is process-wide: a reset still running would take down the bridge of the next start).
+      const undone = runtime.then(
+        (manager) => manager.reset().catch(() => {}),
+        () => {},
+      )
+      resetting = undone
+      await undone
     })
   }
 
@@ -97,12 +118,29 @@ export class SandboxService extends Service {
     return this.probed
   }
 
+  /**
+   * Gets the sandbox ready ahead of the first command, while the model thinks: the probe, the runtime's code, and
+   * with `network` its proxy and bridges (the first sandboxed command of a process paid all of it, about 0.3 s). The
+   * probe and the start run side by side. Never fails (a wrap says what went wrong) and is idempotent; after the
+   * plugin is disposed it starts nothing, and a start under way is undone by the dispose.
+   */
+  warm(options: { network: boolean }): void {
+    if (this.disposed) return
+    void this.status().catch(() => undefined)
+    void (options.network ? this.started() : this.loaded()).catch(() => undefined)
+  }
+
   async wrap(command: string, options: WrapOptions): Promise<WrappedCommand> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
-    const runtime = await this.started()
     const workspace = options.level === 'workspace'
     const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
+    // A command that can reach no host (read-only, or no list and no one to ask) needs neither the proxy nor the
+    // relays to it: wrapped by a runtime that was never initialised, it gets `--unshare-net` alone, no socat (about a
+    // third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command that can
+    // reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
+    const reaches = workspace && (domains.length > 0 || options.network !== undefined)
+    const runtime = reaches ? await this.started() : await this.loaded()
     // The protected list comes from this session's cwd on every wrap: the runtime's own list is computed for the
     // process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
     const guarded = workspace ? protectedTargets(options.cwd) : { deny: [], undo: [] }
@@ -134,6 +172,7 @@ export class SandboxService extends Service {
       file: argv[0]!,
       args: argv.slice(1),
       refused: running.refused,
+      contained: process.platform === 'linux',
       async dispose() {
         if (disposed) return
         disposed = true
@@ -183,11 +222,24 @@ export class SandboxService extends Service {
     return { allow: false, reason: answer.reason }
   }
 
+  private loaded(): Promise<Runtime> {
+    this.loading ??= import('@anthropic-ai/sandbox-runtime').then((module) => module.SandboxManager)
+    this.loading.catch(() => {
+      this.loading = undefined
+    })
+    return this.loading
+  }
+
   private started(): Promise<Runtime> {
+    if (this.disposed) return Promise.reject(new Error('the sandbox plugin is disposed'))
     this.runtime ??= (async () => {
-      const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
+      // Read before any await: once this start exists, the dispose of this plugin waits for it.
+      const previous = resetting
+      const SandboxManager = await this.loaded()
       // Named once here: otherwise the runtime looks bwrap up with a synchronous `which` on every wrap.
-      const [bwrapPath, socatPath] = await Promise.all([which('bwrap'), which('socat')])
+      const [bwrapPath, socatPath] = [which('bwrap'), which('socat')]
+      await previous
+      if (this.disposed) throw new Error('the sandbox plugin is disposed')
       // Deny everything by default; each wrap says what its level may write and which hosts it may reach, and a host
       // none of that names is asked about (askHost).
       await SandboxManager.initialize(
@@ -208,6 +260,9 @@ export class SandboxService extends Service {
   }
 }
 
+/** The last plugin's reset of the runtime, which a start waits for: the runtime's state is one per process. */
+let resetting: Promise<void> = Promise.resolve()
+
 /** The runtime's own temp folder (writable in every sandbox, shared by every run), denied when it exists. */
 const SHARED_TEMPS = ['/tmp/claude', '/private/tmp/claude']
 
@@ -215,11 +270,18 @@ function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`
 }
 
-function which(bin: string): Promise<string | undefined> {
-  if (process.platform !== 'linux') return Promise.resolve(undefined)
-  return new Promise((done) =>
-    execFile('which', [bin], (error, stdout) => done(error ? undefined : String(stdout).trim() || undefined)),
-  )
+/** `bin` on PATH, as `which` finds it: looked up here, where a `which` process cost a spawn each at the start. */
+function which(bin: string): string | undefined {
+  if (process.platform !== 'linux') return undefined
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue
+    const path = join(dir, bin)
+    try {
+      accessSync(path, constants.X_OK)
+      if (statSync(path).isFile()) return path
+    } catch {}
+  }
+  return undefined
 }
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */

@@ -144,6 +144,7 @@ export function bashTool(
                 onReport: (text: string) => {
                   report += text
                 },
+                contained: wrapped.contained,
               }
             : {}),
         })

@@ -1,4 +1,6 @@
 import type { Context } from 'cordis'
+import type {} from '@keel/agent'
+import { writesNothing, type PermissionMode } from '@keel/permissions'
 import { bashTool } from './bash.ts'
 import type { Config } from './config.ts'
 import { Jobs } from './jobs.ts'
@@ -27,6 +29,12 @@ export function apply(ctx: Context, config: Config): void {
   // reap.ts covers a process that exits without disposing.
   ctx.on('dispose', () => jobs.endAll('shutdown'))
   ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
+  // The model is reasoning, or has started writing a bash call: time enough (the rest of its answer) to get the
+  // sandbox ready before the command runs. Not at the turn's start: its request is not out yet then, and a turn the
+  // model answers with text alone never needs the sandbox (its code alone is tens of ms to load).
+  ctx.on('agent/delta', (_agent, delta) => {
+    if (delta.kind === 'reasoning' || (delta.kind === 'tool-input' && delta.name === 'bash')) warmSandbox(ctx)
+  })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
     // After this event is published: its `job/kill` events cannot be appended from inside its listeners.
@@ -39,4 +47,16 @@ export function apply(ctx: Context, config: Config): void {
   ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs))
   ctx.tools.register(jobOutputTool(jobs))
   ctx.tools.register(jobKillTool(jobs))
+}
+
+/**
+ * Gets the sandbox ready that the agent's commands will run in: the permission mode says whether they are sandboxed,
+ * and whether they may reach hosts. Idempotent; the service starts nothing once it is disposed.
+ */
+function warmSandbox(ctx: Context): void {
+  const mode = (ctx.get('permissions') as { mode?: PermissionMode } | undefined)?.mode
+  if (!mode || mode === 'yolo') return
+  const sandbox = ctx.get('sandbox')
+  // A stand-in service (tests that exercise the policy, not the OS sandbox) may have no warm-up.
+  if (typeof sandbox?.warm === 'function') sandbox.warm({ network: !writesNothing(mode) })
 }

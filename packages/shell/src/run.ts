@@ -23,6 +23,11 @@ export interface RunOptions {
    * the shell exits): how a sandboxed shell reports what it left running, apart from its output.
    */
   onReport?(text: string): void
+  /**
+   * Whatever the command starts dies with it (a sandbox's PID namespace): when the shell exits nothing is looked for
+   * in /proc. A timeout or cancel still kills what is there.
+   */
+  contained?: boolean
 }
 
 export type RunOutcome =
@@ -153,7 +158,7 @@ export function runCommand(options: RunOptions): Promise<RunOutcome> {
     child.on('exit', async (code, signal) => {
       const elapsed = seconds()
       // The shell is gone; anything of the call still alive was left behind by it.
-      const leftovers = mark ? await killCall(mark) : 0
+      const leftovers = mark && !options.contained ? await killCall(mark) : 0
       await drain()
       if (report) {
         let stop: NodeJS.Timeout | undefined

@@ -73,6 +73,16 @@ describe('bash returns when the shell exits, whatever it left holding the pipes'
     })
     expect(result.text).toMatch(/\[killed 2 background processes the command left running\]$/)
   })
+
+  test('a process with threads counts once (its threads answer in /proc too)', async () => {
+    // Node starts several threads at once; they get pids right after its own, where the scan reads.
+    const node = JSON.stringify(process.execPath)
+    const result = await bash(
+      `setsid sh -c 'echo $$ > pid; exec ${node} -e "setTimeout(() => {}, 100000)"' & ${AWAIT_PID}; sleep 0.3`,
+      { timeout: 600 },
+    )
+    expect(result.text).toMatch(/\[killed 1 background process the command left running\]$/)
+  })
 })
 
 describe('the known limit: a process that left the group and cleared its environment', () => {
