@@ -4,7 +4,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from 'cordis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as agentPlugin from '@keel/agent'
@@ -13,49 +12,28 @@ import { ScriptedAdapter } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
 import * as devPlugin from '@keel/session/dev'
 import * as shellPlugin from '@keel/shell'
-import * as pgPlugin from '@keel/store-pg'
 import { feedOf } from '@keel/store-pg'
 import * as toolsPlugin from '@keel/tools'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
+import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 import { relayAsks } from '../src/ask-relay.ts'
 
 const skip = skipWithout('postgresql', HAS_POSTGRES, 'the approval relay through the store')
 const cwd = mkdtempSync(join(tmpdir(), 'keel-relay-'))
 let server: PostgresServer
-const contexts: Context[] = []
+const stores = new StoreContexts(() => server.url)
+/** A context on the store as `host`, checked by the session invariants (the dev plugin). */
+const boot = (host: string, plugins: [unknown, unknown?][] = []) => stores.boot(host, [[devPlugin], ...plugins])
 
 beforeAll(async () => {
   if (!skip) server = await startPostgres()
 }, 60_000)
 afterAll(async () => {
-  for (const ctx of contexts) await ctx.stop()
+  await stores.stop()
   server?.destroy()
   rmSync(cwd, { recursive: true, force: true })
 })
-
-async function boot(host: string, plugins: [unknown, unknown?][] = []): Promise<Context> {
-  process.env.KEEL_HOST = host
-  const ctx = new Context()
-  ctx.on('internal/warning', () => {})
-  ctx.plugin(pgPlugin, { url: server.url })
-  ctx.plugin(devPlugin)
-  for (const [plugin, config] of plugins) ctx.plugin(plugin as never, config)
-  await ctx.start()
-  await ctx.lifecycle.flush()
-  feedOf(ctx.sessions)
-  delete process.env.KEEL_HOST
-  contexts.push(ctx)
-  return ctx
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((done) => setTimeout(done, 20))
-  }
-}
 
 describe.skipIf(skip)('the approval relay', () => {
   test("a remote answer reaches the owner's waiting ask, also when written while its LISTEN was down", async () => {

@@ -1,12 +1,8 @@
-// Following another process's sessions through the store: each committed event is announced (LISTEN/NOTIFY) and read
-// by seq; a dropped LISTEN connection reconnects and says so, and what was committed meanwhile is read by seq; the
-// asks table keeps the first remote answer only, and only while the owner holds the session.
-import { Context } from 'cordis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import * as pgPlugin from '@keel/store-pg'
 import { feedOf, type SessionFeed } from '@keel/store-pg'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
+import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 
 declare module '@keel/session' {
@@ -17,28 +13,16 @@ declare module '@keel/session' {
 
 const skip = skipWithout('postgresql', HAS_POSTGRES, 'the PostgreSQL session store')
 let server: PostgresServer
-const contexts: Context[] = []
+const stores = new StoreContexts(() => server.url)
+const boot = stores.boot.bind(stores)
 
 beforeAll(async () => {
   if (!skip) server = await startPostgres()
 }, 60_000)
 afterAll(async () => {
-  for (const ctx of contexts) await ctx.stop()
+  await stores.stop()
   server?.destroy()
 })
-
-async function boot(host: string): Promise<Context> {
-  const before = process.env.KEEL_HOST
-  process.env.KEEL_HOST = host
-  const ctx = new Context()
-  ctx.plugin(pgPlugin, { url: server.url })
-  await ctx.start()
-  contexts.push(ctx)
-  feedOf(ctx.sessions) // its `self` is taken now, under this host name
-  if (before === undefined) delete process.env.KEEL_HOST
-  else process.env.KEEL_HOST = before
-  return ctx
-}
 
 async function sql(statement: string, params: unknown[] = []) {
   const client = new pg.Client({ connectionString: server.url })
@@ -47,15 +31,6 @@ async function sql(statement: string, params: unknown[] = []) {
     return (await client.query(statement, params)).rows
   } finally {
     await client.end()
-  }
-}
-
-/** Waits until `check` holds (the announcements arrive on the event loop). */
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((done) => setTimeout(done, 20))
   }
 }
 
