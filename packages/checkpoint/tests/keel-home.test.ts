@@ -43,7 +43,7 @@ test('a session whose KEEL_HOME is inside its cwd: snapshots hold nothing of it;
   writeFileSync(join(cwd, 'f.txt'), 'one\n')
   writeFileSync(join(home, 'mine.txt'), 'mine\n')
   // A .gitignore that would take the home back in: the pathspec of every snapshot excludes it all the same.
-  writeFileSync(join(cwd, '.gitignore'), '!keel-home/\n')
+  writeFileSync(join(cwd, '.gitignore'), '!keel-home/\n!sessions/\n')
   const agent = keel.agent()
   await agent.prompt('change f')
   await keel.ctx.parallel('agent/before-close', agent)
@@ -79,15 +79,18 @@ test('a home the project index tracks, or an old shadow holds, is dropped; a rew
   mkdirSync(join(home, 'sessions'), { recursive: true })
   writeFileSync(join(cwd, 'f.txt'), 'one\n')
   writeFileSync(join(home, 'sessions', 'log.jsonl'), '{"seq":0}\n')
+  // Tracked and not ignored: only the shadow's own rule keeps it out of the seed.
+  writeFileSync(join(cwd, '.gitignore'), '!keel-home/\n!sessions/\n')
   git(cwd, ['init', '-q'])
   git(cwd, ['add', '-A'])
   git(cwd, ['commit', '-qm', 'init'])
 
+  expect(git(cwd, ['ls-files'])).toContain('keel-home/sessions/log.jsonl')
   const shadow = new Shadow(cwd, home)
   await shadow.init()
   expect(await shadow.seed(limits)).toBeDefined()
   const seeded = await shadow.tree()
-  expect(paths(shadow.gitDir, seeded)).toEqual(['f.txt'])
+  expect(paths(shadow.gitDir, seeded)).toEqual(['.gitignore', 'f.txt'])
 
   // A shadow from before the rule: its index and an old snapshot hold the home.
   const env = {
@@ -100,7 +103,7 @@ test('a home the project index tracks, or an old shadow holds, is dropped; a rew
   const oldTree = execFileSync('git', ['write-tree'], { cwd, env, encoding: 'utf8' }).trim()
   expect(paths(shadow.gitDir, oldTree)).toContain('keel-home/sessions/log.jsonl')
   await new Shadow(cwd, home).init()
-  expect(paths(shadow.gitDir, await shadow.tree())).toEqual(['f.txt'])
+  expect(paths(shadow.gitDir, await shadow.tree())).toEqual(['.gitignore', 'f.txt'])
 
   writeFileSync(join(home, 'sessions', 'log.jsonl'), '{"seq":0}\n{"seq":1}\n')
   writeFileSync(join(cwd, 'f.txt'), 'two\n')
