@@ -17,7 +17,7 @@ import {
 } from 'node:fs'
 import { lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, isAbsolute, join, relative, sep } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
 import { cwdSlug, sessionsRoot } from '@keel/session'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
@@ -88,11 +88,13 @@ function parseDebugListing(listing: string): { files: number; bytes: number; oth
 
 /** `path` as a path inside `cwd` (git's spelling), or undefined when it is `cwd` itself or lies outside it. */
 function inside(cwd: string, path: string): string | undefined {
-  const real = (at: string) => {
+  // A home not made yet is resolved through its nearest folder that exists (a symlinked /tmp, say).
+  const real = (at: string): string => {
     try {
       return realpathSync(at)
     } catch {
-      return at
+      const parent = dirname(at)
+      return parent === at ? at : join(real(parent), basename(at))
     }
   }
   const rel = relative(real(cwd), real(path))
