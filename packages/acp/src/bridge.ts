@@ -604,7 +604,7 @@ export class AcpBridge {
     for (const bridged of sessions) bridged.agent.cancel()
     const settle = Promise.all(sessions.map((bridged) => bridged.agent.whenIdle()))
     await Promise.race([settle, new Promise((done) => setTimeout(done, 5000).unref())])
-    for (const bridged of sessions) this.ctx.agents.close(bridged.agent)
+    await Promise.all(sessions.map((bridged) => this.ctx.agents.closeAtExit(bridged.agent)))
     await Promise.all(sessions.map((bridged) => this.mcp?.release(bridged.id)))
     this.sessions.clear()
     for (const dispose of this.disposers.splice(0)) dispose()

@@ -304,6 +304,21 @@ describe('session/prompt', () => {
   })
 })
 
+describe('shutdown', () => {
+  it('lets work that outlived a turn land first: agent/before-close is awaited before each agent closes', async () => {
+    const { keel, client, agent } = await start([])
+    const { sessionId } = await agent.request(methods.agent.session.new, { cwd: keel.cwd, mcpServers: [] })
+    const seen: { id: string; open: boolean }[] = []
+    keel.ctx.on('agent/before-close', async (closing) => {
+      await new Promise((done) => setTimeout(done, 50))
+      seen.push({ id: closing.id, open: keel.ctx.agents.get(closing.id) !== undefined })
+    })
+    await client.close()
+    expect(seen).toEqual([{ id: sessionId, open: true }])
+    expect(keel.ctx.agents.get(sessionId)).toBeUndefined()
+  })
+})
+
 describe('session/load', () => {
   it('replays a closed session as the live client saw it, then continues it', async () => {
     const steps = [...planAndRunSteps(), { text: 'Continued.' }]

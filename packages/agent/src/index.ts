@@ -56,8 +56,8 @@ declare module 'cordis' {
      */
     'agent/before-turn-end'(agent: Agent): Promise<void>
     /**
-     * Before a door closes an agent for good (print mode as it exits): work that outlived the turn may finish first
-     * (a checkpoint's last re-check). Awaited; each listener bounds its own wait.
+     * Before a door closes an agent for good (`ctx.agents.closeAtExit`: every door as it exits): work that outlived
+     * the turn may finish first (a checkpoint's last re-check). Awaited; each listener bounds its own wait.
      * @mode parallel
      */
     'agent/before-close'(agent: Agent): Promise<void>
@@ -122,6 +122,15 @@ export class AgentRegistry extends Service {
 
   get(id: string): Agent | undefined {
     return this.live.get(id)
+  }
+
+  /**
+   * Closes an agent for good, as its door exits: work that outlived its turn (a checkpoint's last re-check) may land
+   * on its log first (`agent/before-close`, each listener bounded), then `close`.
+   */
+  async closeAtExit(agent: Agent): Promise<void> {
+    await this.ctx.parallel('agent/before-close', agent).catch(() => {})
+    this.close(agent)
   }
 
   /** Disposes the agent and closes its session (flushing the file, releasing the lock). */

@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -16,8 +17,8 @@ import {
 } from 'node:fs'
 import { lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { cwdSlug } from '@keel/session'
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
+import { cwdSlug, sessionsRoot } from '@keel/session'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
 /** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
@@ -85,6 +86,35 @@ function parseDebugListing(listing: string): { files: number; bytes: number; oth
   return { files, bytes, others }
 }
 
+/** `path` as a path inside `cwd` (git's spelling), or undefined when it is `cwd` itself or lies outside it. */
+function inside(cwd: string, path: string): string | undefined {
+  // A home not made yet is resolved through its nearest folder that exists (a symlinked /tmp, say).
+  const real = (at: string): string => {
+    try {
+      return realpathSync(at)
+    } catch {
+      const parent = dirname(at)
+      return parent === at ? at : join(real(parent), basename(at))
+    }
+  }
+  const rel = relative(real(cwd), real(path))
+  if (!rel || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined
+  return rel.split(sep).join('/')
+}
+
+/** A `gitignore` pattern that matches exactly `path` (a folder) from the top of the work tree. */
+function anchored(path: string): string {
+  return `/${path.replace(/[\\*?[\]!#]/g, '\\$&').replace(/ $/, '\\ ')}/`
+}
+
+/**
+ * An exclude pathspec for the folder `path`. Its first character is escaped: git 2.39's `add` reports (and fails on)
+ * an ignored folder that an exclude item names from its first character, so the item must start with a wildcard.
+ */
+function excluded(path: string): string {
+  return `:(exclude,glob)\\${path[0]}${path.slice(1).replace(/[*?[\]\\]/g, '\\$&')}/**`
+}
+
 /** Whether the person's git would convert the project's files on `git add` (autocrlf, an attributes file). */
 async function projectConverts(cwd: string): Promise<boolean> {
   // The person's own config (system, global, the project's): read-only, so no hook or filter of it runs.
@@ -107,12 +137,32 @@ async function projectConverts(cwd: string): Promise<boolean> {
  */
 export class Shadow {
   readonly gitDir: string
+  /**
+   * Keel's home, its sessions and its shadows where they lie inside the work tree (`keel` run in `~` with
+   * `KEEL_HOME=~/keel`): never snapshotted, whatever the `.gitignore` files say, so a rewind never touches them.
+   */
+  private readonly own: string[]
 
   constructor(
     readonly cwd: string,
     home: string,
   ) {
-    this.gitDir = join(home, 'checkpoints', `${cwdSlug(cwd)}.git`)
+    const checkpoints = join(home, 'checkpoints')
+    this.gitDir = join(checkpoints, `${cwdSlug(cwd)}.git`)
+    const own = [home, sessionsRoot(home), checkpoints].map((path) => inside(cwd, path))
+    this.own = own.filter((path, i): path is string => path !== undefined && own.indexOf(path) === i)
+  }
+
+  /** The pathspec of every operation on the work tree: all of it but Keel's own folders (`own`). */
+  private pathspec(): string[] {
+    return ['--', '.', ...this.own.map(excluded)]
+  }
+
+  /** Drops Keel's own folders from `index`: the project's index, or a shadow's from before this rule, may hold them. */
+  private async dropOwn(index: string): Promise<void> {
+    if (!this.own.length) return
+    const literal = this.own.map((path) => `:(literal)${path}`)
+    await git(this.env(index), ['rm', '--cached', '-r', '-q', '-f', '--ignore-unmatch', '--', ...literal])
   }
 
   private env(index = 'index'): GitEnv {
@@ -137,7 +187,10 @@ export class Shadow {
     mkdirSync(join(this.gitDir, 'info'), { recursive: true })
     // Keel's own files (settings, rules "always" saved) are not the agent's work: no snapshot takes them, so no rewind
     // deletes or reverts them.
-    writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n.keel/\n`)
+    // Keel's home inside the work tree is out of `ls-files --others` too (a `.gitignore` cannot take it back in: every
+    // operation's pathspec excludes it).
+    const own = this.own.map((path) => `${anchored(path)}\n`).join('')
+    writeFileSync(join(this.gitDir, 'info', 'exclude'), `${exclude}\n.git\n.keel/\n${own}`)
     const attributes = join(this.gitDir, 'info', 'attributes')
     if (!existsSync(attributes) || readFileSync(attributes, 'utf8') !== BYTE_EXACT) {
       // A shadow from before this rule may hold converted copies that its stat cache calls up to date: its indexes
@@ -146,6 +199,7 @@ export class Shadow {
         if (/^index(\.|$)/.test(name) && !name.endsWith('.lock')) rmSync(join(this.gitDir, name), { force: true })
       writeFileSync(attributes, BYTE_EXACT)
     }
+    if (this.own.length && this.warm()) await retryOnLock(join(this.gitDir, 'index.lock'), () => this.dropOwn('index'))
   }
 
   /**
@@ -161,6 +215,7 @@ export class Shadow {
       '--cached',
       '--others',
       '--exclude-standard',
+      ...this.pathspec(),
     ])
     const { files, bytes: indexed, others } = parseDebugListing(listing)
     const size = await this.sized(limits, files, indexed, others)
@@ -238,6 +293,7 @@ export class Shadow {
       }
       const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
       if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
+      await this.dropOwn(name)
       const [, convertsToo, size] = await Promise.all([
         blobs.size &&
           git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
@@ -265,7 +321,7 @@ export class Shadow {
   /** Stages the work tree into `index` (a stat cache: only files whose stat data changed are read). */
   async add(index = 'index'): Promise<void> {
     await retryOnLock(join(this.gitDir, `${index}.lock`), () =>
-      git(this.env(index), ['add', '-A', '--ignore-errors', '--', '.']),
+      git(this.env(index), ['add', '-A', '--ignore-errors', ...this.pathspec()]),
     )
   }
 
@@ -304,7 +360,7 @@ export class Shadow {
   async diff(from: string, to: string): Promise<Change[]> {
     if (from === to) return []
     // --raw: `:<mode> <mode> <sha> <sha> <status>` then the path, so a gitlink (mode 160000) is known.
-    const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--raw', from, to])
+    const out = await git(this.env(), ['diff-tree', '-r', '-z', '--no-renames', '--raw', from, to, ...this.pathspec()])
     const parts = out.split('\0').filter(Boolean)
     const changes: Change[] = []
     for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -358,7 +414,20 @@ export class Shadow {
    * git knows the files are up to date): changed files rewritten, missing ones recreated, extra ones deleted.
    */
   async restore(current: string, target: string, index: string): Promise<void> {
-    await git(this.env(index), ['read-tree', '-m', '-u', current, target])
+    await git(this.env(index), ['read-tree', '-m', '-u', current, await this.withoutOwn(target)])
+  }
+
+  /** `tree` without Keel's own folders: a snapshot from before they were excluded may hold them. */
+  private async withoutOwn(tree: string): Promise<string> {
+    if (!this.own.length) return tree
+    const name = `index.own-${process.pid}`
+    try {
+      await git(this.env(name), ['read-tree', tree])
+      await this.dropOwn(name)
+      return await this.writeTree(name)
+    } finally {
+      rmSync(join(this.gitDir, name), { force: true })
+    }
   }
 }
 

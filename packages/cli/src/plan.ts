@@ -75,7 +75,7 @@ async function apply(
       if (result?.text) process.stdout.write(`${escapeLine(result.text)}\n`)
       return undefined
     } finally {
-      ctx.agents.close(agent)
+      await ctx.agents.closeAtExit(agent)
     }
   } catch (error) {
     if (!(error instanceof SessionLockedError)) throw error

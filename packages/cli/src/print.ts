@@ -314,8 +314,7 @@ export async function runPrint(
     disposeDeltas()
     disposeRequest()
     for (const dispose of disposeWarnings) dispose()
-    await ctx.parallel('agent/before-close', agent).catch(() => {})
-    ctx.agents.close(agent)
+    await ctx.agents.closeAtExit(agent)
   }
 }
 

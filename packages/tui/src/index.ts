@@ -54,6 +54,6 @@ export async function runInteractive(door: DoorContext): Promise<number> {
   } finally {
     process.off('SIGTERM', onSignal)
     process.off('SIGHUP', onSignal)
-    door.ctx.agents.close(app.agent)
+    await door.ctx.agents.closeAtExit(app.agent)
   }
 }

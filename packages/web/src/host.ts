@@ -179,11 +179,7 @@ export class WebHost {
       served.asks.close()
       const held = served.held.values()
       served.held.clear()
-      for (const agent of held) {
-        try {
-          served.ctx.agents.close(agent)
-        } catch {}
-      }
+      await Promise.all(held.map((agent) => served.ctx.agents.closeAtExit(agent).catch(() => {})))
     }
     for (const dispose of this.disposers.splice(0)) dispose()
   }

@@ -315,6 +315,19 @@ describe('RPC', () => {
     expect(await f.ok('session.cancel', { sessionId: session.id })).toEqual({ cancelled: false })
   })
 
+  test('closing the host lets work that outlived a turn land: agent/before-close is awaited, then the agent closes', async () => {
+    const f = await setup([])
+    const { session } = await f.ok('session.create', {})
+    const seen: { id: string; open: boolean }[] = []
+    f.k.ctx.on('agent/before-close', async (closing) => {
+      await new Promise((done) => setTimeout(done, 50))
+      seen.push({ id: closing.id, open: f.k.ctx.agents.get(closing.id) !== undefined })
+    })
+    await f.host.close()
+    expect(seen).toEqual([{ id: session.id, open: true }])
+    expect(f.k.ctx.agents.get(session.id)).toBeUndefined()
+  })
+
   test('a persisted session that is not open is resumed by its first prompt and continues its numbering', async () => {
     const f = await setup([{ text: 'first answer' }, { text: 'second answer' }])
     const agent = f.k.agent()
