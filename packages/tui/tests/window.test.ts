@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest'
 import { foldEvents } from '@keel/door/transcript'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 import { KeelApp } from '../src/app.ts'
-import { loadHighlighter } from '../src/highlight.ts'
+import { highlighterLoaded, loadHighlighter } from '../src/highlight.ts'
 import { TranscriptView } from '../src/transcript.ts'
 import { fillSession, plain, RecordingTerminal } from './support.ts'
 
@@ -74,6 +74,8 @@ describe('the transcript window', () => {
     keel = await makeKeel()
     const agent = keel.agent()
     fillSession(agent.session, 4, (turn) => (turn === 2 ? 'Code:\n\n```ts\nconst x = 1\n```' : `Answer ${turn}.`))
+    // A file of its own process (vitest.config.ts): no other test has loaded the highlighter yet.
+    expect(highlighterLoaded()).toBe(false)
     view.reset(foldEvents(agent.session.events))
     const before = view.render(80)
     // renderAssistant is private: the spy reaches it through the prototype.
