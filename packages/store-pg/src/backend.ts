@@ -93,6 +93,8 @@ interface SessionRow {
 export class PgBackend implements SessionBackend {
   /** The database as it may be printed (no password). */
   readonly address: string
+  /** This machine's name, taken once as the store starts (what it records as each session's host). */
+  readonly host = hostName()
   private readonly db: SyncPg
   private migrated = false
   private following: SessionFeed | undefined
@@ -104,7 +106,7 @@ export class PgBackend implements SessionBackend {
     this.address = redactUrl(url)
     this.db = new SyncPg({
       url,
-      application: `keel ${hostName()} pid ${process.pid}`.slice(0, 63),
+      application: `keel ${this.host} pid ${process.pid}`.slice(0, 63),
       connectMs: options.connectMs ?? 5000,
       queryMs: options.queryMs ?? 15000,
     })
@@ -149,7 +151,7 @@ export class PgBackend implements SessionBackend {
       this.query(
         `INSERT INTO keel_sessions (id, cwd, host, created_at, updated_at, header, writer)
          VALUES ($1, $2, $3, $4, $4, $5, $6)`,
-        [header.id, header.cwd, hostName(), header.createdAt, JSON.stringify(header), JSON.stringify(this.self())],
+        [header.id, header.cwd, this.host, header.createdAt, JSON.stringify(header), JSON.stringify(this.self())],
       )
     } catch (error) {
       this.releaseLock(header.id)
@@ -197,7 +199,7 @@ export class PgBackend implements SessionBackend {
     const rows = cwd
       ? this.query<SessionRow>(
           'SELECT id, cwd, host, created_at, updated_at, title, header FROM keel_sessions WHERE cwd = $1 AND host = $2',
-          [cwd, hostName()],
+          [cwd, this.host],
         )
       : this.query<SessionRow>('SELECT id, cwd, host, created_at, updated_at, title, header FROM keel_sessions')
     const out: SessionSummary[] = []
@@ -254,7 +256,7 @@ export class PgBackend implements SessionBackend {
       [
         `INSERT INTO keel_sessions (id, cwd, host, created_at, updated_at, header)
          VALUES ($1, $2, $3, $4, $4, $5)`,
-        [header.id, header.cwd, hostName(), header.createdAt, JSON.stringify(header)],
+        [header.id, header.cwd, this.host, header.createdAt, JSON.stringify(header)],
       ],
     ]
     for (let start = 0; start < events.length; start += COPY_ROWS) {
@@ -286,7 +288,7 @@ export class PgBackend implements SessionBackend {
           throw this.failure(error)
         }
       },
-      { host: hostName(), pid: process.pid },
+      { host: this.host, pid: process.pid },
     )
     return this.following
   }
@@ -316,7 +318,7 @@ export class PgBackend implements SessionBackend {
   }
 
   private self(): Writer {
-    return { host: hostName(), pid: process.pid, since: Date.now() }
+    return { host: this.host, pid: process.pid, since: Date.now() }
   }
 
   private takeLock(id: string): void {
@@ -326,7 +328,7 @@ export class PgBackend implements SessionBackend {
     for (;;) {
       if (this.call<boolean>({ kind: 'lock', id })) return
       const writer = this.holder(id)
-      const gone = writer && writer.host === hostName() && !holderAlive({ pid: writer.pid })
+      const gone = writer && writer.host === this.host && !holderAlive({ pid: writer.pid })
       if (!gone || Date.now() > deadline) throw new SessionHeldError(this.where(id), id, writer)
       Atomics.wait(PAUSE, 0, 0, 20)
     }

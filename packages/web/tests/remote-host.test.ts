@@ -1,7 +1,3 @@
-// The web host over a shared store, in process: a session another process writes (its own connection, another host
-// name) reaches the tabs as session/event frames as it is appended, also across a dropped LISTEN connection (read on
-// by seq); the list and the tail page say where and whether it runs; answers that name no waiting ask are refused.
-import { Context } from 'cordis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as agentPlugin from '@keel/agent'
@@ -9,17 +5,19 @@ import * as llmPlugin from '@keel/llm'
 import { ScriptedAdapter } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
 import * as devPlugin from '@keel/session/dev'
-import * as pgPlugin from '@keel/store-pg'
 import { feedOf } from '@keel/store-pg'
 import * as toolsPlugin from '@keel/tools'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
+import { StoreContexts } from '../../../test-support/store-contexts.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
 import { WebHost } from '../src/host.ts'
 import { openEvents, TOKEN, waitFor } from './host-support.ts'
 
 const skip = skipWithout('postgresql', HAS_POSTGRES, 'the web host over a shared store')
 let server: PostgresServer
-const contexts: Context[] = []
+const stores = new StoreContexts(() => server.url)
+/** A context on the store as `host`, checked by the session invariants (the dev plugin). */
+const boot = (host: string, plugins: [unknown, unknown?][] = []) => stores.boot(host, [[devPlugin], ...plugins])
 let host: WebHost | undefined
 
 beforeAll(async () => {
@@ -27,24 +25,9 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await host?.close()
-  for (const ctx of contexts) await ctx.stop()
+  await stores.stop()
   server?.destroy()
 })
-
-/** A context over the test database under this host name (taken when its store first runs). */
-async function boot(name: string, plugins: [unknown, unknown?][] = []): Promise<Context> {
-  process.env.KEEL_HOST = name
-  const ctx = new Context()
-  ctx.on('internal/warning', () => {})
-  ctx.plugin(pgPlugin, { url: server.url })
-  ctx.plugin(devPlugin)
-  for (const [plugin, config] of plugins) ctx.plugin(plugin as never, config)
-  await ctx.start()
-  await ctx.lifecycle.flush()
-  feedOf(ctx.sessions)
-  contexts.push(ctx)
-  return ctx
-}
 
 async function rpc(method: string, params: unknown) {
   const response = await host!.app.request(`/api/${method}`, {
