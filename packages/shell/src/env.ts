@@ -35,6 +35,7 @@ const PROVIDER_KEYS = new Set([
   'ANTHROPIC_AUTH_TOKEN',
   'OPENROUTER_API_KEY',
   'KEEL_API_KEY',
+  'KEEL_STORE',
   'AWS_SECRET_ACCESS_KEY',
   'AWS_SESSION_TOKEN',
 ])
@@ -42,9 +43,16 @@ const PROVIDER_KEYS = new Set([
 /** What a credential is called: `*_API_KEY`, `*_TOKEN`, `*_SECRET`, anything with SECRET or PASSWORD in it. */
 const CREDENTIAL = /(^|_)(API_?KEY|TOKEN|SECRET)$|SECRET|PASSWORD|PASSWD/i
 
-/** Whether the policy drops `name` unless it is passed through. */
-export function isCredential(name: string): boolean {
-  return PROVIDER_KEYS.has(name.toUpperCase()) || CREDENTIAL.test(name)
+/** A URL that carries a password (`postgres://user:secret@db/keel`, `https://user:token@proxy`), whatever it is called. */
+const PASSWORD_URL = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\s:]*:[^/?#@\s]+@/i
+
+/**
+ * Whether the policy drops `name` unless it is passed through: a credential by its name, or a URL holding a password
+ * by its value (`DATABASE_URL`, and Keel's own session store, which an agent could otherwise use to answer its own
+ * approvals).
+ */
+export function isCredential(name: string, value = ''): boolean {
+  return PROVIDER_KEYS.has(name.toUpperCase()) || CREDENTIAL.test(name) || PASSWORD_URL.test(value.trim())
 }
 
 /**
@@ -60,7 +68,7 @@ export function commandEnv(
   const env: Record<string, string> = {}
   for (const [name, value] of Object.entries(host)) {
     if (value === undefined) continue
-    if (isCredential(name) && !keep.has(name)) continue
+    if (isCredential(name, value) && !keep.has(name)) continue
     env[name] = value
   }
   for (const [name, value] of Object.entries(PLAIN_OUTPUT)) if (!keep.has(name)) env[name] = value
