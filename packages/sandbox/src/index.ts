@@ -4,6 +4,7 @@ import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { protectedTargets } from '@keel/settings'
+import { dangerousPaths } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
@@ -141,10 +142,12 @@ export class SandboxService extends Service {
     // reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
     const reaches = workspace && (domains.length > 0 || options.network !== undefined)
     const runtime = reaches ? await this.started() : await this.loaded()
-    // The protected list comes from this session's cwd on every wrap: the runtime's own list is computed for the
-    // process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
+    // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files is computed
+    // for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
     const guarded = workspace ? protectedTargets(options.cwd) : { deny: [], undo: [] }
-    const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
+    const denyWrite = workspace
+      ? [...guarded.deny, ...(await dangerousPaths(options.cwd)), ...SHARED_TEMPS.filter((dir) => existsSync(dir))]
+      : []
     const custom: Partial<SandboxRuntimeConfig> = {
       filesystem: {
         denyRead: [],
