@@ -34,7 +34,6 @@ export class RemoteSessions {
   private flushing: ReturnType<typeof setImmediate> | undefined
   /** Remote answers waiting for the owner's verdict, by ask. */
   private readonly verdicts = new Map<string, () => void>()
-  private key: ApprovalKey | undefined
   private readonly dispose: () => void
 
   constructor(
@@ -158,14 +157,13 @@ export class RemoteSessions {
     })
   }
 
-  /** The person's approval key, read (or made) on the first remote answer; a failure names the file. */
+  /** The person's approval key, read (or made) for each answer: a key copied here counts without a restart. */
   private approvalKey(): ApprovalKey {
     try {
-      this.key ??= approvalKey()
+      return approvalKey()
     } catch (error) {
       throw new RpcFailure('unavailable', (error as Error).message)
     }
-    return this.key
   }
 
   private mine(row: StoredAsk): boolean {
