@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
-import { protectedTargets } from '@keel/settings'
+import { protectedTargets, unreadableTargets } from '@keel/settings'
 import { dangerousPaths } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
@@ -150,7 +150,7 @@ export class SandboxService extends Service {
       : []
     const custom: Partial<SandboxRuntimeConfig> = {
       filesystem: {
-        denyRead: [],
+        denyRead: unreadableTargets(),
         allowWrite: workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : [],
         denyWrite,
       },

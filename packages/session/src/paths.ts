@@ -21,3 +21,11 @@ export function cwdSlug(cwd: string): string {
 export function sessionPath(cwd: string, id: string, home?: string): string {
   return join(sessionsRoot(home), cwdSlug(cwd), `${id}.jsonl`)
 }
+
+/**
+ * `$KEEL_HOME/approval.key`: the person's secret that signs approvals answered through a shared session store
+ * (@keel/store-pg); the same file on every machine whose doors answer. No sandboxed command may read it.
+ */
+export function approvalKeyPath(home = keelHome()): string {
+  return join(home, 'approval.key')
+}

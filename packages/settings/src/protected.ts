@@ -3,7 +3,7 @@
 // One list, here, so those three cannot drift apart.
 import { lstatSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
-import { keelHome } from '@keel/session/paths'
+import { approvalKeyPath, keelHome } from '@keel/session/paths'
 import { readSettingsFiles } from './files.ts'
 import { projectDirs, projectRoot } from './root.ts'
 
@@ -115,6 +115,15 @@ export function protectedTargets(cwd: string, entries = protectedEntries(cwd)): 
       else deny.add(target)
     }
   return { deny: [...deny], undo }
+}
+
+/**
+ * What no sandboxed command may read, of those that exist: the person's Keel settings (a session store's URL there
+ * may hold its password) and the approval key, which alone makes an answer through a shared store count
+ * (@keel/store-pg). The rest of $KEEL_HOME stays readable (skills' scripts, the person's AGENTS.md).
+ */
+export function unreadableTargets(home = keelHome()): string[] {
+  return [join(home, 'settings.json'), approvalKeyPath(home)].filter(exists)
 }
 
 function exists(path: string): boolean {
