@@ -12,7 +12,7 @@ import { lstat, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { eachDirectory } from './files.ts'
 import type { Scope } from './paths.ts'
-import { ancestorDirs, loadRules, MAX_GITIGNORE_BYTES } from './walk.ts'
+import { ancestorDirs, loadRules, MAX_GITIGNORE_BYTES } from './gitignore.ts'
 
 /** rg's flags for Keel's .gitignore semantics; `--hidden`, `--no-follow` and the .git/node_modules globs are ripgrep.ts's. */
 const IGNORING = ['--no-require-git', '--no-ignore-dot', '--no-ignore-exclude', '--no-ignore-global']
