@@ -141,6 +141,29 @@ describe('dangerous files below the session cwd', () => {
     expect(readFileSync(join(cwd, 'sub/.git/config'), 'utf8')).toBe(config)
   })
 
+  // The runtime's own scan (of the process's cwd) is off; where the process's cwd lies deep inside the session's, what
+  // that scan found there is found by Keel's.
+  test('a process cwd deep inside the session cwd keeps what lies below it denied', async ({ skip }) => {
+    skip(!runs(), unavailable())
+    const cwd = join(root, 'outer')
+    const here = join(cwd, 'a/b/c')
+    gitInit(join(here, 'repo'))
+    put(join(here, 'x/.bashrc'))
+    const previous = process.cwd()
+    process.chdir(here) // restored below, before another test runs
+    try {
+      const text = await inSandbox(
+        cwd,
+        [...attempts(['a/b/c/repo/.git/config', 'a/b/c/x/.bashrc']), 'echo end'].join('; '),
+      )
+      expect(text).toContain('end')
+      expect(text).not.toContain('WROTE')
+    } finally {
+      process.chdir(previous)
+    }
+    expect(readFileSync(join(here, 'x/.bashrc'), 'utf8')).toBe('ORIGINAL\n')
+  })
+
   test('through the bash tool, a session whose cwd is not the process cwd', async ({ skip }) => {
     skip(!runs(), unavailable())
     let keel: Keel | undefined
