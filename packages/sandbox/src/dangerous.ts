@@ -32,6 +32,12 @@ interface Names {
   top: string[]
 }
 
+export interface Dangerous {
+  paths: string[]
+  /** The folders below the cwd that hold a `.git` folder, where the scan denied its hooks and config. */
+  repos: string[]
+}
+
 /** A folder to read, and its path below the cwd in lower-cased segments. */
 interface Folder {
   path: string
@@ -70,7 +76,7 @@ async function isDirectory(path: string): Promise<boolean> {
  * again). A superset of the runtime's scan: names are matched whatever their type (ripgrep lists files only, so an
  * empty `sub/.vscode/` or a link named `.bashrc` escaped it), and a nested `.git` folder counts without its `HEAD`.
  */
-export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise<string[]> {
+export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise<Dangerous> {
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -85,9 +91,10 @@ export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise
   }
 }
 
-async function scan(cwd: string, depth: number): Promise<string[]> {
+async function scan(cwd: string, depth: number): Promise<Dangerous> {
   const { files, dirs, top } = await runtimeNames()
   const found = new Set<string>(top.map((name) => join(cwd, name)))
+  const repos: string[] = []
   const dotGit = join(cwd, '.git')
   try {
     if ((await stat(dotGit)).isDirectory()) for (const name of IN_GIT) found.add(join(dotGit, name))
@@ -124,8 +131,10 @@ async function scan(cwd: string, depth: number): Promise<string[]> {
         if (start >= 0 && start <= depth - 2 && want.every((part, i) => segments[start + i] === part))
           found.add(join(path, name))
       }
-      if (lower === '.git' && at - 1 <= depth - 2 && (folder || (await isDirectory(join(path, name)))))
+      if (lower === '.git' && at - 1 <= depth - 2 && (folder || (await isDirectory(join(path, name))))) {
         for (const inside of IN_GIT) found.add(join(path, name, inside))
+        if (below.length) repos.push(path)
+      }
       if (folder && at < depth) queue.push({ path: join(path, name), below: segments })
     }
   }
@@ -136,5 +145,5 @@ async function scan(cwd: string, depth: number): Promise<string[]> {
   // The queue grows while the first folder is read: start one worker, then the rest once there is work for them.
   await visit(queue.shift()!)
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
-  return [...found]
+  return { paths: [...found], repos }
 }

@@ -3,8 +3,8 @@ import { execFile } from 'node:child_process'
 import { accessSync, constants, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path'
-import { protectedTargets } from '@keel/settings'
-import { dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
+import { protectedEntries, protectedTargets } from '@keel/settings'
+import { type Dangerous, dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
@@ -147,14 +147,8 @@ export class SandboxService extends Service {
     const allowWrite = workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : []
     // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files was
     // computed for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
-    const guarded = workspace ? protectedTargets(options.cwd) : { deny: [], undo: [] }
-    const denyWrite = workspace
-      ? [
-          ...guarded.deny,
-          ...(await alwaysDenied(options.cwd, allowWrite)),
-          ...SHARED_TEMPS.filter((dir) => existsSync(dir)),
-        ]
-      : []
+    const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
+    const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
     const custom: Partial<SandboxRuntimeConfig> = {
       filesystem: { denyRead: [], allowWrite, denyWrite },
       network: { allowedDomains: [], deniedDomains: [] },
@@ -294,11 +288,26 @@ function baseConfig(): SandboxRuntimeConfig {
 }
 
 /**
+ * What a workspace command in `cwd` that may write `writable` must not write, and what to remove if it made it (see
+ * `protectedTargets`): Keel's protected paths of the folders from the project root down to `cwd`, the runtime's
+ * always-denied files below `cwd`, and, in each repository found below `cwd`, Keel's protected paths inside `.git`
+ * (the runtime's list has its hooks and config only; a `commondir` there points git at hooks and config anywhere).
+ */
+async function guard(cwd: string, writable: string[]): Promise<{ deny: string[]; undo: string[] }> {
+  const entries = protectedEntries(cwd)
+  const own = protectedTargets(cwd, entries)
+  const found = await alwaysDenied(cwd, writable)
+  const inGit = entries.filter((entry) => entry.startsWith('.git/'))
+  const nested = found.repos.length ? protectedTargets(cwd, inGit, found.repos) : { deny: [], undo: [] }
+  return { deny: [...own.deny, ...found.paths, ...nested.deny], undo: [...own.undo, ...nested.undo] }
+}
+
+/**
  * The always-denied files for a wrap in `cwd` that may write `writable`: found from `cwd`, and from the process's own
  * cwd too where that lies inside what the wrap may write but not at its top (`keel --cwd ..`): the runtime's scan of
  * it, which `baseConfig` turns off, reached that deep below it.
  */
-async function alwaysDenied(cwd: string, writable: string[]): Promise<string[]> {
+async function alwaysDenied(cwd: string, writable: string[]): Promise<Dangerous> {
   const folders = [cwd]
   let here: string | undefined
   try {
@@ -308,7 +317,8 @@ async function alwaysDenied(cwd: string, writable: string[]): Promise<string[]> 
   }
   if (here && here !== cwd && writable.some((root) => [root, real(root)].some((form) => inside(here, form))))
     folders.push(here)
-  return (await Promise.all(folders.map((folder) => dangerousPaths(folder)))).flat()
+  const found = await Promise.all(folders.map((folder) => dangerousPaths(folder)))
+  return { paths: found.flatMap((one) => one.paths), repos: found.flatMap((one) => one.repos) }
 }
 
 function inside(path: string, root: string): boolean {

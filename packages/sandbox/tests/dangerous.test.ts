@@ -77,6 +77,8 @@ const attempts = (paths: readonly string[]) =>
 const NESTED = [
   'sub/.git/hooks/pre-commit',
   'sub/.git/config',
+  // Keel's own entries inside a nested repository's .git, beside the runtime's hooks and config.
+  'sub/.git/info/attributes',
   'sub/.vscode/settings.json',
   'sub/.idea/workspace.xml',
   'sub/.claude/commands/go.md',
@@ -94,14 +96,20 @@ describe('dangerous files below the session cwd', () => {
     const cwd = join(root, 'project')
     gitInit(join(cwd, 'sub'))
     put(join(cwd, 'sub/.git/hooks/pre-commit'))
+    put(join(cwd, 'sub/.git/info/attributes'))
     for (const path of NESTED.filter((p) => !p.startsWith('sub/.git/'))) put(join(cwd, path))
     const config = readFileSync(join(cwd, 'sub/.git/config'), 'utf8')
     expect(process.cwd()).not.toBe(cwd)
     const text = await inSandbox(
       cwd,
-      [...attempts([...NESTED, ...TOP_MISSING]), 'echo fine > sub/plain.txt && echo WROTE-PLAIN', 'echo end'].join(
-        '; ',
-      ),
+      [
+        ...attempts([...NESTED, ...TOP_MISSING]),
+        'echo fine > sub/plain.txt && echo WROTE-PLAIN',
+        // A commondir points git at another folder's hooks and config; git reads it whenever it exists, so it cannot
+        // be mounted over: the one the command makes is removed after it.
+        'echo /tmp/elsewhere > sub/.git/commondir',
+        'echo end',
+      ].join('; '),
     )
     expect(text).toContain('end')
     expect(text).not.toMatch(/WROTE [^\n]/)
@@ -109,6 +117,7 @@ describe('dangerous files below the session cwd', () => {
     for (const path of NESTED) expect(readFileSync(join(cwd, path), 'utf8'), path).not.toContain('EVIL')
     expect(readFileSync(join(cwd, 'sub/.git/config'), 'utf8')).toBe(config)
     for (const path of TOP_MISSING) expect(existsSync(join(cwd, path)), path).toBe(false)
+    expect(existsSync(join(cwd, 'sub/.git/commondir'))).toBe(false)
     // The nested repository still works in the sandbox: objects and refs are writable.
     const commit = await inSandbox(
       join(cwd, 'sub'),
