@@ -12,13 +12,16 @@ import { join } from 'node:path'
  * which Keel also sets). A dangerous file down to this depth; a dangerous folder, or a repository's hooks and config,
  * one level higher up (`sub/.git/config`, not `a/sub/.git/config`), as the runtime counts.
  */
-const SEARCH_DEPTH = 3
+export const SEARCH_DEPTH = 3
 
 /** What is denied inside a `.git` folder, in the cwd (linuxGetCwdMandatoryDenyPaths) and below it (the scan). */
 const IN_GIT = ['hooks', 'config']
 
 /** Folders read at once: enough to keep the thread pool busy, few enough to bound open handles. */
 const IN_FLIGHT = 16
+
+/** The runtime gives its ripgrep scan ten seconds; a scan that takes longer refuses the wrap, never half-protects. */
+const SCAN_LIMIT_MS = 10_000
 
 interface Names {
   /** The runtime's DANGEROUS_FILES, lower-cased (it matches them without regard to case). */
@@ -27,6 +30,18 @@ interface Names {
   dirs: string[][]
   /** The same, as written, for the cwd's own entries. */
   top: string[]
+}
+
+export interface Dangerous {
+  paths: string[]
+  /** The folders below the cwd that hold a `.git` folder, where the scan denied its hooks and config. */
+  repos: string[]
+}
+
+/** A folder to read, and its path below the cwd in lower-cased segments. */
+interface Folder {
+  path: string
+  below: string[]
 }
 
 let names: Promise<Names> | undefined
@@ -61,9 +76,25 @@ async function isDirectory(path: string): Promise<boolean> {
  * again). A superset of the runtime's scan: names are matched whatever their type (ripgrep lists files only, so an
  * empty `sub/.vscode/` or a link named `.bashrc` escaped it), and a nested `.git` folder counts without its `HEAD`.
  */
-export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise<string[]> {
+export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise<Dangerous> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`looking for the files it must protect in ${cwd} took over ${SCAN_LIMIT_MS / 1000} s`)),
+      SCAN_LIMIT_MS,
+    )
+  })
+  try {
+    return await Promise.race([scan(cwd, depth), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function scan(cwd: string, depth: number): Promise<Dangerous> {
   const { files, dirs, top } = await runtimeNames()
   const found = new Set<string>(top.map((name) => join(cwd, name)))
+  const repos: string[] = []
   const dotGit = join(cwd, '.git')
   try {
     if ((await stat(dotGit)).isDirectory()) for (const name of IN_GIT) found.add(join(dotGit, name))
@@ -71,41 +102,48 @@ export async function dangerousPaths(cwd: string, depth = SEARCH_DEPTH): Promise
   } catch {
     // No .git: nothing is denied there, or `git init` could not make it.
   }
-  // Level by level: `level` holds folders `rel.length` deep, whose entries are one deeper.
-  let level: { path: string; rel: string[] }[] = [{ path: cwd, rel: [] }]
-  for (let read = 0; read < depth && level.length; read++) {
-    const next: typeof level = []
-    const visit = async ({ path, rel }: (typeof level)[number]) => {
-      let entries: Dirent[]
-      try {
-        entries = await readdir(path, { withFileTypes: true })
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code
-        if (rel.length && (code === 'EACCES' || code === 'EPERM')) {
-          const info = await lstat(path).catch(() => undefined)
-          if (info?.isDirectory() && info.uid === process.getuid?.()) found.add(path)
-        }
-        return
+  const queue: Folder[] = [{ path: cwd, below: [] }]
+  const visit = async ({ path, below }: Folder) => {
+    let entries: Dirent[]
+    try {
+      entries = await readdir(path, { withFileTypes: true })
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (below.length && (code === 'EACCES' || code === 'EPERM')) {
+        const info = await lstat(path).catch(() => undefined)
+        if (info?.isDirectory() && info.uid === process.getuid?.()) found.add(path)
       }
-      for (const entry of entries) {
-        if (entry.name === 'node_modules') continue
-        const below = [...rel, entry.name]
-        const at = join(path, entry.name)
-        const lower = below.map((part) => part.toLowerCase())
-        if (below.length <= depth && files.has(lower.at(-1)!)) found.add(at)
-        if (!entry.isDirectory() && !entry.isSymbolicLink()) continue
-        // A dangerous folder's name starts at most depth - 2 segments down (`sub/.vscode`, `sub/.claude/commands`).
-        for (const name of dirs) {
-          const start = below.length - name.length
-          if (start >= 0 && start <= depth - 2 && name.every((part, i) => lower[start + i] === part)) found.add(at)
-        }
-        if (lower.at(-1) === '.git' && below.length - 1 <= depth - 2 && (await isDirectory(at)))
-          for (const name of IN_GIT) found.add(join(at, name))
-        if (entry.isDirectory() && below.length < depth) next.push({ path: at, rel: below })
-      }
+      return
     }
-    for (let i = 0; i < level.length; i += IN_FLIGHT) await Promise.all(level.slice(i, i + IN_FLIGHT).map(visit))
-    level = next
+    // How many segments below the cwd each entry is.
+    const at = below.length + 1
+    for (const entry of entries) {
+      const name = entry.name
+      if (name === 'node_modules') continue
+      const lower = name.toLowerCase()
+      if (files.has(lower)) found.add(join(path, name))
+      const folder = entry.isDirectory()
+      if (!folder && !entry.isSymbolicLink()) continue
+      const segments = [...below, lower]
+      // A dangerous folder's name starts at most depth - 2 segments down (`sub/.vscode`, `sub/.claude/commands`).
+      for (const want of dirs) {
+        const start = at - want.length
+        if (start >= 0 && start <= depth - 2 && want.every((part, i) => segments[start + i] === part))
+          found.add(join(path, name))
+      }
+      if (lower === '.git' && at - 1 <= depth - 2 && (folder || (await isDirectory(join(path, name))))) {
+        for (const inside of IN_GIT) found.add(join(path, name, inside))
+        if (below.length) repos.push(path)
+      }
+      if (folder && at < depth) queue.push({ path: join(path, name), below: segments })
+    }
   }
-  return [...found]
+  // A few folders in flight at a time, each worker taking the next from the queue as it goes.
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) await visit(next)
+  }
+  // The queue grows while the first folder is read: start one worker, then the rest once there is work for them.
+  await visit(queue.shift()!)
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+  return { paths: [...found], repos }
 }

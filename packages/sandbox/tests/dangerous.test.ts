@@ -77,6 +77,8 @@ const attempts = (paths: readonly string[]) =>
 const NESTED = [
   'sub/.git/hooks/pre-commit',
   'sub/.git/config',
+  // Keel's own entries inside a nested repository's .git, beside the runtime's hooks and config.
+  'sub/.git/info/attributes',
   'sub/.vscode/settings.json',
   'sub/.idea/workspace.xml',
   'sub/.claude/commands/go.md',
@@ -94,14 +96,20 @@ describe('dangerous files below the session cwd', () => {
     const cwd = join(root, 'project')
     gitInit(join(cwd, 'sub'))
     put(join(cwd, 'sub/.git/hooks/pre-commit'))
+    put(join(cwd, 'sub/.git/info/attributes'))
     for (const path of NESTED.filter((p) => !p.startsWith('sub/.git/'))) put(join(cwd, path))
     const config = readFileSync(join(cwd, 'sub/.git/config'), 'utf8')
     expect(process.cwd()).not.toBe(cwd)
     const text = await inSandbox(
       cwd,
-      [...attempts([...NESTED, ...TOP_MISSING]), 'echo fine > sub/plain.txt && echo WROTE-PLAIN', 'echo end'].join(
-        '; ',
-      ),
+      [
+        ...attempts([...NESTED, ...TOP_MISSING]),
+        'echo fine > sub/plain.txt && echo WROTE-PLAIN',
+        // A commondir points git at another folder's hooks and config; git reads it whenever it exists, so it cannot
+        // be mounted over: the one the command makes is removed after it.
+        'echo /tmp/elsewhere > sub/.git/commondir',
+        'echo end',
+      ].join('; '),
     )
     expect(text).toContain('end')
     expect(text).not.toMatch(/WROTE [^\n]/)
@@ -109,6 +117,7 @@ describe('dangerous files below the session cwd', () => {
     for (const path of NESTED) expect(readFileSync(join(cwd, path), 'utf8'), path).not.toContain('EVIL')
     expect(readFileSync(join(cwd, 'sub/.git/config'), 'utf8')).toBe(config)
     for (const path of TOP_MISSING) expect(existsSync(join(cwd, path)), path).toBe(false)
+    expect(existsSync(join(cwd, 'sub/.git/commondir'))).toBe(false)
     // The nested repository still works in the sandbox: objects and refs are writable.
     const commit = await inSandbox(
       join(cwd, 'sub'),
@@ -139,6 +148,29 @@ describe('dangerous files below the session cwd', () => {
     expect(text).not.toContain('WROTE')
     expect(existsSync(join(cwd, 'sub/.git/hooks/pre-push'))).toBe(false)
     expect(readFileSync(join(cwd, 'sub/.git/config'), 'utf8')).toBe(config)
+  })
+
+  // The runtime's own scan (of the process's cwd) is off; where the process's cwd lies deep inside the session's, what
+  // that scan found there is found by Keel's.
+  test('a process cwd deep inside the session cwd keeps what lies below it denied', async ({ skip }) => {
+    skip(!runs(), unavailable())
+    const cwd = join(root, 'outer')
+    const here = join(cwd, 'a/b/c')
+    gitInit(join(here, 'repo'))
+    put(join(here, 'x/.bashrc'))
+    const previous = process.cwd()
+    process.chdir(here) // restored below, before another test runs
+    try {
+      const text = await inSandbox(
+        cwd,
+        [...attempts(['a/b/c/repo/.git/config', 'a/b/c/x/.bashrc']), 'echo end'].join('; '),
+      )
+      expect(text).toContain('end')
+      expect(text).not.toContain('WROTE')
+    } finally {
+      process.chdir(previous)
+    }
+    expect(readFileSync(join(here, 'x/.bashrc'), 'utf8')).toBe('ORIGINAL\n')
   })
 
   test('through the bash tool, a session whose cwd is not the process cwd', async ({ skip }) => {
