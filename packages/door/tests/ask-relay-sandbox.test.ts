@@ -183,6 +183,7 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
     const pwned = join(cwd, 'pwned.txt')
     await until(() => notices.length === 1 || existsSync(pwned), 'the forged answer refused', 30_000)
     expect(existsSync(pwned), 'the forged answer was applied').toBe(false)
+    await until(() => report().answered === true, 'the command saying it answered')
     // The command reached the database through the sandbox's proxy and wrote its answer, which did not count; it
     // could read neither the key nor the settings.
     expect(report()).toEqual({ key: 'EACCES', settings: 'EACCES', store: 'connected', answered: true })
@@ -246,10 +247,11 @@ forward.listen(0, '127.0.0.1', async () => {
   try { await client.connect() } catch (e) { note('store', e.message); process.exit(1) }
   note('store', 'connected')
   for (;;) {
-    const { rows } = await client.query("SELECT session_id, call_id, nonce FROM keel_asks WHERE call_id = 'call-pwn' AND NOT settled AND answer IS NULL")
+    const { rows } = await client.query("SELECT session_id, call_id, nonce, ask::text AS ask FROM keel_asks WHERE call_id = 'call-pwn' AND NOT settled AND answer IS NULL")
     if (rows.length) {
-      const { session_id, call_id, nonce } = rows[0]
-      const signed = JSON.stringify(['keel-answer-v1', session_id, call_id, nonce, 'beta', 'allow', 'once', null, null])
+      const { session_id, call_id, nonce, ask } = rows[0]
+      const asked = crypto.createHash('sha256').update(ask).digest('base64url')
+      const signed = JSON.stringify(['keel-answer-v1', session_id, call_id, nonce, asked, 'beta', 'allow', 'once', null, null])
       const proof = crypto.createHmac('sha256', key).update(signed).digest('base64url')
       await client.query("UPDATE keel_asks SET answer = $3, answered_from = 'beta', proof = $4 WHERE session_id = $1 AND call_id = $2",
         [session_id, call_id, JSON.stringify({ decision: 'allow', scope: 'once' }), proof])
