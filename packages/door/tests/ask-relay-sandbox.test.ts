@@ -67,7 +67,10 @@ afterAll(async () => {
 const runs = () => status.available || IN_CI
 const unavailable = () => (status.available ? '' : `the sandbox is not available here: ${status.reason}`)
 
-/** Connects to the store both ways and reads both files; prints what happened to each, by name. */
+/**
+ * Connects to the store both ways; says "ready", waits for the file `go` (the key is made meanwhile: after the
+ * command started), then reads both files; prints what happened to each, by name, on its last line.
+ */
 const PROBE = `
 const net = require('node:net'), fs = require('node:fs')
 const [port, socket, ...files] = process.argv.slice(2)
@@ -79,10 +82,13 @@ const reach = (name, to) => new Promise((done) => {
 ;(async () => {
   await reach('tcp', { host: '127.0.0.1', port: Number(port) })
   await reach('unix', { path: socket })
+  console.log('ready')
+  while (!fs.existsSync('go')) await new Promise((done) => setTimeout(done, 20))
   for (const file of files) try { fs.readFileSync(file); out[file] = 'read' } catch (e) { out[file] = e.code }
   console.log(JSON.stringify(out))
 })()
 `
+const lastLine = (text: string) => text.trim().split('\n').at(-1)!
 
 describe.skipIf(skip)('a sandboxed command and the shared store', () => {
   test('it reaches neither the TCP port nor the Unix socket, and reads neither the settings nor the key', async ({
@@ -90,22 +96,31 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
   }) => {
     skip(!runs(), unavailable())
     expect(status).toEqual({ available: true })
-    writeFileSync(approvalKeyPath(home), `${'k'.repeat(43)}\n`)
+    const key = approvalKeyPath(home)
+    const makeKey = () => {
+      mkdirSync(dirname(key), { recursive: true })
+      writeFileSync(key, `${'k'.repeat(43)}\n`)
+    }
     writeFileSync(join(cwd, 'probe.cjs'), PROBE)
-    const argv = ['probe.cjs', String(server.port), server.socket, settingsFile, approvalKeyPath(home)]
+    const argv = ['probe.cjs', String(server.port), server.socket, settingsFile, key]
     // Outside the sandbox the same probe reaches all four: what the sandbox blocks is there to be blocked.
-    const outside = JSON.parse(execFileSync(process.execPath, argv, { cwd, encoding: 'utf8' }))
+    makeKey()
+    writeFileSync(join(cwd, 'go'), '')
+    const outside = JSON.parse(lastLine(execFileSync(process.execPath, argv, { cwd, encoding: 'utf8' })))
     expect(outside).toEqual({
       tcp: 'connected',
       unix: 'connected',
       [settingsFile]: 'read',
-      [approvalKeyPath(home)]: 'read',
+      [key]: 'read',
     })
     for (const level of ['workspace', 'read-only'] as const) {
+      // The key is made only once the command runs (a Keel with a shared store starting while it does).
+      rmSync(join(home, 'private'), { recursive: true, force: true })
+      rmSync(join(cwd, 'go'), { force: true })
       const wrapped = await sandbox.wrap(`node ${argv.join(' ')}`, { cwd, level })
       let text = ''
       try {
-        await runCommand({
+        const ran = runCommand({
           file: wrapped.file,
           args: wrapped.args,
           cwd,
@@ -115,19 +130,23 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
             text += chunk
           },
         })
+        await until(() => text.startsWith('ready'), `the ${level} probe started`)
+        makeKey()
+        writeFileSync(join(cwd, 'go'), '')
+        await ran
       } finally {
         await wrapped.dispose()
       }
-      // No network namespace of its own to reach 127.0.0.1 in, AF_UNIX refused by the seccomp filter, and the two
-      // files mounted over.
-      expect(JSON.parse(text), level).toEqual({
+      // No network namespace of its own to reach 127.0.0.1 in, AF_UNIX refused by the seccomp filter, the settings
+      // mounted over and $KEEL_HOME/private hidden whole: the key made after the command started is not there.
+      expect(JSON.parse(lastLine(text)), level).toEqual({
         tcp: 'ECONNREFUSED',
         unix: 'EPERM',
         [settingsFile]: 'EACCES',
-        [approvalKeyPath(home)]: 'EACCES',
+        [key]: 'ENOENT',
       })
     }
-    rmSync(approvalKeyPath(home))
+    rmSync(join(home, 'private'), { recursive: true, force: true })
   }, 60_000)
 
   test('with the store host allowed, a command answers its own ask through the database; the owner refuses it', async ({
@@ -186,7 +205,7 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
     await until(() => report().answered === true, 'the command saying it answered')
     // The command reached the database through the sandbox's proxy and wrote its answer, which did not count; it
     // could read neither the key nor the settings.
-    expect(report()).toEqual({ key: 'EACCES', settings: 'EACCES', store: 'connected', answered: true })
+    expect(report()).toEqual({ key: 'ENOENT', settings: 'EACCES', store: 'connected', answered: true })
     const row = feedOf(owner.sessions)!.ask(agent.id, 'call-pwn')!
     expect(row).toMatchObject({ settled: false })
     expect(row.answer).toBeUndefined()

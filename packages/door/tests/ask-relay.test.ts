@@ -14,6 +14,7 @@ import { ScriptedAdapter } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
 import { describeDecision } from '@keel/permissions'
 import { type Notice, onNotice } from '@keel/session'
+import { approvalKeyPath } from '@keel/session/paths'
 import * as devPlugin from '@keel/session/dev'
 import * as shellPlugin from '@keel/shell'
 import { answerProof, approvalKey, askDigest, feedOf } from '@keel/store-pg'
@@ -180,7 +181,7 @@ describe.skipIf(skip)('the approval relay', () => {
       Array(5).fill({
         source: 'permissions',
         level: 'warn',
-        text: `refused an answer from beta to the bash ask call-2 of session ${agent.id}: it is not signed with the approval key ${join(home, 'approval.key')} (each machine whose doors answer needs a copy of that file); the ask still waits`,
+        text: `refused an answer from beta to the bash ask call-2 of session ${agent.id}: it is not signed with the approval key ${approvalKeyPath(home)} (each machine whose doors answer needs a copy of that file); the ask still waits`,
       }),
     )
     expect(existsSync(join(cwd, 'forged.txt'))).toBe(false)

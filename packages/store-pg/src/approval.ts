@@ -37,7 +37,7 @@ export interface AnswerTarget {
 const KEY_BYTES = 32
 
 /**
- * Reads `$KEEL_HOME/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first Keel on a
+ * Reads `$KEEL_HOME/private/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first Keel on a
  * machine makes it, and the person copies that file to the other machines. Throws one line naming the file.
  */
 export function approvalKey(path = approvalKeyPath()): ApprovalKey {
