@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -24,6 +25,7 @@ import { approvalKeyPath } from '@keel/session/paths'
 import * as shellPlugin from '@keel/shell'
 import { runCommand } from '@keel/shell'
 import { feedOf } from '@keel/store-pg'
+import { planSocketPath } from '@keel/todo'
 import * as toolsPlugin from '@keel/tools'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
@@ -73,7 +75,7 @@ const unavailable = () => (status.available ? '' : `the sandbox is not available
  */
 const PROBE = `
 const net = require('node:net'), fs = require('node:fs')
-const [port, socket, ...files] = process.argv.slice(2)
+const [port, socket, plan, ...files] = process.argv.slice(2)
 const out = {}
 const reach = (name, to) => new Promise((done) => {
   const s = net.connect(to, () => { out[name] = 'connected'; s.destroy(); done() })
@@ -82,6 +84,7 @@ const reach = (name, to) => new Promise((done) => {
 ;(async () => {
   await reach('tcp', { host: '127.0.0.1', port: Number(port) })
   await reach('unix', { path: socket })
+  await reach('plan', { path: plan })
   console.log('ready')
   while (!fs.existsSync('go')) await new Promise((done) => setTimeout(done, 20))
   for (const file of files) try { fs.readFileSync(file); out[file] = 'read' } catch (e) { out[file] = e.code }
@@ -91,7 +94,7 @@ const reach = (name, to) => new Promise((done) => {
 const lastLine = (text: string) => text.trim().split('\n').at(-1)!
 
 describe.skipIf(skip)('a sandboxed command and the shared store', () => {
-  test('it reaches neither the TCP port nor the Unix socket, and reads neither the settings nor the key', async ({
+  test('it reaches neither the TCP port nor a Unix socket (the store, `keel plan`), nor reads the settings or the key', async ({
     skip,
   }) => {
     skip(!runs(), unavailable())
@@ -102,7 +105,13 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
       writeFileSync(key, `${'k'.repeat(43)}\n`)
     }
     writeFileSync(join(cwd, 'probe.cjs'), PROBE)
-    const argv = ['probe.cjs', String(server.port), server.socket, settingsFile, key]
+    // The other way to answer for a session: the socket `keel plan` approves a proposed plan through (a plan
+    // approved switches the mode), in $KEEL_HOME/run.
+    const plans = planSocketPath('probe-session', home)!
+    mkdirSync(dirname(plans), { recursive: true, mode: 0o700 })
+    const listener = createServer((socket) => socket.destroy())
+    await new Promise<void>((done) => listener.listen(plans, done))
+    const argv = ['probe.cjs', String(server.port), server.socket, plans, settingsFile, key]
     // Outside the sandbox the same probe reaches all four: what the sandbox blocks is there to be blocked.
     makeKey()
     writeFileSync(join(cwd, 'go'), '')
@@ -110,6 +119,7 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
     expect(outside).toEqual({
       tcp: 'connected',
       unix: 'connected',
+      plan: 'connected',
       [settingsFile]: 'read',
       [key]: 'read',
     })
@@ -142,11 +152,13 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
       expect(JSON.parse(lastLine(text)), level).toEqual({
         tcp: 'ECONNREFUSED',
         unix: 'EPERM',
+        plan: 'EPERM',
         [settingsFile]: 'EACCES',
         [key]: 'ENOENT',
       })
     }
     rmSync(join(home, 'private'), { recursive: true, force: true })
+    listener.close()
   }, 60_000)
 
   test('with the store host allowed, a command answers its own ask through the database; the owner refuses it', async ({
