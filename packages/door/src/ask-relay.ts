@@ -8,7 +8,7 @@
 import type { Context } from 'cordis'
 import { isPermissionAnswer } from '@keel/permissions'
 import { errorLine, notify } from '@keel/session'
-import { type ApprovalKey, approvalKey, feedOf, provenAnswer, type StoredAsk } from '@keel/store-pg'
+import { type ApprovalKey, approvalKey, askDigest, feedOf, provenAnswer, type StoredAsk } from '@keel/store-pg'
 
 /** The top-level session whose page shows asks of `sessionId`: follows the parent links of live sessions. */
 export function pageOf(ctx: Context, sessionId: string): string {
@@ -26,8 +26,11 @@ export function relayAsks(ctx: Context): () => void {
   const permissions = ctx.get('permissions')
   const feed = feedOf(ctx.sessions)
   if (!permissions || !feed) return () => {}
-  /** The asks this process published and has not settled, by session: each call's nonce, as this process made it. */
-  const published = new Map<string, Map<string, string>>()
+  /**
+   * The asks this process published and has not settled, by session: each call's nonce and question, as this process
+   * made and wrote them (the row's copies are only what an answering door signs).
+   */
+  const published = new Map<string, Map<string, { nonce: string; asked: string }>>()
   const warn = (error: unknown) =>
     ctx.emit(ctx, 'internal/warning', `the approval relay through the session store failed: ${errorLine(error)}`)
   // Made here when missing, before any command runs: the sandbox hides only a key that exists when it wraps.
@@ -53,10 +56,11 @@ export function relayAsks(ctx: Context): () => void {
    */
   const apply = (row: StoredAsk) => {
     if (row.host !== feed.self.host || row.pid !== feed.self.pid || row.settled || !row.answer) return
-    const nonce = published.get(row.sessionId)?.get(row.callId)
-    if (!nonce) return
+    const mine = published.get(row.sessionId)?.get(row.callId)
+    if (!mine) return
+    const { nonce, asked } = mine
     const from = row.answeredFrom ?? ''
-    const target = { sessionId: row.sessionId, callId: row.callId, nonce, from }
+    const target = { sessionId: row.sessionId, callId: row.callId, nonce, asked, from }
     const fields = key && from ? provenAnswer(key, target, row.answer, row.proof) : undefined
     const answer = fields && { ...fields, answeredOn: from }
     if (!answer || !isPermissionAnswer(answer)) {
@@ -73,9 +77,10 @@ export function relayAsks(ctx: Context): () => void {
   const disposers: (() => void)[] = [
     ctx.on('permission/ask', (ask) => {
       try {
-        const nonce = feed.putAsk(ask.sessionId, ask.callId, pageOf(ctx, ask.sessionId), { ...ask })
-        const calls = published.get(ask.sessionId) ?? new Map<string, string>()
-        calls.set(ask.callId, nonce)
+        const question = { ...ask }
+        const nonce = feed.putAsk(ask.sessionId, ask.callId, pageOf(ctx, ask.sessionId), question)
+        const calls = published.get(ask.sessionId) ?? new Map()
+        calls.set(ask.callId, { nonce, asked: askDigest(question) })
         published.set(ask.sessionId, calls)
       } catch (error) {
         warn(error)

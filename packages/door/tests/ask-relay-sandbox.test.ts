@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -24,6 +25,7 @@ import { approvalKeyPath } from '@keel/session/paths'
 import * as shellPlugin from '@keel/shell'
 import { runCommand } from '@keel/shell'
 import { feedOf } from '@keel/store-pg'
+import { planSocketPath } from '@keel/todo'
 import * as toolsPlugin from '@keel/tools'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
@@ -67,10 +69,13 @@ afterAll(async () => {
 const runs = () => status.available || IN_CI
 const unavailable = () => (status.available ? '' : `the sandbox is not available here: ${status.reason}`)
 
-/** Connects to the store both ways and reads both files; prints what happened to each, by name. */
+/**
+ * Connects to the store both ways; says "ready", waits for the file `go` (the key is made meanwhile: after the
+ * command started), then reads both files; prints what happened to each, by name, on its last line.
+ */
 const PROBE = `
 const net = require('node:net'), fs = require('node:fs')
-const [port, socket, ...files] = process.argv.slice(2)
+const [port, socket, plan, ...files] = process.argv.slice(2)
 const out = {}
 const reach = (name, to) => new Promise((done) => {
   const s = net.connect(to, () => { out[name] = 'connected'; s.destroy(); done() })
@@ -79,33 +84,53 @@ const reach = (name, to) => new Promise((done) => {
 ;(async () => {
   await reach('tcp', { host: '127.0.0.1', port: Number(port) })
   await reach('unix', { path: socket })
+  await reach('plan', { path: plan })
+  console.log('ready')
+  while (!fs.existsSync('go')) await new Promise((done) => setTimeout(done, 20))
   for (const file of files) try { fs.readFileSync(file); out[file] = 'read' } catch (e) { out[file] = e.code }
   console.log(JSON.stringify(out))
 })()
 `
+const lastLine = (text: string) => text.trim().split('\n').at(-1)!
 
 describe.skipIf(skip)('a sandboxed command and the shared store', () => {
-  test('it reaches neither the TCP port nor the Unix socket, and reads neither the settings nor the key', async ({
+  test('it reaches neither the TCP port nor a Unix socket (the store, `keel plan`), nor reads the settings or the key', async ({
     skip,
   }) => {
     skip(!runs(), unavailable())
     expect(status).toEqual({ available: true })
-    writeFileSync(approvalKeyPath(home), `${'k'.repeat(43)}\n`)
+    const key = approvalKeyPath(home)
+    const makeKey = () => {
+      mkdirSync(dirname(key), { recursive: true })
+      writeFileSync(key, `${'k'.repeat(43)}\n`)
+    }
     writeFileSync(join(cwd, 'probe.cjs'), PROBE)
-    const argv = ['probe.cjs', String(server.port), server.socket, settingsFile, approvalKeyPath(home)]
+    // The other way to answer for a session: the socket `keel plan` approves a proposed plan through (a plan
+    // approved switches the mode), in $KEEL_HOME/run.
+    const plans = planSocketPath('probe-session', home)!
+    mkdirSync(dirname(plans), { recursive: true, mode: 0o700 })
+    const listener = createServer((socket) => socket.destroy())
+    await new Promise<void>((done) => listener.listen(plans, done))
+    const argv = ['probe.cjs', String(server.port), server.socket, plans, settingsFile, key]
     // Outside the sandbox the same probe reaches all four: what the sandbox blocks is there to be blocked.
-    const outside = JSON.parse(execFileSync(process.execPath, argv, { cwd, encoding: 'utf8' }))
+    makeKey()
+    writeFileSync(join(cwd, 'go'), '')
+    const outside = JSON.parse(lastLine(execFileSync(process.execPath, argv, { cwd, encoding: 'utf8' })))
     expect(outside).toEqual({
       tcp: 'connected',
       unix: 'connected',
+      plan: 'connected',
       [settingsFile]: 'read',
-      [approvalKeyPath(home)]: 'read',
+      [key]: 'read',
     })
     for (const level of ['workspace', 'read-only'] as const) {
+      // The key is made only once the command runs (a Keel with a shared store starting while it does).
+      rmSync(join(home, 'private'), { recursive: true, force: true })
+      rmSync(join(cwd, 'go'), { force: true })
       const wrapped = await sandbox.wrap(`node ${argv.join(' ')}`, { cwd, level })
       let text = ''
       try {
-        await runCommand({
+        const ran = runCommand({
           file: wrapped.file,
           args: wrapped.args,
           cwd,
@@ -115,19 +140,25 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
             text += chunk
           },
         })
+        await until(() => text.startsWith('ready'), `the ${level} probe started`)
+        makeKey()
+        writeFileSync(join(cwd, 'go'), '')
+        await ran
       } finally {
         await wrapped.dispose()
       }
-      // No network namespace of its own to reach 127.0.0.1 in, AF_UNIX refused by the seccomp filter, and the two
-      // files mounted over.
-      expect(JSON.parse(text), level).toEqual({
+      // No network namespace of its own to reach 127.0.0.1 in, AF_UNIX refused by the seccomp filter, the settings
+      // mounted over and $KEEL_HOME/private hidden whole: the key made after the command started is not there.
+      expect(JSON.parse(lastLine(text)), level).toEqual({
         tcp: 'ECONNREFUSED',
         unix: 'EPERM',
+        plan: 'EPERM',
         [settingsFile]: 'EACCES',
-        [approvalKeyPath(home)]: 'EACCES',
+        [key]: 'ENOENT',
       })
     }
-    rmSync(approvalKeyPath(home))
+    rmSync(join(home, 'private'), { recursive: true, force: true })
+    listener.close()
   }, 60_000)
 
   test('with the store host allowed, a command answers its own ask through the database; the owner refuses it', async ({
@@ -183,9 +214,10 @@ describe.skipIf(skip)('a sandboxed command and the shared store', () => {
     const pwned = join(cwd, 'pwned.txt')
     await until(() => notices.length === 1 || existsSync(pwned), 'the forged answer refused', 30_000)
     expect(existsSync(pwned), 'the forged answer was applied').toBe(false)
+    await until(() => report().answered === true, 'the command saying it answered')
     // The command reached the database through the sandbox's proxy and wrote its answer, which did not count; it
     // could read neither the key nor the settings.
-    expect(report()).toEqual({ key: 'EACCES', settings: 'EACCES', store: 'connected', answered: true })
+    expect(report()).toEqual({ key: 'ENOENT', settings: 'EACCES', store: 'connected', answered: true })
     const row = feedOf(owner.sessions)!.ask(agent.id, 'call-pwn')!
     expect(row).toMatchObject({ settled: false })
     expect(row.answer).toBeUndefined()
@@ -246,10 +278,11 @@ forward.listen(0, '127.0.0.1', async () => {
   try { await client.connect() } catch (e) { note('store', e.message); process.exit(1) }
   note('store', 'connected')
   for (;;) {
-    const { rows } = await client.query("SELECT session_id, call_id, nonce FROM keel_asks WHERE call_id = 'call-pwn' AND NOT settled AND answer IS NULL")
+    const { rows } = await client.query("SELECT session_id, call_id, nonce, ask::text AS ask FROM keel_asks WHERE call_id = 'call-pwn' AND NOT settled AND answer IS NULL")
     if (rows.length) {
-      const { session_id, call_id, nonce } = rows[0]
-      const signed = JSON.stringify(['keel-answer-v1', session_id, call_id, nonce, 'beta', 'allow', 'once', null, null])
+      const { session_id, call_id, nonce, ask } = rows[0]
+      const asked = crypto.createHash('sha256').update(ask).digest('base64url')
+      const signed = JSON.stringify(['keel-answer-v1', session_id, call_id, nonce, asked, 'beta', 'allow', 'once', null, null])
       const proof = crypto.createHmac('sha256', key).update(signed).digest('base64url')
       await client.query("UPDATE keel_asks SET answer = $3, answered_from = 'beta', proof = $4 WHERE session_id = $1 AND call_id = $2",
         [session_id, call_id, JSON.stringify({ decision: 'allow', scope: 'once' }), proof])

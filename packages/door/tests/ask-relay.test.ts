@@ -14,9 +14,10 @@ import { ScriptedAdapter } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
 import { describeDecision } from '@keel/permissions'
 import { type Notice, onNotice } from '@keel/session'
+import { approvalKeyPath } from '@keel/session/paths'
 import * as devPlugin from '@keel/session/dev'
 import * as shellPlugin from '@keel/shell'
-import { answerProof, approvalKey, feedOf } from '@keel/store-pg'
+import { answerProof, approvalKey, askDigest, feedOf } from '@keel/store-pg'
 import * as toolsPlugin from '@keel/tools'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
@@ -100,9 +101,7 @@ describe.skipIf(skip)('the approval relay', () => {
     )
     await client.end()
     expect(rows).toEqual([{ ok: true }])
-    expect(
-      other.answer(agent.id, 'call-1', row!.nonce!, { decision: 'allow', scope: 'once' }, 'beta', approvalKey()),
-    ).toBe(true)
+    expect(other.answer(row!, { decision: 'allow', scope: 'once' }, 'beta', approvalKey())).toBe(true)
     await turn
     expect(readFileSync(join(cwd, 'relayed.txt'), 'utf8')).toBe('relayed\n')
     const decisions = owner.sessions
@@ -137,9 +136,15 @@ describe.skipIf(skip)('the approval relay', () => {
     const agent = owner.agents.create({ cwd, model })
     const turn = agent.prompt([{ type: 'text', text: 'write it' }])
     await until(() => other.waitingOn(agent.id).length === 1, 'the ask in the store')
-    const nonce = other.ask(agent.id, 'call-2')!.nonce!
+    const asked = other.ask(agent.id, 'call-2')!
     const key = approvalKey()
-    const target = { sessionId: agent.id, callId: 'call-2', nonce, from: 'beta' }
+    const target = {
+      sessionId: agent.id,
+      callId: 'call-2',
+      nonce: asked.nonce!,
+      asked: askDigest(asked.ask),
+      from: 'beta',
+    }
     const allow = { decision: 'allow', scope: 'once' }
     const write = (answer: object, proof: string | null) =>
       sql('UPDATE keel_asks SET answer = $3, answered_from = $4, proof = $5 WHERE session_id = $1 AND call_id = $2', [
@@ -164,21 +169,29 @@ describe.skipIf(skip)('the approval relay', () => {
     await refused(3, 'the changed answer refused')
     await write({ ...allow, scope: 'always' }, answerProof(key, target, allow))
     await refused(4, 'the widened answer refused')
+    // The question rewritten in the row ("echo hi" shown for what the owner asked): the door with the key answers
+    // what it was shown, which is not what the owner asked.
+    const [{ ask: original }] = await sql("SELECT ask::text AS ask FROM keel_asks WHERE call_id = 'call-2'")
+    const shown = { ...asked.ask, summary: 'bash: echo hi', detail: 'echo hi' }
+    await sql("UPDATE keel_asks SET ask = $1 WHERE call_id = 'call-2'", [JSON.stringify(shown)])
+    expect(other.answer(other.ask(agent.id, 'call-2')!, allow, 'beta', key)).toBe(true)
+    await refused(5, 'the answer to a rewritten question refused')
+    await sql("UPDATE keel_asks SET ask = $1 WHERE call_id = 'call-2'", [original])
     expect(notices).toEqual(
-      Array(4).fill({
+      Array(5).fill({
         source: 'permissions',
         level: 'warn',
-        text: `refused an answer from beta to the bash ask call-2 of session ${agent.id}: it is not signed with the approval key ${join(home, 'approval.key')} (each machine whose doors answer needs a copy of that file); the ask still waits`,
+        text: `refused an answer from beta to the bash ask call-2 of session ${agent.id}: it is not signed with the approval key ${approvalKeyPath(home)} (each machine whose doors answer needs a copy of that file); the ask still waits`,
       }),
     )
     expect(existsSync(join(cwd, 'forged.txt'))).toBe(false)
     expect(owner.sessions.get(agent.id)!.events.some((event) => event.type === 'permission/decision')).toBe(false)
 
     // The door holding the key answers: that one decides.
-    expect(other.answer(agent.id, 'call-2', nonce, allow, 'beta', key)).toBe(true)
+    expect(other.answer(other.ask(agent.id, 'call-2')!, allow, 'beta', key)).toBe(true)
     await turn
     expect(readFileSync(join(cwd, 'forged.txt'), 'utf8')).toBe('forged\n')
-    expect(notices).toHaveLength(4)
+    expect(notices).toHaveLength(5)
     const decisions = owner.sessions
       .get(agent.id)!
       .events.filter((event) => event.type === 'permission/decision')

@@ -1,10 +1,11 @@
 // Who may answer an approval through the store. Anything that can write `keel_asks` (any client holding the
 // database's credentials, a command the agent runs among them) could otherwise approve the owner's asks, so an answer
 // from another process counts only when it carries a proof: an HMAC-SHA256, under the person's approval key, over the
-// ask's ids, the owner's random nonce for that ask (so an old answer cannot be replayed on a new ask), the answer and
-// the machine it names. The key is a file in $KEEL_HOME, the same on every machine whose doors answer; no sandboxed
+// ask's ids, the owner's random nonce for that ask (so an old answer cannot be replayed on a new ask), a digest of the
+// question as the answering door showed it (so a question rewritten in the row, "echo hi" shown for "rm -rf", cannot
+// collect an answer meant for another), the answer and the machine it names. The key is a file in $KEEL_HOME, the same on every machine whose doors answer; no sandboxed
 // command can read it (@keel/settings' `unreadableTargets`), and the database never holds it.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { approvalKeyPath } from '@keel/session/paths'
@@ -28,13 +29,15 @@ export interface AnswerTarget {
   sessionId: string
   callId: string
   nonce: string
+  /** `askDigest` of the question: as the owner wrote it (the owner), as shown (the answering door). */
+  asked: string
   from: string
 }
 
 const KEY_BYTES = 32
 
 /**
- * Reads `$KEEL_HOME/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first Keel on a
+ * Reads `$KEEL_HOME/private/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first Keel on a
  * machine makes it, and the person copies that file to the other machines. Throws one line naming the file.
  */
 export function approvalKey(path = approvalKeyPath()): ApprovalKey {
@@ -59,6 +62,11 @@ export function approvalKey(path = approvalKeyPath()): ApprovalKey {
   return { path, secret }
 }
 
+/** The digest of a question as stored (`keel_asks.ask`, written as `JSON.stringify(ask)`). */
+export function askDigest(ask: Record<string, unknown>): string {
+  return createHash('sha256').update(JSON.stringify(ask)).digest('base64url')
+}
+
 /** A new ask's nonce: what binds an answer to this one question. */
 export function askNonce(): string {
   return randomBytes(16).toString('base64url')
@@ -71,6 +79,7 @@ export function answerProof(key: ApprovalKey, target: AnswerTarget, answer: Answ
     target.sessionId,
     target.callId,
     target.nonce,
+    target.asked,
     target.from,
     answer.decision,
     answer.scope,

@@ -3,7 +3,7 @@
 // id> <call id>' per change of an ask), then reads by key. No polling: a reader waits on the announcements, and after
 // a dropped LISTEN connection it is told (`resumed`) and reads whatever was committed meanwhile by seq.
 import type { SessionEvent } from '@keel/session'
-import { type AnswerFields, type ApprovalKey, answerProof, askNonce } from './approval.ts'
+import { type AnswerFields, type ApprovalKey, answerProof, askDigest, askNonce } from './approval.ts'
 import type { PgNotice } from './bridge.ts'
 
 /** What a follower hears. */
@@ -202,19 +202,14 @@ export class SessionFeed {
   }
 
   /**
-   * Another process: writes its answer, signed with `key` for the ask as it read it (`nonce`), if that ask still
-   * waits, no answer came first, and its owner still holds the session. True when this answer is the one the owner
-   * will check and apply (unless the owner decided meanwhile).
+   * Another process: writes its answer to the ask as it read and showed it (`row`: its nonce and question), signed
+   * with `key`, if that ask still waits, no answer came first, and its owner still holds the session. True when this
+   * answer is the one the owner will check and apply (unless the owner decided meanwhile).
    */
-  answer(
-    sessionId: string,
-    callId: string,
-    nonce: string,
-    answer: AnswerFields,
-    from: string,
-    key: ApprovalKey,
-  ): boolean {
-    const proof = answerProof(key, { sessionId, callId, nonce, from }, answer)
+  answer(row: StoredAsk, answer: AnswerFields, from: string, key: ApprovalKey): boolean {
+    const { sessionId, callId, nonce } = row
+    if (!nonce) return false
+    const proof = answerProof(key, { sessionId, callId, nonce, asked: askDigest(row.ask), from }, answer)
     return (
       this.query(
         `UPDATE keel_asks SET answer = $3, answered_from = $4, proof = $5 WHERE session_id = $1 AND call_id = $2

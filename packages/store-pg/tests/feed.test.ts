@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { approvalKey, feedOf, provenAnswer, type SessionFeed } from '@keel/store-pg'
+import { approvalKey, askDigest, feedOf, provenAnswer, type SessionFeed } from '@keel/store-pg'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
@@ -90,18 +90,21 @@ describe.skipIf(skip)('following through the store', () => {
     expect(theirs.waitingOn('asking').map((row) => [row.ask, row.nonce])).toEqual([[ask, nonce]])
     // A question asked again for the same call gets a new nonce: an answer to the old one does not fit it.
     expect(mine.putAsk('asking', 'call 1', 'asking', ask)).not.toBe(nonce)
-    const current = theirs.ask('asking', 'call 1')!.nonce!
+    const read = theirs.ask('asking', 'call 1')!
+    const current = read.nonce!
     const allow = { decision: 'allow', scope: 'once' }
-    expect(theirs.answer('asking', 'forged', current, allow, 'beta', key)).toBe(false)
-    expect(theirs.answer('asking', 'call 1', nonce, allow, 'beta', key)).toBe(false)
-    expect(theirs.answer('asking', 'call 1', current, allow, 'beta', key)).toBe(true)
-    expect(theirs.answer('asking', 'call 1', current, { decision: 'deny', scope: 'once' }, 'gamma', key)).toBe(false)
+    expect(theirs.answer({ ...read, callId: 'forged' }, allow, 'beta', key)).toBe(false)
+    expect(theirs.answer({ ...read, nonce }, allow, 'beta', key)).toBe(false)
+    expect(theirs.answer(read, allow, 'beta', key)).toBe(true)
+    expect(theirs.answer(read, { decision: 'deny', scope: 'once' }, 'gamma', key)).toBe(false)
     const [answered] = mine.answeredAsks()
     expect([answered!.answer, answered!.answeredFrom]).toEqual([allow, 'beta'])
-    // The proof holds for this ask, this answer and this machine; anything else changed breaks it.
-    const target = { sessionId: 'asking', callId: 'call 1', nonce: current, from: 'beta' }
+    // The proof holds for this ask, this question, this answer and this machine; anything else changed breaks it.
+    const target = { sessionId: 'asking', callId: 'call 1', nonce: current, asked: askDigest(ask), from: 'beta' }
     expect(provenAnswer(key, target, answered!.answer!, answered!.proof)).toEqual(allow)
     expect(provenAnswer(key, { ...target, nonce }, allow, answered!.proof)).toBeUndefined()
+    const shown = askDigest({ ...ask, summary: 'bash: echo hi' })
+    expect(provenAnswer(key, { ...target, asked: shown }, allow, answered!.proof)).toBeUndefined()
     expect(provenAnswer(key, { ...target, from: 'gamma' }, allow, answered!.proof)).toBeUndefined()
     expect(provenAnswer(key, { ...target, callId: 'call 2' }, allow, answered!.proof)).toBeUndefined()
     expect(provenAnswer(key, target, { ...allow, scope: 'always' }, answered!.proof)).toBeUndefined()
@@ -113,7 +116,7 @@ describe.skipIf(skip)('following through the store', () => {
     mine.refuseAnswer('asking', 'call 1', current)
     expect(mine.answeredAsks()).toEqual([])
     expect(theirs.waitingOn('asking').map((row) => row.callId)).toEqual(['call 1'])
-    expect(theirs.answer('asking', 'call 1', current, allow, 'beta', key)).toBe(true)
+    expect(theirs.answer(read, allow, 'beta', key)).toBe(true)
     // Only the owner settles its own asks.
     theirs.settleAsk('asking', 'call 1', false)
     expect(theirs.ask('asking', 'call 1')!.settled).toBe(false)
@@ -122,10 +125,11 @@ describe.skipIf(skip)('following through the store', () => {
     expect(theirs.waitingOn('asking')).toEqual([])
 
     // An owner that let the session go (or died) leaves an ask nobody may answer.
-    const second = mine.putAsk('asking', 'call 2', 'asking', { ...ask, callId: 'call 2' })
+    mine.putAsk('asking', 'call 2', 'asking', { ...ask, callId: 'call 2' })
+    const second = theirs.ask('asking', 'call 2')!
     owner.sessions.close(session)
     expect(theirs.waitingOn('asking')).toEqual([])
-    expect(theirs.answer('asking', 'call 2', second, allow, 'beta', key)).toBe(false)
+    expect(theirs.answer(second, allow, 'beta', key)).toBe(false)
   })
 
   test('the approval key: made once, mode 0600, kept; a file that is not one is refused naming it', () => {

@@ -115,7 +115,8 @@ export class RemoteSessions {
       ...(answer.file !== undefined ? { file: answer.file } : {}),
       ...(answer.message !== undefined ? { message: answer.message } : {}),
     }
-    if (!this.feed.answer(sessionId, callId, nonce, fields, this.host, signing)) return false
+    // Signed over the question as this host read it, which is what its pages show (`askOf`).
+    if (!this.feed.answer(row, fields, this.host, signing)) return false
     const key = keyOf(sessionId, callId)
     return new Promise<boolean>((done, fail) => {
       const finish = (value: boolean | Error) => {

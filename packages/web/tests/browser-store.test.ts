@@ -143,7 +143,7 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
       decision: 'allow',
       scope: 'once',
     })
-    const keyB = join(scratch, 'home-b', 'approval.key')
+    const keyB = join(scratch, 'home-b', 'private', 'approval.key')
     expect(unkeyed).toEqual({
       ok: false,
       error: {
@@ -154,7 +154,7 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     expect(existsSync(join(workA, 'ran.txt'))).toBe(false)
     await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(1)
     // The person copies A's key to B.
-    copyFileSync(join(scratch, 'home-a', 'approval.key'), keyB)
+    copyFileSync(join(scratch, 'home-a', 'private', 'approval.key'), keyB)
 
     // B's page allows it: the answer goes through the database to A, which decides, logs and runs the command; B's
     // page shows the rest of the turn as A appends it, without a reload.
