@@ -102,6 +102,7 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
   const never = { alike: false }
   let alike = true
   let out = ''
+  pattern = asBytes(pattern)
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!
     if (c === '\\') {
@@ -130,8 +131,11 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
     } else out += escapeChar(c)
   }
   const regex = new RegExp(`^${out}$`, 's')
-  return { test: (subject) => regex.test(subject), alike }
+  return { test: (subject) => regex.test(asBytes(subject)), alike }
 }
+
+/** git (and ripgrep) match bytes: `?` or a class takes one byte of a UTF-8 name, not one character. */
+const asBytes = (text: string) => (/[^\x00-\x7f]/.test(text) ? Buffer.from(text, 'utf8').toString('latin1') : text)
 
 /** wildmatch's `[...]` from `pattern[start]`: its regex and the index of its `]`, or undefined when git aborts. */
 function bracket(pattern: string, start: number): { regex: string; end: number; alike: boolean } | undefined {

@@ -140,6 +140,10 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
         '[a-c-e].d',
         'unclosed[',
         'back\\',
+        // git matches bytes: `?` is one byte of a UTF-8 name.
+        'caf?',
+        'n??o',
+        '[é]x',
         // Lines ripgrep reads differently: through it, grep must walk as Keel does.
         '{m,n}.b',
         'tab\t',
@@ -178,6 +182,10 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
       'unclosed[': needle,
       'back\\': needle,
       '.hidden/h.txt': needle,
+      'café': needle,
+      'cafe': needle,
+      'nõo': needle,
+      'éx': needle,
       'm.b': needle,
       '{m,n}.b': needle,
       tab: needle,
