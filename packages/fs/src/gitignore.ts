@@ -13,6 +13,7 @@ interface Layer {
   /** For one below the root: `base` relative to the root. */
   down?: string
   rules: GitignoreRule[]
+  ripgrepReadsAlike: boolean
 }
 
 const toPosix = (path: string) => (sep === '/' ? path : path.split(sep).join('/'))
@@ -40,6 +41,8 @@ export class DirectoryRules {
   constructor(
     private readonly files: Check[],
     private readonly dirs: Check[],
+    /** Whether ripgrep reads every .gitignore that applies here as git does (see parseGitignore). */
+    readonly ripgrepReadsAlike: boolean,
   ) {}
 
   /** Whether the entry `name` of this directory is ignored. */
@@ -66,7 +69,7 @@ export class GitignoreRules {
   constructor(readonly root: string) {}
 
   add(base: string, text: string): void {
-    const layer: Layer = { base, rules: parseGitignore(text) }
+    const layer: Layer = { base, ...parseGitignore(text) }
     if (base !== this.root && isInside(this.root, base)) layer.down = toPosix(relative(this.root, base))
     else if (isInside(base, this.root)) layer.up = toPosix(relative(base, this.root))
     else return
@@ -110,6 +113,7 @@ export class GitignoreRules {
     if (found) return found
     const files: Check[] = []
     const dirs: Check[] = []
+    let alike = true
     for (let i = this.layers.length - 1; i >= 0; i--) {
       const layer = this.layers[i]!
       let inLayer: string
@@ -118,6 +122,7 @@ export class GitignoreRules {
       else if (dir.startsWith(`${layer.down}/`)) inLayer = dir.slice(layer.down!.length + 1)
       else continue
       const prefix = inLayer ? `${inLayer}/` : ''
+      alike &&= layer.ripgrepReadsAlike
       for (let r = layer.rules.length - 1; r >= 0; r--) {
         const rule = layer.rules[r]!
         if (!rule.basename && !fits(rule.literal, prefix)) continue
@@ -126,7 +131,7 @@ export class GitignoreRules {
         if (!rule.dirOnly) files.push(check)
       }
     }
-    found = new DirectoryRules(files, dirs)
+    found = new DirectoryRules(files, dirs, alike)
     this.here.set(dir, found)
     return found
   }

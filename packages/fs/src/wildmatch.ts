@@ -32,13 +32,28 @@ function trimTrailingSpaces(line: string): string {
   return lastSpace < 0 ? line : line.slice(0, lastSpace)
 }
 
-/** The rules of a .gitignore's text, in file order (the last one that matches a path decides). */
-export function parseGitignore(text: string): GitignoreRule[] {
+export interface Gitignore {
+  /** In file order: the last one that matches a path decides. */
+  rules: GitignoreRule[]
+  /**
+   * Whether ripgrep reads every line as git does. It does not for braces (`{a,b}` is an alternation to ripgrep),
+   * POSIX classes, a backslash in a class, a `-` after a range (`[a-c-e]`), and trailing whitespace that is
+   * escaped or not a space (ripgrep trims all of it); each was seen to differ from `git ls-files`.
+   */
+  ripgrepReadsAlike: boolean
+}
+
+/** The rules of a .gitignore's text. */
+export function parseGitignore(text: string): Gitignore {
   const rules: GitignoreRule[] = []
+  let ripgrepReadsAlike = true
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
   for (const raw of body.split('\n')) {
     if (!raw || raw[0] === '#') continue
-    let pattern = trimTrailingSpaces(raw.endsWith('\r') ? raw.slice(0, -1) : raw)
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
+    const trailing = /\s+$/.exec(line)?.[0]
+    if (/[{}]/.test(line) || (trailing && (line.includes('\\') || /[^ ]/.test(trailing)))) ripgrepReadsAlike = false
+    let pattern = trimTrailingSpaces(line)
     const negative = pattern[0] === '!'
     if (negative) pattern = pattern.slice(1)
     const dirOnly = pattern.endsWith('/')
@@ -47,14 +62,13 @@ export function parseGitignore(text: string): GitignoreRule[] {
     const basename = !pattern.includes('/')
     // A leading slash only anchors the pattern to the .gitignore's directory, which a path below it always is.
     if (pattern[0] === '/') pattern = pattern.slice(1)
-    const test = compile(pattern)
-    if (!test) continue
-    rules.push({ negative, dirOnly, basename, literal: /^[^*?[\\]*/.exec(pattern)![0], test })
+    const compiled = compile(pattern)
+    if (!compiled.alike) ripgrepReadsAlike = false
+    if (!compiled.test) continue
+    rules.push({ negative, dirOnly, basename, literal: /^[^*?[\\]*/.exec(pattern)![0], test: compiled.test })
   }
-  return rules
+  return { rules, ripgrepReadsAlike }
 }
-
-const never = undefined
 
 /** POSIX classes as git's ctype has them (ASCII only). */
 const CLASSES: Record<string, string> = {
@@ -75,16 +89,20 @@ const CLASSES: Record<string, string> = {
 const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`
 
 /**
- * `pattern` (no leading slash) as a test of a whole `/`-separated path, or undefined for one git never matches
- * (a trailing backslash, an unclosed `[`, an unknown `[:class:]`). Plain names and `*.ext` skip the regex.
+ * `pattern` (no leading slash) as a test of a whole `/`-separated path, none for one git never matches (a trailing
+ * backslash, an unclosed `[`, an unknown `[:class:]`), and whether its classes read alike in ripgrep. Plain names
+ * and `*.ext` skip the regex.
  */
-function compile(pattern: string): ((subject: string) => boolean) | undefined {
-  if (!/[*?[\\]/.test(pattern)) return (subject) => subject === pattern
+function compile(pattern: string): { test?: (subject: string) => boolean; alike: boolean } {
+  if (!/[*?[\\]/.test(pattern)) return { test: (subject) => subject === pattern, alike: true }
   if (pattern[0] === '*' && !/[*?[\\/]/.test(pattern.slice(1))) {
     const suffix = pattern.slice(1)
-    return (subject) => subject.endsWith(suffix) && subject.indexOf('/') < 0
+    return { test: (subject) => subject.endsWith(suffix) && subject.indexOf('/') < 0, alike: true }
   }
+  const never = { alike: false }
+  let alike = true
   let out = ''
+  pattern = asBytes(pattern)
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!
     if (c === '\\') {
@@ -108,20 +126,25 @@ function compile(pattern: string): ((subject: string) => boolean) | undefined {
       const parsed = bracket(pattern, i)
       if (!parsed) return never
       out += parsed.regex
+      alike &&= parsed.alike
       i = parsed.end
     } else out += escapeChar(c)
   }
   const regex = new RegExp(`^${out}$`, 's')
-  return (subject) => regex.test(subject)
+  return { test: (subject) => regex.test(asBytes(subject)), alike }
 }
 
+/** git (and ripgrep) match bytes: `?` or a class takes one byte of a UTF-8 name, not one character. */
+const asBytes = (text: string) => (/[^\x00-\x7f]/.test(text) ? Buffer.from(text, 'utf8').toString('latin1') : text)
+
 /** wildmatch's `[...]` from `pattern[start]`: its regex and the index of its `]`, or undefined when git aborts. */
-function bracket(pattern: string, start: number): { regex: string; end: number } | undefined {
+function bracket(pattern: string, start: number): { regex: string; end: number; alike: boolean } | undefined {
   let p = start + 1
   const negated = pattern[p] === '!' || pattern[p] === '^'
   if (negated) p++
   const parts: string[] = []
   let prev: string | undefined
+  let alike = true
   // As in wildmatch: the first character, even `]`, is a member; the class ends at the next `]`.
   for (let first = true; first || pattern[p] !== ']'; first = false, p++) {
     let c = pattern[p]
@@ -131,9 +154,13 @@ function bracket(pattern: string, start: number): { regex: string; end: number }
       if (c === undefined) return undefined
       parts.push(escapeChar(c))
       prev = c
+      alike = false
     } else if (c === '-' && prev !== undefined && pattern[p + 1] !== undefined && pattern[p + 1] !== ']') {
       let to = pattern[++p]
-      if (to === '\\') to = pattern[++p]
+      if (to === '\\') {
+        to = pattern[++p]
+        alike = false
+      }
       if (to === undefined) return undefined
       parts.pop()
       // A reversed range matches nothing in git; JavaScript would refuse it.
@@ -146,6 +173,7 @@ function bracket(pattern: string, start: number): { regex: string; end: number }
         // No `:]` before the `]`: a plain `[` member.
         parts.push(escapeChar('['))
         prev = '['
+        alike = false
         continue
       }
       const members = CLASSES[pattern.slice(p + 2, close - 1)]
@@ -153,12 +181,15 @@ function bracket(pattern: string, start: number): { regex: string; end: number }
       parts.push(members)
       p = close
       prev = undefined
+      alike = false
     } else {
+      // A `-` after a range or a class is a member to git and a range to ripgrep.
+      if (c === '-' && !first && pattern[p + 1] !== ']') alike = false
       parts.push(escapeChar(c))
       prev = c
     }
   }
   // With WM_PATHNAME no class matches a slash, negated or not.
   const set = parts.join('')
-  return { regex: negated ? `[^/${set}]` : set ? `(?!/)[${set}]` : '(?!)', end: p }
+  return { regex: negated ? `[^/${set}]` : set ? `(?!/)[${set}]` : '(?!)', end: p, alike }
 }
