@@ -9,6 +9,8 @@ export interface Directory {
   limits: Limits
   /** Settles once the first check is done: undefined, or why checkpoints are off here. */
   ready: Promise<string | undefined>
+  /** The first check is done and found checkpoints on here. */
+  on?: boolean
   /** Why checkpoints went off here later (a measure after a snapshot found the folder over a limit). */
   off?: string
   /** How many files the last measure found. */
@@ -95,7 +97,9 @@ async function check(directory: Directory): Promise<string | undefined> {
       size = await shadow.measure(limits)
     }
     directory.files = size.files
-    return size.over ? offLine(shadow.cwd, `it holds ${size.over}`) : undefined
+    if (size.over) return offLine(shadow.cwd, `it holds ${size.over}`)
+    directory.on = true
+    return undefined
   } catch (error) {
     return offLine(shadow.cwd, error instanceof Error ? error.message : String(error))
   }

@@ -88,6 +88,18 @@ export class CheckpointService extends Service {
     ctx.on('agent/before-tools', async (agent, tools) => {
       if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.waitShown(agent)
     })
+    // A step's tools are done once its first result is logged (results follow all of a batch): the re-check of the
+    // tree they may have changed begins now, while the next request is built and sent, instead of after it. The
+    // next request's snapshot takes that capture (it began after the tools ended).
+    ctx.on('session/event', (session, event) => {
+      if (event.type !== 'tool/result') return
+      const agent = this.agentOf.get(session)
+      if (!agent || !writes(session.events, (event as SessionEvent<'tool/result'>).data.callId)) return
+      this.toolsEnded.set(agent, performance.now())
+      const directory = this.directories.get(agent.cwd)
+      // A failure here is the snapshot's to say: it takes this capture, or begins another when this one failed.
+      if (directory?.on && !directory.off) capture(directory, performance.now()).tree.catch(() => {})
+    })
     // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts soon
     // after a session is created or opened there, while the person types or the model thinks. A session prompted at
     // once (print mode, the web page) has its turn's snapshot first, which does that work.
@@ -131,6 +143,10 @@ export class CheckpointService extends Service {
 
   /** Each agent's snapshots, one after another (they never reject: a failure is a `keel/notice`). */
   private readonly pending = new WeakMap<Agent, Promise<void>>()
+  /** The agent of each session a snapshot was asked for in (subagents' are not: their parent's snapshots cover them). */
+  private readonly agentOf = new WeakMap<Session, Agent>()
+  /** When each agent's last tool that may change files ended (`performance.now()`). */
+  private readonly toolsEnded = new WeakMap<Agent, number>()
   /** Each agent's log length at its last request: what came after may call for a new capture. */
   private readonly prepared = new WeakMap<Agent, number>()
   /** Each agent's last snapshot's capture: a tool that may change files waits for it. */
@@ -175,6 +191,7 @@ export class CheckpointService extends Service {
   private startSnapshot(agent: Agent): void {
     // A subagent works in its parent's directory during the parent's `task` call; the parent's snapshots cover it.
     if (!this.config.enabled || agent.depth > 0) return
+    this.agentOf.set(agent.session, agent)
     const previous = this.pending.get(agent)
     const events = agent.session.events
     // Nothing since the last request could have changed a file (read-only tools, no new turn): this step's tools may
@@ -231,7 +248,8 @@ export class CheckpointService extends Service {
   private async snapshot(agent: Agent, captured: () => void, seen: number): Promise<void> {
     const kind = needsSnapshot(agent.session.events, this.covered.get(agent) ?? 0, seen)
     if (!kind) return
-    const after = performance.now()
+    // A capture that began after this step's tools ended (the one their result started) holds what they changed.
+    const after = (kind.kind === 'change' && this.toolsEnded.get(agent)) || performance.now()
     const directory = this.directory(agent.cwd)
     const off = (await directory.ready) ?? directory.off
     if (off) {
@@ -371,6 +389,17 @@ function needsSnapshot(
     }
   }
   return undefined
+}
+
+/** Whether the call `callId` (found from the end of the log) was of a tool that may change files. */
+function writes(events: readonly SessionEvent[], callId: string): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'tool/call' && (event as SessionEvent<'tool/call'>).data.callId === callId)
+      return !READ_ONLY_TOOLS.has((event as SessionEvent<'tool/call'>).data.name)
+    if (event.type === 'turn/start') return false
+  }
+  return false
 }
 
 /** Whether a turn began or a tool that may change files was called among the events from `from` on. */

@@ -126,3 +126,35 @@ test('the first tool that may write waits for git to read the tree, not for the 
   expect(readFileSync(join(cwd, 'f.txt'), 'utf8')).toBe('before\n')
   expect(readFileSync(join(cwd, 'gone.txt'), 'utf8')).toBe('deleted by the tool\n')
 }, 30_000)
+
+test("a re-check begun as its tool ended holds that step's change, and no later one's", async () => {
+  keel = await makeKeel({
+    steps: [
+      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 0.2; echo v1 > f.txt' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo v2 > f.txt' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 0.2; echo v3 > f.txt' } }] },
+      { text: 'done' },
+    ],
+    plugins: [[checkpointPlugin, config]],
+  })
+  const agent = keel.agent()
+  await agent.prompt('go')
+  await settle(agent)
+  const gitDir = join(keel.home, 'checkpoints', `${cwdSlug(keel.cwd)}.git`)
+  const fileIn = (tree: string) => {
+    try {
+      return execFileSync('git', ['--git-dir', gitDir, 'show', `${tree}:f.txt`], { encoding: 'utf8', stdio: 'pipe' })
+    } catch {
+      return null
+    }
+  }
+  const taken = agent.session.events
+    .filter((e) => e.type === 'checkpoint/snapshot')
+    .map((e) => (e as SessionEvent<'checkpoint/snapshot'>).data)
+  expect(taken.map((s) => [s.kind, fileIn(s.tree)])).toEqual([
+    ['turn-start', null],
+    ['change', 'v1\n'],
+    ['change', 'v2\n'],
+    ['change', 'v3\n'],
+  ])
+})
