@@ -36,7 +36,7 @@ const variants: Variant[] = [
   { label: 'yolo, checkpoints off', mode: 'yolo', checkpoints: false },
   { label: 'auto, a first answer that reasons', mode: 'auto', checkpoints: true, script: thinking },
 ]
-type Figures = { mean: number; firstBash: number; laterBash: number; end: number }
+type Figures = { mean: number; firstBash: number; laterBash: number; end: number; firstWait: number; laterWait: number }
 function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
   mkdirSync(home)
@@ -66,7 +66,13 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
   // Steps 3–6 are the bash calls: the gaps after their answers are gaps[2..5].
   const bashGaps = gaps.slice(2, 6)
   const end = events.find((event) => event.type === 'turn/end')!.time - answers.at(-1)!
+  // Answer → tool call of each bash (calls 3–6): what the tool waited for before it began (the checkpoint's capture,
+  // the permission check, the main thread busy with the sandbox's warm-up).
+  const calls = events.filter((event) => event.type === 'tool/call').map((event) => event.time)
+  const waits = calls.slice(2, 6).map((time, i) => time - answers[i + 2]!)
   return {
+    firstWait: waits[0]!,
+    laterWait: median(waits.slice(1)),
     mean: gaps.reduce((a, b) => a + b, 0) / gaps.length,
     firstBash: bashGaps[0]!,
     laterBash: median(bashGaps.slice(1)),
@@ -111,6 +117,11 @@ function report(pick: (variant: Variant, key: keyof Figures) => number): void {
     `${ratio(pick(auto, 'laterBash'), pick(yolo, 'laterBash'))} unsandboxed (target ≤ 2×)`,
   )
   row('unsandboxed bash gap, later (yolo)', ms(pick(yolo, 'laterBash')))
+  row(
+    'answer → first bash call, auto / yolo / checkpoints off',
+    `${ms(pick(auto, 'firstWait'))} / ${ms(pick(yolo, 'firstWait'))} / ${ms(pick(off, 'firstWait'))}`,
+    `later: ${ms(pick(auto, 'laterWait'))} / ${ms(pick(yolo, 'laterWait'))} / ${ms(pick(off, 'laterWait'))}`,
+  )
   row(
     'answer → turn end, checkpoints on (yolo)',
     ms(pick(yolo, 'end')),
