@@ -98,16 +98,20 @@ function isDirectory(path: string): boolean {
 const READ_IF_PRESENT = new Set(['.git/commondir'])
 
 /**
- * What a sandboxed command running in `cwd` must not write: every entry under each folder from the project root down
- * to `cwd`, and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An entry whose folder does
+ * What a sandboxed command running in `cwd` must not write: every entry under each folder of `dirs` (from the project
+ * root down to `cwd` unless given), and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An entry whose folder does
  * not exist is left out (`.git/hooks` outside a repository): the sandbox blocks a missing path by mounting over its
  * first missing part, and a `.git` mounted over would stop `git init`. `undo`: missing files that cannot be mounted
  * over (READ_IF_PRESENT) and must be removed if the command created them.
  */
-export function protectedTargets(cwd: string, entries = protectedEntries(cwd)): { deny: string[]; undo: string[] } {
+export function protectedTargets(
+  cwd: string,
+  entries = protectedEntries(cwd),
+  dirs = projectDirs(cwd),
+): { deny: string[]; undo: string[] } {
   const deny = new Set<string>(isDirectory(keelHome()) ? [keelHome()] : [])
   const undo: string[] = []
-  for (const dir of projectDirs(cwd))
+  for (const dir of dirs)
     for (const entry of entries) {
       const target = join(dir, entry)
       if (!isDirectory(dirname(target))) continue
