@@ -9,22 +9,15 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { answer, bash, makeRepo, todo } from './scenario.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-gap-'))
 const work = join(scratch, 'work')
-mkdirSync(work)
-for (let i = 0; i < 10; i++) writeFileSync(join(work, `f${i}.ts`), `export const x${i} = ${i}\n`)
-spawnSync('git', ['init', '-q'], { cwd: work })
-spawnSync('git', ['add', '-A'], { cwd: work })
-spawnSync('git', ['-c', 'user.email=b@b', '-c', 'user.name=b', 'commit', '-qm', 'init'], { cwd: work })
-const todo = (i: number) => ({
-  toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: `step ${i}`, status: 'in_progress' }] } }],
-})
-const bash = (i: number) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo hello ${i}` } }] })
-const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), { text: 'Done.' }]
+makeRepo(work)
+const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), answer]
 const script = join(scratch, 'script.json')
 writeFileSync(script, JSON.stringify({ steps }))
 // The same, but the first answer reasons for about 0.3 s first, as a reasoning model does (the gaps, measured from

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { accessSync, constants, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path'
-import { protectedEntries, protectedTargets } from '@keel/settings'
+import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { type Dangerous, dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
@@ -150,7 +150,7 @@ export class SandboxService extends Service {
     const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
     const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
     const custom: Partial<SandboxRuntimeConfig> = {
-      filesystem: { denyRead: [], allowWrite, denyWrite },
+      filesystem: { denyRead: unreadableTargets(), allowWrite, denyWrite },
       network: { allowedDomains: [], deniedDomains: [] },
     }
     // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.

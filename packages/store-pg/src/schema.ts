@@ -80,6 +80,10 @@ const MIGRATIONS: readonly string[] = [
    END $$;
    CREATE TRIGGER keel_ask_changed AFTER INSERT OR UPDATE ON keel_asks
      FOR EACH ROW EXECUTE FUNCTION keel_ask_changed();`,
+  // 3: an answer from another process counts only with a proof (src/approval.ts): the owner's random nonce per ask,
+  // and the HMAC the answering door wrote beside its answer. A Keel without this step refuses the schema, so no owner
+  // that would take an unproven answer runs on it.
+  `ALTER TABLE keel_asks ADD COLUMN nonce text, ADD COLUMN proof text;`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

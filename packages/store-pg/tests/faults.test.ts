@@ -125,11 +125,11 @@ describe.skipIf(skip)('the PostgreSQL store under faults', () => {
     const ctx = await boot()
     ctx.sessions.list() // creates the tables
     const { rows } = await client.query('SELECT version FROM keel_schema ORDER BY version')
-    expect(rows).toEqual([{ version: 1 }, { version: 2 }])
+    expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }])
     await client.query('INSERT INTO keel_schema VALUES (99)')
     const newer = await boot()
     expect(() => newer.sessions.list()).toThrow(
-      /^the session store postgres:\/\/keel@127\.0\.0\.1:\d+\/keel has Keel schema version 99; this Keel knows up to version 2 \(upgrade Keel\)$/,
+      /^the session store postgres:\/\/keel@127\.0\.0\.1:\d+\/keel has Keel schema version 99; this Keel knows up to version 3 \(upgrade Keel\)$/,
     )
   })
 
