@@ -13,6 +13,8 @@ export interface GitignoreRule {
   basename: boolean
   /** The literal text before the first wildcard (relative to the .gitignore's directory), for a quick rejection. */
   literal: string
+  /** Whether the pattern is all literal (`literal` is the whole of it). */
+  exact: boolean
   /** Whether the pattern matches `subject`: the name for a basename rule, else the path below the .gitignore's dir. */
   test: (subject: string) => boolean
 }
@@ -65,7 +67,8 @@ export function parseGitignore(text: string): Gitignore {
     const compiled = compile(pattern)
     if (!compiled.alike) ripgrepReadsAlike = false
     if (!compiled.test) continue
-    rules.push({ negative, dirOnly, basename, literal: /^[^*?[\\]*/.exec(pattern)![0], test: compiled.test })
+    const literal = /^[^*?[\\]*/.exec(pattern)![0]
+    rules.push({ negative, dirOnly, basename, literal, exact: literal === pattern, test: compiled.test })
   }
   return { rules, ripgrepReadsAlike }
 }
@@ -102,6 +105,7 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
   const never = { alike: false }
   let alike = true
   let out = ''
+  const literal = /^[^*?[\\]*/.exec(pattern)![0]
   pattern = asBytes(pattern)
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!
@@ -131,7 +135,8 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
     } else out += escapeChar(c)
   }
   const regex = new RegExp(`^${out}$`, 's')
-  return { test: (subject) => regex.test(asBytes(subject)), alike }
+  // Most names fail on the literal start (`npm-debug.log*`), before any regex runs.
+  return { test: (subject) => subject.startsWith(literal) && regex.test(asBytes(subject)), alike }
 }
 
 /** git (and ripgrep) match bytes: `?` or a class takes one byte of a UTF-8 name, not one character. */
