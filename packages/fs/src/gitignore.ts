@@ -28,7 +28,10 @@ interface Check {
 
 /** The last rule of the deepest .gitignore that matches decides, as in git (dir.c, last_matching_pattern). */
 function decide(checks: Check[], name: string): boolean {
-  for (const { rule, prefix } of checks) if (rule.test(rule.basename ? name : prefix + name)) return !rule.negative
+  for (const { rule, prefix } of checks) {
+    if (rule.nameEnd && (rule.nameIsEnd ? name !== rule.nameEnd : !name.endsWith(rule.nameEnd))) continue
+    if (rule.test(rule.basename ? name : prefix + name)) return !rule.negative
+  }
   return false
 }
 
@@ -175,7 +178,7 @@ function merged(checks: Check[]): Check[] {
       out.push(...checks.slice(i, end))
     } else {
       const names = new Set(checks.slice(i, end).map((check) => check.rule.literal))
-      out.push({ rule: { ...rule, test: (name) => names.has(name) }, prefix: '' })
+      out.push({ rule: { ...rule, nameEnd: '', test: (name) => names.has(name) }, prefix: '' })
     }
     i = end
   }

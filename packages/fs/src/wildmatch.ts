@@ -15,6 +15,12 @@ export interface GitignoreRule {
   literal: string
   /** Whether the pattern is all literal (`literal` is the whole of it). */
   exact: boolean
+  /**
+   * What the entry's own name must end with (`.map` for `*.map` in any directory), or be when the pattern's literal
+   * end holds a slash (`c` for `a?/b/c`): tested on the name before a path rule's path is even put together.
+   */
+  nameEnd: string
+  nameIsEnd: boolean
   /** Whether the pattern matches `subject`: the name for a basename rule, else the path below the .gitignore's dir. */
   test: (subject: string) => boolean
 }
@@ -68,7 +74,18 @@ export function parseGitignore(text: string): Gitignore {
     if (!compiled.alike) ripgrepReadsAlike = false
     if (!compiled.test) continue
     const literal = /^[^*?[\\]*/.exec(pattern)![0]
-    rules.push({ negative, dirOnly, basename, literal, exact: literal === pattern, test: compiled.test })
+    const end = /[^*?[\]\\]*$/.exec(pattern)![0]
+    const slash = end.lastIndexOf('/')
+    rules.push({
+      negative,
+      dirOnly,
+      basename,
+      literal,
+      exact: literal === pattern,
+      nameEnd: end.slice(slash + 1),
+      nameIsEnd: slash >= 0,
+      test: compiled.test,
+    })
   }
   return { rules, ripgrepReadsAlike }
 }
