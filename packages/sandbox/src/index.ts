@@ -137,9 +137,9 @@ export class SandboxService extends Service {
     const workspace = options.level === 'workspace'
     const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
     // A command that can reach no host (read-only, or no list and no one to ask) needs neither the proxy nor the
-    // relays to it: wrapped by a runtime that was never initialised, it gets `--unshare-net` alone, no socat (about a
-    // third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command that can
-    // reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
+    // relays to it: wrapped by a runtime that is configured but was never started, it gets `--unshare-net` alone, no
+    // socat (about a third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command
+    // that can reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
     const reaches = workspace && (domains.length > 0 || options.network !== undefined)
     const runtime = reaches ? await this.started() : await this.loaded()
     // A start that failed leaves the runtime with no config, and a wrap with none would scan the process's cwd again.

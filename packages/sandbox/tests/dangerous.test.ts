@@ -2,7 +2,8 @@
 // unwritable in the workspace sandbox anywhere the runtime's own scan would find them, measured from the SESSION's
 // cwd: under --cwd, in ACP and with serve --all it is not the process's. Real sandbox: bubblewrap, socat, ripgrep
 // (skipped with a reason elsewhere, failing under CI=true, as in sandbox.test.ts).
-import { spawnSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -11,6 +12,8 @@ import { Context } from 'cordis'
 import * as sandboxPlugin from '@keel/sandbox'
 import type { SandboxService, SandboxStatus } from '@keel/sandbox'
 import { runCommand } from '@keel/shell'
+import { SandboxManager } from '@anthropic-ai/sandbox-runtime'
+import { dangerousPaths } from '../src/dangerous.ts'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
 import { IN_CI } from '../../../test-support/system-tools.ts'
 
@@ -90,7 +93,69 @@ const NESTED = [
 // At the top of the cwd the runtime denies its dangerous names whether or not they exist yet.
 const TOP_MISSING = ['.bashrc', '.zshrc', '.profile', '.gitconfig', '.ripgreprc']
 
+// The runtime, left to itself in a fresh process whose cwd is `dir` (its ripgrep scan on), prints its bwrap command.
+const RUNTIME_ALONE = `
+const { SandboxManager } = await import(process.argv[1])
+const cwd = process.cwd()
+const { argv } = await SandboxManager.wrapWithSandboxArgv('true', 'bash', {
+  filesystem: { denyRead: [], allowWrite: [cwd], denyWrite: [] },
+  network: { allowedDomains: [], deniedDomains: [] },
+}, undefined, cwd)
+SandboxManager.cleanupAfterCommand()
+process.stdout.write(argv[2])
+`
+
+/** The words of a bwrap command line that name `dir` or a path below it: where something is mounted. */
+const mountsBelow = (line: string, dir: string) =>
+  new Set(line.split(/\s+/).filter((word) => word === dir || word.startsWith(`${dir}/`)))
+
 describe('dangerous files below the session cwd', () => {
+  // Parity with the runtime, so that an upgrade that adds a name or changes its depth fails here: for a folder holding
+  // every kind at and beyond the depth, Keel's list makes the runtime mount (deny, placeholder, pinned folder) at
+  // least everything its own scan of that folder does.
+  test("Keel's list covers what the runtime's own scan of the same folder denies", async ({ skip }) => {
+    skip(!runs(), unavailable())
+    const dir = join(root, 'parity')
+    gitInit(join(dir, 'sub'))
+    gitInit(join(dir, 'a/deep'))
+    for (const path of [
+      'sub/.vscode/settings.json',
+      'sub/.claude/agents/x.md',
+      'sub/.git/hooks/pre-commit',
+      'a/b/.bashrc',
+      'a/b/c/.zshrc',
+      'a/.idea/x.xml',
+      'a/b/.vscode/tasks.json',
+      'a/.mcp.json',
+      'a/b/.gitmodules',
+      'node_modules/x/.bashrc',
+      'A/.BASHRC',
+    ])
+      put(join(dir, path))
+    const runtime = createRequire(import.meta.url).resolve('@anthropic-ai/sandbox-runtime')
+    const alone = execFileSync(process.execPath, ['--input-type=module', '-e', RUNTIME_ALONE, runtime], {
+      cwd: dir,
+      encoding: 'utf8',
+    })
+    // The same runtime in this process, whose cwd is elsewhere and whose own scan is off, given Keel's list.
+    expect(process.cwd()).not.toBe(dir)
+    const { argv } = await SandboxManager.wrapWithSandboxArgv(
+      'true',
+      'bash',
+      {
+        filesystem: { denyRead: [], allowWrite: [dir], denyWrite: (await dangerousPaths(dir)).paths },
+        network: { allowedDomains: [], deniedDomains: [] },
+      },
+      undefined,
+      dir,
+    )
+    SandboxManager.cleanupAfterCommand()
+    const theirs = mountsBelow(alone, dir)
+    const ours = mountsBelow(argv[2]!, dir)
+    expect(theirs.size).toBeGreaterThan(15)
+    expect([...theirs].filter((path) => !ours.has(path))).toEqual([])
+  })
+
   test('stay unwritable in a cwd that is not the process cwd; other files there stay writable', async ({ skip }) => {
     skip(!runs(), unavailable())
     const cwd = join(root, 'project')
