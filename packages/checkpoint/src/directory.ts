@@ -17,7 +17,10 @@ export interface Directory {
   files?: number
   /** The limits were judged by the last process's figures: the first snapshot here measures again, beside it. */
   recalled?: boolean
-  /** The shadow had no index (its stat cache) and no project index seeded one: its first capture reads every file. */
+  /**
+   * The shadow had no index (its stat cache), no project index seeded one, and the folder is small enough to read at
+   * once: `prepare` begins its first capture.
+   */
   unread?: boolean
   /** The captures of the shadow's index, one at a time, in order. */
   queue: Promise<unknown>
@@ -41,15 +44,22 @@ export interface Capture {
  * and its blobs packed (four git processes more). */
 const SEED_MIN_ENTRIES = 256
 
+/**
+ * The folders `prepare` reads at once when nothing vouches for their files: about a tenth of a second of hashing. A
+ * larger one gains little (the turn's own capture is a second pass over it) and would hold up the exit of a run that
+ * fails before its session opens.
+ */
+const EARLY_READ = { files: 2000, bytes: 16_000_000 }
+
 /** Folders whose first check and capture began at the process's start (`prepare`), until a service takes them. */
 const prepared = new Map<string, Directory>()
 
 /**
  * Begins what the first snapshot of `cwd` in this process needs, before anything asks for it: the shadow and the
- * limits check, and for a shadow whose first capture would read every file (cold, not seeded) that capture. Print
- * mode calls it as it starts, so the turn's own snapshot, which the first writing tool waits for, re-reads a stat
- * cache. That capture began before the turn did, so no turn takes it as its rewind point (`capture` queues a new one
- * after it). A warm or seeded shadow gets none: its capture is a pass over the stat cache, the turn's own already.
+ * limits check, and for a small folder whose first capture would read every file (cold, not seeded) that capture.
+ * Print mode calls it as it starts, so the turn's own snapshot, which the first writing tool waits for, re-reads a
+ * stat cache. That capture began before the turn did, so no turn takes it as its rewind point (`capture` queues a new
+ * one after it). A warm or seeded shadow gets none: its capture is a pass over the stat cache, the turn's own already.
  */
 export function prepare(cwd: string, limits: Limits): void {
   const shadow = new Shadow(cwd, keelHome())
@@ -93,8 +103,9 @@ async function check(directory: Directory): Promise<string | undefined> {
     if (size) directory.recalled = true
     else if (shadow.projectEntries() >= SEED_MIN_ENTRIES) size = await shadow.seed(limits)
     if (!size) {
-      directory.unread = !shadow.warm()
+      const cold = !shadow.warm()
       size = await shadow.measure(limits)
+      directory.unread = cold && size.files <= EARLY_READ.files && size.bytes <= EARLY_READ.bytes
     }
     directory.files = size.files
     if (size.over) return offLine(shadow.cwd, `it holds ${size.over}`)
