@@ -102,7 +102,8 @@ export class CheckpointService extends Service {
     })
     // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts soon
     // after a session is created or opened there, while the person types or the model thinks. A session prompted at
-    // once (print mode, the web page) has its turn's snapshot first, which does that work.
+    // once (the web page) has its turn's snapshot first, which does that work; print mode began it as it started
+    // (`prepare` in directory.ts).
     ctx.on('session/created', (session) => {
       if (!this.config.enabled || session.header.parent) return
       const directory = this.directory(session.header.cwd)
