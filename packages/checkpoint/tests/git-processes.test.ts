@@ -1,10 +1,10 @@
-// The git processes a snapshot costs: a shadow is made without `git init`, a re-check of an unchanged tree is one
+// The git processes a snapshot costs: a shadow is made without `git init` (git finds it whole), a re-check of an unchanged tree is one
 // `add` (the index's checksum says its tree is the one already written), and a commit reads its parent from the
 // ref's file. Counted through a logging `git` first on PATH; each result checked against git itself.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { afterEach, beforeEach, expect, test } from 'vitest'
 import { Shadow } from '../src/shadow.ts'
 
@@ -94,4 +94,31 @@ test('commits chain on the session ref without asking git for its head', async (
   const three = await new Shadow(cwd, join(root, 'home')).keep(tree, 's1', 'turn 3 turn-start')
   const head = execFileSync('git', ['--git-dir', shadow.gitDir, 'rev-parse', `${three}^`], { encoding: 'utf8' })
   expect(head.trim()).toBe(two)
+})
+
+test('the shadow is made without git, private, and git finds it whole; a folder in the way is made one by git', async () => {
+  const cwd = project()
+  const home = join(root, 'home')
+  const shadow = new Shadow(cwd, home)
+  await shadow.init()
+  expect(ran()).toEqual([])
+  expect(statSync(shadow.gitDir).mode & 0o777).toBe(0o700)
+  const tree = await shadow.tree()
+  await shadow.keep(tree, 's1', 'turn 1 turn-start')
+  expect(execFileSync('git', ['--git-dir', shadow.gitDir, 'config', 'core.bare'], { encoding: 'utf8' }).trim()).toBe(
+    'true',
+  )
+  execFileSync('git', ['--git-dir', shadow.gitDir, 'fsck', '--strict', '--no-progress'], { stdio: 'pipe' })
+  // Nothing of the making is left beside it.
+  expect(readdirSync(join(home, 'checkpoints'))).toEqual([basename(shadow.gitDir)])
+
+  // What an init cut short leaves: a folder that is no repository yet.
+  const other = join(root, 'other')
+  mkdirSync(other)
+  const inTheWay = new Shadow(other, home)
+  mkdirSync(join(inTheWay.gitDir, 'objects'), { recursive: true })
+  ran()
+  await inTheWay.init()
+  expect(ran()).toEqual(['init'])
+  expect(await inTheWay.tree()).toMatch(/^[0-9a-f]{40}$/)
 })
