@@ -4,6 +4,8 @@
 // auto (sandbox and checkpoints on, the default of -p), yolo (no sandbox), and yolo with checkpoints off, the
 // baseline. Also the first sandboxed bash of the process against the later ones, with an instant model and with a
 // first answer that reasons for 0.3 s (the time the sandbox's warm-up gets in a real run).
+// KEEL_BENCH_COMPARE=<another checkout> runs that checkout's `bin/keel.js` too, interleaved in the same run (a
+// before/after, set up as checkpoint.bench.ts says), and prints its figures against the same baseline.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,6 +16,7 @@ import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
+const checkouts = [root, ...(process.env.KEEL_BENCH_COMPARE ? [process.env.KEEL_BENCH_COMPARE] : [])]
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-gap-'))
 const work = join(scratch, 'work')
 makeRepo(work)
@@ -34,13 +37,21 @@ const variants: Variant[] = [
   { label: 'auto, a first answer that reasons', mode: 'auto', checkpoints: true, script: thinking },
 ]
 type Figures = { mean: number; firstBash: number; laterBash: number; end: number }
-function runOnce(variant: Variant, n: number): Figures {
-  const home = join(scratch, `home-${variants.indexOf(variant)}-${n}`)
+function runOnce(variant: Variant, n: number, checkout: string): Figures {
+  const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
   mkdirSync(home)
   if (!variant.checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
   const run = spawnSync(
     process.execPath,
-    [join(root, 'bin/keel.js'), '-p', 'go', '--model', `scripted/${variant.script ?? script}`, '--mode', variant.mode],
+    [
+      join(checkout, 'bin/keel.js'),
+      '-p',
+      'go',
+      '--model',
+      `scripted/${variant.script ?? script}`,
+      '--mode',
+      variant.mode,
+    ],
     { cwd: work, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8' },
   )
   if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
@@ -63,10 +74,22 @@ function runOnce(variant: Variant, n: number): Figures {
   }
 }
 try {
-  const results = new Map<Variant, Figures[]>(variants.map((variant) => [variant, []]))
+  const results = new Map<string, Figures[]>()
   for (let i = 0; i < RUNS; i++)
-    for (const variant of i % 2 ? [...variants].reverse() : variants) results.get(variant)!.push(runOnce(variant, i))
-  const pick = (variant: Variant, key: keyof Figures) => median(results.get(variant)!.map((figures) => figures[key]))
+    for (const variant of i % 2 ? [...variants].reverse() : variants)
+      for (const checkout of checkouts) {
+        const key = `${checkout}\0${variant.label}`
+        results.set(key, [...(results.get(key) ?? []), runOnce(variant, i, checkout)])
+      }
+  for (const checkout of checkouts) {
+    if (checkout !== root) row(`${checkout}:`, '')
+    report((variant, key) => median(results.get(`${checkout}\0${variant.label}`)!.map((figures) => figures[key])))
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true })
+}
+
+function report(pick: (variant: Variant, key: keyof Figures) => number): void {
   const [auto, yolo, off, thinks] = variants as [Variant, Variant, Variant, Variant]
   const base = pick(off, 'mean')
   row(`mean gap, ${off.label} (median of ${RUNS})`, ms(base))
@@ -93,6 +116,4 @@ try {
     ms(pick(yolo, 'end')),
     `${ratio(pick(yolo, 'end'), Math.max(pick(off, 'end'), 1))} checkpoints off (${ms(pick(off, 'end'))}; target ≤ 1.2×)`,
   )
-} finally {
-  rmSync(scratch, { recursive: true, force: true })
 }

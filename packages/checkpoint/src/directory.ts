@@ -15,6 +15,8 @@ export interface Directory {
   files?: number
   /** The limits were judged by the last process's figures: the first snapshot here measures again, beside it. */
   recalled?: boolean
+  /** The shadow had no index (its stat cache) and no project index seeded one: its first capture reads every file. */
+  unread?: boolean
   /** The captures of the shadow's index, one at a time, in order. */
   queue: Promise<unknown>
   /** The last capture begun or queued. */
@@ -41,18 +43,20 @@ const SEED_MIN_ENTRIES = 256
 const prepared = new Map<string, Directory>()
 
 /**
- * Begins what the first snapshot of `cwd` in this process needs, before anything asks for it: the shadow, the limits
- * check, and a first capture that reads the tree into the shadow's index. Print mode calls it as it starts, so the
- * turn's own snapshot, which the first writing tool waits for, is a re-read of a stat cache. That capture began
- * before the turn did, so no turn takes it as its rewind point (`capture` queues a new one after it).
+ * Begins what the first snapshot of `cwd` in this process needs, before anything asks for it: the shadow and the
+ * limits check, and for a shadow whose first capture would read every file (cold, not seeded) that capture. Print
+ * mode calls it as it starts, so the turn's own snapshot, which the first writing tool waits for, re-reads a stat
+ * cache. That capture began before the turn did, so no turn takes it as its rewind point (`capture` queues a new one
+ * after it). A warm or seeded shadow gets none: its capture is a pass over the stat cache, the turn's own already.
  */
 export function prepare(cwd: string, limits: Limits): void {
-  const directory = makeDirectory(cwd, limits)
-  if (prepared.has(directory.shadow.gitDir)) return
-  prepared.set(directory.shadow.gitDir, directory)
+  const shadow = new Shadow(cwd, keelHome())
+  if (prepared.has(shadow.gitDir)) return
+  const directory = makeDirectory(shadow, limits)
+  prepared.set(shadow.gitDir, directory)
   directory.ready.then(
     (off) => {
-      if (!off && !directory.latest) capture(directory, 0).tree.catch(() => {})
+      if (!off && directory.unread && !directory.latest) capture(directory, 0).tree.catch(() => {})
     },
     () => {},
   )
@@ -60,23 +64,16 @@ export function prepare(cwd: string, limits: Limits): void {
 
 /** The folder's directory: the one `prepare` began, when its limits are these, or a new one. */
 export function openDirectory(cwd: string, limits: Limits): Directory {
-  const made = makeDirectory(cwd, limits)
-  const early = prepared.get(made.shadow.gitDir)
-  if (!early) return made
-  prepared.delete(made.shadow.gitDir)
-  if (early.limits.maxFiles === limits.maxFiles && early.limits.maxBytes === limits.maxBytes) return early
-  // Judged by other limits: checked again, its captures queued after the early ones (one index, one at a time).
-  made.queue = early.queue
-  return made
+  const shadow = new Shadow(cwd, keelHome())
+  const early = prepared.get(shadow.gitDir)
+  prepared.delete(shadow.gitDir)
+  if (early?.limits.maxFiles === limits.maxFiles && early.limits.maxBytes === limits.maxBytes) return early
+  // Judged by other limits, it is checked again, its captures queued after the early ones (one index, one at a time).
+  return makeDirectory(shadow, limits, early?.queue)
 }
 
-function makeDirectory(cwd: string, limits: Limits): Directory {
-  const made: Directory = {
-    shadow: new Shadow(cwd, keelHome()),
-    limits,
-    ready: Promise.resolve(undefined),
-    queue: Promise.resolve(),
-  }
+function makeDirectory(shadow: Shadow, limits: Limits, queue: Promise<unknown> = Promise.resolve()): Directory {
+  const made: Directory = { shadow, limits, ready: Promise.resolve(undefined), queue }
   made.ready = check(made)
   return made
 }
@@ -92,9 +89,11 @@ async function check(directory: Directory): Promise<string | undefined> {
     await shadow.init()
     let size = shadow.warm() ? shadow.recall(limits) : undefined
     if (size) directory.recalled = true
-    else
-      size =
-        (shadow.projectEntries() >= SEED_MIN_ENTRIES && (await shadow.seed(limits))) || (await shadow.measure(limits))
+    else if (shadow.projectEntries() >= SEED_MIN_ENTRIES) size = await shadow.seed(limits)
+    if (!size) {
+      directory.unread = !shadow.warm()
+      size = await shadow.measure(limits)
+    }
     directory.files = size.files
     return size.over ? offLine(shadow.cwd, `it holds ${size.over}`) : undefined
   } catch (error) {

@@ -282,7 +282,10 @@ export class Shadow {
       // Untracked-cache and fsmonitor data describe the project's setup; a split index's other half is not here
       // (reading it fails, and the shadow stays cold).
       await git(this.env(name), ['update-index', '--no-untracked-cache', '--no-fsmonitor', '--no-split-index'])
-      const entries = await git(this.env(name), ['ls-files', '-s', '-v', '-z'])
+      const [entries, ignored] = await Promise.all([
+        git(this.env(name), ['ls-files', '-s', '-v', '-z']),
+        git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
+      ])
       const blobs = new Set<string>()
       let converts = existsSync(join(projectGit, 'info', 'attributes'))
       for (const entry of entries.split('\0')) {
@@ -294,7 +297,6 @@ export class Shadow {
         const path = entry.slice(tab + 1)
         if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
       }
-      const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
       if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
       await this.dropOwn(name)
       const [, convertsToo, size] = await Promise.all([

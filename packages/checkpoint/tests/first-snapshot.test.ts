@@ -83,6 +83,24 @@ test('begun at the start of the process, it is taken over; a file changed after 
   expect(ran).not.toContain('init')
 })
 
+test('taken over while still under way, the folder is checked once; the rewind point is the tree at the turn start', async () => {
+  const log = gitWrapper()
+  keel = await makeKeel({
+    steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo agent > f.txt' } }] }, { text: 'done' }],
+    plugins: [[checkpointPlugin, config]],
+  })
+  const cwd = keel.cwd
+  for (let i = 0; i < 50; i++) writeFileSync(join(cwd, `f${i}.txt`), `${i}\n`)
+  writeFileSync(join(cwd, 'f.txt'), 'before\n')
+  prepare(cwd, config)
+  const agent = keel.agent()
+  await agent.prompt('go')
+  await settle(agent)
+  expect(commands(log).filter((command) => command === 'ls-files')).toHaveLength(1)
+  await rewindToFirstTurn(agent)
+  expect(readFileSync(join(cwd, 'f.txt'), 'utf8')).toBe('before\n')
+})
+
 test('the first tool that may write waits for git to read the tree, not for the commit; the rewind is exact', async () => {
   // A `commit-tree` that takes a second: the turn-start snapshot's event comes long after the tool ran.
   gitWrapper(`case " $* " in *" commit-tree "*) sleep 1;; esac`)

@@ -28,7 +28,10 @@ interface Check {
 
 /** The last rule of the deepest .gitignore that matches decides, as in git (dir.c, last_matching_pattern). */
 function decide(checks: Check[], name: string): boolean {
-  for (const { rule, prefix } of checks) if (rule.test(rule.basename ? name : prefix + name)) return !rule.negative
+  for (const { rule, prefix } of checks) {
+    if (rule.nameEnd && (rule.nameIsEnd ? name !== rule.nameEnd : !name.endsWith(rule.nameEnd))) continue
+    if (rule.test(rule.basename ? name : prefix + name)) return !rule.negative
+  }
   return false
 }
 
@@ -131,7 +134,7 @@ export class GitignoreRules {
         if (!rule.dirOnly) files.push(check)
       }
     }
-    found = new DirectoryRules(files, dirs, alike)
+    found = new DirectoryRules(merged(files), merged(dirs), alike)
     this.here.set(dir, found)
     return found
   }
@@ -155,6 +158,31 @@ export class GitignoreRules {
     this.dirs.set(rel, ignored)
     return ignored
   }
+}
+
+/**
+ * `checks` with each run of plain-name rules of one sign (`logs`, `coverage`, `.env`, … in a long .gitignore) made
+ * one lookup: within a run the first to match decides, and all of them decide alike.
+ */
+function merged(checks: Check[]): Check[] {
+  const out: Check[] = []
+  for (let i = 0; i < checks.length; ) {
+    const { rule } = checks[i]!
+    let end = i + 1
+    if (rule.basename && rule.exact)
+      while (end < checks.length && checks[end]!.rule.basename && checks[end]!.rule.exact) {
+        if (checks[end]!.rule.negative !== rule.negative) break
+        end++
+      }
+    if (end - i < 3) {
+      out.push(...checks.slice(i, end))
+    } else {
+      const names = new Set(checks.slice(i, end).map((check) => check.rule.literal))
+      out.push({ rule: { ...rule, nameEnd: '', test: (name) => names.has(name) }, prefix: '' })
+    }
+    i = end
+  }
+  return out
 }
 
 /**

@@ -117,8 +117,12 @@ export async function ripgrepFiles(rg: Ripgrep, root: string, flags: string[], s
 export async function globFilter(pattern: string, baseNameMatch: boolean): Promise<(rel: string) => boolean> {
   const { default: picomatch } = await import('picomatch')
   const glob = pattern.replace(/^(\.\/)+/, '')
-  const matcher = picomatch(glob, { dot: true, basename: baseNameMatch && !glob.includes('/') })
-  return (rel) => matcher(rel)
+  // picomatch's own matcher, without the two result objects it builds for every path of a large listing: the path
+  // equal to the glob, or the glob's regex on it (on its last part for a bare name).
+  const regex = picomatch.makeRe(glob, { dot: true })
+  if (baseNameMatch && !glob.includes('/'))
+    return (rel) => rel === glob || regex.test(rel.slice(rel.lastIndexOf('/') + 1))
+  return (rel) => rel === glob || regex.test(rel)
 }
 
 /**

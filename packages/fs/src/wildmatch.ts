@@ -13,6 +13,14 @@ export interface GitignoreRule {
   basename: boolean
   /** The literal text before the first wildcard (relative to the .gitignore's directory), for a quick rejection. */
   literal: string
+  /** Whether the pattern is all literal (`literal` is the whole of it). */
+  exact: boolean
+  /**
+   * What the entry's own name must end with (`.map` for `*.map` in any directory), or be when the pattern's literal
+   * end holds a slash (`c` for `a?/b/c`): tested on the name before a path rule's path is even put together.
+   */
+  nameEnd: string
+  nameIsEnd: boolean
   /** Whether the pattern matches `subject`: the name for a basename rule, else the path below the .gitignore's dir. */
   test: (subject: string) => boolean
 }
@@ -65,7 +73,19 @@ export function parseGitignore(text: string): Gitignore {
     const compiled = compile(pattern)
     if (!compiled.alike) ripgrepReadsAlike = false
     if (!compiled.test) continue
-    rules.push({ negative, dirOnly, basename, literal: /^[^*?[\\]*/.exec(pattern)![0], test: compiled.test })
+    const literal = /^[^*?[\\]*/.exec(pattern)![0]
+    const end = /[^*?[\]\\]*$/.exec(pattern)![0]
+    const slash = end.lastIndexOf('/')
+    rules.push({
+      negative,
+      dirOnly,
+      basename,
+      literal,
+      exact: literal === pattern,
+      nameEnd: end.slice(slash + 1),
+      nameIsEnd: slash >= 0,
+      test: compiled.test,
+    })
   }
   return { rules, ripgrepReadsAlike }
 }
@@ -102,6 +122,7 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
   const never = { alike: false }
   let alike = true
   let out = ''
+  const literal = /^[^*?[\\]*/.exec(pattern)![0]
   pattern = asBytes(pattern)
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!
@@ -131,7 +152,8 @@ function compile(pattern: string): { test?: (subject: string) => boolean; alike:
     } else out += escapeChar(c)
   }
   const regex = new RegExp(`^${out}$`, 's')
-  return { test: (subject) => regex.test(asBytes(subject)), alike }
+  // Most names fail on the literal start (`npm-debug.log*`), before any regex runs.
+  return { test: (subject) => subject.startsWith(literal) && regex.test(asBytes(subject)), alike }
 }
 
 /** git (and ripgrep) match bytes: `?` or a class takes one byte of a UTF-8 name, not one character. */

@@ -182,10 +182,10 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
       'unclosed[': needle,
       'back\\': needle,
       '.hidden/h.txt': needle,
-      'café': needle,
-      'cafe': needle,
-      'nõo': needle,
-      'éx': needle,
+      café: needle,
+      cafe: needle,
+      nõo: needle,
+      éx: needle,
       'm.b': needle,
       '{m,n}.b': needle,
       tab: needle,
@@ -194,6 +194,19 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
       'esc  ': needle,
       ']z': needle,
     })
+  })
+
+  it('reads a long .gitignore of plain names with negations among them, as git does', async () => {
+    const names = ['logs', 'pids', 'coverage', '.env', 'out', 'tmp', 'cache', 'lib']
+    const listed = await agree(t, {
+      '.gitignore': `${names.join('\n')}\n!tmp\n!cache\nkeep\nmore\nstill\n!lib/\n`,
+      'sub/.gitignore': 'x\ny\nz\n!logs\n!out/\nw\n',
+      ...Object.fromEntries([...names, 'keep', 'more', 'still', 'other'].map((name) => [name, needle])),
+      ...Object.fromEntries(
+        ['logs', 'out/a', 'x', 'y', 'w', 'v', 'lib/a', 'tmp'].map((name) => [`sub/${name}`, needle]),
+      ),
+    })
+    expect(listed).toEqual(['cache', 'other', 'sub/lib/a', 'sub/logs', 'sub/out/a', 'sub/tmp', 'sub/v', 'tmp'])
   })
 
   it('agrees with git on generated trees and .gitignore files', async () => {

@@ -3,8 +3,9 @@
 // from another process counts only when it carries a proof: an HMAC-SHA256, under the person's approval key, over the
 // ask's ids, the owner's random nonce for that ask (so an old answer cannot be replayed on a new ask), a digest of the
 // question as the answering door showed it (so a question rewritten in the row, "echo hi" shown for "rm -rf", cannot
-// collect an answer meant for another), the answer and the machine it names. The key is a file in $KEEL_HOME, the same on every machine whose doors answer; no sandboxed
-// command can read it (@keel/settings' `unreadableTargets`), and the database never holds it.
+// collect an answer meant for another), the answer and the machine it names. The key is a file in $KEEL_HOME/private,
+// the same on every machine whose doors answer; no sandboxed command can see that folder (@keel/settings'
+// `unreadableTargets`), and the database never holds the key.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -37,8 +38,8 @@ export interface AnswerTarget {
 const KEY_BYTES = 32
 
 /**
- * Reads `$KEEL_HOME/private/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first Keel on a
- * machine makes it, and the person copies that file to the other machines. Throws one line naming the file.
+ * Reads `$KEEL_HOME/private/approval.key`, creating it (32 random bytes, mode 0600) when there is none: the first
+ * Keel on a machine makes it, and the person copies that file to the other machines. Throws one line naming the file.
  */
 export function approvalKey(path = approvalKeyPath()): ApprovalKey {
   const read = () => Buffer.from(readFileSync(path, 'utf8').trim(), 'base64url')
