@@ -5,32 +5,44 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { test as base, describe, expect } from 'vitest'
 import { requestCost } from '@keel/session/cost'
 import { modelInfo } from '../../llm/src/catalog.ts'
-import { startFakeProvider, type FakeProvider } from '../../../test-support/fake-provider.ts'
+import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const MODEL = 'claude-sonnet-4-5'
 const PRICE = modelInfo('anthropic', MODEL).price!
 
-let scratch: string
-let fake: FakeProvider | undefined
-beforeEach(() => {
-  scratch = mkdtempSync(join(tmpdir(), 'keel-cost-'))
-  mkdirSync(join(scratch, 'home'))
-  // The runs' cwd, beside the home: a cwd holding the home would snapshot the earlier runs' checkpoints too.
-  mkdirSync(join(scratch, 'work'))
-  settings({ llm: { retryBaseDelayMs: 10 } })
-})
-afterEach(async () => {
-  await fake?.close()
-  fake = undefined
-  rmSync(scratch, { recursive: true, force: true })
+interface Scratch {
+  dir: string
+  fake?: FakeProvider
+  /** Starts this test's fake Anthropic server. */
+  serve(replies: FakeReply[]): Promise<FakeProvider>
+}
+
+// Each test has a folder and a fake server of its own, so the tests run side by side: most of their time is waiting
+// (on retry-after, on the child).
+const test = base.extend<{ scratch: Scratch }>({
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads which fixtures this one needs from the pattern
+  scratch: async ({}, use) => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-cost-'))
+    mkdirSync(join(dir, 'home'))
+    // The runs' cwd, beside the home: a cwd holding the home would snapshot the earlier runs' checkpoints too.
+    mkdirSync(join(dir, 'work'))
+    const scratch: Scratch = {
+      dir,
+      serve: async (replies) => (scratch.fake = await startFakeProvider(replies)),
+    }
+    settings(scratch, { llm: { retryBaseDelayMs: 10 } })
+    await use(scratch)
+    await scratch.fake?.close()
+    rmSync(dir, { recursive: true, force: true })
+  },
 })
 
-function settings(values: object): void {
-  writeFileSync(join(scratch, 'home', 'settings.json'), JSON.stringify(values))
+function settings(scratch: Scratch, values: object): void {
+  writeFileSync(join(scratch.dir, 'home', 'settings.json'), JSON.stringify(values))
 }
 
 interface Run {
@@ -39,17 +51,21 @@ interface Run {
   stderr: string
 }
 
-function keel(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Run> {
+function keel(
+  scratch: Scratch,
+  args: string[],
+  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
+): Promise<Run> {
   const child = spawn(
     process.execPath,
     [join(root, 'bin/keel.js'), '--model', `anthropic/${MODEL}`, '--output-format', 'json', ...args],
     {
-      cwd: join(scratch, 'work'),
+      cwd: join(scratch.dir, 'work'),
       env: {
         ...process.env,
-        KEEL_HOME: join(scratch, 'home'),
+        KEEL_HOME: join(scratch.dir, 'home'),
         ANTHROPIC_API_KEY: 'sk-ant-test',
-        ANTHROPIC_BASE_URL: fake!.url,
+        ANTHROPIC_BASE_URL: scratch.fake!.url,
       },
     },
   )
@@ -96,9 +112,12 @@ function expectFollowing(body: Body) {
   ])
 }
 
-describe('prompt caching through keel -p', () => {
-  test('breakpoints follow the conversation; the prefix is byte-identical across steps, -c and a compaction', async () => {
-    fake = await startFakeProvider([
+describe.concurrent('prompt caching through keel -p', () => {
+  test('breakpoints follow the conversation; the prefix is byte-identical across steps, -c and a compaction', async ({
+    scratch,
+    expect,
+  }) => {
+    const fake = await scratch.serve([
       {
         toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }],
         usage: { input: 3000, output: 40, cacheWrite: 2900 },
@@ -108,16 +127,16 @@ describe('prompt caching through keel -p', () => {
       { text: 'Summary: the person asked twice; echo hi ran.', usage: { input: 900, output: 30 } },
       { text: 'after', usage: { input: 1200, output: 5, cacheWrite: 1100 } },
     ])
-    const first = await keel(['-p', 'first'])
+    const first = await keel(scratch, ['-p', 'first'])
     expect(first.code, first.stderr).toBe(0)
     const result = JSON.parse(first.stdout)
     expect(result.usage).toEqual({ input: 6100, output: 50, cacheRead: 2900, cacheWrite: 3050 })
 
-    const second = await keel(['-p', '-c', 'second'])
+    const second = await keel(scratch, ['-p', '-c', 'second'])
     expect(second.code, second.stderr).toBe(0)
     // The next run compacts first: its estimate (9000 tokens) is past the threshold of a 4000-token window.
-    settings({ llm: { retryBaseDelayMs: 10 }, compaction: { contextWindow: 4000, keepTurns: 1 } })
-    const third = await keel(['-p', '-c', 'third'])
+    settings(scratch, { llm: { retryBaseDelayMs: 10 }, compaction: { contextWindow: 4000, keepTurns: 1 } })
+    const third = await keel(scratch, ['-p', '-c', 'third'])
     expect(third.code, third.stderr).toBe(0)
     expect(JSON.parse(third.stdout).costs.map((part: { source: string }) => part.source)).toEqual([
       'model',
@@ -138,14 +157,17 @@ describe('prompt caching through keel -p', () => {
   }, 60_000)
 })
 
-describe('cost in the -p JSON', () => {
-  test('equals the catalog arithmetic over the turn’s requests, a subagent’s included and listed', async () => {
+describe.concurrent('cost in the -p JSON', () => {
+  test('equals the catalog arithmetic over the turn’s requests, a subagent’s included and listed', async ({
+    scratch,
+    expect,
+  }) => {
     const usages = [
       { input: 2000, output: 100, cacheWrite: 1800 },
       { input: 1500, output: 60, cacheRead: 1200 },
       { input: 2300, output: 20, cacheRead: 1800, cacheWrite: 400 },
     ]
-    fake = await startFakeProvider([
+    await scratch.serve([
       {
         toolCalls: [{ name: 'task', arguments: { description: 'Look', prompt: 'CHILD: look around' } }],
         usage: usages[0],
@@ -153,7 +175,7 @@ describe('cost in the -p JSON', () => {
       { text: 'Nothing here.', usage: usages[1] },
       { text: 'The child looked.', usage: usages[2] },
     ])
-    const run = await keel(['-p', 'PARENT: delegate'])
+    const run = await keel(scratch, ['-p', 'PARENT: delegate'])
     expect(run.code, run.stderr).toBe(0)
     const result = JSON.parse(run.stdout)
     const each = usages.map((usage) => requestCost(usage, PRICE))
@@ -166,15 +188,23 @@ describe('cost in the -p JSON', () => {
     expect(result.usage).toEqual({ input: 5800, output: 180, cacheRead: 3000, cacheWrite: 2200 })
   }, 60_000)
 
-  test('a model with no known price says null, and sessions show says "cost unknown", never $0', async () => {
-    fake = await startFakeProvider([{ text: 'hi', usage: { input: 10, output: 1 } }])
-    settings({ llm: { retryBaseDelayMs: 10 } })
+  test('a model with no known price says null, and sessions show says "cost unknown", never $0', async ({
+    scratch,
+    expect,
+  }) => {
+    const fake = await scratch.serve([{ text: 'hi', usage: { input: 10, output: 1 } }])
+    settings(scratch, { llm: { retryBaseDelayMs: 10 } })
     const child = spawn(
       process.execPath,
       [join(root, 'bin/keel.js'), '--model', 'anthropic/claude-unreleased-9', '--output-format', 'json', '-p', 'hi'],
       {
-        cwd: join(scratch, 'work'),
-        env: { ...process.env, KEEL_HOME: join(scratch, 'home'), ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url },
+        cwd: join(scratch.dir, 'work'),
+        env: {
+          ...process.env,
+          KEEL_HOME: join(scratch.dir, 'home'),
+          ANTHROPIC_API_KEY: 'k',
+          ANTHROPIC_BASE_URL: fake.url,
+        },
       },
     )
     let stdout = ''
@@ -185,29 +215,32 @@ describe('cost in the -p JSON', () => {
     expect(await new Promise((done) => child.on('close', done))).toBe(0)
     const result = JSON.parse(stdout)
     expect(result.costUsd).toBeNull()
-    const shown = await keel(['sessions', 'show', result.sessionId])
+    const shown = await keel(scratch, ['sessions', 'show', result.sessionId])
     expect(shown.stdout).toMatch(/cost +cost unknown/)
     expect(shown.stdout).not.toContain('$0.00')
   }, 60_000)
 })
 
-describe('the catalog through settings.json', () => {
-  test('an override in the user settings wins (max_tokens); a project file may not set a price', async () => {
-    fake = await startFakeProvider([{ text: 'ok' }, { text: 'ok' }])
-    const run = await keel(['-p', 'hi'])
+describe.concurrent('the catalog through settings.json', () => {
+  test('an override in the user settings wins (max_tokens); a project file may not set a price', async ({
+    scratch,
+    expect,
+  }) => {
+    const fake = await scratch.serve([{ text: 'ok' }, { text: 'ok' }])
+    const run = await keel(scratch, ['-p', 'hi'])
     expect(run.code, run.stderr).toBe(0)
     expect(fake.requests[0]!.body.max_tokens).toBe(modelInfo('anthropic', MODEL).maxOutput)
-    settings({ models: { [`anthropic/${MODEL}`]: { maxOutput: 1234 } } })
-    const overridden = await keel(['-p', 'hi'])
+    settings(scratch, { models: { [`anthropic/${MODEL}`]: { maxOutput: 1234 } } })
+    const overridden = await keel(scratch, ['-p', 'hi'])
     expect(overridden.code, overridden.stderr).toBe(0)
     expect(fake.requests[1]!.body.max_tokens).toBe(1234)
-    mkdirSync(join(scratch, 'work', '.git'))
-    mkdirSync(join(scratch, 'work', '.keel'))
+    mkdirSync(join(scratch.dir, 'work', '.git'))
+    mkdirSync(join(scratch.dir, 'work', '.keel'))
     writeFileSync(
-      join(scratch, 'work', '.keel', 'settings.json'),
+      join(scratch.dir, 'work', '.keel', 'settings.json'),
       JSON.stringify({ models: { [`anthropic/${MODEL}`]: { price: { input: 0, output: 0 } } } }),
     )
-    const refused = await keel(['-p', 'hi'])
+    const refused = await keel(scratch, ['-p', 'hi'])
     expect(refused.code).toBe(2)
     expect(refused.stderr).toMatch(
       /settings\.json: models\.anthropic\/claude-sonnet-4-5\.price is read only from your own settings/,
@@ -216,11 +249,14 @@ describe('the catalog through settings.json', () => {
   }, 60_000)
 })
 
-describe('retries through keel -p', () => {
-  test('429 with retry-after: 2, twice, then a stream: exit 0, attempts ≥ 2 s apart, the wait on stderr', async () => {
+describe.concurrent('retries through keel -p', () => {
+  test('429 with retry-after: 2, twice, then a stream: exit 0, attempts ≥ 2 s apart, the wait on stderr', async ({
+    scratch,
+    expect,
+  }) => {
     const limited = { status: 429, headers: { 'retry-after': '2' } }
-    fake = await startFakeProvider([limited, limited, { text: 'made it' }])
-    const run = await keel(['-p', 'hi'])
+    const fake = await scratch.serve([limited, limited, { text: 'made it' }])
+    const run = await keel(scratch, ['-p', 'hi'])
     expect(run.code, run.stderr).toBe(0)
     expect(JSON.parse(run.stdout).text).toBe('made it')
     const at = fake.requests.map((request) => request.at)
@@ -231,19 +267,19 @@ describe('retries through keel -p', () => {
     expect(run.stderr).toContain('keel: rate limited by anthropic, retrying in 2 s (3/6)')
   }, 60_000)
 
-  test('retry-after: 9999 is capped by llm.retryMaxWaitMs', async () => {
-    settings({ llm: { retryBaseDelayMs: 10, retryMaxWaitMs: 500 } })
-    fake = await startFakeProvider([{ status: 429, headers: { 'retry-after': '9999' } }, { text: 'ok' }])
-    const run = await keel(['-p', 'hi'])
+  test('retry-after: 9999 is capped by llm.retryMaxWaitMs', async ({ scratch, expect }) => {
+    settings(scratch, { llm: { retryBaseDelayMs: 10, retryMaxWaitMs: 500 } })
+    const fake = await scratch.serve([{ status: 429, headers: { 'retry-after': '9999' } }, { text: 'ok' }])
+    const run = await keel(scratch, ['-p', 'hi'])
     expect(run.code, run.stderr).toBe(0)
     expect(run.stderr).toContain('retrying in 1 s (2/6)')
     expect(fake.requests[1]!.at - fake.requests[0]!.at).toBeLessThan(5000)
   }, 60_000)
 
-  test('SIGTERM during the wait ends the run at once (exit 143)', async () => {
-    fake = await startFakeProvider([{ status: 429, headers: { 'retry-after': '60' } }, { text: 'never' }])
+  test('SIGTERM during the wait ends the run at once (exit 143)', async ({ scratch, expect }) => {
+    const fake = await scratch.serve([{ status: 429, headers: { 'retry-after': '60' } }, { text: 'never' }])
     let signalled = 0
-    const run = await keel(['-p', 'hi'], (text, child) => {
+    const run = await keel(scratch, ['-p', 'hi'], (text, child) => {
       if (!signalled && text.includes('retrying in')) {
         signalled = Date.now()
         child.kill('SIGTERM')

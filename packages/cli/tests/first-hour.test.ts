@@ -1,16 +1,18 @@
 // The first hour of a new user, through the real `keel` binary: project instructions in the request the provider
 // receives, settings files and `keel config`, the first run without a key, and the CLI paths that used to lose input.
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, test, vi } from 'vitest'
+import { afterAll, describe, test, vi } from 'vitest'
 import { startFakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
+import { run } from '../../../test-support/processes.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-// Several real keel processes per test, on a machine the suite shares.
+// Several real keel processes per test, on a machine the suite shares. The tests run side by side (each in its own
+// project and KEEL_HOME), and so do a test's runs that do not depend on each other.
 vi.setConfig({ testTimeout: 120_000 })
 
 let folders = 0
@@ -41,12 +43,7 @@ function clean(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 
 function keel(args: string[], options: Options) {
   const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: options.home, ...options.env })
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
-    cwd: options.cwd,
-    env,
-    encoding: 'utf8',
-    input: options.input ?? '',
-  })
+  return run(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: options.cwd, env, input: options.input })
 }
 
 /** Runs keel against a fake OpenAI-compatible provider (asynchronously: the provider lives in this process). */
@@ -86,8 +83,10 @@ const systemOf = (body: { messages: { role: string; content: string }[] }) =>
 const userOf = (body: { messages: { role: string; content: unknown }[] }) =>
   body.messages.find((m) => m.role === 'user')!.content
 
-describe('project instructions', () => {
-  test("AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user's first, in every request byte for byte", async () => {
+describe.concurrent('project instructions', () => {
+  test("AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user's first, in every request byte for byte", async ({
+    expect,
+  }) => {
     const p = project()
     writeFileSync(join(p.home, 'AGENTS.md'), 'USER-RULE: answer in English.\n')
     writeFileSync(join(p.repo, 'AGENTS.md'), 'ROOT-RULE: run npm test.\n')
@@ -121,7 +120,9 @@ describe('project instructions', () => {
     ])
   })
 
-  test("without a .git above, only the cwd's own file; the total is capped at 32 KiB with a note of what was cut", async () => {
+  test("without a .git above, only the cwd's own file; the total is capped at 32 KiB with a note of what was cut", async ({
+    expect,
+  }) => {
     const p = project()
     rmSync(join(p.repo, '.git'), { recursive: true })
     writeFileSync(join(p.repo, 'AGENTS.md'), 'PARENT: not a project root any more.\n')
@@ -135,7 +136,7 @@ describe('project instructions', () => {
     expect(system).toMatch(/\[Instructions were capped at 32 KiB: cut \d+ of \d+ bytes of AGENTS\.md\.\]/)
   })
 
-  test("a subagent's system prompt carries the same instructions as its parent's", async () => {
+  test("a subagent's system prompt carries the same instructions as its parent's", async ({ expect }) => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'SHARED-RULE: both agents see this.\n')
     const run = await keelWithProvider(
@@ -156,8 +157,10 @@ describe('project instructions', () => {
   })
 })
 
-describe('settings files', () => {
-  test('project over user, environment over project, flags over environment; keel config says where each came from', () => {
+describe.concurrent('settings files', () => {
+  test('project over user, environment over project, flags over environment; keel config says where each came from', async ({
+    expect,
+  }) => {
     const p = project()
     writeFileSync(
       join(p.home, 'settings.json'),
@@ -173,13 +176,18 @@ describe('settings files', () => {
     // The personal file beside it ("always" writes there) counts over the shared one of its folder.
     writeFileSync(join(p.repo, '.keel', 'settings.local.json'), JSON.stringify({ compaction: { keepTurns: 4 } }))
     // The person's own repository: trusted, so its project files apply in full (untrusted, they only narrow).
-    expect(keel(['trust'], { home: p.home, cwd: p.app }).status).toBe(0)
-    const json = (env: Record<string, string> = {}, args: string[] = []) => {
-      const run = keel(['config', '--json', ...args], { home: p.home, cwd: p.app, env })
+    expect((await keel(['trust'], { home: p.home, cwd: p.app })).status).toBe(0)
+    const json = async (env: Record<string, string> = {}, args: string[] = []) => {
+      const run = await keel(['config', '--json', ...args], { home: p.home, cwd: p.app, env })
       expect(run.status, run.stderr).toBe(0)
       return JSON.parse(run.stdout)
     }
-    const merged = json()
+    const [merged, fromEnv, fromFlag, text] = await Promise.all([
+      json(),
+      json({ KEEL_MODEL: 'scripted/env' }),
+      json({ KEEL_MODEL: 'scripted/env' }, ['--model', 'scripted/flag']),
+      keel(['config'], { home: p.home, cwd: p.app }),
+    ])
     expect(merged.files).toEqual([
       { path: join(p.home, 'settings.json'), scope: 'user' },
       { path: join(p.repo, '.keel', 'settings.json'), scope: 'project' },
@@ -196,17 +204,17 @@ describe('settings files', () => {
       'todo.allowParallelInProgress': join(p.home, 'settings.json'),
     })
     expect(merged.sources['compaction.auto']).toMatch(/^default/)
-    expect(json({ KEEL_MODEL: 'scripted/env' }).sources.model).toBe('env KEEL_MODEL')
-    expect(json({ KEEL_MODEL: 'scripted/env' }, ['--model', 'scripted/flag']).settings.model).toBe('scripted/flag')
-    const text = keel(['config'], { home: p.home, cwd: p.app })
+    expect(fromEnv.sources.model).toBe('env KEEL_MODEL')
+    expect(fromFlag.settings.model).toBe('scripted/flag')
     expect(text.stdout).toMatch(
       new RegExp(`compaction\\.threshold +0\\.5 +${join(p.app, '.keel', 'settings.json').replace(/[.]/g, '\\.')}\\n`),
     )
   })
 
-  test('settings reach the plugins and the model: a project that allows parallel tasks and names its model', () => {
+  test('settings reach the plugins and the model: a project that allows parallel tasks and names its model', async ({
+    expect,
+  }) => {
     const p = project()
-    mkdirSync(join(p.repo, '.keel'))
     const script = join(p.dir, 'script.json')
     writeFileSync(
       script,
@@ -229,14 +237,19 @@ describe('settings files', () => {
         ],
       }),
     )
+    // Each settings file in a project of its own, both runs at once.
     const run = (settings: object) => {
-      writeFileSync(join(p.repo, '.keel', 'settings.json'), JSON.stringify(settings))
-      return keel(['-p', 'go', '--output-format', 'json', '--trust'], { home: p.home, cwd: p.app })
+      const q = project()
+      mkdirSync(join(q.repo, '.keel'))
+      writeFileSync(join(q.repo, '.keel', 'settings.json'), JSON.stringify(settings))
+      return keel(['-p', 'go', '--output-format', 'json', '--trust'], { home: q.home, cwd: q.app })
     }
-    const strict = run({ model: `scripted/${script}` })
+    const [strict, parallel] = await Promise.all([
+      run({ model: `scripted/${script}` }),
+      run({ model: `scripted/${script}`, todo: { allowParallelInProgress: true } }),
+    ])
     expect(strict.status, strict.stderr).toBe(0)
     expect(JSON.parse(strict.stdout)).toMatchObject({ model: `scripted/${script}`, todos: [] })
-    const parallel = run({ model: `scripted/${script}`, todo: { allowParallelInProgress: true } })
     expect(JSON.parse(parallel.stdout).todos).toEqual([
       { content: 'A', status: 'in_progress' },
       { content: 'B', status: 'in_progress' },
@@ -244,23 +257,29 @@ describe('settings files', () => {
     expect(readFileSync(join(root, 'packages/cli/keel.yml'), 'utf8')).toContain('allowParallelInProgress: false')
   })
 
-  test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', () => {
+  test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', async ({
+    expect,
+  }) => {
     const p = project()
     const file = join(p.home, 'settings.json')
-    let first = true
+    // Each case in a KEEL_HOME of its own, all of them at once.
+    const checks: Promise<void>[] = []
     const check = (content: string, expected: RegExp) => {
+      const q = project()
+      const file = join(q.home, 'settings.json')
       writeFileSync(file, content)
       // Every command validates the same way; print mode once, `keel config` (the cheapest) for the rest.
-      const commands = first ? [['config'], ['-p', 'hi', '--model', 'scripted/none']] : [['config']]
-      first = false
-      for (const args of commands) {
-        const run = keel(args, { home: p.home, cwd: p.app })
-        expect(run.status, run.stderr).toBe(2)
-        expect(run.stdout).toBe('')
-        expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1)
-        expect(run.stderr).toMatch(expected)
-        expect(run.stderr).toContain(`keel: ${file}: `)
-      }
+      const commands = checks.length === 0 ? [['config'], ['-p', 'hi', '--model', 'scripted/none']] : [['config']]
+      for (const args of commands)
+        checks.push(
+          keel(args, { home: q.home, cwd: q.app }).then((run) => {
+            expect(run.status, run.stderr).toBe(2)
+            expect(run.stdout).toBe('')
+            expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1)
+            expect(run.stderr).toMatch(expected)
+            expect(run.stderr).toContain(`keel: ${file}: `)
+          }),
+        )
     }
     check(
       '{"todo":{"allowParallelInProgress":"maybe"}}',
@@ -295,7 +314,7 @@ describe('settings files', () => {
         mcpServers: { fs: { command: 'mcp-fs', args: ['.'] } },
       }),
     )
-    const ok = keel(['config', '--json'], { home: p.home, cwd: p.app })
+    const [ok] = await Promise.all([keel(['config', '--json'], { home: p.home, cwd: p.app }), ...checks])
     expect(ok.status, ok.stderr).toBe(0)
     expect(JSON.parse(ok.stdout).settings).toMatchObject({
       mode: 'ask',
@@ -305,10 +324,19 @@ describe('settings files', () => {
   })
 })
 
-describe('first run', () => {
-  test('without a key: the variable the provider needs, the providers, the keyless demo; exit 2', () => {
+describe.concurrent('first run', () => {
+  test('without a key: the variable the provider needs, the providers, the keyless demo; exit 2', async ({
+    expect,
+  }) => {
     const p = project()
-    const run = keel(['-p', 'hi'], { home: p.home, cwd: p.app, env: { DEEPSEEK_API_KEY: undefined } })
+    const [run, anthropic] = await Promise.all([
+      keel(['-p', 'hi'], { home: p.home, cwd: p.app, env: { DEEPSEEK_API_KEY: undefined } }),
+      keel(['-p', 'hi', '--model', 'anthropic/claude-sonnet-4-5'], {
+        home: p.home,
+        cwd: p.app,
+        env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined },
+      }),
+    ])
     expect(run.status).toBe(2)
     expect(run.stdout).toBe('')
     expect(run.stderr).toMatch(
@@ -317,45 +345,36 @@ describe('first run', () => {
     for (const provider of ['deepseek', 'openai', 'anthropic', 'openrouter', 'openai-compatible'])
       expect(run.stderr).toContain(`keel:   ${provider} `)
     expect(run.stderr).toContain('keel: To try Keel without a key: keel --model scripted/demo\n')
-    const anthropic = keel(['-p', 'hi', '--model', 'anthropic/claude-sonnet-4-5'], {
-      home: p.home,
-      cwd: p.app,
-      env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined },
-    })
     expect(anthropic.status).toBe(2)
     expect(anthropic.stderr).toMatch(/^keel: ANTHROPIC_API_KEY is not set/)
   })
 })
 
-describe('CLI paths that used to lose input or pick wrong', () => {
-  test('piped text joins the prompt in a fenced block; piped text alone is the prompt', async () => {
+describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
+  test('piped text joins the prompt in a fenced block; piped text alone is the prompt', async ({ expect }) => {
     const p = project()
-    const both = await keelWithProvider([{ text: 'ok' }], ['-p', 'summarise this'], {
-      home: p.home,
-      cwd: p.app,
-      input: 'line one\n```\ncode\n```\n',
-    })
+    // Three runs at once, each with its own fake provider; the held pipe is given up only after its wait.
+    const [both, alone, held] = await Promise.all([
+      keelWithProvider([{ text: 'ok' }], ['-p', 'summarise this'], {
+        home: p.home,
+        cwd: p.app,
+        input: 'line one\n```\ncode\n```\n',
+      }),
+      keelWithProvider([{ text: 'ok' }], ['-p'], { home: p.home, cwd: p.app, input: 'just the pipe\n' }),
+      keelWithProvider([{ text: 'ok' }], ['-p', 'no pipe text'], { home: p.home, cwd: p.app, holdStdin: true }),
+    ])
     expect(both.status, both.stderr).toBe(0)
     expect(userOf(both.requests[0]!)).toBe('summarise this\n\n````\nline one\n```\ncode\n```\n````')
-    const alone = await keelWithProvider([{ text: 'ok' }], ['-p'], {
-      home: p.home,
-      cwd: p.app,
-      input: 'just the pipe\n',
-    })
     expect(userOf(alone.requests[0]!)).toBe('just the pipe')
-    const held = await keelWithProvider([{ text: 'ok' }], ['-p', 'no pipe text'], {
-      home: p.home,
-      cwd: p.app,
-      holdStdin: true,
-    })
     expect(held.status, held.stderr).toBe(0)
     expect(userOf(held.requests[0]!)).toBe('no pipe text')
   })
 
-  test('--cwd that does not exist or is a file: one line, exit 2, nothing run', () => {
+  test('--cwd that does not exist or is a file: one line, exit 2, nothing run', async ({ expect }) => {
     const p = project()
     const file = join(p.dir, 'a-file')
     writeFileSync(file, '')
+    const runs: Promise<void>[] = []
     for (const [cwd, reason] of [
       [join(p.dir, 'missing'), 'no such directory'],
       [file, 'not a directory'],
@@ -365,16 +384,21 @@ describe('CLI paths that used to lose input or pick wrong', () => {
         : [
             ['-p', 'hi', '--model', 'scripted/demo'],
             ['sessions', 'list'],
-          ]) {
-        const run = keel([...args, '--cwd', cwd], { home: p.home, cwd: p.app })
-        expect(run.status).toBe(2)
-        expect(run.stderr).toBe(`keel: --cwd ${cwd}: ${reason}\n`)
-      }
+          ])
+        runs.push(
+          keel([...args, '--cwd', cwd], { home: p.home, cwd: p.app }).then((run) => {
+            expect(run.status).toBe(2)
+            expect(run.stderr).toBe(`keel: --cwd ${cwd}: ${reason}\n`)
+          }),
+        )
     }
+    await Promise.all(runs)
     expect(readdirSync(p.home)).toEqual([])
   })
 
-  test('json output: usage, duration, model, instruction files, and todos [] when no plan stands (errors too)', () => {
+  test('json output: usage, duration, model, instruction files, and todos [] when no plan stands (errors too)', async ({
+    expect,
+  }) => {
     const p = project()
     const script = join(p.dir, 'usage.json')
     writeFileSync(
@@ -386,10 +410,12 @@ describe('CLI paths that used to lose input or pick wrong', () => {
         ],
       }),
     )
-    const run = keel(['-p', 'go', '--model', `scripted/${script}`, '--output-format', 'json'], {
-      home: p.home,
-      cwd: p.app,
-    })
+    const failing = join(p.dir, 'fail.json')
+    writeFileSync(failing, JSON.stringify({ steps: [{ error: { kind: 'server', message: 'boom' } }] }))
+    const [run, failed] = await Promise.all([
+      keel(['-p', 'go', '--model', `scripted/${script}`, '--output-format', 'json'], { home: p.home, cwd: p.app }),
+      keel(['-p', 'go', '--model', `scripted/${failing}`, '--output-format', 'json'], { home: p.home, cwd: p.app }),
+    ])
     expect(run.status, run.stderr).toBe(0)
     const out = JSON.parse(run.stdout)
     expect(out).toMatchObject({
@@ -401,16 +427,13 @@ describe('CLI paths that used to lose input or pick wrong', () => {
       todos: [],
     })
     expect(typeof out.durationMs).toBe('number')
-    const failing = join(p.dir, 'fail.json')
-    writeFileSync(failing, JSON.stringify({ steps: [{ error: { kind: 'server', message: 'boom' } }] }))
-    const error = JSON.parse(
-      keel(['-p', 'go', '--model', `scripted/${failing}`, '--output-format', 'json'], { home: p.home, cwd: p.app })
-        .stdout,
-    )
+    const error = JSON.parse(failed.stdout)
     expect(error).toMatchObject({ reason: 'error', error: 'boom', todos: [], usage: { input: 0, output: 0 } })
   })
 
-  test('stream-json: one system/init line first, one result line last shaped like json, the session id on every line', () => {
+  test('stream-json: one system/init line first, one result line last shaped like json, the session id on every line', async ({
+    expect,
+  }) => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const script = join(p.dir, 'stream.json')
@@ -421,7 +444,12 @@ describe('CLI paths that used to lose input or pick wrong', () => {
       }),
     )
     const model = `scripted/${script}`
-    const run = keel(['-p', 'go', '--model', model, '--output-format', 'stream-json'], { home: p.home, cwd: p.app })
+    const [run, json] = await Promise.all([
+      keel(['-p', 'go', '--model', model, '--output-format', 'stream-json'], { home: p.home, cwd: p.app }),
+      keel(['-p', 'go', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).then((json) =>
+        JSON.parse(json.stdout),
+      ),
+    ])
     expect(run.status, run.stderr).toBe(0)
     const lines = run.stdout
       .trim()
@@ -433,21 +461,21 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     expect(lines.filter((l) => l.type === 'system/init')).toHaveLength(1)
     const result = lines.at(-1)
     expect(lines.filter((l) => l.type === 'result')).toHaveLength(1)
-    const json = JSON.parse(
-      keel(['-p', 'go', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
-    )
     expect(Object.keys(result).sort()).toEqual(['type', ...Object.keys(json)].sort())
     expect(result).toMatchObject({ type: 'result', reason: 'completed', sessionId: init.sessionId })
     for (const line of lines) expect(line.sessionId, JSON.stringify(line)).toBe(init.sessionId)
   })
 
-  test('-r and sessions show take a unique id prefix; an ambiguous one lists the matches, exit 2; -c skips sessions without a prompt', () => {
+  test('-r and sessions show take a unique id prefix; an ambiguous one lists the matches, exit 2; -c skips sessions without a prompt', async ({
+    expect,
+  }) => {
     const p = project()
     const script = join(p.dir, 'hello.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello' }, { text: 'again' }] }))
     const model = `scripted/${script}`
     const first = JSON.parse(
-      keel(['-p', 'first prompt', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
+      (await keel(['-p', 'first prompt', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }))
+        .stdout,
     )
     const dir = join(p.home, 'sessions', readdirSync(join(p.home, 'sessions'))[0]!)
     const original = readFileSync(join(dir, `${first.sessionId}.jsonl`), 'utf8')
@@ -464,30 +492,39 @@ describe('CLI paths that used to lose input or pick wrong', () => {
     )
 
     const prefix = first.sessionId.slice(0, 8)
-    const show = keel(['sessions', 'show', prefix], { home: p.home, cwd: p.app })
+    const [show, ambiguous, more] = await Promise.all([
+      keel(['sessions', 'show', prefix], { home: p.home, cwd: p.app }),
+      keel(['sessions', 'show', 'abcdef00'], { home: p.home, cwd: p.app }),
+      keel(['-p', 'more', '-r', 'abcdef00', '--model', model], { home: p.home, cwd: p.app }),
+    ])
     expect(show.status, show.stderr).toBe(0)
     expect(show.stdout).toContain(`Session ${first.sessionId}`)
-    const ambiguous = keel(['sessions', 'show', 'abcdef00'], { home: p.home, cwd: p.app })
     expect(ambiguous.status).toBe(2)
     expect(ambiguous.stderr).toContain('keel: 2 sessions start with abcdef00; type more of the id:\n')
     expect(ambiguous.stderr).toContain('abcdef00-0000-4000-8000-000000000001')
     expect(ambiguous.stderr).toContain('abcdef00-0000-4000-8000-000000000002')
-    expect(keel(['-p', 'more', '-r', 'abcdef00', '--model', model], { home: p.home, cwd: p.app }).status).toBe(2)
+    expect(more.status).toBe(2)
 
     const resumed = JSON.parse(
-      keel(['-p', 'second prompt', '-r', prefix, '--model', model, '--output-format', 'json'], {
-        home: p.home,
-        cwd: p.app,
-      }).stdout,
+      (
+        await keel(['-p', 'second prompt', '-r', prefix, '--model', model, '--output-format', 'json'], {
+          home: p.home,
+          cwd: p.app,
+        })
+      ).stdout,
     )
     expect(resumed).toMatchObject({ sessionId: first.sessionId, turn: 2 })
     const continued = JSON.parse(
-      keel(['-p', 'third', '-c', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }).stdout,
+      (await keel(['-p', 'third', '-c', '--model', model, '--output-format', 'json'], { home: p.home, cwd: p.app }))
+        .stdout,
     )
     expect(continued.sessionId).not.toBe(empty)
   })
 
-  test('an agent opened and closed without a prompt leaves no session file; the first prompt writes it', async () => {
+  // In this process, under a KEEL_HOME set for it: the tests beside it give each child a KEEL_HOME of its own.
+  test('an agent opened and closed without a prompt leaves no session file; the first prompt writes it', async ({
+    expect,
+  }) => {
     const p = project()
     const previous = process.env.KEEL_HOME
     process.env.KEEL_HOME = p.home
@@ -512,8 +549,8 @@ describe('CLI paths that used to lose input or pick wrong', () => {
   })
 })
 
-describe('keel serve', () => {
-  test('says which instruction files its agents load', async () => {
+describe.concurrent('keel serve', () => {
+  test('says which instruction files its agents load', async ({ expect }) => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: p.home })

@@ -53,7 +53,10 @@ interface Run {
   stderr: string
 }
 
-/** The binary, asynchronously: the servers these tests start live in this process and must keep answering. */
+/**
+ * The binary, asynchronously: the servers these tests start live in this process and must keep answering, and the
+ * tests run side by side (each in a repository and KEEL_HOME of its own).
+ */
 function keel(args: string[], cwd: string, home: string, env: Record<string, string> = {}): Promise<Run> {
   const merged: Record<string, string | undefined> = {
     ...process.env,
@@ -124,8 +127,10 @@ async function capture(): Promise<{
   }
 }
 
-describe('an untrusted repository only narrows', () => {
-  test('mode yolo and allow rules are held back, listed once in one line and in keel config; after keel trust they apply', async () => {
+describe.concurrent('an untrusted repository only narrows', () => {
+  test('mode yolo and allow rules are held back, listed once in one line and in keel config; after keel trust they apply', async ({
+    expect,
+  }) => {
     const { dir, home } = repo()
     const marker = join(scratch, `yolo-marker-${folders}`)
     writeJson(join(dir, '.keel', 'settings.json'), {
@@ -173,7 +178,9 @@ describe('an untrusted repository only narrows', () => {
     expect(JSON.parse(changed.stdout).trust.trusted).toBe(false)
   }, 90_000)
 
-  test('in ask mode an untrusted allow rule does not let a write through; --trust does, for that run only', async () => {
+  test('in ask mode an untrusted allow rule does not let a write through; --trust does, for that run only', async ({
+    expect,
+  }) => {
     const { dir, home } = repo()
     writeJson(join(dir, '.keel', 'settings.json'), { permissions: { allow: ['write'] } })
     const steps = [{ toolCalls: [{ name: 'write', arguments: { path: 'a.txt', content: 'x\n' } }] }, { text: 'done' }]
@@ -186,7 +193,7 @@ describe('an untrusted repository only narrows', () => {
     expect(existsSync(join(home, 'trust.json'))).toBe(false)
   }, 60_000)
 
-  test("a project's baseUrl never receives the person's key; after keel trust it does", async () => {
+  test("a project's baseUrl never receives the person's key; after keel trust it does", async ({ expect }) => {
     const { dir, home } = repo()
     const thief = await capture()
     const fake = await startFakeProvider([{ text: 'from the person’s server' }])
@@ -215,7 +222,9 @@ describe('an untrusted repository only narrows', () => {
     }
   }, 90_000)
 
-  test('.mcp.json and mcpServers commands do not run (not for -p, not for keel mcp list, not with --mode read-only); after keel trust they do', async () => {
+  test('.mcp.json and mcpServers commands do not run (not for -p, not for keel mcp list, not with --mode read-only); after keel trust they do', async ({
+    expect,
+  }) => {
     const { dir, home } = repo()
     const marker = join(scratch, `mcp-marker-${folders}`)
     const keys = join(scratch, `mcp-keys-${folders}`)
@@ -243,7 +252,7 @@ describe('an untrusted repository only narrows', () => {
     expect(readFileSync(keys, 'utf8')).toBe('sk-DS-SECRET-1\n')
   }, 90_000)
 
-  test('an instruction file that links out of the repository is not read; one inside it is', async () => {
+  test('an instruction file that links out of the repository is not read; one inside it is', async ({ expect }) => {
     const { dir, home } = repo()
     const secrets = join(scratch, `fakehome${folders}`, '.aws')
     mkdirSync(secrets, { recursive: true })
@@ -287,7 +296,7 @@ const PROTECTED = [
 
 const SANDBOXED = PROTECTED.filter((path) => !path.startsWith('sub/'))
 
-describe('the agent cannot rewrite its own rules', () => {
+describe.concurrent('the agent cannot rewrite its own rules', () => {
   test.each([
     ['in the cwd', false],
     ['with --cwd from elsewhere', true],
@@ -352,7 +361,9 @@ describe('the agent cannot rewrite its own rules', () => {
     120_000,
   )
 
-  test('an allow rule that names a protected path lets the file tools write it; a bare tool rule does not', async () => {
+  test('an allow rule that names a protected path lets the file tools write it; a bare tool rule does not', async ({
+    expect,
+  }) => {
     const { dir, home } = repo()
     const steps = [
       { toolCalls: [{ name: 'write', arguments: { path: '.envrc', content: 'export A=1\n' } }] },
@@ -370,7 +381,7 @@ describe('the agent cannot rewrite its own rules', () => {
     expect(results(home)[1]!.text).toMatch(/\.mcp\.json is protected/)
   }, 60_000)
 
-  test('protectedPaths in a settings file adds to the list, for the file tools and the sandbox', async () => {
+  test('protectedPaths in a settings file adds to the list, for the file tools and the sandbox', async ({ expect }) => {
     const { dir, home } = repo()
     writeFileSync(join(dir, 'package.json'), '{"name":"x"}\n')
     writeJson(join(home, 'settings.json'), { protectedPaths: ['package.json'] })
@@ -386,8 +397,10 @@ describe('the agent cannot rewrite its own rules', () => {
   }, 60_000)
 })
 
-describe('commands: a private temp dir, no credentials, plain output', () => {
-  test('a sandboxed command writes its own TMPDIR, not the host temp dir; env shows no key unless passed through', async () => {
+describe.concurrent('commands: a private temp dir, no credentials, plain output', () => {
+  test('a sandboxed command writes its own TMPDIR, not the host temp dir; env shows no key unless passed through', async ({
+    expect,
+  }) => {
     const { dir, home } = repo()
     writeJson(join(home, 'settings.json'), { shell: { env: { passthrough: ['BUILD_TOKEN'] } } })
     const hostTemp = mkdtempSync(join(tmpdir(), 'keel-host-temp-'))
@@ -423,7 +436,7 @@ describe('commands: a private temp dir, no credentials, plain output', () => {
     }
   }, 60_000)
 
-  test('KEEL_HOME and its folders are private, and so are the shadow git objects', async () => {
+  test('KEEL_HOME and its folders are private, and so are the shadow git objects', async ({ expect }) => {
     const { dir, home } = repo()
     writeFileSync(join(dir, 'secret.txt'), 'TOPSECRET\n', { mode: 0o600 })
     const run = await keel(

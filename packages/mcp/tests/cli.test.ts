@@ -1,10 +1,10 @@
 // Through the real binary: `keel mcp list`, and print mode with a project .mcp.json whose servers start with the
 // session (one published server that works, one that cannot start).
-import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, test } from 'vitest'
+import { afterAll, describe, test } from 'vitest'
+import { run } from '../../../test-support/processes.ts'
 import { EVERYTHING, FAULTY, hostile } from './support.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -18,27 +18,29 @@ function project(servers: Record<string, unknown>): string {
   return dir
 }
 
-function keel(args: string[], cwd: string, home = join(scratch, 'home')) {
-  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args], {
-    cwd,
-    env: { ...process.env, KEEL_HOME: home },
-    encoding: 'utf8',
-    input: '',
-  })
+// The tests run side by side, each with its own KEEL_HOME: every keel process that started server-everything waits
+// about 2 s at exit (the SDK closes its stdin, waits 2 s, then sends SIGTERM), time the others use.
+let homes = 0
+function keel(args: string[], cwd: string, home: string) {
+  return run(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home } })
 }
+const newHome = () => join(scratch, `home-${++homes}`)
 
 const SERVERS = { everything: EVERYTHING, broken: { ...FAULTY, env: { FAULTY_FAIL_AT_START: '1' } } }
 
-describe('keel mcp list', () => {
-  test('each server with its state, transport, source and tools; --json for machines', () => {
+describe.concurrent('keel mcp list', () => {
+  test('each server with its state, transport, source and tools; --json for machines', async ({ expect }) => {
     const cwd = project(SERVERS)
+    const home = newHome()
     // The person's own project, trusted: an untrusted folder's .mcp.json is never started (tests/trust.test.ts).
-    expect(keel(['trust'], cwd).status).toBe(0)
-    const text = keel(['mcp', 'list'], cwd)
+    expect((await keel(['trust'], cwd, home)).status).toBe(0)
+    const [text, json] = await Promise.all([
+      keel(['mcp', 'list'], cwd, home),
+      keel(['mcp', 'list', '--json'], cwd, home),
+    ])
     expect(text.status, text.stderr).toBe(0)
     expect(text.stdout).toContain(`everything  ready  stdio  ${join(cwd, '.mcp.json')}\n  mcp__everything__echo\n`)
     expect(text.stdout).toMatch(/broken {2}failed {2}stdio .*\n {2}.*missing database url/)
-    const json = keel(['mcp', 'list', '--json'], cwd)
     const servers = JSON.parse(json.stdout) as { name: string; state: string; tools: string[] }[]
     expect(servers.map((s) => [s.name, s.state])).toEqual([
       ['everything', 'ready'],
@@ -47,32 +49,37 @@ describe('keel mcp list', () => {
     expect(servers[0]!.tools).toContain('mcp__everything__get-sum')
   })
 
-  test('mcpServers in a settings file are started too; a bad one names the file and the server, exit 2', () => {
+  test('mcpServers in a settings file are started too; a bad one names the file and the server, exit 2', async ({
+    expect,
+  }) => {
+    const home = newHome()
     const cwd = mkdtempSync(join(scratch, 'settings-'))
     mkdirSync(join(cwd, '.git'))
     mkdirSync(join(cwd, '.keel'))
     writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { everything: EVERYTHING } }))
-    const listed = keel(['mcp', 'list', '--trust'], cwd)
+    const listed = await keel(['mcp', 'list', '--trust'], cwd, home)
     expect(listed.status, listed.stderr).toBe(0)
     expect(listed.stdout).toContain('everything  ready  stdio  settings\n  mcp__everything__echo\n')
     writeFileSync(join(cwd, '.keel', 'settings.json'), JSON.stringify({ mcpServers: { broken: { args: ['x'] } } }))
-    const bad = keel(['mcp', 'list'], cwd)
+    const bad = await keel(['mcp', 'list'], cwd, home)
     expect(bad.status).toBe(2)
     expect(bad.stderr).toBe(
       `keel: ${join(cwd, '.keel', 'settings.json')}: mcpServers.broken needs "command" (stdio) or "url" (http)\n`,
     )
   })
 
-  test('no servers configured says where to add them', () => {
+  test('no servers configured says where to add them', async ({ expect }) => {
     const cwd = mkdtempSync(join(scratch, 'empty-'))
-    expect(keel(['mcp', 'list'], cwd).stdout).toBe(
+    expect((await keel(['mcp', 'list'], cwd, newHome())).stdout).toBe(
       'No MCP servers configured. Add them to .mcp.json or to mcpServers in a settings file.\n',
     )
   })
 })
 
-describe('keel -p with MCP servers', () => {
-  test('the model calls an MCP tool; a server that fails is one warning line and the turn completes', () => {
+describe.concurrent('keel -p with MCP servers', () => {
+  test('the model calls an MCP tool; a server that fails is one warning line and the turn completes', async ({
+    expect,
+  }) => {
     const cwd = project(SERVERS)
     const script = join(cwd, 'script.json')
     writeFileSync(
@@ -84,8 +91,8 @@ describe('keel -p with MCP servers', () => {
         ],
       }),
     )
-    const home = join(scratch, 'print-home')
-    const result = keel(['-p', 'add', '--trust', '--model', `scripted/${script}`], cwd, home)
+    const home = newHome()
+    const result = await keel(['-p', 'add', '--trust', '--model', `scripted/${script}`], cwd, home)
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('The sum is 42.\n')
     expect(result.stderr).toMatch(/^keel: mcp server broken failed to start: .*missing database url/m)
@@ -101,10 +108,13 @@ describe('keel -p with MCP servers', () => {
   })
 })
 
-describe('hostile tool lists through the binary', () => {
-  test('5,000 tools and a 5,000-deep schema: capped, each drop named once on stderr, and the turn works', () => {
+describe.concurrent('hostile tool lists through the binary', () => {
+  test('5,000 tools and a 5,000-deep schema: capped, each drop named once on stderr, and the turn works', async ({
+    expect,
+  }) => {
     const cwd = project({ many: hostile('many'), deep: hostile('deep') })
-    expect(keel(['trust'], cwd).status).toBe(0)
+    const home = newHome()
+    expect((await keel(['trust'], cwd, home)).status).toBe(0)
     const script = join(cwd, 'script.json')
     writeFileSync(
       script,
@@ -112,7 +122,10 @@ describe('hostile tool lists through the binary', () => {
         steps: [{ toolCalls: [{ name: 'mcp__deep__echo', arguments: { text: 'still here' } }] }, { text: 'done' }],
       }),
     )
-    const out = keel(['-p', 'go', '--yolo', '--model', `scripted/${script}`, '--output-format', 'stream-json'], cwd)
+    const [out, list] = await Promise.all([
+      keel(['-p', 'go', '--yolo', '--model', `scripted/${script}`, '--output-format', 'stream-json'], cwd, home),
+      keel(['mcp', 'list', '--json'], cwd, home),
+    ])
     expect(out.status, out.stderr).toBe(0)
     expect(out.stderr).toContain(
       'keel: mcp server deep: a tool was left out: "deep" (its input schema nests deeper than 64 levels)',
@@ -126,7 +139,7 @@ describe('hostile tool lists through the binary', () => {
       .map((line) => JSON.parse(line))
       .filter((event) => event.type === 'tool/result')
     expect(results.map((event) => event.data.content[0].text)).toEqual(['echo still here'])
-    const listed = JSON.parse(keel(['mcp', 'list', '--json'], cwd).stdout) as { name: string; tools: string[] }[]
+    const listed = JSON.parse(list.stdout) as { name: string; tools: string[] }[]
     expect(Object.fromEntries(listed.map((server) => [server.name, server.tools.length]))).toEqual({
       many: 100,
       deep: 1,

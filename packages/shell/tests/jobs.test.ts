@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as checkpointPlugin from '@keel/checkpoint'
 import { performRewind, previewRewind } from '@keel/checkpoint'
+import * as shellPlugin from '@keel/shell'
 import { makeKeel, textOfContent, type Keel } from '../../../test-support/harness.ts'
 
 let keel: Keel | undefined
@@ -64,7 +65,8 @@ describe('background jobs through the real loop', () => {
       steps: [
         call('bash', { command: serverCommand(port, marker), background: true }),
         call('bash', { command: curl(port) }),
-        call('job_output', { id: 'job-1', wait_ms: 2000 }),
+        // The server said `listening` before curl got its answer: nothing new to wait for.
+        call('job_output', { id: 'job-1' }),
         call('job_kill', { id: 'job-1' }),
         call('job_output', { id: 'job-1' }),
         { text: 'done' },
@@ -154,8 +156,12 @@ describe('background jobs through the real loop', () => {
   test('a flooding job keeps only the newest output and counts what it dropped', async () => {
     keel = await makeKeel({
       steps: [
-        call('bash', { command: 'head -c 2000000 /dev/zero | tr "\\0" x; echo; echo END', background: true }),
-        call('bash', { command: 'sleep 3' }),
+        call('bash', {
+          command: 'head -c 2000000 /dev/zero | tr "\\0" x; echo; echo END; : > flooded',
+          background: true,
+        }),
+        // Until the flood is all written; the read below then waits for the job's end.
+        call('bash', { command: 'until [ -e flooded ]; do sleep 0.02; done' }),
         call('job_output', { id: 'job-1', wait_ms: 10000 }),
         { text: 'ok' },
       ],
@@ -174,6 +180,9 @@ describe('background jobs through the real loop', () => {
   test('a job that ignores SIGTERM is killed after the grace period', async () => {
     const marker = `keeljob${randomUUID().replaceAll('-', '')}`
     keel = await makeKeel({
+      // A grace period of 1 s instead of the default 3 s: the kill must still wait it out.
+      shell: false,
+      plugins: [[shellPlugin, { jobKillGrace: 1 }]],
       steps: [
         call('bash', {
           command: `node -e "process.on('SIGTERM', () => console.log('ignored')); console.log('up'); setInterval(() => {}, 1000)" ${marker}`,
@@ -188,7 +197,7 @@ describe('background jobs through the real loop', () => {
     await agent.prompt('go')
     const texts = results(keel, agent)
     expect(texts[1]).toContain('up')
-    expect(texts[2]).toMatch(/^job-1 stopped \[ended: killed · [3-9]\.\d s\]$/)
+    expect(texts[2]).toMatch(/^job-1 stopped \[ended: killed · [1-9]\.\d s\]$/)
     expect(pidsWith(marker)).toEqual([])
   })
 })
