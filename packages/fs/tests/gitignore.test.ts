@@ -212,7 +212,7 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
   it('agrees with git on generated trees and .gitignore files', async () => {
     const random = mulberry32(34)
     const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!
-    for (let round = 0; round < 12; round++) {
+    for (let round = 0; round < 24; round++) {
       const tree: Tree = {}
       const dirs = ['']
       for (let i = 0; i < 8; i++) {
