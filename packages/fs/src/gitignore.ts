@@ -133,26 +133,42 @@ export class GitignoreRules {
   }
 }
 
+/** A name rule that is a plain name or `*` and a literal: one of a run that merged() makes one lookup. */
+const plain = (check: Check) => check.rule.basename && (check.rule.exact || check.rule.suffix !== undefined)
+
 /**
- * `checks` with each run of plain-name rules of one sign (`logs`, `coverage`, `.env`, … in a long .gitignore) made
- * one lookup: within a run the first to match decides, and all of them decide alike.
+ * `checks` with each run of plain rules of one sign (`logs`, `coverage`, `*.log`, `*.tgz`, … in a long .gitignore)
+ * made one lookup: within a run the first to match decides, and all of them decide alike. A name is looked up
+ * whole, and from each of its dots for the `*.ext` kind.
  */
 function merged(checks: Check[]): Check[] {
   const out: Check[] = []
   for (let i = 0; i < checks.length; ) {
-    const { rule } = checks[i]!
+    const first = checks[i]!
     let end = i + 1
-    if (rule.basename && rule.exact)
-      while (end < checks.length && checks[end]!.rule.basename && checks[end]!.rule.exact) {
-        if (checks[end]!.rule.negative !== rule.negative) break
-        end++
-      }
+    if (plain(first))
+      while (end < checks.length && plain(checks[end]!) && checks[end]!.rule.negative === first.rule.negative) end++
     if (end - i < 3) {
       out.push(...checks.slice(i, end))
-    } else {
-      const names = new Set(checks.slice(i, end).map((check) => check.rule.literal))
-      out.push({ rule: { ...rule, nameEnd: '', test: (name) => names.has(name) }, prefix: '' })
+      i = end
+      continue
     }
+    const names = new Set<string>()
+    const dotted = new Set<string>()
+    const tails: string[] = []
+    for (const { rule } of checks.slice(i, end)) {
+      if (rule.suffix === undefined) names.add(rule.literal)
+      else if (rule.suffix[0] === '.') dotted.add(rule.suffix)
+      else tails.push(rule.suffix)
+    }
+    const test = (name: string) => {
+      if (names.has(name)) return true
+      for (let dot = name.indexOf('.'); dot >= 0; dot = name.indexOf('.', dot + 1))
+        if (dotted.has(name.slice(dot))) return true
+      for (const tail of tails) if (name.endsWith(tail)) return true
+      return false
+    }
+    out.push({ rule: { ...first.rule, nameEnd: '', test }, prefix: '' })
     i = end
   }
   return out
