@@ -78,7 +78,14 @@ const COLUMNS: [string, Figure][] = [
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
 
 async function main(codex: string): Promise<void> {
-  const version = spawnSync(codex, ['--version'], { encoding: 'utf8' }).stdout.trim()
+  const probe = spawnSync(codex, ['--version'], { encoding: 'utf8' })
+  if (probe.status !== 0) {
+    console.log(
+      `peer bench skipped: \`${codex} --version\` failed: ${probe.error?.message ?? (probe.stderr.trim() || `exit ${probe.status}`)}`,
+    )
+    return
+  }
+  const version = probe.stdout.trim()
   const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-peer-'))
   // Codex refuses to link its sandbox helper (codex-linux-sandbox) into a CODEX_HOME under the temporary directory,
   // and its workspace-write sandbox then fails every command: its homes live under ~/.cache instead.

@@ -8,6 +8,7 @@
 import type { Context } from 'cordis'
 import { isPermissionAnswer } from '@keel/permissions'
 import { errorLine, notify } from '@keel/session'
+import { approvalKeyPath } from '@keel/session/paths'
 import { type ApprovalKey, approvalKey, askDigest, feedOf, provenAnswer, type StoredAsk } from '@keel/store-pg'
 
 /** The top-level session whose page shows asks of `sessionId`: follows the parent links of live sessions. */
@@ -33,13 +34,18 @@ export function relayAsks(ctx: Context): () => void {
   const published = new Map<string, Map<string, { nonce: string; asked: string }>>()
   const warn = (error: unknown) =>
     ctx.emit(ctx, 'internal/warning', `the approval relay through the session store failed: ${errorLine(error)}`)
-  // Made here when missing, before any command runs: the sandbox hides only a key that exists when it wraps.
-  let key: ApprovalKey | undefined
-  try {
-    key = approvalKey()
-  } catch (error) {
-    notify(ctx, 'permissions', `${errorLine(error)}; answers from other machines are refused`)
+  // Made here when missing, before any command runs; read again for each answer, so a key the person copies here
+  // counts without a restart.
+  const keyPath = approvalKeyPath()
+  const readKey = (): ApprovalKey | undefined => {
+    try {
+      return approvalKey(keyPath)
+    } catch (error) {
+      notify(ctx, 'permissions', `${errorLine(error)}; answers from other machines are refused`)
+      return undefined
+    }
   }
+  readKey()
   const settle = (sessionId: string, callId: string, taken?: boolean) => {
     const calls = published.get(sessionId)
     if (!calls?.delete(callId)) return
@@ -61,6 +67,7 @@ export function relayAsks(ctx: Context): () => void {
     const { nonce, asked } = mine
     const from = row.answeredFrom ?? ''
     const target = { sessionId: row.sessionId, callId: row.callId, nonce, asked, from }
+    const key = readKey()
     const fields = key && from ? provenAnswer(key, target, row.answer, row.proof) : undefined
     const answer = fields && { ...fields, answeredOn: from }
     if (!answer || !isPermissionAnswer(answer)) {

@@ -3,7 +3,7 @@
 // again (the first answer: the owner's own door never answered); the owner logs the decision, naming that machine,
 // and the tool runs. An answer whose proof does not hold (none, another key, a field changed) is refused in one
 // notice and the ask waits again.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -187,8 +187,10 @@ describe.skipIf(skip)('the approval relay', () => {
     expect(existsSync(join(cwd, 'forged.txt'))).toBe(false)
     expect(owner.sessions.get(agent.id)!.events.some((event) => event.type === 'permission/decision')).toBe(false)
 
-    // The door holding the key answers: that one decides.
-    expect(other.answer(other.ask(agent.id, 'call-2')!, allow, 'beta', key)).toBe(true)
+    // The person copies another machine's key here (the owner reads it again for each answer, no restart), and the
+    // door holding that key answers: that one decides.
+    copyFileSync(join(home, 'another-machine.key'), approvalKeyPath(home))
+    expect(other.answer(other.ask(agent.id, 'call-2')!, allow, 'beta', approvalKey())).toBe(true)
     await turn
     expect(readFileSync(join(cwd, 'forged.txt'), 'utf8')).toBe('forged\n')
     expect(notices).toHaveLength(5)

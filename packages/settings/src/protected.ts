@@ -99,10 +99,10 @@ const READ_IF_PRESENT = new Set(['.git/commondir'])
 
 /**
  * What a sandboxed command running in `cwd` must not write: every entry under each folder of `dirs` (from the project
- * root down to `cwd` unless given), and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An entry whose folder does
- * not exist is left out (`.git/hooks` outside a repository): the sandbox blocks a missing path by mounting over its
- * first missing part, and a `.git` mounted over would stop `git init`. `undo`: missing files that cannot be mounted
- * over (READ_IF_PRESENT) and must be removed if the command created them.
+ * root down to `cwd` unless given), and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An
+ * entry whose folder does not exist is left out (`.git/hooks` outside a repository): the sandbox blocks a missing
+ * path by mounting over its first missing part, and a `.git` mounted over would stop `git init`. `undo`: missing files
+ * that cannot be mounted over (READ_IF_PRESENT) and must be removed if the command created them.
  */
 export function protectedTargets(
   cwd: string,
