@@ -64,8 +64,6 @@ export class DirectoryRules {
 export class GitignoreRules {
   /** Shallowest first. */
   private layers: Layer[] = []
-  private readonly here = new Map<string, DirectoryRules>()
-  private readonly dirs = new Map<string, boolean>()
   /** Whether the rules from above the root were dropped (see dropAncestors). */
   ancestorsDropped = false
 
@@ -78,16 +76,12 @@ export class GitignoreRules {
     else return
     this.layers.push(layer)
     this.layers.sort((a, b) => a.base.length - b.base.length)
-    this.here.clear()
-    this.dirs.clear()
   }
 
   /** Drops the rules from above the walk root; used when they ignore the root itself, which was asked for by name. */
   dropAncestors(): void {
     this.layers = this.layers.filter((layer) => isInside(this.root, layer.base))
     this.ancestorsDropped = true
-    this.here.clear()
-    this.dirs.clear()
   }
 
   /** Whether the walk root, or a directory above it below the shallowest .gitignore, is ignored by the rules above. */
@@ -110,10 +104,11 @@ export class GitignoreRules {
     return false
   }
 
-  /** The rules for the entries of `dir` (relative to the root, `/`-separated, `''` for the root). */
+  /**
+   * The rules for the entries of `dir` (relative to the root, `/`-separated, `''` for the root), a directory the
+   * walk entered: neither it nor a directory above it is ignored, and its own .gitignore has been added.
+   */
   in(dir: string): DirectoryRules {
-    let found = this.here.get(dir)
-    if (found) return found
     const files: Check[] = []
     const dirs: Check[] = []
     let alike = true
@@ -134,52 +129,46 @@ export class GitignoreRules {
         if (!rule.dirOnly) files.push(check)
       }
     }
-    found = new DirectoryRules(merged(files), merged(dirs), alike)
-    this.here.set(dir, found)
-    return found
-  }
-
-  /** `rel` is relative to the walk root, `/`-separated; ignored itself or by a directory it lies in. */
-  ignores(rel: string, isDir: boolean): boolean {
-    // No .gitignore applies (a tree without one): nothing to decide for each of its files.
-    if (!this.layers.length) return false
-    const slash = rel.lastIndexOf('/')
-    const dir = slash > 0 ? rel.slice(0, slash) : ''
-    if (dir && this.dirIgnored(dir)) return true
-    return this.in(dir).ignores(rel.slice(slash + 1), isDir)
-  }
-
-  private dirIgnored(rel: string): boolean {
-    const cached = this.dirs.get(rel)
-    if (cached !== undefined) return cached
-    const slash = rel.lastIndexOf('/')
-    const parent = slash > 0 ? rel.slice(0, slash) : ''
-    const ignored = (parent !== '' && this.dirIgnored(parent)) || this.in(parent).ignores(rel.slice(slash + 1), true)
-    this.dirs.set(rel, ignored)
-    return ignored
+    return new DirectoryRules(merged(files), merged(dirs), alike)
   }
 }
 
+/** A name rule that is a plain name or `*` and a literal: one of a run that merged() makes one lookup. */
+const plain = (check: Check) => check.rule.basename && (check.rule.exact || check.rule.suffix !== undefined)
+
 /**
- * `checks` with each run of plain-name rules of one sign (`logs`, `coverage`, `.env`, … in a long .gitignore) made
- * one lookup: within a run the first to match decides, and all of them decide alike.
+ * `checks` with each run of plain rules of one sign (`logs`, `coverage`, `*.log`, `*.tgz`, … in a long .gitignore)
+ * made one lookup: within a run the first to match decides, and all of them decide alike. A name is looked up
+ * whole, and from each of its dots for the `*.ext` kind.
  */
 function merged(checks: Check[]): Check[] {
   const out: Check[] = []
   for (let i = 0; i < checks.length; ) {
-    const { rule } = checks[i]!
+    const first = checks[i]!
     let end = i + 1
-    if (rule.basename && rule.exact)
-      while (end < checks.length && checks[end]!.rule.basename && checks[end]!.rule.exact) {
-        if (checks[end]!.rule.negative !== rule.negative) break
-        end++
-      }
+    if (plain(first))
+      while (end < checks.length && plain(checks[end]!) && checks[end]!.rule.negative === first.rule.negative) end++
     if (end - i < 3) {
       out.push(...checks.slice(i, end))
-    } else {
-      const names = new Set(checks.slice(i, end).map((check) => check.rule.literal))
-      out.push({ rule: { ...rule, nameEnd: '', test: (name) => names.has(name) }, prefix: '' })
+      i = end
+      continue
     }
+    const names = new Set<string>()
+    const dotted = new Set<string>()
+    const tails: string[] = []
+    for (const { rule } of checks.slice(i, end)) {
+      if (rule.suffix === undefined) names.add(rule.literal)
+      else if (rule.suffix[0] === '.') dotted.add(rule.suffix)
+      else tails.push(rule.suffix)
+    }
+    const test = (name: string) => {
+      if (names.has(name)) return true
+      for (let dot = name.indexOf('.'); dot >= 0; dot = name.indexOf('.', dot + 1))
+        if (dotted.has(name.slice(dot))) return true
+      for (const tail of tails) if (name.endsWith(tail)) return true
+      return false
+    }
+    out.push({ rule: { ...first.rule, nameEnd: '', test }, prefix: '' })
     i = end
   }
   return out

@@ -15,6 +15,8 @@ export interface GitignoreRule {
   literal: string
   /** Whether the pattern is all literal (`literal` is the whole of it). */
   exact: boolean
+  /** For `*` and a literal (`*.log`): the literal, which a name must end with. */
+  suffix?: string
   /**
    * What the entry's own name must end with (`.map` for `*.map` in any directory), or be when the pattern's literal
    * end holds a slash (`c` for `a?/b/c`): tested on the name before a path rule's path is even put together.
@@ -82,6 +84,7 @@ export function parseGitignore(text: string): Gitignore {
       basename,
       literal,
       exact: literal === pattern,
+      ...(isSuffix(pattern) ? { suffix: pattern.slice(1) } : {}),
       nameEnd: end.slice(slash + 1),
       nameIsEnd: slash >= 0,
       test: compiled.test,
@@ -106,6 +109,8 @@ const CLASSES: Record<string, string> = {
   xdigit: '0-9A-Fa-f',
 }
 
+const isSuffix = (pattern: string) => pattern[0] === '*' && !/[*?[\\/]/.test(pattern.slice(1))
+
 const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`
 
 /**
@@ -115,7 +120,7 @@ const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4,
  */
 function compile(pattern: string): { test?: (subject: string) => boolean; alike: boolean } {
   if (!/[*?[\\]/.test(pattern)) return { test: (subject) => subject === pattern, alike: true }
-  if (pattern[0] === '*' && !/[*?[\\/]/.test(pattern.slice(1))) {
+  if (isSuffix(pattern)) {
     const suffix = pattern.slice(1)
     return { test: (subject) => subject.endsWith(suffix) && subject.indexOf('/') < 0, alike: true }
   }

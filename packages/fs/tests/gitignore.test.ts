@@ -196,23 +196,40 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
     })
   })
 
-  it('reads a long .gitignore of plain names with negations among them, as git does', async () => {
-    const names = ['logs', 'pids', 'coverage', '.env', 'out', 'tmp', 'cache', 'lib']
+  it('reads a long .gitignore of plain names and *.ext with negations among them, as git does', async () => {
+    const names = ['logs', 'pids', 'coverage', '.env', 'out', 'tmp', 'cache', 'lib', '*.log', '*.pid.lock', '*~']
+    const files = ['keep', 'more', 'still', 'other', 'a.log', '.log', 'a.pid.lock', 'a.lock', 'b~', 'c.tmp', 'd.gz']
     const listed = await agree(t, {
-      '.gitignore': `${names.join('\n')}\n!tmp\n!cache\nkeep\nmore\nstill\n!lib/\n`,
-      'sub/.gitignore': 'x\ny\nz\n!logs\n!out/\nw\n',
-      ...Object.fromEntries([...names, 'keep', 'more', 'still', 'other'].map((name) => [name, needle])),
+      '.gitignore': `${names.join('\n')}\n!tmp\n!cache\n!*.tmp\nkeep\nmore\nstill\n*.gz\n!lib/\n`,
+      'sub/.gitignore': 'x\ny\nz\n!logs\n!out/\n!*.log\n!*~\nw\n',
+      ...Object.fromEntries([...names.filter((name) => !name.startsWith('*')), ...files].map((name) => [name, needle])),
       ...Object.fromEntries(
-        ['logs', 'out/a', 'x', 'y', 'w', 'v', 'lib/a', 'tmp'].map((name) => [`sub/${name}`, needle]),
+        ['logs', 'out/a', 'x', 'y', 'w', 'v', 'lib/a', 'tmp', 'e.log', 'f~', 'g.pid.lock'].map((name) => [
+          `sub/${name}`,
+          needle,
+        ]),
       ),
     })
-    expect(listed).toEqual(['cache', 'other', 'sub/lib/a', 'sub/logs', 'sub/out/a', 'sub/tmp', 'sub/v', 'tmp'])
+    expect(listed).toEqual([
+      'a.lock',
+      'c.tmp',
+      'cache',
+      'other',
+      'sub/e.log',
+      'sub/f~',
+      'sub/lib/a',
+      'sub/logs',
+      'sub/out/a',
+      'sub/tmp',
+      'sub/v',
+      'tmp',
+    ])
   })
 
   it('agrees with git on generated trees and .gitignore files', async () => {
     const random = mulberry32(34)
     const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!
-    for (let round = 0; round < 12; round++) {
+    for (let round = 0; round < 24; round++) {
       const tree: Tree = {}
       const dirs = ['']
       for (let i = 0; i < 8; i++) {
