@@ -284,7 +284,9 @@ describe('limits', () => {
     }
   })
 
-  test.concurrent('--max-budget-usd is reported as not checkable when no price is known for the model', async ({ expect }) => {
+  test.concurrent('--max-budget-usd is reported as not checkable when no price is known for the model', async ({
+    expect,
+  }) => {
     const fake = await startFakeProvider([{ text: 'cheap' }])
     try {
       const run = setup()
