@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, test, vi } from 'vitest'
 import { startFakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
-import { run } from '../../../test-support/processes.ts'
+import { run } from '../../../test-support/run.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'))
