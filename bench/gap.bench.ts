@@ -4,27 +4,23 @@
 // auto (sandbox and checkpoints on, the default of -p), yolo (no sandbox), and yolo with checkpoints off, the
 // baseline. Also the first sandboxed bash of the process against the later ones, with an instant model and with a
 // first answer that reasons for 0.3 s (the time the sandbox's warm-up gets in a real run).
+// KEEL_BENCH_COMPARE=<another checkout> runs that checkout's `bin/keel.js` too, interleaved in the same run (a
+// before/after, set up as checkpoint.bench.ts says), and prints its figures against the same baseline.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { answer, bash, makeRepo, todo } from './scenario.ts'
 import { median, ms, ratio, row } from './stats.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.KEEL_BENCH_RUNS ?? 3)
+const checkouts = [root, ...(process.env.KEEL_BENCH_COMPARE ? [process.env.KEEL_BENCH_COMPARE] : [])]
 const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-gap-'))
 const work = join(scratch, 'work')
-mkdirSync(work)
-for (let i = 0; i < 10; i++) writeFileSync(join(work, `f${i}.ts`), `export const x${i} = ${i}\n`)
-spawnSync('git', ['init', '-q'], { cwd: work })
-spawnSync('git', ['add', '-A'], { cwd: work })
-spawnSync('git', ['-c', 'user.email=b@b', '-c', 'user.name=b', 'commit', '-qm', 'init'], { cwd: work })
-const todo = (i: number) => ({
-  toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: `step ${i}`, status: 'in_progress' }] } }],
-})
-const bash = (i: number) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo hello ${i}` } }] })
-const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), { text: 'Done.' }]
+makeRepo(work)
+const steps = [todo(1), todo(2), bash(1), bash(2), bash(3), bash(4), todo(3), todo(4), todo(5), answer]
 const script = join(scratch, 'script.json')
 writeFileSync(script, JSON.stringify({ steps }))
 // The same, but the first answer reasons for about 0.3 s first, as a reasoning model does (the gaps, measured from
@@ -40,14 +36,22 @@ const variants: Variant[] = [
   { label: 'yolo, checkpoints off', mode: 'yolo', checkpoints: false },
   { label: 'auto, a first answer that reasons', mode: 'auto', checkpoints: true, script: thinking },
 ]
-type Figures = { mean: number; firstBash: number; laterBash: number; end: number }
-function runOnce(variant: Variant, n: number): Figures {
-  const home = join(scratch, `home-${variants.indexOf(variant)}-${n}`)
+type Figures = { mean: number; firstBash: number; laterBash: number; end: number; firstWait: number; laterWait: number }
+function runOnce(variant: Variant, n: number, checkout: string): Figures {
+  const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
   mkdirSync(home)
   if (!variant.checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
   const run = spawnSync(
     process.execPath,
-    [join(root, 'bin/keel.js'), '-p', 'go', '--model', `scripted/${variant.script ?? script}`, '--mode', variant.mode],
+    [
+      join(checkout, 'bin/keel.js'),
+      '-p',
+      'go',
+      '--model',
+      `scripted/${variant.script ?? script}`,
+      '--mode',
+      variant.mode,
+    ],
     { cwd: work, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8' },
   )
   if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
@@ -62,7 +66,13 @@ function runOnce(variant: Variant, n: number): Figures {
   // Steps 3–6 are the bash calls: the gaps after their answers are gaps[2..5].
   const bashGaps = gaps.slice(2, 6)
   const end = events.find((event) => event.type === 'turn/end')!.time - answers.at(-1)!
+  // Answer → tool call of each bash (calls 3–6): what the tool waited for before it began (the checkpoint's capture,
+  // the permission check, the main thread busy with the sandbox's warm-up).
+  const calls = events.filter((event) => event.type === 'tool/call').map((event) => event.time)
+  const waits = calls.slice(2, 6).map((time, i) => time - answers[i + 2]!)
   return {
+    firstWait: waits[0]!,
+    laterWait: median(waits.slice(1)),
     mean: gaps.reduce((a, b) => a + b, 0) / gaps.length,
     firstBash: bashGaps[0]!,
     laterBash: median(bashGaps.slice(1)),
@@ -70,10 +80,22 @@ function runOnce(variant: Variant, n: number): Figures {
   }
 }
 try {
-  const results = new Map<Variant, Figures[]>(variants.map((variant) => [variant, []]))
+  const results = new Map<string, Figures[]>()
   for (let i = 0; i < RUNS; i++)
-    for (const variant of i % 2 ? [...variants].reverse() : variants) results.get(variant)!.push(runOnce(variant, i))
-  const pick = (variant: Variant, key: keyof Figures) => median(results.get(variant)!.map((figures) => figures[key]))
+    for (const variant of i % 2 ? [...variants].reverse() : variants)
+      for (const checkout of checkouts) {
+        const key = `${checkout}\0${variant.label}`
+        results.set(key, [...(results.get(key) ?? []), runOnce(variant, i, checkout)])
+      }
+  for (const checkout of checkouts) {
+    if (checkout !== root) row(`${checkout}:`, '')
+    report((variant, key) => median(results.get(`${checkout}\0${variant.label}`)!.map((figures) => figures[key])))
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true })
+}
+
+function report(pick: (variant: Variant, key: keyof Figures) => number): void {
   const [auto, yolo, off, thinks] = variants as [Variant, Variant, Variant, Variant]
   const base = pick(off, 'mean')
   row(`mean gap, ${off.label} (median of ${RUNS})`, ms(base))
@@ -96,10 +118,13 @@ try {
   )
   row('unsandboxed bash gap, later (yolo)', ms(pick(yolo, 'laterBash')))
   row(
+    'answer → first bash call, auto / yolo / checkpoints off',
+    `${ms(pick(auto, 'firstWait'))} / ${ms(pick(yolo, 'firstWait'))} / ${ms(pick(off, 'firstWait'))}`,
+    `later: ${ms(pick(auto, 'laterWait'))} / ${ms(pick(yolo, 'laterWait'))} / ${ms(pick(off, 'laterWait'))}`,
+  )
+  row(
     'answer → turn end, checkpoints on (yolo)',
     ms(pick(yolo, 'end')),
     `${ratio(pick(yolo, 'end'), Math.max(pick(off, 'end'), 1))} checkpoints off (${ms(pick(off, 'end'))}; target ≤ 1.2×)`,
   )
-} finally {
-  rmSync(scratch, { recursive: true, force: true })
 }

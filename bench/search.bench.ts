@@ -1,7 +1,7 @@
 // grep and glob on 20,000 small files (15 MB, a git repository with a .gitignore) through the fs tools, grep each way
 // (the system ripgrep, and Keel's own walk and read when there is none; a literal, matched on the main thread, and a
 // regex, matched in the worker), glob by Keel's own listing (it runs no ripgrep), against ripgrep run as a process
-// on the same tree, interleaved.
+// on the same tree, interleaved; glob and `rg --files` again with a .gitignore as long as a real project's.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,7 +18,19 @@ for (let i = 0; i < FILES; i++) {
   writeFileSync(join(dir, `f${i}.ts`), `// file ${i}\n${'export const x = 1\n'.repeat(40)}`)
 }
 // A .gitignore as most repositories have: every listed file is judged against it.
-writeFileSync(join(tree, '.gitignore'), 'node_modules/\ndist/\n*.log\n')
+const SHORT_GITIGNORE = 'node_modules/\ndist/\n*.log\n'
+writeFileSync(join(tree, '.gitignore'), SHORT_GITIGNORE)
+// One as long as a framework's template: plain names, `*.ext`, wildcards with a literal start, anchored paths.
+const LONG_GITIGNORE = [
+  ...['logs', 'pids', 'coverage', 'lib-cov', '.nyc_output', '.grunt', 'bower_components', '.lock-wscript', 'out'],
+  ...['.npm', '.eslintcache', '.stylelintcache', '.node_repl_history', '.yarn-integrity', '.env', '.env.local'],
+  ...['.cache', '.parcel-cache', '.next', '.nuxt', 'dist', '.temp', '.docusaurus', '.tern-port', '.vscode-test'],
+  ...['*.log', '*.pid', '*.seed', '*.pid.lock', '*.lcov', '*.tsbuildinfo', '*.tgz', '*.swp', '*.bak', '*~'],
+  ...['npm-debug.log*', 'yarn-debug.log*', 'yarn-error.log*', 'report.[0-9]*.[0-9]*.json', '.pnp.*', '.env.*.local'],
+  ...['node_modules/', 'jspm_packages/', 'web_modules/', '.rpt2_cache/', '.serverless/', '.fusebox/', '.dynamodb/'],
+  ...['/build/Release', '/.yarn/cache', '/.yarn/unplugged', '/.yarn/build-state.yml', '/.vuepress/dist', '/tmp/'],
+  ...['**/__snapshots__/*.snap.old', 'src/**/generated/', '!src/keep.log', '*.min.js.map', '.DS_Store', 'Thumbs.db'],
+].join('\n')
 execFileSync('git', ['init', '-q'], { cwd: tree })
 
 const hasRg = spawnSync('rg', ['--version']).status === 0
@@ -51,6 +63,10 @@ try {
     await add('grep regex fallback', fallback('grep', { pattern: 'file 19+9' }))
     if (hasRg) await add('rg --files', rg(['--files', '.']))
     await add('glob', viaRg('glob', { pattern: '**/*.ts' }))
+    writeFileSync(join(tree, '.gitignore'), LONG_GITIGNORE)
+    if (hasRg) await add('rg --files, long', rg(['--files', '.']))
+    await add('glob, long', viaRg('glob', { pattern: '**/*.ts' }))
+    writeFileSync(join(tree, '.gitignore'), SHORT_GITIGNORE)
   }
   const m = (label: string) => median(samples[label] ?? [])
   if (!hasRg) row('no rg on PATH: only the fallback measured')
@@ -70,6 +86,9 @@ try {
   )
   row('rg --files', ms(m('rg --files')))
   row("glob **/*.ts (Keel's listing)", ms(m('glob')), `${ratio(m('glob'), m('rg --files'))} rg --files (target ≤ 1.5×)`)
+  const lines = LONG_GITIGNORE.split('\n').length
+  row(`rg --files, a ${lines}-line .gitignore`, ms(m('rg --files, long')))
+  row('glob **/*.ts, the same', ms(m('glob, long')), `${ratio(m('glob, long'), m('rg --files, long'))} rg --files`)
 } finally {
   await Promise.all(ways.map((keel) => keel.dispose()))
   rmSync(tree, { recursive: true, force: true })

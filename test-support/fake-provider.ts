@@ -94,6 +94,8 @@ interface RecordedRequest {
   body: any
   /** When the request line arrived (epoch ms), for start-up benchmarks. */
   at: number
+  /** When the last byte of the answer was handed to the socket (epoch ms), for the gap between model turns. */
+  end?: number
 }
 
 export interface FakeProvider {
@@ -150,7 +152,11 @@ export async function startFakeProvider(
         res.writeHead(200, { 'content-type': 'application/json' })
         return res.end(JSON.stringify({ object: 'list', data: options.models }))
       }
-      requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, at })
+      const record: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, body, at }
+      requests.push(record)
+      res.on('finish', () => {
+        record.end = Date.now()
+      })
       if (options.portkey && !req.headers['x-portkey-provider'] && !req.headers['x-portkey-config']) {
         res.writeHead(400, { 'content-type': 'application/json' })
         return res.end(

@@ -49,6 +49,8 @@ export interface PostgresServer {
   /** A connection string for the database `keel` (user `keel`, no password: trust on 127.0.0.1 only). */
   url: string
   port: number
+  /** Its Unix socket (`<dir>/.s.PGSQL.<port>`), for tests of what may reach it that way. */
+  socket: string
   /** The same server with a password in the URL (the user `secret` has password `hunter2-pw`). */
   urlWithPassword: string
   /** Stops the server (fast shutdown: clients are disconnected). */
@@ -111,6 +113,7 @@ export async function startPostgres(wanted: { fsync?: boolean } = {}): Promise<P
     url: `postgres://keel@127.0.0.1:${port}/keel`,
     urlWithPassword: `postgres://secret:hunter2-pw@127.0.0.1:${port}/keel`,
     port,
+    socket: join(dir, `.s.PGSQL.${port}`),
     stop(mode) {
       if (running) stop(mode)
       running = false

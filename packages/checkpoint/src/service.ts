@@ -1,8 +1,9 @@
 import { type Context, Service } from 'cordis'
 import type { Agent } from '@keel/agent'
-import { keelHome, notify, type Session, type SessionEvent } from '@keel/session'
+import { notify, type Session, type SessionEvent } from '@keel/session'
 import { GitError } from './git.ts'
-import { Shadow, type Change, type Limits } from './shadow.ts'
+import { capture, type Directory, openDirectory, remeasure } from './directory.ts'
+import type { Change, Limits } from './shadow.ts'
 
 declare module '@keel/session' {
   interface SessionEventMap {
@@ -58,34 +59,6 @@ export interface RewindPlan {
   repositories: string[]
 }
 
-interface Directory {
-  shadow: Shadow
-  /** Settles once the first check is done: undefined, or why checkpoints are off here. */
-  ready: Promise<string | undefined>
-  /** Why checkpoints went off here later (a measure after a snapshot found the folder over a limit). */
-  off?: string
-  /** How many files the last measure found. */
-  files?: number
-  /** The limits were judged by the last process's figures: the first snapshot here measures again, beside it. */
-  recalled?: boolean
-  /** The captures of the shadow's index, one at a time, in order. */
-  queue: Promise<unknown>
-  /** The last capture begun or queued. */
-  latest?: Capture
-  /** The first capture's warm-up, started when a session opens here. */
-  warm?: Promise<void>
-}
-
-/** `git add -A` then `write-tree` on the shadow's index: the work tree as it was when `began`. */
-interface Capture {
-  /** When git began to read the work tree (`performance.now()`); undefined while queued, so it begins later. */
-  began?: number
-  failed?: boolean
-  /** The index holds the work tree: from here on a tool may change files (false: the capture failed). */
-  added: Promise<boolean>
-  tree: Promise<string>
-}
-
 /** A tool that waits longer than this for a snapshot is announced, so a long first snapshot is never a silent stall. */
 const SLOW_SNAPSHOT_MS = 1000
 
@@ -115,15 +88,28 @@ export class CheckpointService extends Service {
     ctx.on('agent/before-tools', async (agent, tools) => {
       if (tools.some((tool) => !READ_ONLY_TOOLS.has(tool))) await this.waitShown(agent)
     })
+    // A step's tools are done once its first result is logged (results follow all of a batch): the re-check of the
+    // tree they may have changed begins now, while the next request is built and sent, instead of after it. The
+    // next request's snapshot takes that capture (it began after the tools ended).
+    ctx.on('session/event', (session, event) => {
+      if (event.type !== 'tool/result') return
+      const agent = this.agentOf.get(session)
+      if (!agent || !writes(session.events, (event as SessionEvent<'tool/result'>).data.callId)) return
+      this.toolsEnded.set(agent, performance.now())
+      const directory = this.directories.get(agent.cwd)
+      // A failure here is the snapshot's to say: it takes this capture, or begins another when this one failed.
+      if (directory?.on && !directory.off) capture(directory, performance.now()).tree.catch(() => {})
+    })
     // The first snapshot of a folder reads every file the project's own index does not vouch for: it starts soon
     // after a session is created or opened there, while the person types or the model thinks. A session prompted at
-    // once (print mode, the web page) has its turn's snapshot first, which does that work.
+    // once (the web page) has its turn's snapshot first, which does that work; print mode began it as it started
+    // (`prepare` in directory.ts).
     ctx.on('session/created', (session) => {
       if (!this.config.enabled || session.header.parent) return
       const directory = this.directory(session.header.cwd)
       directory.warm ??= directory.ready.then(async (off) => {
         await new Promise((done) => setTimeout(done, WARM_AFTER_MS).unref())
-        if (!off && !directory.latest) this.capture(directory, 0).tree.catch(() => {})
+        if (!off && !directory.latest) capture(directory, 0).tree.catch(() => {})
       })
     })
     // The turn's end waits for its rewind point (the snapshot at its start), never for a re-check after a step:
@@ -150,69 +136,20 @@ export class CheckpointService extends Service {
   private directory(cwd: string): Directory {
     let directory = this.directories.get(cwd)
     if (!directory) {
-      const shadow = new Shadow(cwd, keelHome())
-      const made: Directory = { shadow, ready: Promise.resolve(undefined), queue: Promise.resolve() }
-      made.ready = this.check(made)
-      directory = made
+      directory = openDirectory(cwd, this.config)
       this.directories.set(cwd, directory)
     }
     return directory
   }
 
-  /**
-   * Whether checkpoints are on here. A shadow with an index judges the limits by the figures the last process
-   * measured (measured again beside the first snapshot), so a new process starts no walk of the tree before its first
-   * snapshot; a cold one is seeded from the project's own index, then measured.
-   */
-  private async check(directory: Directory): Promise<string | undefined> {
-    const { shadow } = directory
-    try {
-      await shadow.init()
-      let size = shadow.warm() ? shadow.recall(this.config) : undefined
-      if (size) directory.recalled = true
-      else size = (await shadow.seed(this.config)) ?? (await shadow.measure(this.config))
-      directory.files = size.files
-      return size.over ? offLine(shadow.cwd, `it holds ${size.over}`) : undefined
-    } catch (error) {
-      return offLine(shadow.cwd, error instanceof Error ? error.message : String(error))
-    }
-  }
-
-  /**
-   * The capture a snapshot needing the work tree as it is now (`after`, a `performance.now()`) can use: the last one
-   * when it began after that (or has not begun), else a new one queued after it.
-   */
-  private capture(directory: Directory, after: number): Capture {
-    const latest = directory.latest
-    if (latest && !latest.failed && (latest.began === undefined || latest.began >= after)) return latest
-    const previous = directory.queue
-    let added!: (ok: boolean) => void
-    const capture: Capture = { added: new Promise((done) => (added = done)), tree: Promise.resolve('') }
-    capture.tree = (async () => {
-      await previous
-      capture.began = performance.now()
-      try {
-        await directory.shadow.add()
-      } catch (error) {
-        capture.failed = true
-        added(false)
-        throw error
-      }
-      added(true)
-      try {
-        return await directory.shadow.writeTree()
-      } catch (error) {
-        capture.failed = true
-        throw error
-      }
-    })()
-    directory.queue = capture.tree.catch(() => {})
-    directory.latest = capture
-    return capture
-  }
-
   /** Each agent's snapshots, one after another (they never reject: a failure is a `keel/notice`). */
   private readonly pending = new WeakMap<Agent, Promise<void>>()
+  /** The agent of each session a snapshot was asked for in (subagents' are not: their parent's snapshots cover them). */
+  private readonly agentOf = new WeakMap<Session, Agent>()
+  /** When each agent's last tool that may change files ended (`performance.now()`). */
+  private readonly toolsEnded = new WeakMap<Agent, number>()
+  /** Each agent's log length at its last request: what came after may call for a new capture. */
+  private readonly prepared = new WeakMap<Agent, number>()
   /** Each agent's last snapshot's capture: a tool that may change files waits for it. */
   private readonly captured = new WeakMap<Agent, Promise<void>>()
   /** Each agent's first snapshot of its current turn: the turn's rewind point, which the turn's end waits for. */
@@ -255,16 +192,23 @@ export class CheckpointService extends Service {
   private startSnapshot(agent: Agent): void {
     // A subagent works in its parent's directory during the parent's `task` call; the parent's snapshots cover it.
     if (!this.config.enabled || agent.depth > 0) return
+    this.agentOf.set(agent.session, agent)
     const previous = this.pending.get(agent)
-    let captured!: () => void
-    this.captured.set(agent, new Promise<void>((done) => (captured = done)))
+    const events = agent.session.events
+    // Nothing since the last request could have changed a file (read-only tools, no new turn): this step's tools may
+    // start once that request's capture has read the tree, not after its tree, commit and event too.
+    let captured = () => {}
+    if (!previous || mayHaveWritten(events, this.prepared.get(agent) ?? 0))
+      this.captured.set(agent, new Promise<void>((done) => (captured = done)))
+    const asked = events.length
+    this.prepared.set(agent, asked)
     const next = (async () => {
       await previous
       // The request this step is preparing goes out first: starting git costs the main thread a few ms of forking,
       // and no tool can change a file before git has read the tree (agent/before-tools waits for it).
       await new Promise((done) => setImmediate(done))
       try {
-        await this.snapshot(agent, captured)
+        await this.snapshot(agent, captured, asked)
       } catch (error) {
         // An agent closed before its last re-check landed: the next snapshot of the folder covers it.
         if (agent.status !== 'disposed')
@@ -298,11 +242,15 @@ export class CheckpointService extends Service {
    */
   private readonly covered = new WeakMap<Agent, number>()
 
-  private async snapshot(agent: Agent, captured: () => void): Promise<void> {
-    const seen = agent.session.events.length
-    const kind = needsSnapshot(agent.session.events, this.covered.get(agent) ?? 0)
+  /**
+   * The snapshot a request asked for when the log held `seen` events: what came after (the step's own tool calls,
+   * which may already run when they waited for an earlier capture) is for the next request's snapshot to judge.
+   */
+  private async snapshot(agent: Agent, captured: () => void, seen: number): Promise<void> {
+    const kind = needsSnapshot(agent.session.events, this.covered.get(agent) ?? 0, seen)
     if (!kind) return
-    const after = performance.now()
+    // A capture that began after this step's tools ended (the one their result started) holds what they changed.
+    const after = (kind.kind === 'change' && this.toolsEnded.get(agent)) || performance.now()
     const directory = this.directory(agent.cwd)
     const off = (await directory.ready) ?? directory.off
     if (off) {
@@ -313,11 +261,11 @@ export class CheckpointService extends Service {
       }
       return
     }
-    const capture = this.capture(directory, after)
-    await capture.added
+    const taken = capture(directory, after)
+    await taken.added
     captured()
-    const tree = await capture.tree
-    this.remeasure(directory)
+    const tree = await taken.tree
+    remeasure(directory)
     const last = lastSnapshot(agent.session.events)
     if (kind.kind === 'change' && last?.data.tree === tree) {
       this.covered.set(agent, seen)
@@ -329,19 +277,6 @@ export class CheckpointService extends Service {
     if (kind.kind === 'turn-start' || currentTurn(agent.session.events) === kind.turn)
       agent.session.append('checkpoint/snapshot', { turn: kind.turn, kind: kind.kind, tree, commit })
     this.covered.set(agent, seen)
-  }
-
-  /** The limits judged by the last process's figures are measured again, once, beside the first snapshot here. */
-  private remeasure(directory: Directory): void {
-    if (!directory.recalled) return
-    directory.recalled = false
-    directory.shadow.measure(this.config).then(
-      (size) => {
-        directory.files = size.files
-        if (size.over) directory.off = offLine(directory.shadow.cwd, `it holds ${size.over}`)
-      },
-      () => {},
-    )
   }
 
   private readonly warned = new Set<string>()
@@ -378,7 +313,7 @@ export class CheckpointService extends Service {
     await directory.ready
     if (!(await shadow.hasTree(target)))
       throw new RewindError(`the checkpoint ${target.slice(0, 12)} of session ${id} is missing from ${shadow.gitDir}`)
-    const current = await this.capture(directory, performance.now()).tree
+    const current = await capture(directory, performance.now()).tree
     const all = await shadow.diff(current, target)
     const changes = all.filter((change) => !change.repository)
     const repositories = all.filter((change) => change.repository).map((change) => change.path)
@@ -436,15 +371,17 @@ export class CheckpointService extends Service {
 }
 
 /**
- * Whether the next request needs a snapshot first: at a turn's start (nothing of this turn seen by the shadow yet),
- * or after a step that may have changed files (a tool call among the first `covered` events was seen already).
+ * Whether the request asked for when the log held `seen` events needs a snapshot: at a turn's start (nothing of this
+ * turn seen by the shadow yet), or after a step that may have changed files (a tool call the shadow has not seen: at
+ * or after `covered`).
  */
 function needsSnapshot(
   events: readonly SessionEvent[],
   covered: number,
+  seen: number,
 ): { turn: number; kind: 'turn-start' | 'change' } | undefined {
   let changed = false
-  for (let i = events.length - 1; i >= 0; i--) {
+  for (let i = seen - 1; i >= 0; i--) {
     const event = events[i]!
     if (event.type === 'tool/call' && i >= covered && !READ_ONLY_TOOLS.has(event.data.name)) changed = true
     if (event.type === 'turn/start') {
@@ -455,6 +392,27 @@ function needsSnapshot(
   return undefined
 }
 
+/** Whether the call `callId` (found from the end of the log) was of a tool that may change files. */
+function writes(events: readonly SessionEvent[], callId: string): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === 'tool/call' && (event as SessionEvent<'tool/call'>).data.callId === callId)
+      return !READ_ONLY_TOOLS.has((event as SessionEvent<'tool/call'>).data.name)
+    if (event.type === 'turn/start') return false
+  }
+  return false
+}
+
+/** Whether a turn began or a tool that may change files was called among the events from `from` on. */
+function mayHaveWritten(events: readonly SessionEvent[], from: number): boolean {
+  for (let i = from; i < events.length; i++) {
+    const event = events[i]!
+    if (event.type === 'turn/start') return true
+    if (event.type === 'tool/call' && !READ_ONLY_TOOLS.has(event.data.name)) return true
+  }
+  return false
+}
+
 /** The number of the last turn begun on the log (0 before the first). */
 function currentTurn(events: readonly SessionEvent[]): number {
   for (let i = events.length - 1; i >= 0; i--) {
@@ -462,10 +420,6 @@ function currentTurn(events: readonly SessionEvent[]): number {
     if (event.type === 'turn/start') return event.data.turn
   }
   return 0
-}
-
-function offLine(cwd: string, why: string): string {
-  return `checkpoints are off for ${cwd}: ${why}; files cannot be rewound there`
 }
 
 function lastSnapshot(events: readonly SessionEvent[]): SessionEvent<'checkpoint/snapshot'> | undefined {

@@ -1,13 +1,17 @@
 import { execFile } from 'node:child_process'
 import {
   chmodSync,
+  closeSync,
   copyFileSync,
   existsSync,
+  fstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  readSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -18,7 +22,7 @@ import {
 import { lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
-import { cwdSlug, sessionsRoot } from '@keel/session'
+import { cwdSlug, sessionsRoot } from '@keel/session/paths'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
 /** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
@@ -170,9 +174,8 @@ export class Shadow {
   }
 
   async init(): Promise<void> {
-    if (!existsSync(join(this.gitDir, 'HEAD'))) {
-      // Private: the shadow holds copies of the person's files, some of them 0600 in the work tree.
-      mkdirSync(this.gitDir, { recursive: true, mode: 0o700 })
+    if (!existsSync(join(this.gitDir, 'HEAD')) && !createRepository(this.gitDir)) {
+      // A folder there already that is no repository (an init cut short): git makes one in it.
       await git({ gitDir: this.gitDir, indexFile: join(this.gitDir, 'index') }, [
         'init',
         '-q',
@@ -279,7 +282,10 @@ export class Shadow {
       // Untracked-cache and fsmonitor data describe the project's setup; a split index's other half is not here
       // (reading it fails, and the shadow stays cold).
       await git(this.env(name), ['update-index', '--no-untracked-cache', '--no-fsmonitor', '--no-split-index'])
-      const entries = await git(this.env(name), ['ls-files', '-s', '-v', '-z'])
+      const [entries, ignored] = await Promise.all([
+        git(this.env(name), ['ls-files', '-s', '-v', '-z']),
+        git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
+      ])
       const blobs = new Set<string>()
       let converts = existsSync(join(projectGit, 'info', 'attributes'))
       for (const entry of entries.split('\0')) {
@@ -291,7 +297,6 @@ export class Shadow {
         const path = entry.slice(tab + 1)
         if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
       }
-      const ignored = await git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard'])
       if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
       await this.dropOwn(name)
       const [, convertsToo, size] = await Promise.all([
@@ -313,6 +318,11 @@ export class Shadow {
     }
   }
 
+  /** How many entries the project's own `.git/index` holds (what a `seed` would start from); 0 for none. */
+  projectEntries(): number {
+    return indexEntries(join(this.cwd, '.git', 'index'))
+  }
+
   /** Whether the shadow has an index (its stat cache): its next snapshot costs a stat pass, not a read of every file. */
   warm(): boolean {
     return existsSync(join(this.gitDir, 'index'))
@@ -325,9 +335,25 @@ export class Shadow {
     )
   }
 
-  /** The tree `index` holds: what the work tree was when `add` last ran on it. */
+  /** Per index, the tree of its content as it was when `write-tree` last ran, by the index's checksum. */
+  private readonly trees = new Map<string, { sum: string; tree: string }>()
+
+  /**
+   * The tree `index` holds: what the work tree was when `add` last ran on it. An index whose checksum (its last 20
+   * bytes, over all its content) is the one `write-tree` last saw holds the same entries, so the same tree, without a
+   * git process: an `add` that found nothing changed leaves the file as it was.
+   */
   async writeTree(index = 'index'): Promise<string> {
-    return (await git(this.env(index), ['write-tree'])).trim()
+    const file = join(this.gitDir, index)
+    const before = checksum(file)
+    const known = this.trees.get(index)
+    if (before && known?.sum === before) return known.tree
+    const tree = (await git(this.env(index), ['write-tree'])).trim()
+    // Kept only when the index did not change while git read it (write-tree itself may add its cache, or another
+    // process snapshotting this folder may have written it): the next call then runs git again.
+    if (before && checksum(file) === before) this.trees.set(index, { sum: before, tree })
+    else this.trees.delete(index)
+    return tree
   }
 
   /** The work tree as a tree object now (the index is a stat cache, so an unchanged tree costs little). */
@@ -339,15 +365,25 @@ export class Shadow {
   /** Keeps a tree reachable (so git never prunes it) on the session's own ref; returns the commit. */
   async keep(tree: string, session: string, message: string): Promise<string> {
     const ref = `refs/keel/${session}`
-    const parent = await git(this.env(), ['rev-parse', '--verify', '-q', ref]).then(
-      (out) => out.trim(),
-      () => '',
-    )
+    const parent = await this.head(ref)
     const commit = (
       await git(this.env(), ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', message])
     ).trim()
     await git(this.env(), ['update-ref', ref, commit])
     return commit
+  }
+
+  /** The commit `ref` points at, '' for none: a loose ref is read as a file, a packed one (a `git pack-refs` run in the shadow) through git. */
+  private async head(ref: string): Promise<string> {
+    try {
+      const loose = readFileSync(join(this.gitDir, ref), 'utf8').trim()
+      if (/^[0-9a-f]{40,64}$/.test(loose)) return loose
+    } catch {}
+    if (!existsSync(join(this.gitDir, 'packed-refs'))) return ''
+    return git(this.env(), ['rev-parse', '--verify', '-q', ref]).then(
+      (out) => out.trim(),
+      () => '',
+    )
   }
 
   async hasTree(tree: string): Promise<boolean> {
@@ -428,6 +464,64 @@ export class Shadow {
     } finally {
       rmSync(join(this.gitDir, name), { force: true })
     }
+  }
+}
+
+/** The number of entries a git index holds, from its header (0 for none, or a file that is no index). */
+function indexEntries(file: string): number {
+  const header = Buffer.alloc(12)
+  let fd: number | undefined
+  try {
+    fd = openSync(file, 'r')
+    if (readSync(fd, header, 0, 12, 0) < 12 || header.toString('latin1', 0, 4) !== 'DIRC') return 0
+    return header.readUInt32BE(8)
+  } catch {
+    return 0
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** A git index's trailing checksum (SHA-1 over all that comes before it), or undefined when there is none. */
+function checksum(file: string): string | undefined {
+  let fd: number | undefined
+  try {
+    fd = openSync(file, 'r')
+    const { size } = fstatSync(fd)
+    if (size < 32) return undefined
+    const sum = Buffer.alloc(20)
+    readSync(fd, sum, 0, 20, size - 20)
+    return `${size}:${sum.toString('hex')}`
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** What `git init --bare --shared=0600` writes that git needs. */
+const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n\tsharedrepository = 0600\n'
+
+/**
+ * A bare repository at `gitDir`, written directly (one git process less before a folder's first snapshot): made
+ * aside and renamed into place, so a process racing this one finds all of it or none. Private: the shadow holds
+ * copies of the person's files, some of them 0600 in the work tree. False when a folder that is no repository is
+ * in the way.
+ */
+function createRepository(gitDir: string): boolean {
+  const parent = dirname(gitDir)
+  mkdirSync(parent, { recursive: true, mode: 0o700 })
+  const aside = mkdtempSync(join(parent, '.init-'))
+  try {
+    for (const dir of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info'])
+      mkdirSync(join(aside, dir), { recursive: true, mode: 0o700 })
+    writeFileSync(join(aside, 'config'), CONFIG, { mode: 0o600 })
+    writeFileSync(join(aside, 'HEAD'), 'ref: refs/heads/master\n', { mode: 0o600 })
+    renameSync(aside, gitDir)
+    return true
+  } catch {
+    rmSync(aside, { recursive: true, force: true })
+    return existsSync(join(gitDir, 'HEAD'))
   }
 }
 

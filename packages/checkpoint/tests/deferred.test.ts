@@ -30,8 +30,8 @@ const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { co
 
 /**
  * A `git` first on PATH. While `<bin>/hold` exists, an `add` waits (up to 30 s) before it runs, and says so in
- * `<bin>/holding`; when `<bin>/fail` exists, the next `add` removes it and exits 137, as a git killed mid-snapshot
- * would.
+ * `<bin>/holding`; while `<bin>/fail` exists, an `add` exits 137, as a git killed mid-snapshot would (so the
+ * re-check begun as the tool ended fails, and so does the one its snapshot then begins).
  */
 function heldGit(): { hold: string; holding: string; fail: string } {
   bin = mkdtempSync(join(tmpdir(), 'keel-git-held-'))
@@ -43,7 +43,7 @@ function heldGit(): { hold: string; holding: string; fail: string } {
     join(bin, 'git'),
     `#!/bin/sh
 case " $* " in *" add "*)
-  if [ -e '${fail}' ]; then rm -f '${fail}'; exit 137; fi
+  if [ -e '${fail}' ]; then exit 137; fi
   if [ -e '${hold}' ]; then touch '${holding}'; fi
   i=0; while [ -e '${hold}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;;
 esac
@@ -134,8 +134,8 @@ describe('the re-check after the last step', () => {
     const agent = keel.agent()
     await agent.prompt('one')
     await keel.ctx.parallel('agent/before-close', agent)
-    expect(existsSync(fail)).toBe(false)
     expect(notices).toEqual([expect.stringMatching(/^checkpoint skipped: git add failed/)])
+    rmSync(fail)
     expect(snapshots(agent.session.events).map((s) => s.kind)).toEqual(['turn-start'])
     // The agent's last change is unknown to the log, so a rewind now treats it as the person's: refused, not lost.
     await expect(keel.ctx.checkpoints.plan(agent.session.events, keel.cwd, 1, agent.id)).resolves.toMatchObject({

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import { helpText, modelSpec, parse, UsageError, workingDirectory } from './args.ts'
 import type { CommandRun } from './commands.ts'
-import { DEFAULT_COMPOSITION } from './composition.ts'
+import { DEFAULT_COMPOSITION, SHIPPED_COMPOSITION } from './composition.ts'
 import { FRONT_DOOR_STARTS } from './doors.ts'
 import { type FirstRequest, sendFirstRequest, toolsKey } from './first-request.ts'
 import { resolveMode } from './mode.ts'
@@ -92,6 +92,9 @@ export async function main(argv: string[]): Promise<number> {
         // plugins the boot loads give a remote handshake more turns of the event loop.
         if (first) await new Promise((done) => setImmediate(done))
       }
+      // The folder's first checkpoint begins now, beside the request and the boot: the turn's own snapshot, which the
+      // first tool that may write waits for, is then a re-read of the shadow's stat cache.
+      if (!flags.config) await prepareCheckpoints(settings?.overrides.checkpoint, workingDirectory(flags))
     }
     // A front door's first half (keel serve listens and serves its page while the plugins boot). Not with --config
     // (a composition file can fail to load) or --allow (a rule can fail to parse): nothing is served before what can
@@ -109,6 +112,14 @@ export async function main(argv: string[]): Promise<number> {
     first?.discard()
     await started?.abandon()
   }
+}
+
+/** Begins the first snapshot of `cwd` (`@keel/checkpoint/prepare`) unless the settings turn checkpoints off. */
+async function prepareCheckpoints(override: Record<string, unknown> | undefined, cwd: string): Promise<void> {
+  const shipped = SHIPPED_COMPOSITION.find((entry) => entry.id === 'checkpoint')?.config as Record<string, unknown>
+  const config = { ...shipped, ...override } as { enabled?: boolean; maxFiles: number; maxBytes: number }
+  if (config.enabled === false) return
+  ;(await import('@keel/checkpoint/prepare')).prepare(cwd, { maxFiles: config.maxFiles, maxBytes: config.maxBytes })
 }
 
 /** The commands with a front door, which show the held-back line as a notice. */

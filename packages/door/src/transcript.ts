@@ -484,7 +484,10 @@ const SCOPES: ReadonlySet<string> = new Set<DecisionScope>(['once', 'session', '
 /** A decision event's data, checked field by field: known values are kept, anything else drops the decision. */
 export function parseDecision(data: unknown): Decision | undefined {
   if (!data || typeof data !== 'object') return undefined
-  const { callId, decision, scope, rule, rules, file, message, mode, interrupted } = data as Record<string, unknown>
+  const { callId, decision, scope, rule, rules, file, message, mode, interrupted, answeredOn } = data as Record<
+    string,
+    unknown
+  >
   if (typeof callId !== 'string' || (decision !== 'allow' && decision !== 'deny')) return undefined
   if (typeof scope !== 'string' || !SCOPES.has(scope)) return undefined
   const ruleList = Array.isArray(rules) ? rules.filter((item): item is string => typeof item === 'string') : []
@@ -498,6 +501,7 @@ export function parseDecision(data: unknown): Decision | undefined {
     ...(typeof message === 'string' && message ? { message } : {}),
     ...(isPermissionMode(mode) ? { mode } : {}),
     ...(interrupted === true ? { interrupted } : {}),
+    ...(typeof answeredOn === 'string' && answeredOn ? { answeredOn } : {}),
   }
 }
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'vitest'
+import { describeDecision } from '@keel/permissions'
 import type { SessionEvent } from '@keel/session'
 import { standingPlan } from '@keel/todo'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
@@ -356,5 +357,18 @@ describe('entries of the capabilities', () => {
       failure: 'exit 3',
     })
     expect(state.entries[2]).toMatchObject({ kind: 'user', text: 'not that', steer: true })
+  })
+
+  test('a decision answered on another machine keeps that machine; one of the wrong type is dropped', () => {
+    const state = foldEvents([
+      event('tool/call', { turn: 1, step: 1, callId: 'a', name: 'bash', arguments: '{}' }),
+      event('permission/decision', { callId: 'a', decision: 'allow', scope: 'once', answeredOn: 'beta' }),
+      event('tool/call', { turn: 1, step: 1, callId: 'b', name: 'bash', arguments: '{}' }),
+      event('permission/decision', { callId: 'b', decision: 'allow', scope: 'once', answeredOn: 7 }),
+    ])
+    expect(state.entries[0]).toMatchObject({ decision: { answeredOn: 'beta' } })
+    expect(describeDecision((state.entries[0] as ToolEntry).decision!)).toBe('✓ allowed once by the user on beta')
+    expect((state.entries[1] as ToolEntry).decision).toEqual({ callId: 'b', decision: 'allow', scope: 'once' })
+    expect(describeDecision((state.entries[1] as ToolEntry).decision!)).toBe('✓ allowed once by the user')
   })
 })

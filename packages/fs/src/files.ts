@@ -1,5 +1,5 @@
-// Keel's own walk and read (glob always, grep when there is no ripgrep): the files under a root that .gitignore lets
-// through, and their contents, checked as open.ts checks a read. A promise per directory entry and seven thread-pool
+// Keel's own walk and read (glob, ls and `@` completion always, grep when there is no ripgrep): the entries under a
+// root that .gitignore lets through, and the files' contents, checked as open.ts checks a read. A promise per directory entry and seven thread-pool
 // round trips per file made the fallback 12–16× a bare `rg` on 20,000 files, where a file read is a few microseconds
 // when synchronous: directories are read a few at a time on the thread pool (a promise per directory is cheap), files
 // synchronously, and the judging and reading run in slices of a few milliseconds with a turn of the loop between.
@@ -19,32 +19,35 @@ import { readdir } from 'node:fs/promises'
 import { Slicer } from './limit.ts'
 import type { Scope } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
-import type { GitignoreRules } from './gitignore.ts'
-import { loadRules, readText } from './walk.ts'
+import { type DirectoryRules, loadRules, readText } from './gitignore.ts'
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants
 
 /** Directories read at once. */
 const DIRS_IN_FLIGHT = 16
 
+/** Never worth walking into or listing, ignored or not. */
+const ALWAYS_SKIPPED = new Set(['node_modules', '.git'])
+
 /**
- * Walks the directories under `root` with walk.ts's rules: symlinks are not followed, node_modules and .git are
- * skipped, and each directory is judged against the .gitignore files on the way down, so an ignored one is never
- * opened and its .gitignore never read. `visit` gets each directory's entries (`dir` relative, `''` for the root)
- * and the rules that apply in it; it returns false to stop the walk, which then returns false.
+ * Walks the directories under `root`: symlinks are not followed, node_modules and .git are skipped, and each
+ * directory is judged against the .gitignore files on the way down, so an ignored one is never opened and its
+ * .gitignore never read. `deep` is how many levels are read (1: the root only). `visit` gets each directory's entries (`dir` relative, `''` for the root)
+ * and what the .gitignore files say about them; it returns false to stop the walk, which then returns false.
  */
 export async function eachDirectory(
   root: string,
   scope: Scope,
   signal: AbortSignal,
-  visit: (dir: string, entries: Dirent[], rules: GitignoreRules) => boolean,
+  visit: (dir: string, entries: Dirent[], rules: DirectoryRules) => boolean,
+  deep = Number.POSITIVE_INFINITY,
 ): Promise<boolean> {
   const rules = await loadRules(root, scope.realCwd, scope)
   const slicer = new Slicer(signal)
   // A level at a time, several directories read at once on the thread pool while the last ones are judged here: a
   // promise per directory is cheap, where one per entry was not.
   let level = ['']
-  while (level.length) {
+  for (let depth = 1; level.length; depth++) {
     const next: string[] = []
     for (let at = 0; at < level.length; at += DIRS_IN_FLIGHT) {
       const dirs = level.slice(at, at + DIRS_IN_FLIGHT)
@@ -61,13 +64,14 @@ export async function eachDirectory(
           const text = await readText(join(root, dir, '.gitignore'), scope)
           if (text !== undefined) rules.add(join(root, dir.split('/').join(sep)), text)
         }
-        if (!visit(dir, entries, rules)) return false
-        for (const entry of entries) {
-          const name = entry.name
-          if (!entry.isDirectory() || name === 'node_modules' || name === '.git') continue
-          const rel = dir ? `${dir}/${name}` : name
-          if (!rules.ignores(rel, true)) next.push(rel)
-        }
+        const here = rules.in(dir)
+        if (!visit(dir, entries, here)) return false
+        if (depth < deep)
+          for (const entry of entries) {
+            const name = entry.name
+            if (!entry.isDirectory() || ALWAYS_SKIPPED.has(name)) continue
+            if (!here.ignores(name, true)) next.push(dir ? `${dir}/${name}` : name)
+          }
         await slicer.tick()
       }
     }
@@ -87,16 +91,73 @@ export async function listFiles(
   wanted: (rel: string) => boolean = () => true,
 ): Promise<string[]> {
   const files: string[] = []
-  await eachDirectory(root, scope, signal, (dir, entries, rules) => {
+  await eachDirectory(root, scope, signal, (dir, entries, here) => {
     for (const entry of entries) {
-      if (!entry.isFile() || entry.name === '.git') continue
+      if (!entry.isFile() || ALWAYS_SKIPPED.has(entry.name)) continue
       const rel = dir ? `${dir}/${entry.name}` : entry.name
-      if (wanted(rel) && !rules.ignores(rel, false)) files.push(rel)
+      if (wanted(rel) && !here.ignores(entry.name, false)) files.push(rel)
     }
     return true
   })
-  // Plain sort compares UTF-16 code units, the order walk.ts gives.
+  // Plain sort compares UTF-16 code units.
   return files.sort()
+}
+
+interface WalkEntry {
+  /** Relative to the walk root, `/`-separated. */
+  path: string
+  kind: 'file' | 'dir' | 'symlink' | 'other'
+}
+
+export interface WalkOptions {
+  root: string
+  /** Globs relative to the root (picomatch, dotfiles match): which entries to list. */
+  patterns: string[]
+  /** The agent's cwd (symlinks resolved): where .gitignore lookup stops outside a git repository. */
+  cwd: string
+  /** Whether the .gitignore files under the root must lie inside the cwd. */
+  confined: boolean
+  onlyFiles: boolean
+  /** 1 lists the root only. */
+  deep?: number
+  /** Stops the walk (cancel, or the call's time limit): the walk rejects with the signal's reason. */
+  signal: AbortSignal
+}
+
+export interface WalkResult {
+  entries: WalkEntry[]
+  /** Entries found but left out: gitignored, node_modules or .git. Directories pruned unopened are not counted. */
+  hidden: number
+}
+
+const kindOf = (entry: Dirent): WalkEntry['kind'] =>
+  entry.isDirectory() ? 'dir' : entry.isFile() ? 'file' : entry.isSymbolicLink() ? 'symlink' : 'other'
+
+/**
+ * Every entry under `root` that `patterns` take and .gitignore lets through, links listed as links and never
+ * followed, sorted by path (`ls`, `@` completion); see eachDirectory.
+ */
+export async function walk(options: WalkOptions): Promise<WalkResult> {
+  // Loaded on the first walk, not at start-up: a session that never lists never parses picomatch.
+  const { default: picomatch } = await import('picomatch')
+  const wanted = picomatch(options.patterns, { dot: true })
+  const scope: Scope = { realCwd: options.cwd, confined: options.confined }
+  const entries: WalkEntry[] = []
+  let hidden = 0
+  const visit = (dir: string, found: Dirent[], here: DirectoryRules) => {
+    for (const entry of found) {
+      const kind = kindOf(entry)
+      const path = dir ? `${dir}/${entry.name}` : entry.name
+      if ((options.onlyFiles && kind !== 'file') || !wanted(path)) continue
+      // A `.git` file (worktrees, submodules) or a `node_modules` link is skipped as surely as the directories.
+      if (ALWAYS_SKIPPED.has(entry.name) || here.ignores(entry.name, kind === 'dir')) hidden++
+      else entries.push({ path, kind })
+    }
+    return true
+  }
+  await eachDirectory(options.root, scope, options.signal, visit, options.deep)
+  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  return { entries, hidden }
 }
 
 type Read = { bytes: Buffer } | 'skipped' | 'too large'

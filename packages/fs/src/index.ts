@@ -15,7 +15,7 @@ export { readLineWindow, type LineWindow, type WindowLine } from './lines.ts'
 export { resolvePath, resolveLinks, displayPath, isInside, PathError, type ResolvedPath, type Scope } from './paths.ts'
 export { openRegular, replaceFile, kindOf } from './open.ts'
 export { sniff, type Sniffed } from './sniff.ts'
-export { walk, type WalkOptions, type WalkResult } from './walk.ts'
+export { walk, type WalkOptions, type WalkResult } from './files.ts'
 
 export const name = 'keel-fs'
 export const inject = ['tools']

@@ -1,7 +1,7 @@
-// grep and glob through the system ripgrep: its parallel walker and searcher are 10–100× what a walk and a read per
-// file from Node can do on a large tree. ripgrep lists and finds candidates and applies the .gitignore files, with
-// git's rules, only where it reads none that walk.ts would refuse (rg-ignore.ts); the glob is Keel's own (picomatch,
-// as fast-glob matches) on its listing, and the worker in matcher.ts decides each candidate line with the JavaScript
+// grep through the system ripgrep: its parallel walker and searcher are 10–100× what a walk and a read per file from
+// Node can do on a large tree. ripgrep lists and finds candidates and applies the .gitignore files, with git's
+// rules, only where it meets none that Keel would refuse to read or that it reads differently from git
+// (rg-ignore.ts); the glob is Keel's own (picomatch, as fast-glob matches) on its listing, and the worker in matcher.ts decides each candidate line with the JavaScript
 // regex, so a catastrophic pattern still stops at the time limit. Where ripgrep is missing or cannot promise the same
 // answer, the callers walk and read.
 import { execFile, spawn } from 'node:child_process'
@@ -117,8 +117,12 @@ export async function ripgrepFiles(rg: Ripgrep, root: string, flags: string[], s
 export async function globFilter(pattern: string, baseNameMatch: boolean): Promise<(rel: string) => boolean> {
   const { default: picomatch } = await import('picomatch')
   const glob = pattern.replace(/^(\.\/)+/, '')
-  const matcher = picomatch(glob, { dot: true, basename: baseNameMatch && !glob.includes('/') })
-  return (rel) => matcher(rel)
+  // picomatch's own matcher, without the two result objects it builds for every path of a large listing: the path
+  // equal to the glob, or the glob's regex on it (on its last part for a bare name).
+  const regex = picomatch.makeRe(glob, { dot: true })
+  if (baseNameMatch && !glob.includes('/'))
+    return (rel) => rel === glob || regex.test(rel.slice(rel.lastIndexOf('/') + 1))
+  return (rel) => rel === glob || regex.test(rel)
 }
 
 /**

@@ -11,8 +11,7 @@ import { displayPath, resolvePath, type ResolvedPath } from './paths.ts'
 import { sniff, SNIFF_BYTES } from './sniff.ts'
 import { withRipgrepIgnoring } from './rg-ignore.ts'
 import { globFilter, relativeOf, RipgrepFailed, ripgrep, ripgrepFiles, runRipgrep, toRipgrepRegex } from './ripgrep.ts'
-import { walk } from './walk.ts'
-import { FileReader, listFiles } from './files.ts'
+import { FileReader, listFiles, walk } from './files.ts'
 
 export { GREP_LINE_CHARS } from './matcher.ts'
 

@@ -72,7 +72,7 @@ describe('withRipgrepIgnoring', () => {
   const run = (root: string, cwd = root) =>
     withRipgrepIgnoring(root, cwd, true, new AbortController().signal, async (flags) => flags)
 
-  it('lets ripgrep read the .gitignore files only where walk.ts would read every one', async () => {
+  it('lets ripgrep read the .gitignore files only where Keel would read every one, and reads them as git does', async () => {
     const top = mkdtempSync(join(tmpdir(), 'keel-rg-ignore-'))
     try {
       const repo = join(top, 'repo')
@@ -88,7 +88,7 @@ describe('withRipgrepIgnoring', () => {
       ])
       // Asked for by name, a directory the rules above ignore is searched without them.
       expect(await run(join(repo, 'sub/dist'))).toContain('--no-ignore-parent')
-      // In a directory walk.ts prunes unopened, a FIFO is never met.
+      // In a directory the walk prunes unopened, a FIFO is never met.
       execFileSync('mkfifo', [join(repo, 'sub/dist/.gitignore')])
       expect(await run(repo)).toBeDefined()
       for (const [what, make] of [
@@ -102,11 +102,23 @@ describe('withRipgrepIgnoring', () => {
         expect(await run(repo), what).toBeUndefined()
         rmSync(at)
       }
+      // A line ripgrep reads differently from git, below or above the root; not in a directory it never enters.
+      rmSync(join(repo, 'sub/dist/.gitignore'))
+      for (const line of ['{a,b}', '[[:digit:]]', 'x\t', '[\\]]', '[a-c-e]']) {
+        writeFileSync(join(repo, 'sub/dist/.gitignore'), `${line}\n`)
+        expect(await run(repo), line).toBeDefined()
+        writeFileSync(join(repo, 'sub/deeper/.gitignore'), `ok\n${line}\n`)
+        expect(await run(repo), line).toBeUndefined()
+        expect(await run(join(repo, 'sub/deeper')), line).toBeUndefined()
+        rmSync(join(repo, 'sub/deeper/.gitignore'))
+        expect(await run(join(repo, 'sub/deeper')), line).toBeDefined()
+      }
+      rmSync(join(repo, 'sub/dist/.gitignore'))
       // ripgrep reads every .gitignore above the root up to /: a FIFO above the repository stops it too.
       execFileSync('mkfifo', [join(top, '.gitignore')])
       expect(await run(repo)).toBeUndefined()
       rmSync(join(top, '.gitignore'))
-      // Outside a repository ripgrep would apply one above the cwd, which walk.ts does not.
+      // Outside a repository ripgrep would apply one above the cwd, which Keel does not.
       rmSync(join(repo, '.git'), { recursive: true })
       writeFileSync(join(top, '.gitignore'), '*.txt\n')
       expect(await run(repo)).toBeUndefined()

@@ -10,14 +10,19 @@ export function describeDecision(data: SessionEventMap['permission/decision']): 
     case 'mode':
       return `${verb} by ${data.mode ? `${data.mode} mode` : 'the permission mode'}`
     case 'once':
-      return `${verb} once by the user${said(data)}`
+      return `${verb} once ${byUser(data)}${said(data)}`
     case 'session':
-      return `${verb} for this session by the user (${rulesOf(data)})${said(data)}`
+      return `${verb} for this session ${byUser(data)} (${rulesOf(data)})${said(data)}`
     case 'hook':
       return `${verb} by a PreToolUse hook${said(data)}`
     case 'always':
-      return `${verb} always by the user${data.rule || data.host ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
+      return `${verb} always ${byUser(data)}${data.rule || data.host ? ` (${rulesOf(data)}${data.file ? ` saved to ${data.file}` : ''})` : ''}${said(data)}`
   }
+}
+
+/** Who answered: "by the user", or "by the user on beta" when the answer came from another machine's door. */
+function byUser(data: SessionEventMap['permission/decision']): string {
+  return data.answeredOn ? `by the user on ${data.answeredOn}` : 'by the user'
 }
 
 function rulesOf(data: SessionEventMap['permission/decision']): string {

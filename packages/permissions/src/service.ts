@@ -324,6 +324,7 @@ export class PermissionService extends Service implements PermissionGate {
       ...(recorded.rules.length ? { rule: recorded.rules[0], rules: recorded.rules } : {}),
       ...(recorded.file ? { file: recorded.file } : {}),
       ...(message ? { message } : {}),
+      ...(answer.answeredOn ? { answeredOn: answer.answeredOn } : {}),
     })
     if (answer.decision === 'allow') return { allowed: true, sandbox: verdict.sandbox }
     return {
@@ -412,6 +413,7 @@ export class PermissionService extends Service implements PermissionGate {
       host: name,
       ...(file ? { file } : {}),
       ...(message ? { message } : {}),
+      ...(answer.answeredOn ? { answeredOn: answer.answeredOn } : {}),
     })
     if (answer.decision === 'allow') return { allowed: true }
     return {

@@ -74,6 +74,11 @@ export interface PermissionAnswer {
   file?: RuleFile
   /** For a denial: a sentence from the person, which the model reads in the tool result. */
   message?: string
+  /**
+   * The machine whose door gave the answer, when another process's (through a shared session store, proven by
+   * @keel/door/ask-relay); the decision logs it.
+   */
+  answeredOn?: string
 }
 
 /** A well-formed answer (front doors pass on what a client sent). */
@@ -84,7 +89,8 @@ export function isPermissionAnswer(value: unknown): value is PermissionAnswer {
     (v.decision === 'allow' || v.decision === 'deny') &&
     ANSWER_SCOPES.includes(v.scope) &&
     (v.file === undefined || v.file === 'local' || v.file === 'project') &&
-    (v.message === undefined || typeof v.message === 'string')
+    (v.message === undefined || typeof v.message === 'string') &&
+    (v.answeredOn === undefined || typeof v.answeredOn === 'string')
   )
 }
 
@@ -138,6 +144,8 @@ declare module '@keel/session' {
        * the host for the session; `always` added it to `sandbox.allowedDomains` of `file`).
        */
       host?: string
+      /** The person answered on another machine (its name in the shared session store), not in this process. */
+      answeredOn?: string
     }
     /** The person changed the permission mode mid-session (Shift+Tab, the web header, ACP `session/set_mode`). */
     'permission/mode': { mode: PermissionMode; previous: PermissionMode }

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
-import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
-import { protectedTargets } from '@keel/settings'
+import { delimiter, isAbsolute, join, relative, sep } from 'node:path'
+import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
+import { type Dangerous, dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime'
@@ -136,21 +137,20 @@ export class SandboxService extends Service {
     const workspace = options.level === 'workspace'
     const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
     // A command that can reach no host (read-only, or no list and no one to ask) needs neither the proxy nor the
-    // relays to it: wrapped by a runtime that was never initialised, it gets `--unshare-net` alone, no socat (about a
-    // third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command that can
-    // reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
+    // relays to it: wrapped by a runtime that is configured but was never started, it gets `--unshare-net` alone, no
+    // socat (about a third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command
+    // that can reach hosts, every wrap of the process goes through the proxy: the runtime keeps one process-wide state.
     const reaches = workspace && (domains.length > 0 || options.network !== undefined)
     const runtime = reaches ? await this.started() : await this.loaded()
-    // The protected list comes from this session's cwd on every wrap: the runtime's own list is computed for the
-    // process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
-    const guarded = workspace ? protectedTargets(options.cwd) : { deny: [], undo: [] }
+    // A start that failed leaves the runtime with no config, and a wrap with none would scan the process's cwd again.
+    if (!runtime.getConfig()) runtime.updateConfig(baseConfig())
+    const allowWrite = workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : []
+    // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files was
+    // computed for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
+    const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
     const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
     const custom: Partial<SandboxRuntimeConfig> = {
-      filesystem: {
-        denyRead: [],
-        allowWrite: workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : [],
-        denyWrite,
-      },
+      filesystem: { denyRead: unreadableTargets(), allowWrite, denyWrite },
       network: { allowedDomains: [], deniedDomains: [] },
     }
     // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.
@@ -223,7 +223,12 @@ export class SandboxService extends Service {
   }
 
   private loaded(): Promise<Runtime> {
-    this.loading ??= import('@anthropic-ai/sandbox-runtime').then((module) => module.SandboxManager)
+    this.loading ??= import('@anthropic-ai/sandbox-runtime').then((module) => {
+      // Configured but not started: what a wrap that can reach no host needs (see wrap), and the base every wrap
+      // goes by.
+      if (!module.SandboxManager.getConfig()) module.SandboxManager.updateConfig(baseConfig())
+      return module.SandboxManager
+    })
     this.loading.catch(() => {
       this.loading = undefined
     })
@@ -236,21 +241,11 @@ export class SandboxService extends Service {
       // Read before any await: once this start exists, the dispose of this plugin waits for it.
       const previous = resetting
       const SandboxManager = await this.loaded()
-      // Named once here: otherwise the runtime looks bwrap up with a synchronous `which` on every wrap.
-      const [bwrapPath, socatPath] = [which('bwrap'), which('socat')]
       await previous
       if (this.disposed) throw new Error('the sandbox plugin is disposed')
-      // Deny everything by default; each wrap says what its level may write and which hosts it may reach, and a host
-      // none of that names is asked about (askHost).
-      await SandboxManager.initialize(
-        {
-          network: { allowedDomains: [], deniedDomains: [] },
-          filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
-          ...(bwrapPath ? { bwrapPath } : {}),
-          ...(socatPath ? { socatPath } : {}),
-        },
-        ({ host, port }) => this.askHost(host, port),
-      )
+      // Each wrap says what its level may write and which hosts it may reach, and a host none of that names is asked
+      // about (askHost).
+      await SandboxManager.initialize(baseConfig(), ({ host, port }) => this.askHost(host, port))
       return SandboxManager
     })()
     this.runtime.catch(() => {
@@ -268,6 +263,75 @@ const SHARED_TEMPS = ['/tmp/claude', '/private/tmp/claude']
 
 function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`
+}
+
+let binaries: { bwrap?: string; socat?: string; true?: string } | undefined
+
+/**
+ * What the runtime goes by, started or not: deny everything, each wrap says what its level may write and reach.
+ * Binaries are named once: otherwise it looks bwrap up with a synchronous `which` on every wrap. Its own scan for the
+ * always-denied files is of the process's cwd, at every wrap (a ripgrep run, 6–80 ms): Keel finds them from the
+ * wrap's cwd instead (`alwaysDenied`), so the runtime's ripgrep is `true`, which lists nothing. The depth is set all
+ * the same, to the one Keel's scan uses.
+ */
+function baseConfig(): SandboxRuntimeConfig {
+  binaries ??= { bwrap: which('bwrap'), socat: which('socat'), true: which('true') }
+  const { bwrap, socat } = binaries
+  return {
+    network: { allowedDomains: [], deniedDomains: [] },
+    filesystem: { denyRead: [], allowWrite: [], denyWrite: [] },
+    ripgrep: { command: binaries.true ?? 'true' },
+    mandatoryDenySearchDepth: SEARCH_DEPTH,
+    ...(bwrap ? { bwrapPath: bwrap } : {}),
+    ...(socat ? { socatPath: socat } : {}),
+  }
+}
+
+/**
+ * What a workspace command in `cwd` that may write `writable` must not write, and what to remove if it made it (see
+ * `protectedTargets`): Keel's protected paths of the folders from the project root down to `cwd`, the runtime's
+ * always-denied files below `cwd`, and, in each repository found below `cwd`, Keel's protected paths inside `.git`
+ * (the runtime's list has its hooks and config only; a `commondir` there points git at hooks and config anywhere).
+ */
+async function guard(cwd: string, writable: string[]): Promise<{ deny: string[]; undo: string[] }> {
+  const entries = protectedEntries(cwd)
+  const own = protectedTargets(cwd, entries)
+  const found = await alwaysDenied(cwd, writable)
+  const inGit = entries.filter((entry) => entry.startsWith('.git/'))
+  const nested = found.repos.length ? protectedTargets(cwd, inGit, found.repos) : { deny: [], undo: [] }
+  return { deny: [...own.deny, ...found.paths, ...nested.deny], undo: [...own.undo, ...nested.undo] }
+}
+
+/**
+ * The always-denied files for a wrap in `cwd` that may write `writable`: found from `cwd`, and from the process's own
+ * cwd too where that lies inside what the wrap may write but not at its top (`keel --cwd ..`): the runtime's scan of
+ * it, which `baseConfig` turns off, reached that deep below it.
+ */
+async function alwaysDenied(cwd: string, writable: string[]): Promise<Dangerous> {
+  const folders = [cwd]
+  let here: string | undefined
+  try {
+    here = process.cwd()
+  } catch {
+    // The process's cwd was removed: there is nothing of it to protect.
+  }
+  if (here && here !== cwd && writable.some((root) => [root, real(root)].some((form) => inside(here, form))))
+    folders.push(here)
+  const found = await Promise.all(folders.map((folder) => dangerousPaths(folder)))
+  return { paths: found.flatMap((one) => one.paths), repos: found.flatMap((one) => one.repos) }
+}
+
+function inside(path: string, root: string): boolean {
+  const rel = relative(root, path)
+  return rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)
+}
+
+function real(path: string): string {
+  try {
+    return realpathSync.native(path)
+  } catch {
+    return path
+  }
 }
 
 /** `bin` on PATH, as `which` finds it: looked up here, where a `which` process cost a spawn each at the start. */
@@ -289,7 +353,8 @@ async function probe(): Promise<SandboxStatus> {
   try {
     const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
     if (!SandboxManager.isSupportedPlatform()) return { available: false, reason: `no sandbox for ${process.platform}` }
-    const check = await SandboxManager.checkDependenciesAsync()
+    // rg named here: the runtime's own config names `true` for it (baseConfig), which would always be found.
+    const check = await SandboxManager.checkDependenciesAsync({ command: 'rg' })
     if (check.errors.length) return { available: false, reason: `${check.errors.join('; ')}: ${HOW_TO_FIX}` }
     if (process.platform === 'linux') {
       const failure = await new Promise<string | undefined>((done) => {

@@ -9,7 +9,7 @@ export {
   type SettingsFile,
 } from './files.ts'
 export { mergeLayers, flatten, type Layer, type Merged, type Source } from './merge.ts'
-export { PROTECTED_PATHS, protectedEntries, protectedMatch, protectedTargets } from './protected.ts'
+export { PROTECTED_PATHS, protectedEntries, protectedMatch, protectedTargets, unreadableTargets } from './protected.ts'
 export {
   gateSettings,
   heldLine,

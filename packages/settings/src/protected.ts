@@ -1,9 +1,9 @@
 // The files that decide how Keel, git, the shell or an editor behave on the next run. The agent never changes them
 // on its own: the file tools ask (or refuse), the permission policy says why, and the sandbox mounts them read-only.
 // One list, here, so those three cannot drift apart.
-import { lstatSync, statSync } from 'node:fs'
+import { lstatSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
-import { keelHome } from '@keel/session/paths'
+import { keelHome, privateDir } from '@keel/session/paths'
 import { readSettingsFiles } from './files.ts'
 import { projectDirs, projectRoot } from './root.ts'
 
@@ -98,16 +98,20 @@ function isDirectory(path: string): boolean {
 const READ_IF_PRESENT = new Set(['.git/commondir'])
 
 /**
- * What a sandboxed command running in `cwd` must not write: every entry under each folder from the project root down
- * to `cwd`, and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An entry whose folder does
- * not exist is left out (`.git/hooks` outside a repository): the sandbox blocks a missing path by mounting over its
- * first missing part, and a `.git` mounted over would stop `git init`. `undo`: missing files that cannot be mounted
- * over (READ_IF_PRESENT) and must be removed if the command created them.
+ * What a sandboxed command running in `cwd` must not write: every entry under each folder of `dirs` (from the project
+ * root down to `cwd` unless given), and `$KEEL_HOME` (`deny`), computed from the session's own cwd on every call. An
+ * entry whose folder does not exist is left out (`.git/hooks` outside a repository): the sandbox blocks a missing
+ * path by mounting over its first missing part, and a `.git` mounted over would stop `git init`. `undo`: missing files
+ * that cannot be mounted over (READ_IF_PRESENT) and must be removed if the command created them.
  */
-export function protectedTargets(cwd: string, entries = protectedEntries(cwd)): { deny: string[]; undo: string[] } {
+export function protectedTargets(
+  cwd: string,
+  entries = protectedEntries(cwd),
+  dirs = projectDirs(cwd),
+): { deny: string[]; undo: string[] } {
   const deny = new Set<string>(isDirectory(keelHome()) ? [keelHome()] : [])
   const undo: string[] = []
-  for (const dir of projectDirs(cwd))
+  for (const dir of dirs)
     for (const entry of entries) {
       const target = join(dir, entry)
       if (!isDirectory(dirname(target))) continue
@@ -115,6 +119,21 @@ export function protectedTargets(cwd: string, entries = protectedEntries(cwd)): 
       else deny.add(target)
     }
   return { deny: [...deny], undo }
+}
+
+/**
+ * What no sandboxed command may read: the person's Keel settings (a session store's URL there may hold its password)
+ * when they exist, and `$KEEL_HOME/private` (the approval key, which alone makes an answer through a shared store
+ * count, @keel/store-pg), made here when missing so that a key made later is hidden too. The rest of $KEEL_HOME stays
+ * readable (skills' scripts, the person's AGENTS.md).
+ */
+export function unreadableTargets(home = keelHome()): string[] {
+  const hidden = privateDir(home)
+  if (isDirectory(home) && !isDirectory(hidden))
+    try {
+      mkdirSync(hidden, { mode: 0o700 })
+    } catch {}
+  return [join(home, 'settings.json'), hidden].filter(exists)
 }
 
 function exists(path: string): boolean {

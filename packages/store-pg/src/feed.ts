@@ -3,6 +3,7 @@
 // id> <call id>' per change of an ask), then reads by key. No polling: a reader waits on the announcements, and after
 // a dropped LISTEN connection it is told (`resumed`) and reads whatever was committed meanwhile by seq.
 import type { SessionEvent } from '@keel/session'
+import { type AnswerFields, type ApprovalKey, answerProof, askDigest, askNonce } from './approval.ts'
 import type { PgNotice } from './bridge.ts'
 
 /** What a follower hears. */
@@ -26,9 +27,12 @@ export interface StoredAsk {
   pid: number
   /** The question, as the owner's permission service put it. */
   ask: Record<string, unknown>
-  /** The first answer from another machine, if any. */
+  /** The owner's random nonce for this ask: an answer's proof covers it (src/approval.ts). */
+  nonce?: string
+  /** The first answer from another process, if any, the machine it names, and its proof. */
   answer?: Record<string, unknown>
   answeredFrom?: string
+  proof?: string
   /** The ask left the owner's waiting set (answered there or elsewhere, or its turn ended). */
   settled: boolean
   /** Once settled after a remote answer: whether that answer was the one that decided it. */
@@ -44,6 +48,8 @@ interface AskRow {
   ask: string
   answer: string | null
   answered_from: string | null
+  nonce: string | null
+  proof: string | null
   settled: boolean
   taken: boolean | null
 }
@@ -132,13 +138,31 @@ export class SessionFeed {
 
   // --- Asks: the owner writes and settles them, another machine answers.
 
-  /** The owner: `sessionId` waits for an answer to `callId` (a new question for the same call replaces the last). */
-  putAsk(sessionId: string, callId: string, pageId: string, ask: Record<string, unknown>): void {
+  /**
+   * The owner: `sessionId` waits for an answer to `callId` (a new question for the same call replaces the last).
+   * Returns the ask's new nonce, which the owner keeps: the row's copy is only what answering doors sign.
+   */
+  putAsk(sessionId: string, callId: string, pageId: string, ask: Record<string, unknown>): string {
+    const nonce = askNonce()
     this.query(
-      `INSERT INTO keel_asks (session_id, call_id, page_id, host, pid, asked_at, ask) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO keel_asks (session_id, call_id, page_id, host, pid, asked_at, ask, nonce)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (session_id, call_id) DO UPDATE SET page_id = $3, host = $4, pid = $5, asked_at = $6, ask = $7,
-         answer = NULL, answered_from = NULL, settled = false, taken = NULL`,
-      [sessionId, callId, pageId, this.self.host, this.self.pid, Date.now(), JSON.stringify(ask)],
+         nonce = $8, answer = NULL, answered_from = NULL, proof = NULL, settled = false, taken = NULL`,
+      [sessionId, callId, pageId, this.self.host, this.self.pid, Date.now(), JSON.stringify(ask), nonce],
+    )
+    return nonce
+  }
+
+  /**
+   * The owner: the answer to its ask (under `nonce`) is refused (no valid proof); it is cleared, so the ask waits
+   * again, on every page, for an answer.
+   */
+  refuseAnswer(sessionId: string, callId: string, nonce: string): void {
+    this.query(
+      `UPDATE keel_asks SET answer = NULL, answered_from = NULL, proof = NULL WHERE session_id = $1 AND call_id = $2
+         AND host = $3 AND pid = $4 AND nonce = $5 AND NOT settled AND answer IS NOT NULL`,
+      [sessionId, callId, this.self.host, this.self.pid, nonce],
     )
   }
 
@@ -178,15 +202,19 @@ export class SessionFeed {
   }
 
   /**
-   * Another machine: writes its answer if the ask still waits, no answer came first, and its owner still holds the
-   * session. True when this answer is the one the owner will apply (unless the owner decided meanwhile).
+   * Another process: writes its answer to the ask as it read and showed it (`row`: its nonce and question), signed
+   * with `key`, if that ask still waits, no answer came first, and its owner still holds the session. True when this
+   * answer is the one the owner will check and apply (unless the owner decided meanwhile).
    */
-  answer(sessionId: string, callId: string, answer: Record<string, unknown>, from: string): boolean {
+  answer(row: StoredAsk, answer: AnswerFields, from: string, key: ApprovalKey): boolean {
+    const { sessionId, callId, nonce } = row
+    if (!nonce) return false
+    const proof = answerProof(key, { sessionId, callId, nonce, asked: askDigest(row.ask), from }, answer)
     return (
       this.query(
-        `UPDATE keel_asks SET answer = $3, answered_from = $4 WHERE session_id = $1 AND call_id = $2 AND NOT settled
-           AND answer IS NULL AND ${held('session_id')} RETURNING 1`,
-        [sessionId, callId, JSON.stringify(answer), from],
+        `UPDATE keel_asks SET answer = $3, answered_from = $4, proof = $5 WHERE session_id = $1 AND call_id = $2
+           AND nonce = $6 AND NOT settled AND answer IS NULL AND ${held('session_id')} RETURNING 1`,
+        [sessionId, callId, JSON.stringify(answer), from, proof, nonce],
       ).length === 1
     )
   }
@@ -202,6 +230,8 @@ function stored(row: AskRow): StoredAsk {
     ask: JSON.parse(row.ask) as Record<string, unknown>,
     ...(row.answer !== null ? { answer: JSON.parse(row.answer) as Record<string, unknown> } : {}),
     ...(row.answered_from !== null ? { answeredFrom: row.answered_from } : {}),
+    ...(row.nonce !== null ? { nonce: row.nonce } : {}),
+    ...(row.proof !== null ? { proof: row.proof } : {}),
     settled: row.settled,
     ...(row.taken !== null ? { taken: row.taken } : {}),
   }

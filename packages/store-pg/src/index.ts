@@ -6,6 +6,14 @@ import type { SessionFeed } from './feed.ts'
 
 export { hostName, PgBackend, SessionHeldError, SessionStoreError } from './backend.ts'
 export type { FeedListener, SessionFeed, StoredAsk } from './feed.ts'
+export {
+  type AnswerFields,
+  type ApprovalKey,
+  answerProof,
+  approvalKey,
+  askDigest,
+  provenAnswer,
+} from './approval.ts'
 export { SchemaError, SCHEMA_VERSION } from './schema.ts'
 export { isPostgresUrl, redactUrl } from './url.ts'
 

@@ -80,6 +80,39 @@ const MIGRATIONS: readonly string[] = [
    END $$;
    CREATE TRIGGER keel_ask_changed AFTER INSERT OR UPDATE ON keel_asks
      FOR EACH ROW EXECUTE FUNCTION keel_ask_changed();`,
+  // 3: an answer from another process counts only with a proof (src/approval.ts): the owner's random nonce per ask,
+  // and the HMAC the answering door wrote beside its answer. A Keel without this step refuses the schema, so no owner
+  // that would take an unproven answer runs on it. And while a process holds a session (its advisory lock), no other
+  // connection appends to its log: an event forged into a running session (a `session` allow its resume would fold
+  // back in) is refused, whoever connects. A connection that holds the lock is granted the transaction's lock again.
+  `ALTER TABLE keel_asks ADD COLUMN nonce text, ADD COLUMN proof text;
+   CREATE OR REPLACE FUNCTION keel_event_in_order() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE
+     expected integer;
+     prompt text;
+   BEGIN
+     SELECT next_seq INTO expected FROM keel_sessions WHERE id = NEW.session_id FOR UPDATE;
+     IF expected IS NULL THEN
+       RAISE EXCEPTION 'no session %', NEW.session_id USING ERRCODE = 'foreign_key_violation';
+     END IF;
+     IF NEW.seq <> expected THEN
+       RAISE EXCEPTION 'event seq % of session % does not follow the last one (the log holds % events)',
+         NEW.seq, NEW.session_id, expected USING ERRCODE = 'unique_violation';
+     END IF;
+     IF NOT pg_try_advisory_xact_lock(hashtextextended(NEW.session_id, 40)) THEN
+       RAISE EXCEPTION 'session % is held by another process: only it appends to the log', NEW.session_id
+         USING ERRCODE = 'lock_not_available';
+     END IF;
+     IF NEW.type = 'user/message' AND coalesce(NEW.event #>> '{data,message,source}', 'user') = 'user' THEN
+       SELECT coalesce(string_agg(block ->> 'text', ''), '') INTO prompt
+         FROM json_array_elements(NEW.event #> '{data,message,content}') AS block WHERE block ->> 'type' = 'text';
+     END IF;
+     UPDATE keel_sessions SET next_seq = NEW.seq + 1, updated_at = (NEW.event ->> 'time')::bigint,
+       title = coalesce(title, left(btrim(regexp_replace(prompt, '\\s+', ' ', 'g')), 120))
+       WHERE id = NEW.session_id;
+     PERFORM pg_notify('keel_events', NEW.session_id || ' ' || NEW.seq);
+     RETURN NEW;
+   END $$;`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

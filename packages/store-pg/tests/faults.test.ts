@@ -125,11 +125,11 @@ describe.skipIf(skip)('the PostgreSQL store under faults', () => {
     const ctx = await boot()
     ctx.sessions.list() // creates the tables
     const { rows } = await client.query('SELECT version FROM keel_schema ORDER BY version')
-    expect(rows).toEqual([{ version: 1 }, { version: 2 }])
+    expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }])
     await client.query('INSERT INTO keel_schema VALUES (99)')
     const newer = await boot()
     expect(() => newer.sessions.list()).toThrow(
-      /^the session store postgres:\/\/keel@127\.0\.0\.1:\d+\/keel has Keel schema version 99; this Keel knows up to version 2 \(upgrade Keel\)$/,
+      /^the session store postgres:\/\/keel@127\.0\.0\.1:\d+\/keel has Keel schema version 99; this Keel knows up to version 3 \(upgrade Keel\)$/,
     )
   })
 
@@ -148,8 +148,18 @@ describe.skipIf(skip)('the PostgreSQL store under faults', () => {
     await expect(row(5)).rejects.toThrow(
       /event seq 5 of session rows does not follow the last one \(the log holds 1 events\)/,
     )
+    // The next event in order, from a connection that does not hold the session: refused while its process does
+    // (a command forging a `session` allow into its own log for the resume to fold back in).
+    await expect(row(1)).rejects.toThrow('session rows is held by another process: only it appends to the log')
     session.append('turn/end', { turn: 1, reason: 'completed' })
     expect(ctx.sessions.read('rows').events).toHaveLength(2)
+    // Once the process lets the session go, a connection that takes its lock may write (as a resume does).
+    ctx.sessions.close(session)
+    await client.query('BEGIN')
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('rows', 40))")
+    await row(2)
+    await client.query('COMMIT')
+    expect(ctx.sessions.read('rows').events).toHaveLength(3)
   })
 
   it('20 processes write 20 sessions each at once: every log whole and in order', async () => {

@@ -1,6 +1,9 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { feedOf, type SessionFeed } from '@keel/store-pg'
+import { approvalKey, askDigest, feedOf, provenAnswer, type SessionFeed } from '@keel/store-pg'
 import { HAS_POSTGRES, type PostgresServer, startPostgres } from '../../../test-support/postgres.ts'
 import { StoreContexts, until } from '../../../test-support/store-contexts.ts'
 import { skipWithout } from '../../../test-support/system-tools.ts'
@@ -13,6 +16,8 @@ declare module '@keel/session' {
 
 const skip = skipWithout('postgresql', HAS_POSTGRES, 'the PostgreSQL session store')
 let server: PostgresServer
+const home = mkdtempSync(join(tmpdir(), 'keel-feed-home-'))
+const key = approvalKey(join(home, 'approval.key'))
 const stores = new StoreContexts(() => server.url)
 const boot = stores.boot.bind(stores)
 
@@ -22,6 +27,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stores.stop()
   server?.destroy()
+  rmSync(home, { recursive: true, force: true })
 })
 
 async function sql(statement: string, params: unknown[] = []) {
@@ -78,17 +84,39 @@ describe.skipIf(skip)('following through the store', () => {
     theirs.subscribe({ ask: (sessionId, callId) => changes.push(`${sessionId} ${callId}`) })
     const session = owner.sessions.create({ cwd: '/p', id: 'asking' })
     const ask = { sessionId: 'asking', callId: 'call 1', tool: 'bash', summary: 'bash: make' }
-    mine.putAsk('asking', 'call 1', 'asking', ask)
+    const nonce = mine.putAsk('asking', 'call 1', 'asking', ask)
     await until(() => changes.length === 1, 'the ask announced')
     expect(changes).toEqual(['asking call 1'])
-    expect(theirs.waitingOn('asking').map((row) => row.ask)).toEqual([ask])
-
-    expect(theirs.answer('asking', 'forged', { decision: 'allow', scope: 'once' }, 'beta')).toBe(false)
-    expect(theirs.answer('asking', 'call 1', { decision: 'allow', scope: 'once' }, 'beta')).toBe(true)
-    expect(theirs.answer('asking', 'call 1', { decision: 'deny', scope: 'once' }, 'gamma')).toBe(false)
-    expect(mine.answeredAsks().map((row) => [row.answer, row.answeredFrom])).toEqual([
-      [{ decision: 'allow', scope: 'once' }, 'beta'],
-    ])
+    expect(theirs.waitingOn('asking').map((row) => [row.ask, row.nonce])).toEqual([[ask, nonce]])
+    // A question asked again for the same call gets a new nonce: an answer to the old one does not fit it.
+    expect(mine.putAsk('asking', 'call 1', 'asking', ask)).not.toBe(nonce)
+    const read = theirs.ask('asking', 'call 1')!
+    const current = read.nonce!
+    const allow = { decision: 'allow', scope: 'once' }
+    expect(theirs.answer({ ...read, callId: 'forged' }, allow, 'beta', key)).toBe(false)
+    expect(theirs.answer({ ...read, nonce }, allow, 'beta', key)).toBe(false)
+    expect(theirs.answer(read, allow, 'beta', key)).toBe(true)
+    expect(theirs.answer(read, { decision: 'deny', scope: 'once' }, 'gamma', key)).toBe(false)
+    const [answered] = mine.answeredAsks()
+    expect([answered!.answer, answered!.answeredFrom]).toEqual([allow, 'beta'])
+    // The proof holds for this ask, this question, this answer and this machine; anything else changed breaks it.
+    const target = { sessionId: 'asking', callId: 'call 1', nonce: current, asked: askDigest(ask), from: 'beta' }
+    expect(provenAnswer(key, target, answered!.answer!, answered!.proof)).toEqual(allow)
+    expect(provenAnswer(key, { ...target, nonce }, allow, answered!.proof)).toBeUndefined()
+    const shown = askDigest({ ...ask, summary: 'bash: echo hi' })
+    expect(provenAnswer(key, { ...target, asked: shown }, allow, answered!.proof)).toBeUndefined()
+    expect(provenAnswer(key, { ...target, from: 'gamma' }, allow, answered!.proof)).toBeUndefined()
+    expect(provenAnswer(key, { ...target, callId: 'call 2' }, allow, answered!.proof)).toBeUndefined()
+    expect(provenAnswer(key, target, { ...allow, scope: 'always' }, answered!.proof)).toBeUndefined()
+    expect(provenAnswer(key, target, allow, undefined)).toBeUndefined()
+    expect(provenAnswer(approvalKey(join(home, 'other.key')), target, allow, answered!.proof)).toBeUndefined()
+    // Refused by the owner, the answer goes and the ask waits again; another process cannot clear it.
+    theirs.refuseAnswer('asking', 'call 1', current)
+    expect(mine.answeredAsks()).toHaveLength(1)
+    mine.refuseAnswer('asking', 'call 1', current)
+    expect(mine.answeredAsks()).toEqual([])
+    expect(theirs.waitingOn('asking').map((row) => row.callId)).toEqual(['call 1'])
+    expect(theirs.answer(read, allow, 'beta', key)).toBe(true)
     // Only the owner settles its own asks.
     theirs.settleAsk('asking', 'call 1', false)
     expect(theirs.ask('asking', 'call 1')!.settled).toBe(false)
@@ -98,8 +126,24 @@ describe.skipIf(skip)('following through the store', () => {
 
     // An owner that let the session go (or died) leaves an ask nobody may answer.
     mine.putAsk('asking', 'call 2', 'asking', { ...ask, callId: 'call 2' })
+    const second = theirs.ask('asking', 'call 2')!
     owner.sessions.close(session)
     expect(theirs.waitingOn('asking')).toEqual([])
-    expect(theirs.answer('asking', 'call 2', { decision: 'allow', scope: 'once' }, 'beta')).toBe(false)
+    expect(theirs.answer(second, allow, 'beta', key)).toBe(false)
+  })
+
+  test('the approval key: made once, mode 0600, kept; a file that is not one is refused naming it', () => {
+    const path = join(home, 'made', 'approval.key')
+    expect(existsSync(path)).toBe(false)
+    const made = approvalKey(path)
+    expect(made.secret).toHaveLength(32)
+    expect(statSync(path).mode & 0o777).toBe(0o600)
+    expect(approvalKey(path).secret.equals(made.secret)).toBe(true)
+    expect(readFileSync(path, 'utf8').trim()).toBe(made.secret.toString('base64url'))
+    const bad = join(home, 'bad.key')
+    writeFileSync(bad, 'short\n')
+    expect(() => approvalKey(bad)).toThrow(
+      `the approval key ${bad} is not a key (expected 32 bytes, base64url): copy it again`,
+    )
   })
 })

@@ -1,12 +1,13 @@
 // Sessions another process runs, over a shared store (PostgreSQL): the host follows them live as that process appends
 // (the store announces each committed event; the host reads the new ones by seq and sends them to the tabs as it
 // does a local session's), shows their waiting approvals, and hands an answer to the owning process through the
-// store (@keel/door/ask-relay applies it there; the first answer wins).
+// store, signed with the person's approval key (@keel/door/ask-relay checks the proof and applies it there; the first
+// answer wins).
 import { resolve } from 'node:path'
 import type { PermissionAnswer, PermissionAsk } from '@keel/permissions'
 import type { Context } from 'cordis'
 import type { SessionEvent, SessionHeader } from '@keel/session'
-import type { SessionFeed, StoredAsk } from '@keel/store-pg'
+import { type ApprovalKey, approvalKey, type SessionFeed, type StoredAsk } from '@keel/store-pg'
 import type { EventHub } from './events.ts'
 import type { HistoryEntry, SessionInfo } from './protocol.ts'
 import { RpcFailure } from './rpc/failure.ts'
@@ -99,13 +100,23 @@ export class RemoteSessions {
   }
 
   /**
-   * Answers another process's ask through the store: refused (false) unless it waits now, unanswered, on a page this
-   * host serves; else true once the owner took it, false when its own door (or another answer) decided first.
+   * Answers another process's ask through the store, signed with the person's approval key: refused (false) unless
+   * it waits now, unanswered, on a page this host serves; else true once the owner took it, false when its own door
+   * (or another answer) decided first. The owner refusing the proof (another key there) is a failure naming the key.
    */
   async answer(sessionId: string, callId: string, answer: PermissionAnswer): Promise<boolean> {
     const row = this.feed.ask(sessionId, callId)
-    if (!row || this.mine(row) || row.settled || row.answer || !this.inScope(row.pageId)) return false
-    if (!this.feed.answer(sessionId, callId, { ...answer }, this.host)) return false
+    if (!row?.nonce || this.mine(row) || row.settled || row.answer || !this.inScope(row.pageId)) return false
+    const nonce = row.nonce
+    const signing = this.approvalKey()
+    const fields = {
+      decision: answer.decision,
+      scope: answer.scope,
+      ...(answer.file !== undefined ? { file: answer.file } : {}),
+      ...(answer.message !== undefined ? { message: answer.message } : {}),
+    }
+    // Signed over the question as this host read it, which is what its pages show (`askOf`).
+    if (!this.feed.answer(row, fields, this.host, signing)) return false
     const key = keyOf(sessionId, callId)
     return new Promise<boolean>((done, fail) => {
       const finish = (value: boolean | Error) => {
@@ -122,7 +133,15 @@ export class RemoteSessions {
           finish(error as Error)
           return
         }
-        if (!now || now.settled) finish(now?.taken === true)
+        if (!now || now.settled || now.nonce !== nonce) finish(now?.settled === true && now.taken === true)
+        // Still the same ask, waiting, and our answer gone: the owner cleared it, its proof did not hold there.
+        else if (!now.answer)
+          finish(
+            new RpcFailure(
+              'forbidden',
+              `the process running session ${sessionId} on ${row.host} refused the answer: it is not signed with the approval key there (copy ${signing.path} to that machine, the same file on both)`,
+            ),
+          )
       }
       const timer = setTimeout(
         () =>
@@ -137,6 +156,15 @@ export class RemoteSessions {
       this.verdicts.set(key, check)
       check()
     })
+  }
+
+  /** The person's approval key, read (or made) for each answer: a key copied here counts without a restart. */
+  private approvalKey(): ApprovalKey {
+    try {
+      return approvalKey()
+    } catch (error) {
+      throw new RpcFailure('unavailable', (error as Error).message)
+    }
   }
 
   private mine(row: StoredAsk): boolean {

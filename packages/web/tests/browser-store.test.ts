@@ -1,8 +1,9 @@
 // Two machines over one PostgreSQL session store, end to end: process A (its own KEEL_HOME, KEEL_HOST=alpha) runs a
 // session whose scripted model asks to run a command; `keel serve` of process B (another KEEL_HOME, KEEL_HOST=beta)
 // lists it with its host and follows it live in headless Chromium; the approval answered in B's page travels through
-// the database to A, which alone decides and logs it, and the command runs on A.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+// the database to A, which alone decides and logs it (naming B's machine), and the command runs on A, once B holds a
+// copy of A's approval key: before that, A refuses B's answer and B is told which file to copy.
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -135,12 +136,32 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     })
     expect(forged).toEqual({ ok: true, value: { accepted: false } })
 
+    // B's machine has a key of its own, not the person's: A refuses its answer, and the ask still waits.
+    const unkeyed = await call(beta!, 'permission.answer', {
+      sessionId,
+      callId: 'call-write',
+      decision: 'allow',
+      scope: 'once',
+    })
+    const keyB = join(scratch, 'home-b', 'private', 'approval.key')
+    expect(unkeyed).toEqual({
+      ok: false,
+      error: {
+        code: 'forbidden',
+        message: `the process running session ${sessionId} on alpha refused the answer: it is not signed with the approval key there (copy ${keyB} to that machine, the same file on both)`,
+      },
+    })
+    expect(existsSync(join(workA, 'ran.txt'))).toBe(false)
+    await expect.poll(() => card.count(), { timeout: 20_000 }).toBe(1)
+    // The person copies A's key to B.
+    copyFileSync(join(scratch, 'home-a', 'private', 'approval.key'), keyB)
+
     // B's page allows it: the answer goes through the database to A, which decides, logs and runs the command; B's
     // page shows the rest of the turn as A appends it, without a reload.
     await card.getByTestId('allow-once').click()
     await expect
       .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
-      .toEqual(['✓ allowed once by the user'])
+      .toEqual(['✓ allowed once by the user on beta'])
     await expect.poll(() => readFileSync(join(workA, 'ran.txt'), 'utf8'), { timeout: 20_000 }).toBe('ran\n')
 
     // The next ask shows in B's page as A asks it; A's own door answers first: B's card goes, and B's late answer is
@@ -157,7 +178,7 @@ describe.skipIf(skip)('keel serve over a shared store, in headless Chromium', ()
     ).toEqual({ ok: true, value: { accepted: false } })
     await expect
       .poll(() => page.getByTestId('permission-decision').allTextContents(), { timeout: 20_000 })
-      .toEqual(['✓ allowed once by the user', '✗ denied once by the user'])
+      .toEqual(['✓ allowed once by the user on beta', '✗ denied once by the user'])
     await expect
       .poll(() => page.getByTestId('assistant-message').last().textContent(), { timeout: 20_000 })
       .toBe('Wrote ran.txt.')

@@ -1,9 +1,15 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as agentPlugin from '@keel/agent'
 import * as llmPlugin from '@keel/llm'
 import { ScriptedAdapter } from '@keel/llm'
 import * as permissionsPlugin from '@keel/permissions'
+import { relayAsks } from '@keel/door/ask-relay'
+import { approvalKeyPath } from '@keel/session/paths'
+import * as shellPlugin from '@keel/shell'
 import * as devPlugin from '@keel/session/dev'
 import { feedOf } from '@keel/store-pg'
 import * as toolsPlugin from '@keel/tools'
@@ -27,7 +33,10 @@ afterAll(async () => {
   await host?.close()
   await stores.stop()
   server?.destroy()
+  rmSync(homes, { recursive: true, force: true })
 })
+/** Each "machine" its own KEEL_HOME, as two machines have. */
+const homes = mkdtempSync(join(tmpdir(), 'keel-remote-homes-'))
 
 async function rpc(method: string, params: unknown) {
   const response = await host!.app.request(`/api/${method}`, {
@@ -110,4 +119,52 @@ describe.skipIf(skip)('the web host over a shared store', () => {
     ).toEqual({ ok: true, value: { accepted: false } })
     await tab.close()
   })
+
+  test('an answer from a door without the approval key of the owner is refused, naming the key; with a copy it counts', async () => {
+    const homeA = join(homes, 'a')
+    const homeB = join(homes, 'b')
+    process.env.KEEL_HOME = homeA
+    const alpha = await boot('alpha', [
+      [llmPlugin, {}],
+      [toolsPlugin],
+      [agentPlugin, { maxSteps: 10 }],
+      [shellPlugin],
+      [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
+    ])
+    alpha.permissions.setAsker((_ask, signal) => new Promise((_, reject) => signal.addEventListener('abort', reject)))
+    const stop = relayAsks(alpha)
+    const cwd = mkdtempSync(join(homes, 'work-'))
+    const model = new ScriptedAdapter({
+      steps: [{ toolCalls: [{ id: 'call-r', name: 'bash', arguments: { command: 'echo hi' } }] }, { text: 'done' }],
+    })
+    const agent = alpha.agents.create({ cwd, model })
+    const turn = agent.prompt([{ type: 'text', text: 'go' }])
+    process.env.KEEL_HOME = homeB
+    const beta = await boot('beta', [
+      [llmPlugin, {}],
+      [toolsPlugin],
+      [agentPlugin, {}],
+      [permissionsPlugin, { mode: 'ask', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
+    ])
+    await host?.close()
+    host = new WebHost({ ctx: beta, cwd, model: new ScriptedAdapter({ steps: [] }), token: TOKEN })
+    host.listening('127.0.0.1', 80)
+    await waitFor(() => feedOf(beta.sessions)!.waitingOn(agent.id).length === 1, 'the ask in the store', 10_000)
+
+    const params = { sessionId: agent.id, callId: 'call-r', decision: 'allow', scope: 'once' }
+    expect(await rpc('permission.answer', params)).toEqual({
+      ok: false,
+      error: {
+        code: 'forbidden',
+        message: `the process running session ${agent.id} on alpha refused the answer: it is not signed with the approval key there (copy ${approvalKeyPath(homeB)} to that machine, the same file on both)`,
+      },
+    })
+    // The person copies the key: the next answer counts, and the decision names the machine it came from.
+    copyFileSync(approvalKeyPath(homeA), approvalKeyPath(homeB))
+    expect(await rpc('permission.answer', params)).toEqual({ ok: true, value: { accepted: true } })
+    await turn
+    const decision = alpha.sessions.get(agent.id)!.events.find((event) => event.type === 'permission/decision')
+    expect(decision?.data).toMatchObject({ callId: 'call-r', decision: 'allow', answeredOn: 'beta' })
+    stop()
+  }, 60_000)
 })
