@@ -1,7 +1,5 @@
-// Processes from tests: running one without blocking the test process, and observing them: is a pid still running
-// (a zombie counts as gone: it has exited and only waits for its parent, which in a container may be an init that
-// reaps late).
-import { spawn } from 'node:child_process'
+// Observing processes from tests: is a pid still running (a zombie counts as gone: it has exited and only waits
+// for its parent, which in a container may be an init that reaps late).
 import { readFileSync } from 'node:fs'
 import { waitFor } from './harness.ts'
 
@@ -38,49 +36,4 @@ export function killQuietly(pids: readonly number[]): void {
     try {
       process.kill(pid, 'SIGKILL')
     } catch {}
-}
-
-export interface Ran {
-  status: number | null
-  signal: NodeJS.Signals | null
-  stdout: string
-  stderr: string
-}
-
-export interface RunOptions {
-  cwd?: string
-  env?: NodeJS.ProcessEnv
-  /** Written to a stdin pipe, which is then closed (default: closed at once). */
-  input?: string
-  /** stdin is this descriptor (a file opened for `cmd < file`) instead of a pipe. */
-  stdin?: number
-  /** Killed with SIGTERM past this many milliseconds, as spawnSync's `timeout`. */
-  timeout?: number
-}
-
-/**
- * spawnSync's result, without blocking the test process: the tests of a file can run their processes side by side,
- * and a server the test holds (a fake provider) keeps answering while the child runs.
- */
-export function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<Ran> {
-  return new Promise((done, fail) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: [options.stdin ?? 'pipe', 'pipe', 'pipe'],
-      timeout: options.timeout,
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-    })
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk
-    })
-    child.stdin?.on('error', () => {}) // a child that exits before reading its input
-    child.stdin?.end(options.input ?? '')
-    child.once('error', fail)
-    child.once('close', (status, signal) => done({ status, signal, stdout, stderr }))
-  })
 }

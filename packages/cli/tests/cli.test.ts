@@ -1,6 +1,5 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import {
-  closeSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -17,7 +16,6 @@ import { afterAll, describe, expect, test } from 'vitest'
 import { cwdSlug } from '@keel/session'
 import { closest } from '@keel/session/text'
 import { FLAGS, helpText, parse } from '../src/args.ts'
-import { run } from '../../../test-support/processes.ts'
 import { HAS_BWRAP, IN_CI } from '../../../test-support/system-tools.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -48,14 +46,15 @@ function keel(
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
   const command = [...(options.wrap ?? []), process.execPath, join(root, 'bin/keel.js'), ...args]
   // A generous cap so that a hang (a FIFO read) fails the test instead of stalling the run.
-  const stdin = options.stdinFrom === undefined ? undefined : openSync(options.stdinFrom, 'r')
-  return run(command[0]!, command.slice(1), {
+  return spawnSync(command[0]!, command.slice(1), {
     cwd: options.cwd ?? work,
     env: env as NodeJS.ProcessEnv,
-    input: options.input,
-    stdin,
+    encoding: 'utf8',
+    ...(options.stdinFrom === undefined
+      ? { input: options.input ?? '' }
+      : { stdio: [openSync(options.stdinFrom, 'r'), 'pipe', 'pipe'] }),
     timeout: 120_000,
-  }).finally(() => stdin !== undefined && closeSync(stdin))
+  })
 }
 
 function script(name: string, steps: unknown[]): string {
@@ -118,9 +117,9 @@ describe('keel -p (print mode)', () => {
     { text: 'All \u001b]0;pwned\u0007done.' },
   ]
 
-  test('text: the answer on stdout (escaped); interim text, plan updates and tool calls on stderr; a session file on disk', async () => {
+  test('text: the answer on stdout (escaped); interim text, plan updates and tool calls on stderr; a session file on disk', () => {
     const home = join(scratch, 'text-home')
-    const result = await keel(['-p', 'look around', '--model', script('text', plan)], { home })
+    const result = keel(['-p', 'look around', '--model', script('text', plan)], { home })
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('All ␛]0;pwned␇done.\n')
     expect(result.stderr).toContain('Planning.\n')
@@ -143,8 +142,8 @@ describe('keel -p (print mode)', () => {
     })
   })
 
-  test('stream-json: every log event as a JSON line, live deltas marked as such', async () => {
-    const result = await keel(['-p', 'go', '--model', script('stream', plan), '--output-format', 'stream-json'])
+  test('stream-json: every log event as a JSON line, live deltas marked as such', () => {
+    const result = keel(['-p', 'go', '--model', script('stream', plan), '--output-format', 'stream-json'])
     expect(result.status, result.stderr).toBe(0)
     const lines = result.stdout
       .trim()
@@ -157,8 +156,8 @@ describe('keel -p (print mode)', () => {
     expect(result.stderr).not.toContain('Plan')
   })
 
-  test('json: one object with the answer, the reason and the standing plan', async () => {
-    const result = await keel(['-p', 'go', '--model', script('json', plan), '--output-format', 'json'])
+  test('json: one object with the answer, the reason and the standing plan', () => {
+    const result = keel(['-p', 'go', '--model', script('json', plan), '--output-format', 'json'])
     expect(result.status, result.stderr).toBe(0)
     expect(JSON.parse(result.stdout)).toMatchObject({
       reason: 'completed',
@@ -168,8 +167,8 @@ describe('keel -p (print mode)', () => {
     })
   })
 
-  test('a turn that ends with open tasks says so on stderr, once, escaped', async () => {
-    const result = await keel([
+  test('a turn that ends with open tasks says so on stderr, once, escaped', () => {
+    const result = keel([
       '-p',
       'go',
       '--model',
@@ -194,41 +193,39 @@ describe('keel -p (print mode)', () => {
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('Which database should I use?\n')
     expect(result.stderr).toContain('keel: the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"\n')
-    const finished = await keel(['-p', 'go', '--model', script('finished', plan)])
+    const finished = keel(['-p', 'go', '--model', script('finished', plan)])
     expect(finished.stderr).not.toContain('open task')
   })
 
-  test('the prompt may come on stdin', async () => {
-    const result = await keel(['-p', '--model', script('stdin', [{ text: 'got it' }])], { input: 'from stdin\n' })
+  test('the prompt may come on stdin', () => {
+    const result = keel(['-p', '--model', script('stdin', [{ text: 'got it' }])], { input: 'from stdin\n' })
     expect(result.stdout).toBe('got it\n')
   })
 
-  test('stdin from a file joins the prompt; stdin from /dev/null adds nothing', async () => {
+  test('stdin from a file joins the prompt; stdin from /dev/null adds nothing', () => {
     const notes = join(scratch, 'notes.md')
     writeFileSync(notes, 'the notes ```quoted```\n')
     const steps = [
       { when: 'Summarise\n\n````\nthe notes ```quoted```\n````', text: 'file seen' },
       { when: 'Summarise', text: 'prompt only' },
     ]
-    const [fromFile, fromNull, fileAlone] = await Promise.all([
-      keel(['-p', 'Summarise', '--model', script('file-stdin', steps)], { stdinFrom: notes }),
-      keel(['-p', 'Summarise', '--model', script('null-stdin', steps)], { stdinFrom: '/dev/null' }),
-      keel(['-p', '--model', script('file-alone', [{ when: 'the notes', text: 'alone' }])], { stdinFrom: notes }),
-    ])
+    const fromFile = keel(['-p', 'Summarise', '--model', script('file-stdin', steps)], { stdinFrom: notes })
     expect(fromFile.stdout, fromFile.stderr).toBe('file seen\n')
+    const fromNull = keel(['-p', 'Summarise', '--model', script('null-stdin', steps)], { stdinFrom: '/dev/null' })
     expect(fromNull.stdout, fromNull.stderr).toBe('prompt only\n')
+    const fileAlone = keel(['-p', '--model', script('file-alone', [{ when: 'the notes', text: 'alone' }])], {
+      stdinFrom: notes,
+    })
     expect(fileAlone.stdout, fileAlone.stderr).toBe('alone\n')
   })
 
-  test('stdin past 10 MB is refused in one line, whether an endless device or a large file', async () => {
+  test('stdin past 10 MB is refused in one line, whether an endless device or a large file', () => {
     const model = script('never', [{ text: 'never asked' }])
+    const endless = keel(['-p', 'Summarise', '--model', model], { stdinFrom: '/dev/zero' })
     const large = join(scratch, 'large.log')
     writeFileSync(large, '')
     truncateSync(large, 11 * 1024 * 1024)
-    const [endless, fromFile] = await Promise.all([
-      keel(['-p', 'Summarise', '--model', model], { stdinFrom: '/dev/zero' }),
-      keel(['-p', '--model', model], { stdinFrom: large }),
-    ])
+    const fromFile = keel(['-p', '--model', model], { stdinFrom: large })
     for (const result of [endless, fromFile]) {
       expect(result.status, result.stderr).toBe(2)
       expect(result.stdout).toBe('')
@@ -236,8 +233,8 @@ describe('keel -p (print mode)', () => {
     }
   })
 
-  test('a turn that ends in error exits non-zero with one line', async () => {
-    const result = await keel([
+  test('a turn that ends in error exits non-zero with one line', () => {
+    const result = keel([
       '-p',
       'go',
       '--model',
@@ -247,34 +244,31 @@ describe('keel -p (print mode)', () => {
     expect(result.stderr).toContain('keel: the turn ended with an error: upstream exploded\n')
   })
 
-  test('a missing API key names the variable first, then the choices (see first-hour.test.ts)', async () => {
-    const result = await keel(['-p', 'hi', '--model', 'deepseek/deepseek-v4-flash'], {
-      env: { DEEPSEEK_API_KEY: undefined },
-    })
+  test('a missing API key names the variable first, then the choices (see first-hour.test.ts)', () => {
+    const result = keel(['-p', 'hi', '--model', 'deepseek/deepseek-v4-flash'], { env: { DEEPSEEK_API_KEY: undefined } })
     expect(result.status).toBe(2)
     expect(result.stderr.split('\n')[0]).toBe(
       'keel: DEEPSEEK_API_KEY is not set (needed for --model deepseek/deepseek-v4-flash)',
     )
   })
 
-  test('an unknown flag and a bad composition are one-line errors', async () => {
-    const flag = await keel(['-p', 'hi', '--modle', 'x'])
+  test('an unknown flag and a bad composition are one-line errors', () => {
+    const flag = keel(['-p', 'hi', '--modle', 'x'])
     expect(flag.status).toBe(2)
     expect(flag.stderr).toBe('keel: unknown option --modle (did you mean --model?); see keel --help\n')
     const config = join(scratch, 'bad.yml')
     writeFileSync(config, "- id: todo\n  name: '@keel/todo'\n  config:\n    allowParallelInProgress: maybe\n")
-    const bad = await keel(['-p', 'hi', '--config', config])
+    const bad = keel(['-p', 'hi', '--config', config])
     expect(bad.status).toBe(2)
     expect(bad.stderr).toMatch(/^keel: .*bad\.yml: .*allowParallelInProgress expected boolean but got maybe\n$/)
   })
 })
 
-// Each test has a KEEL_HOME and a cwd of its own.
-describe.concurrent('keel sessions', () => {
-  test('show marks a command that exited non-zero as a failure, with its exit code', async () => {
+describe('keel sessions', () => {
+  test('show marks a command that exited non-zero as a failure, with its exit code', () => {
     const home = join(scratch, 'failed-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
-    const run = await keel(
+    const run = keel(
       [
         '-p',
         'build it',
@@ -291,14 +285,14 @@ describe.concurrent('keel sessions', () => {
       { home, cwd },
     )
     expect(run.status, run.stderr).toBe(0)
-    const show = await keel(['sessions', 'show', JSON.parse(run.stdout).sessionId], { home, cwd })
+    const show = keel(['sessions', 'show', JSON.parse(run.stdout).sessionId], { home, cwd })
     expect(show.stdout).toMatch(/\n {4}✗ exit 3: building \[exit code 3 · /)
   })
 
-  test('list and show, with the standing plan as text, JSON and Markdown', async () => {
+  test('list and show, with the standing plan as text, JSON and Markdown', () => {
     const home = join(scratch, 'sessions-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
-    const run = await keel(
+    const run = keel(
       [
         '-p',
         'make a plan',
@@ -325,34 +319,32 @@ describe.concurrent('keel sessions', () => {
       { home, cwd },
     )
     const id = JSON.parse(run.stdout).sessionId
-    const [list, listJson, show, showJson, markdown, missing, outside] = await Promise.all([
-      keel(['sessions', 'list'], { home, cwd }),
-      keel(['sessions', 'list', '--json'], { home, cwd }),
-      keel(['sessions', 'show', id], { home, cwd }),
-      keel(['sessions', 'show', id, '--json'], { home, cwd }),
-      keel(['sessions', 'show', id, '--markdown'], { home, cwd }),
-      keel(['sessions', 'show', 'no-such-session'], { home, cwd }),
-      keel(['sessions', 'show', '../etc/passwd'], { home, cwd }),
-    ])
+    const list = keel(['sessions', 'list'], { home, cwd })
     // The picker's columns: when, turns, model, cost (none for a free scripted run), the first prompt.
     expect(list.stdout).toMatch(
       new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +1 turn  +\\S+\\.json  make a plan\\n$`),
     )
-    const json = JSON.parse(listJson.stdout)
+    const json = JSON.parse(keel(['sessions', 'list', '--json'], { home, cwd }).stdout)
     expect(json[0]).toMatchObject({ id, cwd, title: 'make a plan', firstPrompt: 'make a plan', turns: 1 })
+    const show = keel(['sessions', 'show', id], { home, cwd })
     expect(show.stdout).toContain('> make a plan')
     expect(show.stdout).toContain('Plan 1/2 · 1 in progress\n  ✓ Design\n  ◐ Build *it*')
-    expect(JSON.parse(showJson.stdout).todos).toEqual([
+    expect(JSON.parse(keel(['sessions', 'show', id, '--json'], { home, cwd }).stdout).todos).toEqual([
       { content: 'Design', status: 'completed' },
       { content: 'Build *it*', status: 'in_progress' },
     ])
-    expect(markdown.stdout).toBe('- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n')
+    expect(keel(['sessions', 'show', id, '--markdown'], { home, cwd }).stdout).toBe(
+      '- [x] Design\n- [ ] Build \\*it\\* _(in progress)_\n',
+    )
+    const missing = keel(['sessions', 'show', 'no-such-session'], { home, cwd })
     expect(missing.status).toBe(1)
     expect(missing.stderr).toBe('keel: no session with id no-such-session\n')
-    expect(outside.stderr).toBe('keel: not a session id: "../etc/passwd"\n')
+    expect(keel(['sessions', 'show', '../etc/passwd'], { home, cwd }).stderr).toBe(
+      'keel: not a session id: "../etc/passwd"\n',
+    )
   })
 
-  test('every stored field is escaped in list, list --all and show; --json stays valid JSON with the same values', async () => {
+  test('every stored field is escaped in list, list --all and show; --json stays valid JSON with the same values', () => {
     const home = join(scratch, 'hostile-fields-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
     const osc52 = '\u001b]52;c;cm0gLXJmIH4=\u0007'
@@ -413,18 +405,12 @@ describe.concurrent('keel sessions', () => {
     write('parent-1', { cwd: storedCwd })
     write('child-1', { cwd: storedCwd, parent: { sessionId: 'parent-1', callId: `call${osc52}\u202e` } })
     const raw = /[\u001b\u0007\u009b\u202a-\u202e\u2066-\u2069\u200b]/
-    const [listAll, show, ...json] = await Promise.all(
-      [
-        ['sessions', 'list', '--all'],
-        ['sessions', 'show', 'child-1'],
-        ['sessions', 'list', '--all', '--json'],
-        ['sessions', 'show', 'child-1', '--json'],
-      ].map((args) => keel(args, { home, cwd })),
-    )
+    const listAll = keel(['sessions', 'list', '--all'], { home, cwd })
     expect(listAll.status).toBe(0)
     expect(listAll.stdout).not.toMatch(raw)
     expect(listAll.stdout).toContain('/srv/evil␛]52;c;cm0gLXJmIH4=␇<U+202E>dir<U+200B>')
     expect(listAll.stdout).toContain('hi<U+202E>␛]52')
+    const show = keel(['sessions', 'show', 'child-1'], { home, cwd })
     expect(show.status).toBe(0)
     expect(show.stdout).not.toMatch(raw)
     expect(show.stdout).toContain('  parent   parent-1 (call call␛]52;c;cm0gLXJmIH4=␇<U+202E>)')
@@ -436,18 +422,22 @@ describe.concurrent('keel sessions', () => {
       '> hi<U+202E>␛]52;c;cm0gLXJmIH4=␇',
       '> ',
     ])
-    for (const result of json) {
-      expect(result.status).toBe(0)
-      expect(result.stdout).not.toMatch(raw)
-      const parsed = JSON.parse(result.stdout)
+    for (const args of [
+      ['sessions', 'list', '--all', '--json'],
+      ['sessions', 'show', 'child-1', '--json'],
+    ]) {
+      const json = keel(args, { home, cwd })
+      expect(json.status).toBe(0)
+      expect(json.stdout).not.toMatch(raw)
+      const parsed = JSON.parse(json.stdout)
       expect(JSON.stringify(parsed)).toContain(JSON.stringify(storedCwd).slice(1, -1)) // the same values, escaped by JSON
     }
   }, 240_000)
 
-  test('FIFOs, symlinks and folders named like sessions are listed as unreadable with one warning each; list, -c and show never hang', async () => {
+  test('FIFOs, symlinks and folders named like sessions are listed as unreadable with one warning each; list, -c and show never hang', () => {
     const home = join(scratch, 'hostile-files-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
-    const run = await keel(
+    const run = keel(
       ['-p', 'first', '--model', script('hostile-first', [{ text: 'one' }]), '--output-format', 'json'],
       { home, cwd },
     )
@@ -457,7 +447,7 @@ describe.concurrent('keel sessions', () => {
     symlinkSync('/dev/zero', join(dir, 'zzz-zero.jsonl'))
     symlinkSync(join(dir, `${id}.jsonl`), join(dir, 'zzz-alias.jsonl'))
     mkdirSync(join(dir, 'zzz-dir.jsonl'))
-    const list = await keel(['sessions', 'list'], { home, cwd })
+    const list = keel(['sessions', 'list'], { home, cwd })
     expect(list.status).toBe(0)
     expect(list.stdout.trim().split('\n').slice(1).sort()).toEqual([
       'zzz-alias  unreadable: is a symbolic link, not a session file',
@@ -472,7 +462,7 @@ describe.concurrent('keel sessions', () => {
       `keel: warning: ${join(dir, 'zzz-fifo.jsonl')}: is a FIFO, not a session file; skipped`,
       `keel: warning: ${join(dir, 'zzz-zero.jsonl')}: is a symbolic link, not a session file; skipped`,
     ])
-    const resumed = await keel(
+    const resumed = keel(
       ['-c', '-p', 'second', '--model', script('hostile-second', [{ text: 'two' }]), '--output-format', 'json'],
       { home, cwd },
     )
@@ -484,13 +474,13 @@ describe.concurrent('keel sessions', () => {
       [['sessions', 'show', 'zzz-zero'], 'zzz-zero', 'is a symbolic link'],
       [['-r', 'zzz-alias', '-p', 'x', '--model', script('hostile-none', [])], 'zzz-alias', 'is a symbolic link'],
     ] as const) {
-      const result = await keel([...args], { home, cwd })
+      const result = keel([...args], { home, cwd })
       expect(result.status).toBe(1)
       expect(result.stderr).toBe(`keel: ${join(dir, `${name}.jsonl`)}: ${problem}, not a session file\n`)
     }
   }, 240_000)
 
-  test('a bad header is one line naming the file and the problem, exit 1', async () => {
+  test('a bad header is one line naming the file and the problem, exit 1', () => {
     const home = join(scratch, 'bad-header-home')
     const cwd = mkdtempSync(join(scratch, 'proj-'))
     const dir = join(home, 'sessions', cwdSlug(cwd))
@@ -511,11 +501,11 @@ describe.concurrent('keel sessions', () => {
         'the header names session someone, not other as the file name says',
       ],
     ] as const) {
-      const result = await keel([...args], { home, cwd })
+      const result = keel([...args], { home, cwd })
       expect(result.status).toBe(1)
       expect(result.stderr).toBe(`keel: ${join(dir, `${id}.jsonl`)}:1: ${problem}\n`)
     }
-    const list = await keel(['sessions', 'list'], { home, cwd })
+    const list = keel(['sessions', 'list'], { home, cwd })
     expect(list.stdout.trim().split('\n').sort()).toEqual([
       'nocwd  unreadable: the header has no valid cwd (an absolute path)',
       'other  unreadable: the header names session someone, not other as the file name says',
@@ -523,12 +513,12 @@ describe.concurrent('keel sessions', () => {
     expect(list.stderr.trim().split('\n')).toHaveLength(2)
   }, 240_000)
 
-  test('a read-only KEEL_HOME names the real cause (EROFS), not ENOENT', async ({ skip }) => {
+  test('a read-only KEEL_HOME names the real cause (EROFS), not ENOENT', ({ skip }) => {
     if (!HAS_BWRAP && IN_CI) throw new Error('bubblewrap (bwrap) is required for this test in CI')
     skip(!HAS_BWRAP, 'bubblewrap (bwrap) is not installed')
     const home = mkdtempSync(join(scratch, 'ro-home-'))
     const wrap = ['bwrap', '--bind', '/', '/', '--ro-bind', home, home, '--dev', '/dev', '--proc', '/proc', '--']
-    const result = await keel(['-p', 'hi', '--model', script('ro', [{ text: 'never' }])], { home, wrap })
+    const result = keel(['-p', 'hi', '--model', script('ro', [{ text: 'never' }])], { home, wrap })
     // The session file is made with the first event, so the turn is what fails: exit 1, naming the real cause.
     expect(result.status).toBe(1)
     expect(result.stderr).toContain(
@@ -537,13 +527,13 @@ describe.concurrent('keel sessions', () => {
     expect(result.stderr).not.toContain('ENOENT')
   }, 120_000)
 
-  test('--version and --help', async () => {
-    expect((await keel(['--version'])).stdout).toMatch(/^keel \d+\.\d+\.\d+\n$/)
-    expect((await keel(['--help'])).stdout).toContain('Usage:')
+  test('--version and --help', () => {
+    expect(keel(['--version']).stdout).toMatch(/^keel \d+\.\d+\.\d+\n$/)
+    expect(keel(['--help']).stdout).toContain('Usage:')
   })
 })
 
-describe.concurrent('keel -p against a provider that speaks the real wire format', () => {
+describe('keel -p against a provider that speaks the real wire format', () => {
   test('a multi-step tool loop through the OpenAI-compatible adapter and a fake server on 127.0.0.1', async () => {
     const { startFakeProvider } = await import('../../../test-support/fake-provider.ts')
     const fake = await startFakeProvider([

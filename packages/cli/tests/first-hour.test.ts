@@ -4,15 +4,15 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, test, vi } from 'vitest'
+import { afterAll, describe, expect, test, vi } from 'vitest'
 import { startFakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
-import { run } from '../../../test-support/processes.ts'
+import { run } from '../../../test-support/run.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-// Several real keel processes per test, on a machine the suite shares. The tests run side by side (each in its own
-// project and KEEL_HOME), and so do a test's runs that do not depend on each other.
+// Several real keel processes per test, on a machine the suite shares. A test's runs that do not depend on each
+// other start together.
 vi.setConfig({ testTimeout: 120_000 })
 
 let folders = 0
@@ -83,10 +83,8 @@ const systemOf = (body: { messages: { role: string; content: string }[] }) =>
 const userOf = (body: { messages: { role: string; content: unknown }[] }) =>
   body.messages.find((m) => m.role === 'user')!.content
 
-describe.concurrent('project instructions', () => {
-  test("AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user's first, in every request byte for byte", async ({
-    expect,
-  }) => {
+describe('project instructions', () => {
+  test("AGENTS.md from the root down to the cwd (CLAUDE.md where there is none), the user's first, in every request byte for byte", async () => {
     const p = project()
     writeFileSync(join(p.home, 'AGENTS.md'), 'USER-RULE: answer in English.\n')
     writeFileSync(join(p.repo, 'AGENTS.md'), 'ROOT-RULE: run npm test.\n')
@@ -120,9 +118,7 @@ describe.concurrent('project instructions', () => {
     ])
   })
 
-  test("without a .git above, only the cwd's own file; the total is capped at 32 KiB with a note of what was cut", async ({
-    expect,
-  }) => {
+  test("without a .git above, only the cwd's own file; the total is capped at 32 KiB with a note of what was cut", async () => {
     const p = project()
     rmSync(join(p.repo, '.git'), { recursive: true })
     writeFileSync(join(p.repo, 'AGENTS.md'), 'PARENT: not a project root any more.\n')
@@ -136,7 +132,7 @@ describe.concurrent('project instructions', () => {
     expect(system).toMatch(/\[Instructions were capped at 32 KiB: cut \d+ of \d+ bytes of AGENTS\.md\.\]/)
   })
 
-  test("a subagent's system prompt carries the same instructions as its parent's", async ({ expect }) => {
+  test("a subagent's system prompt carries the same instructions as its parent's", async () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'SHARED-RULE: both agents see this.\n')
     const run = await keelWithProvider(
@@ -157,10 +153,8 @@ describe.concurrent('project instructions', () => {
   })
 })
 
-describe.concurrent('settings files', () => {
-  test('project over user, environment over project, flags over environment; keel config says where each came from', async ({
-    expect,
-  }) => {
+describe('settings files', () => {
+  test('project over user, environment over project, flags over environment; keel config says where each came from', async () => {
     const p = project()
     writeFileSync(
       join(p.home, 'settings.json'),
@@ -211,9 +205,7 @@ describe.concurrent('settings files', () => {
     )
   })
 
-  test('settings reach the plugins and the model: a project that allows parallel tasks and names its model', async ({
-    expect,
-  }) => {
+  test('settings reach the plugins and the model: a project that allows parallel tasks and names its model', async () => {
     const p = project()
     const script = join(p.dir, 'script.json')
     writeFileSync(
@@ -257,9 +249,7 @@ describe.concurrent('settings files', () => {
     expect(readFileSync(join(root, 'packages/cli/keel.yml'), 'utf8')).toContain('allowParallelInProgress: false')
   })
 
-  test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', async ({
-    expect,
-  }) => {
+  test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', async () => {
     const p = project()
     const file = join(p.home, 'settings.json')
     // Each case in a KEEL_HOME of its own, all of them at once.
@@ -324,10 +314,8 @@ describe.concurrent('settings files', () => {
   })
 })
 
-describe.concurrent('first run', () => {
-  test('without a key: the variable the provider needs, the providers, the keyless demo; exit 2', async ({
-    expect,
-  }) => {
+describe('first run', () => {
+  test('without a key: the variable the provider needs, the providers, the keyless demo; exit 2', async () => {
     const p = project()
     const [run, anthropic] = await Promise.all([
       keel(['-p', 'hi'], { home: p.home, cwd: p.app, env: { DEEPSEEK_API_KEY: undefined } }),
@@ -350,8 +338,8 @@ describe.concurrent('first run', () => {
   })
 })
 
-describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
-  test('piped text joins the prompt in a fenced block; piped text alone is the prompt', async ({ expect }) => {
+describe('CLI paths that used to lose input or pick wrong', () => {
+  test('piped text joins the prompt in a fenced block; piped text alone is the prompt', async () => {
     const p = project()
     // Three runs at once, each with its own fake provider; the held pipe is given up only after its wait.
     const [both, alone, held] = await Promise.all([
@@ -370,7 +358,7 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
     expect(userOf(held.requests[0]!)).toBe('no pipe text')
   })
 
-  test('--cwd that does not exist or is a file: one line, exit 2, nothing run', async ({ expect }) => {
+  test('--cwd that does not exist or is a file: one line, exit 2, nothing run', async () => {
     const p = project()
     const file = join(p.dir, 'a-file')
     writeFileSync(file, '')
@@ -396,9 +384,7 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
     expect(readdirSync(p.home)).toEqual([])
   })
 
-  test('json output: usage, duration, model, instruction files, and todos [] when no plan stands (errors too)', async ({
-    expect,
-  }) => {
+  test('json output: usage, duration, model, instruction files, and todos [] when no plan stands (errors too)', async () => {
     const p = project()
     const script = join(p.dir, 'usage.json')
     writeFileSync(
@@ -431,9 +417,7 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
     expect(error).toMatchObject({ reason: 'error', error: 'boom', todos: [], usage: { input: 0, output: 0 } })
   })
 
-  test('stream-json: one system/init line first, one result line last shaped like json, the session id on every line', async ({
-    expect,
-  }) => {
+  test('stream-json: one system/init line first, one result line last shaped like json, the session id on every line', async () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const script = join(p.dir, 'stream.json')
@@ -466,9 +450,7 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
     for (const line of lines) expect(line.sessionId, JSON.stringify(line)).toBe(init.sessionId)
   })
 
-  test('-r and sessions show take a unique id prefix; an ambiguous one lists the matches, exit 2; -c skips sessions without a prompt', async ({
-    expect,
-  }) => {
+  test('-r and sessions show take a unique id prefix; an ambiguous one lists the matches, exit 2; -c skips sessions without a prompt', async () => {
     const p = project()
     const script = join(p.dir, 'hello.json')
     writeFileSync(script, JSON.stringify({ steps: [{ text: 'hello' }, { text: 'again' }] }))
@@ -521,10 +503,7 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
     expect(continued.sessionId).not.toBe(empty)
   })
 
-  // In this process, under a KEEL_HOME set for it: the tests beside it give each child a KEEL_HOME of its own.
-  test('an agent opened and closed without a prompt leaves no session file; the first prompt writes it', async ({
-    expect,
-  }) => {
+  test('an agent opened and closed without a prompt leaves no session file; the first prompt writes it', async () => {
     const p = project()
     const previous = process.env.KEEL_HOME
     process.env.KEEL_HOME = p.home
@@ -549,8 +528,8 @@ describe.concurrent('CLI paths that used to lose input or pick wrong', () => {
   })
 })
 
-describe.concurrent('keel serve', () => {
-  test('says which instruction files its agents load', async ({ expect }) => {
+describe('keel serve', () => {
+  test('says which instruction files its agents load', async () => {
     const p = project()
     writeFileSync(join(p.repo, 'AGENTS.md'), 'rules\n')
     const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: p.home })

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, onTestFinished, test } from 'vitest'
+import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
 import { alive, killQuietly, pidsIn, waitUntilGone } from '../../../test-support/processes.ts'
@@ -15,8 +15,12 @@ import { parse } from '../src/args.ts'
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-headless-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+let leftovers: number[] = []
+afterEach(() => {
+  killQuietly(leftovers)
+  leftovers = []
+})
 
-// The tests run side by side: each run has a folder of its own, and most of a run is waiting on its child.
 let counter = 0
 /** A folder of its own per run: its cwd, its KEEL_HOME, and its script as the model. */
 function setup(steps: unknown[] = []) {
@@ -73,10 +77,8 @@ const threeSteps = [
   { text: 'PEER-DONE' },
 ]
 
-describe.concurrent('the answer, and only the answer, on stdout', () => {
-  test('text: a three-step turn prints its last text; the interim sentences and tool lines go to stderr', async ({
-    expect,
-  }) => {
+describe('the answer, and only the answer, on stdout', () => {
+  test('text: a three-step turn prints its last text; the interim sentences and tool lines go to stderr', async () => {
     const run = setup(threeSteps)
     const result = await keel(['-p', 'probe', '--model', run.model, '--mode', 'yolo'], run)
     expect(result.status, result.stderr).toBe(0)
@@ -84,9 +86,7 @@ describe.concurrent('the answer, and only the answer, on stdout', () => {
     expect(result.stderr).toContain("I'll look at the tests first.\n→ echo one\nSeveral tests fail.\n→ echo two\n")
   })
 
-  test('--quiet: stderr carries no interim text, tool lines or plan; json keeps text and adds the transcript', async ({
-    expect,
-  }) => {
+  test('--quiet: stderr carries no interim text, tool lines or plan; json keeps text and adds the transcript', async () => {
     const run = setup(threeSteps)
     const quiet = await keel(['-p', 'probe', '--model', run.model, '--mode', 'yolo', '--quiet'], run)
     expect(quiet.status, quiet.stderr).toBe(0)
@@ -104,15 +104,13 @@ describe.concurrent('the answer, and only the answer, on stdout', () => {
   })
 })
 
-describe.concurrent('denials are results', () => {
+describe('denials are results', () => {
   const denied = [
     { text: 'Cleaning up.', toolCalls: [{ name: 'bash', arguments: { command: 'rm -rf dist' } }] },
     { text: 'Could not clean.' },
   ]
 
-  test('a denied bash is in permissionDenials (json and the stream-json result line); exit 0 with one line', async ({
-    expect,
-  }) => {
+  test('a denied bash is in permissionDenials (json and the stream-json result line); exit 0 with one line', async () => {
     const run = setup(denied)
     mkdirSync(join(run.cwd, 'dist'))
     const args = ['-p', 'tidy', '--model', run.model, '--mode', 'ask']
@@ -134,9 +132,7 @@ describe.concurrent('denials are results', () => {
     expect(last).toMatchObject({ type: 'result', permissionDenials: [{ tool: 'bash', summary: 'bash: rm -rf dist' }] })
   })
 
-  test('a rule that denies is named; --fail-on-denial (or print.failOnDenial in settings) exits 3', async ({
-    expect,
-  }) => {
+  test('a rule that denies is named; --fail-on-denial (or print.failOnDenial in settings) exits 3', async () => {
     const run = setup(denied)
     const withRule = await keel(
       ['-p', 'tidy', '--model', run.model, '--mode', 'yolo', '--output-format', 'json', '--fail-on-denial'],
@@ -163,7 +159,7 @@ describe.concurrent('denials are results', () => {
   })
 })
 
-test.concurrent("a subagent's denied call is listed too, with its session", async ({ expect }) => {
+test("a subagent's denied call is listed too, with its session", async () => {
   const run = setup([
     { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Tidy', prompt: 'CHILD: tidy up' } }] },
     { when: 'CHILD', toolCalls: [{ name: 'bash', arguments: { command: 'rm -rf build' } }] },
@@ -180,11 +176,8 @@ test.concurrent("a subagent's denied call is listed too, with its session", asyn
   expect(summary.permissionDenials[0].sessionId).not.toBe(summary.sessionId)
 })
 
-// Not beside the file's other runs: a --timeout counts from the start, which a crowded machine delays.
 describe('limits', () => {
-  test.concurrent('--max-turns 2 on a five-step script: two requests reach the server, reason max-turns, exit 5', async ({
-    expect,
-  }) => {
+  test('--max-turns 2 on a five-step script: two requests reach the server, reason max-turns, exit 5', async () => {
     const steps = [1, 2, 3, 4].map((n) => ({
       text: `step ${n}`,
       toolCalls: [{ name: 'bash', arguments: { command: `echo ${n}` } }],
@@ -218,9 +211,7 @@ describe('limits', () => {
     }
   })
 
-  test('--timeout 2s during a long command: reason timeout, exit 124, no process left, the log closed', async ({
-    expect,
-  }) => {
+  test('--timeout 2s during a long command: reason timeout, exit 124, no process left, the log closed', async () => {
     // Two sleepers a plain kill of the shell would leave running: one in the shell's group, one that left it.
     const sleepers = "sleep 30 & echo $! > pids; setsid sh -c 'echo $$ >> pids; exec sleep 30' & wait"
     const run = setup([{ toolCalls: [{ name: 'bash', arguments: { command: sleepers } }] }, { text: 'never' }])
@@ -231,7 +222,7 @@ describe('limits', () => {
     const file = join(run.cwd, 'pids')
     await waitFor(() => existsSync(file) && pidsIn(readFileSync(file, 'utf8')).length === 2, 'the sleepers', 20_000)
     const pids = pidsIn(readFileSync(file, 'utf8'))
-    onTestFinished(() => killQuietly(pids))
+    leftovers.push(...pids)
     const result = await pending
     expect(result.status, result.stderr).toBe(124)
     expect(JSON.parse(result.stdout)).toMatchObject({ reason: 'timeout', text: '' })
@@ -242,7 +233,7 @@ describe('limits', () => {
     expect(log!.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
   })
 
-  test('a timeout while a subagent runs closes the subagent session too', async ({ expect }) => {
+  test('a timeout while a subagent runs closes the subagent session too', async () => {
     const run = setup([
       {
         when: 'PARENT',
@@ -259,9 +250,7 @@ describe('limits', () => {
     for (const log of logs) expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
   })
 
-  test.concurrent('--max-budget-usd stops a run whose requests cost more, by the catalog price of the model', async ({
-    expect,
-  }) => {
+  test('--max-budget-usd stops a run whose requests cost more, by the catalog price of the model', async () => {
     // deepseek-v4-flash is $0.44 per million input tokens in the catalog: the first reply alone costs $0.44.
     const fake = await startFakeProvider([
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo one' } }], usage: { input: 1_000_000, output: 10 } },
@@ -284,7 +273,7 @@ describe('limits', () => {
     }
   })
 
-  test.concurrent('--max-budget-usd is reported as not checkable when no price is known for the model', async ({ expect }) => {
+  test('--max-budget-usd is reported as not checkable when no price is known for the model', async () => {
     const fake = await startFakeProvider([{ text: 'cheap' }])
     try {
       const run = setup()
@@ -304,7 +293,7 @@ describe('limits', () => {
   })
 })
 
-describe.concurrent('--output-schema', () => {
+describe('--output-schema', () => {
   const schema = {
     type: 'object',
     properties: { verdict: { enum: ['pass', 'fail'] }, files: { type: 'array', items: { type: 'string' } } },
@@ -327,7 +316,7 @@ describe.concurrent('--output-schema', () => {
     'json',
   ]
 
-  test('a valid answer is `structured`; the prompt carried the schema', async ({ expect }) => {
+  test('a valid answer is `structured`; the prompt carried the schema', async () => {
     const run = withSchema([{ text: '{"verdict":"pass","files":["a.ts"]}' }])
     const result = await keel(args(run), run)
     expect(result.status, result.stderr).toBe(0)
@@ -341,9 +330,7 @@ describe.concurrent('--output-schema', () => {
     expect(JSON.stringify(prompt.data)).toContain('additionalProperties')
   })
 
-  test('an invalid answer gets one corrective turn naming the errors, and its valid answer is taken', async ({
-    expect,
-  }) => {
+  test('an invalid answer gets one corrective turn naming the errors, and its valid answer is taken', async () => {
     const run = withSchema([{ text: 'It passes.' }, { text: '```json\n{"verdict":"fail","files":[]}\n```' }])
     const result = await keel(args(run), run)
     expect(result.status, result.stderr).toBe(0)
@@ -354,7 +341,7 @@ describe.concurrent('--output-schema', () => {
     expect(JSON.stringify(prompts[1]!.data)).toContain('the answer is not JSON')
   })
 
-  test('a second invalid answer exits 4 with the validation errors', async ({ expect }) => {
+  test('a second invalid answer exits 4 with the validation errors', async () => {
     const run = withSchema([{ text: '{"verdict":"maybe","files":[]}' }, { text: '{"verdict":"pass"}' }])
     const result = await keel(args(run), run)
     expect(result.status, result.stderr).toBe(4)
@@ -372,10 +359,8 @@ describe.concurrent('--output-schema', () => {
   })
 })
 
-describe.concurrent('bad input is one line and exit 2, before any request', () => {
-  test('schema files that are not JSON or not a schema, and limits that are 0, negative or do not parse', async ({
-    expect,
-  }) => {
+describe('bad input is one line and exit 2, before any request', () => {
+  test('schema files that are not JSON or not a schema, and limits that are 0, negative or do not parse', async () => {
     const fake = await startFakeProvider([{ text: 'should not be asked' }])
     try {
       const run = setup()
@@ -395,24 +380,22 @@ describe.concurrent('bad input is one line and exit 2, before any request', () =
         [['--max-budget-usd', '0'], /^keel: --max-budget-usd: expected an amount of US dollars above 0/],
         [['--max-budget-usd=-1'], /^keel: --max-budget-usd: expected an amount/],
       ]
-      await Promise.all(
-        cases.map(async ([flags, line]) => {
-          const result = await keel(
-            ['-p', 'go', '--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`, ...flags],
-            run,
-          )
-          expect(result.status, `${flags.join(' ')}: ${result.stderr}`).toBe(2)
-          expect(result.stderr.trimEnd().split('\n'), flags.join(' ')).toHaveLength(1)
-          expect(result.stderr, flags.join(' ')).toMatch(line)
-        }),
-      )
+      for (const [flags, line] of cases) {
+        const result = await keel(
+          ['-p', 'go', '--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`, ...flags],
+          run,
+        )
+        expect(result.status, `${flags.join(' ')}: ${result.stderr}`).toBe(2)
+        expect(result.stderr.trimEnd().split('\n'), flags.join(' ')).toHaveLength(1)
+        expect(result.stderr, flags.join(' ')).toMatch(line)
+      }
       expect(fake.requests).toHaveLength(0)
     } finally {
       await fake.close()
     }
   })
 
-  test('a bad limit in a settings file names the file and the key', async ({ expect }) => {
+  test('a bad limit in a settings file names the file and the key', async () => {
     const run = setup([{ text: 'x' }])
     mkdirSync(join(run.cwd, '.keel'))
     const file = join(run.cwd, '.keel/settings.json')

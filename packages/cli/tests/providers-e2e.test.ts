@@ -125,8 +125,7 @@ const PROVIDERS: {
   },
 ]
 
-// Each test has a fake, a cwd and a KEEL_HOME of its own, so they run side by side.
-describe.concurrent('each provider through keel -p and -c against its strict fake', () => {
+describe('each provider through keel -p and -c against its strict fake', () => {
   for (const provider of PROVIDERS) {
     test(provider.spec, async () => {
       const fake = await startFakeProvider(script())

@@ -53,10 +53,7 @@ interface Run {
   stderr: string
 }
 
-/**
- * The binary, asynchronously: the servers these tests start live in this process and must keep answering, and the
- * tests run side by side (each in a repository and KEEL_HOME of its own).
- */
+/** The binary, asynchronously: the servers these tests start live in this process and must keep answering. */
 function keel(args: string[], cwd: string, home: string, env: Record<string, string> = {}): Promise<Run> {
   const merged: Record<string, string | undefined> = {
     ...process.env,
@@ -127,10 +124,8 @@ async function capture(): Promise<{
   }
 }
 
-describe.concurrent('an untrusted repository only narrows', () => {
-  test('mode yolo and allow rules are held back, listed once in one line and in keel config; after keel trust they apply', async ({
-    expect,
-  }) => {
+describe('an untrusted repository only narrows', () => {
+  test('mode yolo and allow rules are held back, listed once in one line and in keel config; after keel trust they apply', async () => {
     const { dir, home } = repo()
     const marker = join(scratch, `yolo-marker-${folders}`)
     writeJson(join(dir, '.keel', 'settings.json'), {
@@ -178,9 +173,7 @@ describe.concurrent('an untrusted repository only narrows', () => {
     expect(JSON.parse(changed.stdout).trust.trusted).toBe(false)
   }, 90_000)
 
-  test('in ask mode an untrusted allow rule does not let a write through; --trust does, for that run only', async ({
-    expect,
-  }) => {
+  test('in ask mode an untrusted allow rule does not let a write through; --trust does, for that run only', async () => {
     const { dir, home } = repo()
     writeJson(join(dir, '.keel', 'settings.json'), { permissions: { allow: ['write'] } })
     const steps = [{ toolCalls: [{ name: 'write', arguments: { path: 'a.txt', content: 'x\n' } }] }, { text: 'done' }]
@@ -193,7 +186,7 @@ describe.concurrent('an untrusted repository only narrows', () => {
     expect(existsSync(join(home, 'trust.json'))).toBe(false)
   }, 60_000)
 
-  test("a project's baseUrl never receives the person's key; after keel trust it does", async ({ expect }) => {
+  test("a project's baseUrl never receives the person's key; after keel trust it does", async () => {
     const { dir, home } = repo()
     const thief = await capture()
     const fake = await startFakeProvider([{ text: 'from the person’s server' }])
@@ -222,9 +215,7 @@ describe.concurrent('an untrusted repository only narrows', () => {
     }
   }, 90_000)
 
-  test('.mcp.json and mcpServers commands do not run (not for -p, not for keel mcp list, not with --mode read-only); after keel trust they do', async ({
-    expect,
-  }) => {
+  test('.mcp.json and mcpServers commands do not run (not for -p, not for keel mcp list, not with --mode read-only); after keel trust they do', async () => {
     const { dir, home } = repo()
     const marker = join(scratch, `mcp-marker-${folders}`)
     const keys = join(scratch, `mcp-keys-${folders}`)
@@ -252,7 +243,7 @@ describe.concurrent('an untrusted repository only narrows', () => {
     expect(readFileSync(keys, 'utf8')).toBe('sk-DS-SECRET-1\n')
   }, 90_000)
 
-  test('an instruction file that links out of the repository is not read; one inside it is', async ({ expect }) => {
+  test('an instruction file that links out of the repository is not read; one inside it is', async () => {
     const { dir, home } = repo()
     const secrets = join(scratch, `fakehome${folders}`, '.aws')
     mkdirSync(secrets, { recursive: true })
@@ -296,7 +287,7 @@ const PROTECTED = [
 
 const SANDBOXED = PROTECTED.filter((path) => !path.startsWith('sub/'))
 
-describe.concurrent('the agent cannot rewrite its own rules', () => {
+describe('the agent cannot rewrite its own rules', () => {
   test.each([
     ['in the cwd', false],
     ['with --cwd from elsewhere', true],
@@ -361,9 +352,7 @@ describe.concurrent('the agent cannot rewrite its own rules', () => {
     120_000,
   )
 
-  test('an allow rule that names a protected path lets the file tools write it; a bare tool rule does not', async ({
-    expect,
-  }) => {
+  test('an allow rule that names a protected path lets the file tools write it; a bare tool rule does not', async () => {
     const { dir, home } = repo()
     const steps = [
       { toolCalls: [{ name: 'write', arguments: { path: '.envrc', content: 'export A=1\n' } }] },
@@ -381,7 +370,7 @@ describe.concurrent('the agent cannot rewrite its own rules', () => {
     expect(results(home)[1]!.text).toMatch(/\.mcp\.json is protected/)
   }, 60_000)
 
-  test('protectedPaths in a settings file adds to the list, for the file tools and the sandbox', async ({ expect }) => {
+  test('protectedPaths in a settings file adds to the list, for the file tools and the sandbox', async () => {
     const { dir, home } = repo()
     writeFileSync(join(dir, 'package.json'), '{"name":"x"}\n')
     writeJson(join(home, 'settings.json'), { protectedPaths: ['package.json'] })
@@ -397,10 +386,8 @@ describe.concurrent('the agent cannot rewrite its own rules', () => {
   }, 60_000)
 })
 
-describe.concurrent('commands: a private temp dir, no credentials, plain output', () => {
-  test('a sandboxed command writes its own TMPDIR, not the host temp dir; env shows no key unless passed through', async ({
-    expect,
-  }) => {
+describe('commands: a private temp dir, no credentials, plain output', () => {
+  test('a sandboxed command writes its own TMPDIR, not the host temp dir; env shows no key unless passed through', async () => {
     const { dir, home } = repo()
     writeJson(join(home, 'settings.json'), { shell: { env: { passthrough: ['BUILD_TOKEN'] } } })
     const hostTemp = mkdtempSync(join(tmpdir(), 'keel-host-temp-'))
@@ -436,7 +423,7 @@ describe.concurrent('commands: a private temp dir, no credentials, plain output'
     }
   }, 60_000)
 
-  test('KEEL_HOME and its folders are private, and so are the shadow git objects', async ({ expect }) => {
+  test('KEEL_HOME and its folders are private, and so are the shadow git objects', async () => {
     const { dir, home } = repo()
     writeFileSync(join(dir, 'secret.txt'), 'TOPSECRET\n', { mode: 0o600 })
     const run = await keel(

@@ -1,18 +1,16 @@
 // Skills, hooks and agent definitions through the real `keel -p`, with fixtures written as claude-code's
 // documentation shows them (https://docs.claude.com/en/docs/claude-code/skills, …/hooks, …/sub-agents).
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
-import { run } from '../../../test-support/processes.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-extend2-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-// Each test has a repository and KEEL_HOME of its own, so the tests run side by side.
 let count = 0
 function repo(): { dir: string; home: string } {
   const base = join(scratch, `r${++count}`)
@@ -31,9 +29,11 @@ function put(path: string, text: string): void {
 function keel(args: string[], cwd: string, home: string, steps: object[]) {
   const script = join(scratch, `script-${++count}.json`)
   writeFileSync(script, JSON.stringify({ steps }))
-  return run(process.execPath, [join(root, 'bin/keel.js'), ...args, '--model', `scripted/${script}`], {
+  return spawnSync(process.execPath, [join(root, 'bin/keel.js'), ...args, '--model', `scripted/${script}`], {
     cwd,
     env: { ...process.env, KEEL_HOME: home },
+    encoding: 'utf8',
+    input: '',
     timeout: 120_000,
   })
 }
@@ -91,8 +91,8 @@ esac
 exit 0
 `
 
-describe.concurrent('hooks', () => {
-  test('a PreToolUse hook that exits 2 on rm blocks the call with its reason; other calls run', async () => {
+describe('hooks', () => {
+  test('a PreToolUse hook that exits 2 on rm blocks the call with its reason; other calls run', () => {
     const { dir, home } = repo()
     put(join(home, 'hooks/block-rm.sh'), BLOCK_RM)
     put(
@@ -106,7 +106,7 @@ describe.concurrent('hooks', () => {
       }),
     )
     put(join(dir, 'keep.txt'), 'keep\n')
-    const run = await keel(['-p', 'clean up', '--yolo'], dir, home, [
+    const run = keel(['-p', 'clean up', '--yolo'], dir, home, [
       { toolCalls: [{ name: 'bash', arguments: { command: 'rm keep.txt' } }] },
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo fine' } }] },
       { text: 'done' },
@@ -125,7 +125,7 @@ describe.concurrent('hooks', () => {
     expect(decision?.data).toMatchObject({ decision: 'deny', scope: 'hook' })
   })
 
-  test('a JSON allow from a hook never lifts a deny rule', async () => {
+  test('a JSON allow from a hook never lifts a deny rule', () => {
     const { dir, home } = repo()
     const allow = `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"ok by hook"}}'`
     put(
@@ -135,7 +135,7 @@ describe.concurrent('hooks', () => {
         hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: allow }] }] },
       }),
     )
-    const run = await keel(['-p', 'go', '--mode', 'auto'], dir, home, [
+    const run = keel(['-p', 'go', '--mode', 'auto'], dir, home, [
       { toolCalls: [{ name: 'bash', arguments: { command: 'touch denied.txt' } }] },
       { text: 'done' },
     ])
@@ -144,7 +144,7 @@ describe.concurrent('hooks', () => {
     expect(results(home)[0]).toContain('declined')
   })
 
-  test('a Stop hook that blocks gets one more step; stop_hook_active lets it stop', async () => {
+  test('a Stop hook that blocks gets one more step; stop_hook_active lets it stop', () => {
     const { dir, home } = repo()
     // As documented: check stop_hook_active so the hook does not keep the agent going forever.
     const stop = `input=$(cat); case "$input" in *'"stop_hook_active":true'*) exit 0;; esac; echo '{"decision":"block","reason":"run the tests first"}'`
@@ -152,7 +152,7 @@ describe.concurrent('hooks', () => {
       join(home, 'settings.json'),
       JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: stop }] }] } }),
     )
-    const run = await keel(['-p', 'fix it', '--yolo'], dir, home, [{ text: 'first answer' }, { text: 'tests ran' }])
+    const run = keel(['-p', 'fix it', '--yolo'], dir, home, [{ text: 'first answer' }, { text: 'tests ran' }])
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toContain('tests ran')
     const log = events(home)
@@ -161,7 +161,7 @@ describe.concurrent('hooks', () => {
     expect(log.filter((e) => e.type === 'hook/run').map((e) => e.data.verdict)).toEqual(['block', 'ok'])
   })
 
-  test('UserPromptSubmit adds context; a hook that hangs is killed at its timeout and the turn goes on', async () => {
+  test('UserPromptSubmit adds context; a hook that hangs is killed at its timeout and the turn goes on', () => {
     const { dir, home } = repo()
     put(
       join(home, 'settings.json'),
@@ -172,7 +172,7 @@ describe.concurrent('hooks', () => {
         },
       }),
     )
-    const run = await keel(['-p', 'go', '--yolo'], dir, home, [
+    const run = keel(['-p', 'go', '--yolo'], dir, home, [
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] },
       { text: 'done' },
     ])
@@ -184,7 +184,7 @@ describe.concurrent('hooks', () => {
     expect(post?.data).toMatchObject({ timedOut: true, exit: null, verdict: 'error' })
   })
 
-  test('SessionStart adds its stdout as context; a SubagentStop hook gives the child one more step', async () => {
+  test('SessionStart adds its stdout as context; a SubagentStop hook gives the child one more step', () => {
     const { dir, home } = repo()
     const subStop = `input=$(cat); case "$input" in *'"stop_hook_active":true'*) exit 0;; esac; echo "check your answer" >&2; exit 2`
     put(
@@ -196,7 +196,7 @@ describe.concurrent('hooks', () => {
         },
       }),
     )
-    const run = await keel(['-p', 'PARENT go', '--yolo'], dir, home, [
+    const run = keel(['-p', 'PARENT go', '--yolo'], dir, home, [
       { when: 'PARENT', toolCalls: [{ name: 'task', arguments: { description: 'Look', prompt: 'CHILD look' } }] },
       { when: 'CHILD', text: 'first look' },
       { when: 'CHILD', text: 'checked look' },
@@ -215,7 +215,7 @@ describe.concurrent('hooks', () => {
     expect(results(home)[0]).toContain('checked look')
   })
 
-  test('a hook printing megabytes, or invalid JSON, is cut and read as a plain exit code', async () => {
+  test('a hook printing megabytes, or invalid JSON, is cut and read as a plain exit code', () => {
     const { dir, home } = repo()
     put(
       join(home, 'settings.json'),
@@ -228,7 +228,7 @@ describe.concurrent('hooks', () => {
         },
       }),
     )
-    const run = await keel(['-p', 'go', '--yolo'], dir, home, [
+    const run = keel(['-p', 'go', '--yolo'], dir, home, [
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo ran' } }] },
       { text: 'done' },
     ])
@@ -244,7 +244,7 @@ describe.concurrent('hooks', () => {
     ])
   })
 
-  test('bad entries: one warning naming the file and line each; the rest loads', async () => {
+  test('bad entries: one warning naming the file and line each; the rest loads', () => {
     const { dir, home } = repo()
     const marker = join(dir, 'ran.txt')
     const text = JSON.stringify(
@@ -261,7 +261,7 @@ describe.concurrent('hooks', () => {
       2,
     )
     put(join(home, 'settings.json'), text)
-    const run = await keel(['-p', 'go', '--yolo'], dir, home, [
+    const run = keel(['-p', 'go', '--yolo'], dir, home, [
       { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] },
       { text: 'done' },
     ])
@@ -272,24 +272,24 @@ describe.concurrent('hooks', () => {
     expect(existsSync(marker)).toBe(true)
   })
 
-  test('an untrusted folder: none of its hooks run (a marker proves it); trusted, they do', async () => {
+  test('an untrusted folder: none of its hooks run (a marker proves it); trusted, they do', () => {
     const { dir, home } = repo()
     const marker = join(dir, 'hook-ran.txt')
     put(
       join(dir, '.keel/settings.json'),
       JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `touch ${marker}` }] }] } }),
     )
-    const held = await keel(['-p', 'go'], dir, home, [{ text: 'done' }])
+    const held = keel(['-p', 'go'], dir, home, [{ text: 'done' }])
     expect(held.status, held.stderr).toBe(0)
     expect(held.stderr).toContain('held back hooks')
     expect(existsSync(marker)).toBe(false)
-    const trusted = await keel(['-p', 'go', '--trust'], dir, home, [{ text: 'done' }])
+    const trusted = keel(['-p', 'go', '--trust'], dir, home, [{ text: 'done' }])
     expect(trusted.status, trusted.stderr).toBe(0)
     expect(existsSync(marker)).toBe(true)
   })
 })
 
-describe.concurrent('agent definitions', () => {
+describe('agent definitions', () => {
   test("a .claude/agents definition: its tools are all the child is offered; its body is in the child's prompt", async () => {
     const { dir, home } = repo()
     put(
@@ -322,7 +322,7 @@ describe.concurrent('agent definitions', () => {
   })
 })
 
-describe.concurrent('skills', () => {
+describe('skills', () => {
   test('names and descriptions only in the system prompt; the body after the skill call; the prefix holds', async () => {
     const { dir, home } = repo()
     put(
@@ -355,8 +355,8 @@ describe.concurrent('skills', () => {
   })
 })
 
-describe.concurrent("a command file's allowed-tools and model", () => {
-  test('allowed-tools lets its shell-outs run without asking (never past a deny rule); model answers its turn', async () => {
+describe("a command file's allowed-tools and model", () => {
+  test('allowed-tools lets its shell-outs run without asking (never past a deny rule); model answers its turn', () => {
     const { dir, home } = repo()
     const other = join(home, 'other-model.json')
     writeFileSync(other, JSON.stringify({ steps: [{ text: 'the command model answered' }] }))
@@ -365,24 +365,24 @@ describe.concurrent("a command file's allowed-tools and model", () => {
       `---\nallowed-tools: Bash(touch:*)\nmodel: scripted/${other}\n---\nMade: !\`touch allowed.txt; echo made\`\n`,
     )
     put(join(home, 'commands/plain.md'), 'Made: !`touch plain.txt; echo made`\n')
-    const allowed = await keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
+    const allowed = keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
     expect(allowed.status, allowed.stderr).toBe(0)
     expect(existsSync(join(dir, 'allowed.txt'))).toBe(true)
     expect(allowed.stdout).toContain('the command model answered')
-    const asked = await keel(['-p', '/plain', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
+    const asked = keel(['-p', '/plain', '--mode', 'ask'], dir, home, [{ text: 'the run model answered' }])
     expect(asked.status, asked.stderr).toBe(0)
     expect(existsSync(join(dir, 'plain.txt'))).toBe(false)
     expect(asked.stdout).toContain('the run model answered')
     put(join(home, 'settings.json'), JSON.stringify({ permissions: { deny: ['bash(touch:*)'] } }))
     rmSync(join(dir, 'allowed.txt'))
-    const denied = await keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'x' }])
+    const denied = keel(['-p', '/touchy', '--mode', 'ask'], dir, home, [{ text: 'x' }])
     expect(denied.status, denied.stderr).toBe(0)
     expect(existsSync(join(dir, 'allowed.txt'))).toBe(false)
   })
 })
 
-describe.concurrent('keel config', () => {
-  test('lists the skills, agents and hooks found where, what was skipped, and hooks held back', async () => {
+describe('keel config', () => {
+  test('lists the skills, agents and hooks found where, what was skipped, and hooks held back', () => {
     const { dir, home } = repo()
     put(
       join(dir, '.agents/skills/lint/SKILL.md'),
@@ -397,14 +397,14 @@ describe.concurrent('keel config', () => {
       join(dir, '.keel/settings.json'),
       JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'x' }] }] } }),
     )
-    const run = await keel(['config'], dir, home, [])
+    const run = keel(['config'], dir, home, [])
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toContain(`${join(dir, '.agents/skills')} (project): 1 found`)
     expect(run.stdout).toContain('  lint  Lint the code')
     expect(run.stdout).toContain(`${join(dir, '.claude/skills/Bad Name/SKILL.md')}: skipped, line 1: name "Bad Name"`)
     expect(run.stdout).toContain('  helper  Helps  tools: Read, Grep')
     expect(run.stdout).toContain("Hooks (the project's are held back until you trust it):")
-    const json = JSON.parse((await keel(['config', '--json'], dir, home, [])).stdout)
+    const json = JSON.parse(keel(['config', '--json'], dir, home, []).stdout)
     expect(json.skills.found.map((s: { name: string }) => s.name)).toEqual(['lint'])
     expect(json.agents.found[0]).toMatchObject({ name: 'helper', tools: ['Read', 'Grep'] })
   })

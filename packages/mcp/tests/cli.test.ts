@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, test } from 'vitest'
-import { run } from '../../../test-support/processes.ts'
+import { run } from '../../../test-support/run.ts'
 import { EVERYTHING, FAULTY, hostile } from './support.ts'
 
 const root = join(import.meta.dirname, '../../..')
