@@ -62,6 +62,9 @@ function overOf(limits: Limits, files: number, bytes: number): { over?: string }
   return {}
 }
 
+/** How long the listing of a folder's files may take before the folder counts as too large for checkpoints. */
+export const LIST_LIMIT_MS = 10_000
+
 /** One `ls-files --debug` block, the stat data git prints after each path the index holds. */
 const DEBUG_BLOCK = /^ {2}ctime:[^\n]*\n {2}mtime:[^\n]*\n {2}dev:[^\n]*\n {2}uid:[^\n]*\n {2}size: (\d+)\t[^\n]*\n/
 
@@ -211,15 +214,20 @@ export class Shadow {
    * measured by one git process. The figures are kept in the shadow (`recall`) for the next process.
    */
   async measure(limits: Limits, index = 'index'): Promise<Size> {
-    const listing = await git(this.env(index), [
-      'ls-files',
-      '-z',
-      '--debug',
-      '--cached',
-      '--others',
-      '--exclude-standard',
-      ...this.pathspec(),
-    ])
+    // git walks the whole folder before it prints a line of `--others`: in a folder with no .gitignore over millions
+    // of files (a home, /tmp) that took two minutes, all of it waited for by the first writing tool, only for the
+    // answer to be "too many". A folder git cannot list in LIST_LIMIT_MS is over any limit a snapshot could keep.
+    const listed = AbortSignal.timeout(LIST_LIMIT_MS)
+    const listing = await git(
+      this.env(index),
+      ['ls-files', '-z', '--debug', '--cached', '--others', '--exclude-standard', ...this.pathspec()],
+      { signal: listed },
+    ).catch((error: unknown) => {
+      if (listed.aborted) return undefined
+      throw error
+    })
+    if (listing === undefined)
+      return { files: 0, bytes: 0, over: `more files than git lists in ${LIST_LIMIT_MS / 1000} s` }
     const { files, bytes: indexed, others } = parseDebugListing(listing)
     const size = await this.sized(limits, files, indexed, others)
     try {

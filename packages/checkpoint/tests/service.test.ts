@@ -293,6 +293,42 @@ describe('checkpoint snapshots', () => {
     )
   })
 
+  test('a folder git cannot list in time is too large: the check does not wait out the whole walk', async () => {
+    // A home or /tmp with no .gitignore: git walked millions of files for two minutes before printing. Here a `git`
+    // first on PATH lists a few, then hangs as such a walk would (60 s); the check gives up after LIST_LIMIT_MS.
+    const bin = mkdtempSync(join(tmpdir(), 'keel-git-endless-'))
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+    writeFileSync(
+      join(bin, 'git'),
+      `#!/bin/sh
+case " $* " in *" ls-files "*" --others "*)
+  i=0; while [ $i -lt 10 ]; do printf 'f%s\\0' $i; i=$((i+1)); done; exec sleep 60;;
+esac
+exec '${real}' "$@"
+`,
+      { mode: 0o755 },
+    )
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path}`
+    try {
+      keel = await makeKeel({
+        steps: [{ text: 'a' }],
+        plugins: [[checkpointPlugin, config]],
+      })
+      const warnings: string[] = []
+      keel.ctx.on('keel/notice', (notice) => {
+        if (notice.source === 'checkpoint') warnings.push(notice.text)
+      })
+      await keel.agent().prompt('one')
+      expect(warnings).toEqual([
+        `checkpoints are off for ${keel.cwd}: it holds more files than git lists in 10 s; files cannot be rewound there`,
+      ])
+    } finally {
+      process.env.PATH = path
+      rmSync(bin, { recursive: true, force: true })
+    }
+  }, 40_000)
+
   test('a rewind is recorded between turns, which the dev invariants accept for checkpoint events only', async () => {
     keel = await makeKeel({
       steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo v1 > f.txt' } }] }, { text: 'ok' }],
