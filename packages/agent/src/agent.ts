@@ -484,12 +484,15 @@ export class Agent implements ToolAgent {
           )
           if (note !== undefined) results[k] = { ...result, content: [...result.content, { type: 'text', text: note }] }
         }
-      for (const [k, call] of batch.entries()) {
-        const result = results[k]!
-        // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
-        const cancelled = signal.aborted && result.isError && !result.details
-        this.appendResult(turn, step, call, cancelled ? { ...result, details: { kind: 'cancelled' } } : result)
-      }
+      // Every call of the batch has finished: their results reach the disk with one fsync, not one each.
+      this.session.together(() => {
+        for (const [k, call] of batch.entries()) {
+          const result = results[k]!
+          // A call that failed once the turn was cancelled was cut short by the cancel: front ends say so.
+          const cancelled = signal.aborted && result.isError && !result.details
+          this.appendResult(turn, step, call, cancelled ? { ...result, details: { kind: 'cancelled' } } : result)
+        }
+      })
     }
   }
 

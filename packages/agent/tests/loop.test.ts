@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import { Type } from 'typebox'
+import { sessionFileIo } from '@keel/session'
 import { defineTool } from '@keel/tools'
 import { makeKeel, textOfContent, waitFor, type Keel } from '../../../test-support/harness.ts'
 
@@ -182,12 +183,30 @@ describe('the agent loop', () => {
       }),
     )
     const agent = keel.agent()
-    await agent.prompt('go')
+    // fsyncs done by the time each tool/result is published: the overlapping pair shares one, after both.
+    let syncs = 0
+    const fsync = sessionFileIo.fsync
+    sessionFileIo.fsync = (fd) => {
+      syncs++
+      fsync(fd)
+    }
+    const syncedAt: number[] = []
+    keel.ctx.on('session/event', (_s, event) => {
+      if (event.type === 'tool/result') syncedAt.push(syncs)
+    })
+    try {
+      await agent.prompt('go')
+    } finally {
+      sessionFileIo.fsync = fsync
+    }
     expect(peak).toBe(2)
     const results = agent.session.events
       .filter((e) => e.type === 'tool/result')
       .map((e) => textOfContent(e.data.content))
     expect(results.slice(0, 2)).toEqual(['slow a', 'slow b'])
+    const [a, b, bash] = syncedAt as [number, number, number]
+    // Each batch's fsync comes after its results are published: b shares a's, bash sees only the pair's.
+    expect([b - a, bash - b]).toEqual([0, 1])
   })
 
   test('one turn at a time per agent', async () => {

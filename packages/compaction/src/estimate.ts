@@ -77,17 +77,18 @@ export interface ContextEstimate {
  * appended after that request is estimated, at 4 characters per token. Otherwise everything — system prompt, tool
  * schemas (`overheadChars`) and every surface message — is estimated that way. A replace invalidates the anchor,
  * because the provider's count described a history that no longer exists. Trimmed tool results (`trims`, see
- * trim.ts) count as they are sent.
+ * trim.ts) count as they are sent. `overheadChars` may be a function: it runs only when no usage anchors the
+ * estimate (serialising the tool schemas costs more than the rest of an anchored estimate, on every request).
  */
 export function estimateContext(
   session: Session,
-  overheadChars: number,
+  overheadChars: number | (() => number),
   trims: ReadonlyMap<string, number> = new Map(),
 ): ContextEstimate {
-  const events = session.events
   let since = 0
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i]!
+  // Read in place, newest first: `session.events` copies the whole log after every append.
+  for (let i = session.seq - 1; i >= 0; i--) {
+    const event = session.at(i)!
     if (!('surfaceOp' in event)) continue
     if (event.surfaceOp.op === 'replace') break
     if (event.type === 'assistant/message') {
@@ -99,7 +100,7 @@ export function estimateContext(
       since += resultChars(event.data.callId, event.data.content, trims)
     }
   }
-  let chars = overheadChars
+  let chars = typeof overheadChars === 'number' ? overheadChars : overheadChars()
   for (const message of session.deriveMessages()) chars += sentChars(message, trims)
   return { tokens: charsToTokens(chars), basis: 'chars' }
 }

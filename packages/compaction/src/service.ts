@@ -78,7 +78,7 @@ export class Compaction extends Service {
 
   /** Estimated tokens of the agent's next request (see estimate.ts). */
   estimate(agent: Agent): ContextEstimate {
-    return estimateContext(agent.session, this.overheadChars(agent), trimsOf(agent.session))
+    return estimateContext(agent.session, () => this.overheadChars(agent), trimsOf(agent.session))
   }
 
   /**

@@ -214,6 +214,21 @@ describe('estimateContext', () => {
     turn(session, 1, 'abcd', [{ text: 'efgh' }])
     expect(estimateContext(session, 8)).toEqual({ tokens: 4, basis: 'chars' })
   })
+
+  test('an overhead given as a function runs only when no usage anchors the estimate', () => {
+    const session = new Session(header)
+    let asked = 0
+    const overhead = () => {
+      asked++
+      return 8
+    }
+    turn(session, 1, 'abcd', [{ text: 'efgh', usage: 100 }])
+    expect(estimateContext(session, overhead)).toEqual({ tokens: 100 + 1, basis: 'usage' })
+    expect(asked).toBe(0)
+    summarise(session, 'ijkl', { start: 2, end: 3 })
+    expect(estimateContext(session, overhead).basis).toBe('chars')
+    expect(asked).toBe(1)
+  })
 })
 
 describe('planToCarry', () => {

@@ -149,7 +149,8 @@ export class HookService extends Service implements TurnHooks {
   }
 
   async preTool(agent: Agent, call: HookedCall, signal: AbortSignal): Promise<PreToolVerdict | undefined> {
-    const readings = await this.run(agent, 'PreToolUse', call.name, this.toolInput(call), signal, true, call.callId)
+    const input = () => this.toolInput(call)
+    const readings = await this.run(agent, 'PreToolUse', call.name, input, signal, true, call.callId)
     const stop = readings.find((reading) => reading.stop)
     if (stop) {
       agent.cancel()
@@ -165,10 +166,10 @@ export class HookService extends Service implements TurnHooks {
   }
 
   async postTool(agent: Agent, call: HookedCall, result: ToolResult, signal: AbortSignal): Promise<string | undefined> {
-    const input = {
+    const input = () => ({
       ...this.toolInput(call),
       tool_response: { content: textOf(result.content), isError: result.isError },
-    }
+    })
     const readings = await this.run(agent, 'PostToolUse', call.name, input, signal, true, call.callId)
     if (readings.some((reading) => reading.stop)) agent.cancel()
     const notes = readings
@@ -202,7 +203,9 @@ export class HookService extends Service implements TurnHooks {
     agent: Agent,
     event: HookEvent,
     target: string,
-    fields: Record<string, unknown>,
+    // As a function when they cost something (a call's parsed arguments, its result's text): made only when a hook
+    // matches, which for most calls none does.
+    fields: Record<string, unknown> | (() => Record<string, unknown>),
     signal?: AbortSignal,
     log = true,
     callId?: string,
@@ -224,7 +227,7 @@ export class HookService extends Service implements TurnHooks {
       transcript_path: this.ctx.sessions.pathOf(agent.id) ?? '',
       cwd: agent.cwd,
       hook_event_name: event,
-      ...fields,
+      ...(typeof fields === 'function' ? fields() : fields),
     }
     const env = { ...process.env, CLAUDE_PROJECT_DIR: root, KEEL_PROJECT_DIR: root }
     return Promise.all(

@@ -274,6 +274,20 @@ function usageOf(raw: ResponseUsage): TokenUsage {
   return usage
 }
 
+/** One message's Responses items, the images its tool results carry, and how much reasoning it had to leave out. */
+interface Converted {
+  items: ResponseInputItem[]
+  images: ResponseInputContent[]
+  leftOut: number
+}
+
+/**
+ * Converted messages by message. The history a session derives is frozen and the same objects from request to
+ * request, so each is converted once (a reasoning item's JSON parsed once, an image's data URL built once), not on
+ * every request of the session. Only frozen messages are kept: a caller's mutable object is converted each time.
+ */
+const converted = new WeakMap<Message, Converted>()
+
 /**
  * Provider-neutral history → Responses input items, in order. An assistant message that made tool calls brings back
  * its own encrypted reasoning items (origin `responses`) where they were, before its calls; other reasoning (an
@@ -292,49 +306,64 @@ export function toResponsesInput(messages: readonly Message[], leftOut: () => vo
   }
   for (const message of messages) {
     if (message.role !== 'tool') flushToolImages()
-    if (message.role === 'user') {
-      const parts: ResponseInputContent[] = []
-      for (const block of message.content) {
-        if (block.type === 'text' && block.text) parts.push({ type: 'input_text', text: block.text })
-        else if (block.type === 'image') parts.push(imagePart(block))
-      }
-      if (parts.length) out.push({ role: 'user', content: parts })
-    } else if (message.role === 'assistant') {
-      const withCalls = message.content.some((block) => block.type === 'tool-call')
-      let text = ''
-      const flushText = () => {
-        if (text) out.push({ role: 'assistant', content: text })
-        text = ''
-      }
-      for (const block of message.content) {
-        if (block.type === 'reasoning') {
-          if (!withCalls) continue
-          const item = block.origin === 'responses' && block.data ? parseItem(block.data) : undefined
-          if (!item) {
-            if (block.text || block.data) leftOut()
-            continue
-          }
-          flushText()
-          out.push(item)
-        } else if (block.type === 'text') text += block.text
-        else if (block.type === 'tool-call') {
-          flushText()
-          out.push({ type: 'function_call', call_id: block.id, name: block.name, arguments: block.arguments || '{}' })
-        }
-      }
-      flushText()
-    } else {
-      for (const result of message.content) {
-        const text = result.content
-          .map((block) => (block.type === 'text' ? block.text : `[image ${block.mediaType} attached below]`))
-          .join('\n')
-        out.push({ type: 'function_call_output', call_id: result.toolCallId, output: text || '(no output)' })
-        for (const block of result.content) if (block.type === 'image') toolImages.push(imagePart(block))
-      }
+    let done = converted.get(message)
+    if (!done) {
+      done = convert(message)
+      if (Object.isFrozen(message)) converted.set(message, done)
     }
+    for (let i = 0; i < done.leftOut; i++) leftOut()
+    for (const item of done.items) out.push(item)
+    for (const image of done.images) toolImages.push(image)
   }
   flushToolImages()
   return out
+}
+
+function convert(message: Message): Converted {
+  const out: ResponseInputItem[] = []
+  const images: ResponseInputContent[] = []
+  let leftOut = 0
+  if (message.role === 'user') {
+    const parts: ResponseInputContent[] = []
+    for (const block of message.content) {
+      if (block.type === 'text' && block.text) parts.push({ type: 'input_text', text: block.text })
+      else if (block.type === 'image') parts.push(imagePart(block))
+    }
+    if (parts.length) out.push({ role: 'user', content: parts })
+  } else if (message.role === 'assistant') {
+    const withCalls = message.content.some((block) => block.type === 'tool-call')
+    let text = ''
+    const flushText = () => {
+      if (text) out.push({ role: 'assistant', content: text })
+      text = ''
+    }
+    for (const block of message.content) {
+      if (block.type === 'reasoning') {
+        if (!withCalls) continue
+        const item = block.origin === 'responses' && block.data ? parseItem(block.data) : undefined
+        if (!item) {
+          if (block.text || block.data) leftOut++
+          continue
+        }
+        flushText()
+        out.push(item)
+      } else if (block.type === 'text') text += block.text
+      else if (block.type === 'tool-call') {
+        flushText()
+        out.push({ type: 'function_call', call_id: block.id, name: block.name, arguments: block.arguments || '{}' })
+      }
+    }
+    flushText()
+  } else {
+    for (const result of message.content) {
+      const text = result.content
+        .map((block) => (block.type === 'text' ? block.text : `[image ${block.mediaType} attached below]`))
+        .join('\n')
+      out.push({ type: 'function_call_output', call_id: result.toolCallId, output: text || '(no output)' })
+      for (const block of result.content) if (block.type === 'image') images.push(imagePart(block))
+    }
+  }
+  return { items: out, images, leftOut }
 }
 
 function parseItem(text: string): ResponseInputItem | undefined {

@@ -4,7 +4,7 @@ import { startFakeProvider, type FakeProvider, type FakeReply } from '../../../t
 import type { Message } from '@keel/session/messages'
 import * as llm from '../src/index.ts'
 import type { LlmRequest, ReasoningSettings } from '../src/index.ts'
-import { createResponses } from '../src/responses.ts'
+import { createResponses, toResponsesInput } from '../src/responses.ts'
 import { assemble, collect, failure, hello } from './stream-support.ts'
 
 let fake: FakeProvider | undefined
@@ -163,5 +163,69 @@ describe('OpenAI Responses adapter against the fake server', () => {
     await collect((await ctx.llm.create('openai/gpt-5.3-codex', options)).stream(hello, new AbortController().signal))
     await collect((await ctx.llm.create('openai/gpt-4o', options)).stream(hello, new AbortController().signal))
     expect(fake!.requests.map((request) => request.path)).toEqual(['/v1/responses', '/v1/chat/completions'])
+  })
+})
+
+describe('toResponsesInput', () => {
+  const deepFreeze = <T>(value: T): T => {
+    if (value && typeof value === 'object') {
+      for (const item of Object.values(value)) deepFreeze(item)
+      Object.freeze(value)
+    }
+    return value
+  }
+  const history = (): Message[] => [
+    { role: 'user', content: [{ type: 'text', text: 'look' }] },
+    {
+      role: 'assistant',
+      content: [
+        {
+          type: 'reasoning',
+          text: '',
+          origin: 'responses',
+          data: JSON.stringify({ type: 'reasoning', id: 'rs_1', summary: [] }),
+        },
+        { type: 'reasoning', text: 'from another provider' },
+        { type: 'tool-call', id: 'c1', name: 'read', arguments: '{}' },
+      ],
+    },
+    {
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          isError: false,
+          content: [
+            { type: 'text', text: 'seen' },
+            { type: 'image', mediaType: 'image/png', data: 'AAAA' },
+          ],
+        },
+      ],
+    },
+    { role: 'user', content: [{ type: 'text', text: 'and now?' }] },
+  ]
+
+  it("converts a session's frozen messages once: a later request reuses their items, and says what it left out each time", () => {
+    const frozen = deepFreeze(history())
+    let left = 0
+    const first = toResponsesInput(frozen, () => left++)
+    const second = toResponsesInput(frozen, () => left++)
+    expect(second).toEqual(first)
+    expect(left).toBe(2) // the other provider's reasoning, once per request
+    expect(second[1]).toBe(first[1]) // the reasoning item, parsed once
+    expect(first.map((item) => ('type' in item && item.type) || ('role' in item && item.role))).toEqual([
+      'user',
+      'reasoning',
+      'function_call',
+      'function_call_output',
+      'user', // the tool's image, after the results
+      'user',
+    ])
+    // A caller's mutable messages are converted again each time: a change to them shows.
+    const mutable = history()
+    const once = toResponsesInput(mutable)
+    expect(toResponsesInput(mutable)[1]).not.toBe(once[1])
+    expect(toResponsesInput(mutable)).toEqual(first)
   })
 })

@@ -5,8 +5,14 @@ import type { SessionEvent, SessionHeader } from './types.ts'
 export interface LogWriter {
   /** Where the log is, for messages: a file path, or a database address without its password. */
   readonly where: string
-  /** Writes one event, durably at the backend's durability points; a throw leaves nothing of it in the log. */
-  write(event: SessionEvent): void
+  /**
+   * Writes one event, durably at the backend's durability points; a throw leaves nothing of it in the log. With
+   * `defer`, a durability point this event would be may wait for the next `settle()` (a backend whose every write
+   * is durable ignores it).
+   */
+  write(event: SessionEvent, defer?: boolean): void
+  /** Makes the durability points deferred since the last one durable; a throw means they may not be. */
+  settle?(): void
   /** Flushes and releases the lock. */
   close(): void
 }

@@ -144,7 +144,8 @@ export class FileBackend implements SessionBackend {
 function fileWriter(writer: SessionWriter, release: () => void): LogWriter {
   return {
     where: writer.path,
-    write: (event) => writer.write(event),
+    write: (event, defer) => writer.write(event, defer),
+    settle: () => writer.settle(),
     close() {
       writer.close()
       release()

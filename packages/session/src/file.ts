@@ -170,6 +170,8 @@ export class SessionWriter {
   /** Bytes in the file: everything up to here is whole lines. */
   private size: number
   private broken: Error | undefined
+  /** A durability point was deferred (`write(event, true)`) and no fsync has covered it yet. */
+  private unsettled = false
 
   private constructor(
     readonly path: string,
@@ -221,14 +223,19 @@ export class SessionWriter {
     return new SessionWriter(path, fd, validBytes)
   }
 
-  write(event: SessionEvent): void {
+  /** With `defer`, a durable type's fsync waits for `settle()` (or the next durable write that is not deferred). */
+  write(event: SessionEvent, defer = false): void {
     if (this.fd === undefined) throw new Error(`session file ${this.path} is closed`)
     if (this.broken)
       throw new Error(`session file ${this.path} is not writable after an earlier failure: ${this.broken.message}`)
     const bytes = Buffer.from(JSON.stringify(event) + '\n')
     try {
       writeAll(this.fd, bytes, this.size)
-      if (DURABLE_TYPES.has(event.type)) sessionFileIo.fsync(this.fd)
+      if (DURABLE_TYPES.has(event.type) && defer) this.unsettled = true
+      else if (DURABLE_TYPES.has(event.type)) {
+        sessionFileIo.fsync(this.fd)
+        this.unsettled = false
+      }
     } catch (error) {
       const failure = new SessionWriteError(this.path, event.type, error)
       try {
@@ -239,6 +246,21 @@ export class SessionWriter {
       throw failure
     }
     this.size += bytes.length
+  }
+
+  /**
+   * The fsync that deferred durability points waited for. The events are in the file already and in memory (and
+   * published), so a failure cannot be cut back: the writer refuses every later write, as after a failed cut-back.
+   */
+  settle(): void {
+    if (this.fd === undefined || !this.unsettled) return
+    try {
+      sessionFileIo.fsync(this.fd)
+      this.unsettled = false
+    } catch (error) {
+      this.broken = new SessionWriteError(this.path, 'a batch of events', error)
+      throw this.broken
+    }
   }
 
   sync(): void {

@@ -18,6 +18,8 @@ export interface SessionHooks {
    * leaves the log unchanged, so memory and disk never disagree about which events exist.
    */
   persist?(session: Session, event: SessionEvent): void
+  /** Makes the durability points that `together()` put off durable; a throw fails the batch (see `together`). */
+  settle?(session: Session): void
   /** Runs after the event commits (listeners). */
   afterCommit?(session: Session, event: SessionEvent): void
 }
@@ -38,6 +40,8 @@ export class SeedError extends Error {
  */
 export class Session {
   private readonly log: SessionEvent[] = []
+  /** How deep in `together()` calls this session is. */
+  private held = 0
   private readonly surface = new Surface()
   private frozenView: readonly SessionEvent[] | undefined
   private appending = false
@@ -120,6 +124,33 @@ export class Session {
   }
 
   /** Provider-neutral history: only surface events, folded once each (see Surface). */
+  /**
+   * Runs appends that belong together (the results of one batch of tool calls, all of them finished) with one
+   * durability point at the end instead of one per durable event. Nothing outside the log happens between them, so
+   * a crash in the middle loses no more than a crash just before the first of them would: the calls are answered
+   * as interrupted either way. When `appends` returns, all of it is as durable as one `append` of a durable type.
+   */
+  together<T>(appends: () => T): T {
+    this.held++
+    let out: T
+    try {
+      out = appends()
+    } catch (error) {
+      if (--this.held === 0)
+        try {
+          this.hooks.settle?.(this)
+        } catch {} // the batch's own error is the one to report
+      throw error
+    }
+    if (--this.held === 0) this.hooks.settle?.(this)
+    return out
+  }
+
+  /** Whether an append now is inside `together()`: its durability point may wait for the end of the batch. */
+  get holding(): boolean {
+    return this.held > 0
+  }
+
   deriveMessages(): Message[] {
     return this.surface.messages()
   }

@@ -250,7 +250,8 @@ export class SessionStore extends Service {
     const lifecycle = ctx.lifecycle
     session.hooks = {
       beforeCommit: (s, event) => validate(lifecycle, s, event),
-      persist: entry.writer || entry.pending ? (_, event) => this.writerOf(entry).write(event) : undefined,
+      persist: entry.writer || entry.pending ? (s, event) => this.writerOf(entry).write(event, s.holding) : undefined,
+      settle: () => entry.writer?.settle?.(),
       afterCommit: (s, event) => publish(ctx, lifecycle, s, event),
     }
     this.live.set(session.id, entry)

@@ -151,6 +151,72 @@ describe('a failed append', () => {
   })
 })
 
+describe('durability points of a batch (together)', () => {
+  /** Counts fsyncs, and fails them from the `failFrom`-th on. */
+  function countSyncs(failFrom = Number.POSITIVE_INFINITY): { count: number } {
+    const seen = { count: 0 }
+    sessionFileIo.fsync = (fd) => {
+      if (++seen.count >= failFrom) throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })
+      original.fsync(fd)
+    }
+    return seen
+  }
+
+  function startCalls(session: Session, ids: string[]): void {
+    startCall(session, 1, ids[0]!)
+    for (const id of ids.slice(1))
+      session.append('tool/call', { turn: 1, step: 1, callId: id, name: 'bash', arguments: '{}' })
+  }
+
+  it('three results appended together cost one fsync, at the end; one at a time, three', async () => {
+    ctx = await boot()
+    const session = ctx.sessions.create({ cwd, id: 'batch' })
+    startCalls(session, ['c1', 'c2', 'c3'])
+    const path = sessionPath(cwd, 'batch')
+    const syncs = countSyncs()
+    let inside = -1
+    session.together(() => {
+      for (const id of ['c1', 'c2', 'c3']) session.append('tool/result', result(1, id), append)
+      inside = syncs.count
+    })
+    expect(inside).toBe(0)
+    expect(syncs.count).toBe(1)
+    expect(readFileSync(path, 'utf8').trim().split('\n')).toHaveLength(1 + 10) // the header, 7 events before, 3 results
+    session.append('step/end', { turn: 1, step: 1 })
+    expect(syncs.count).toBe(1) // not a durability point
+    session.append('turn/end', { turn: 1, reason: 'completed' })
+    expect(syncs.count).toBe(2)
+    const alone = ctx.sessions.create({ cwd, id: 'alone' })
+    startCalls(alone, ['c1', 'c2', 'c3'])
+    syncs.count = 0
+    for (const id of ['c1', 'c2', 'c3']) alone.append('tool/result', result(1, id), append)
+    expect(syncs.count).toBe(3)
+  })
+
+  it('a batch whose last fsync fails throws one line and the writer refuses later writes; the log reopens paired', async () => {
+    ctx = await boot()
+    const session = ctx.sessions.create({ cwd, id: 'badsync' })
+    startCalls(session, ['c1', 'c2'])
+    const path = sessionPath(cwd, 'badsync')
+    countSyncs(1)
+    expect(() =>
+      session.together(() => {
+        for (const id of ['c1', 'c2']) session.append('tool/result', result(1, id), append)
+      }),
+    ).toThrow(`could not write a batch of events to the session log ${path}: EIO`)
+    Object.assign(sessionFileIo, original)
+    expect(() => session.append('step/end', { turn: 1, step: 1 })).toThrow(/not writable after an earlier failure/)
+    ctx.sessions.close(session)
+    const { session: reopened } = ctx.sessions.open('badsync')
+    // The results reached the file (only their fsync failed); the open turn is closed as a crash's would be.
+    expect(reopened.events.filter((event) => event.type === 'tool/result').map((event) => event.data.callId)).toEqual([
+      'c1',
+      'c2',
+    ])
+    expect(reopened.last?.type).toBe('turn/end')
+  })
+})
+
 describe('torn tails', () => {
   async function withTail(
     tail: string | Buffer,
