@@ -63,7 +63,7 @@ function overOf(limits: Limits, files: number, bytes: number): { over?: string }
 }
 
 /** How long the listing of a folder's files may take before the folder counts as too large for checkpoints. */
-export const LIST_LIMIT_MS = 10_000
+const LIST_LIMIT_MS = 10_000
 
 /** One `ls-files --debug` block, the stat data git prints after each path the index holds. */
 const DEBUG_BLOCK = /^ {2}ctime:[^\n]*\n {2}mtime:[^\n]*\n {2}dev:[^\n]*\n {2}uid:[^\n]*\n {2}size: (\d+)\t[^\n]*\n/
