@@ -3,7 +3,8 @@
 // from a directory inside. Named cases first (the classes that went wrong: a deeper .gitignore re-including a
 // directory, git's pattern syntax), then trees and .gitignore files drawn from a seeded generator.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseGitignore } from '../src/wildmatch.ts'
@@ -14,13 +15,24 @@ const gitEnv = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSY
 
 type Tree = Record<string, string>
 
-let seq = 0
-/** Writes `tree` (a path ending in `/` is an empty directory) as a fresh repository under the cwd; its name. */
-function plant(t: FsKeel, tree: Tree): string {
-  const name = `t${++seq}`
-  const top = join(t.cwd, name)
+/**
+ * Every tree is planted (and listed by git) once, in a folder of its own, for both ways: each `agree` moves it into
+ * the keel's cwd and back, two renames instead of a `git init`, a file creation per path and a `git ls-files`.
+ */
+const trees = mkdtempSync(join(tmpdir(), 'keel-gitignore-trees-'))
+const planted = new Map<string, { name: string; files: string[] }>()
+afterAll(() => rmSync(trees, { recursive: true, force: true }))
+
+/** Writes `tree` (a path ending in `/` is an empty directory) as a fresh repository; its name and git's listing. */
+function plant(tree: Tree): { name: string; files: string[] } {
+  const key = JSON.stringify(tree)
+  const known = planted.get(key)
+  if (known) return known
+  const name = `t${planted.size + 1}`
+  const top = join(trees, name)
   mkdirSync(top)
-  execFileSync('git', ['init', '-q'], { cwd: top, env: gitEnv })
+  // No template: hooks and the sample exclude file would be dozens of files to create, and none bears on ignoring.
+  execFileSync('git', ['init', '-q', '--template='], { cwd: top, env: gitEnv })
   for (const [path, content] of Object.entries(tree)) {
     const full = join(top, path)
     if (path.endsWith('/')) mkdirSync(full, { recursive: true })
@@ -29,13 +41,15 @@ function plant(t: FsKeel, tree: Tree): string {
       writeFileSync(full, content)
     }
   }
-  return name
+  const made = { name, files: gitFiles(top) }
+  planted.set(key, made)
+  return made
 }
 
 /** git's own listing of the untracked files its .gitignore files let through, sorted as Keel sorts. */
-function gitFiles(t: FsKeel, name: string): string[] {
+function gitFiles(top: string): string[] {
   const out = execFileSync('git', ['ls-files', '-z', '--others', '--exclude-per-directory=.gitignore'], {
-    cwd: join(t.cwd, name),
+    cwd: top,
     env: gitEnv,
     encoding: 'utf8',
   })
@@ -64,10 +78,19 @@ async function keelFiles(t: FsKeel, name: string, dir: string) {
   return { glob: listed.filter((file) => !file.endsWith('.gitignore')), grep: searched }
 }
 
-/** The tools agree with git on tree `tree`, from the top and from each directory git lists a file in. */
+/** The name `agree` last gave its tree inside the cwd. */
+let current = ''
+
+/**
+ * The tools agree with git on tree `tree`, from the top and from each directory git lists a file in. The tree stays
+ * in the cwd until the next `agree` (an `ls` may look at it).
+ */
 async function agree(t: FsKeel, tree: Tree) {
-  const name = plant(t, tree)
-  const all = gitFiles(t, name).filter((file) => !file.endsWith('.gitignore'))
+  if (current) renameSync(join(t.cwd, current), join(trees, current))
+  const { name, files } = plant(tree)
+  renameSync(join(trees, name), join(t.cwd, name))
+  current = name
+  const all = files.filter((file) => !file.endsWith('.gitignore'))
   const dirs = new Set([''])
   for (const file of all)
     for (let at = file.indexOf('/'); at > 0; at = file.indexOf('/', at + 1)) dirs.add(file.slice(0, at))
@@ -86,7 +109,12 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
   beforeAll(async () => {
     t = await fsKeel({ ...way, maxEntries: 1000, maxGrepMatches: 1000 })
   })
-  afterAll(() => t.dispose())
+  afterAll(async () => {
+    // The last tree goes back where the next way takes it from.
+    if (current) renameSync(join(t.cwd, current), join(trees, current))
+    current = ''
+    await t.dispose()
+  })
 
   it('lets a deeper .gitignore re-include a directory a shallower one ignores, and the shallower rules still apply in it', async () => {
     const listed = await agree(t, {
@@ -100,8 +128,8 @@ describe.each(SEARCH_WAYS)('.gitignore as git decides it, %s', (_, way) => {
     })
     expect(listed).toEqual(['lib/gen/a.txt', 'lib/gen/deep/c.txt'])
     // ls shows the re-included directory and its files.
-    expect((await t.run('ls', { path: `t${seq}/lib` })).text).toBe('gen/\n.gitignore')
-    expect((await t.run('ls', { path: `t${seq}/lib/gen` })).text).toBe(
+    expect((await t.run('ls', { path: `${current}/lib` })).text).toBe('gen/\n.gitignore')
+    expect((await t.run('ls', { path: `${current}/lib/gen` })).text).toBe(
       'deep/\na.txt\n(1 entry hidden: gitignored, node_modules or .git)',
     )
   })
