@@ -199,12 +199,16 @@ describe('checkpoint snapshots', () => {
   })
 
   test('a tool held back by a slow snapshot is said, and so is its end', async () => {
-    // A git that takes 1.5 s per `add`: what a folder of 30,000 files costs the first snapshot on a slow disk.
+    // A git whose first `add` takes 1.5 s: what a folder of 30,000 files costs the first snapshot on a slow disk (the
+    // later ones read only what changed).
     const bin = mkdtempSync(join(tmpdir(), 'keel-git-slow-'))
     const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
-    writeFileSync(join(bin, 'git'), `#!/bin/sh\ncase " $* " in *" add "*) sleep 1.5;; esac\nexec '${real}' "$@"\n`, {
-      mode: 0o755,
-    })
+    const first = join(bin, 'first-add-done')
+    writeFileSync(
+      join(bin, 'git'),
+      `#!/bin/sh\ncase " $* " in *" add "*) [ -e '${first}' ] || { sleep 1.5; : > '${first}'; };; esac\nexec '${real}' "$@"\n`,
+      { mode: 0o755 },
+    )
     const path = process.env.PATH
     process.env.PATH = `${bin}:${path}`
     try {
