@@ -1,6 +1,6 @@
 // The MCP client against real servers spawned over stdio: the published server-everything, and a faulty server
 // built with the SDK whose tools crash, hang or change the tool list.
-import { afterEach, describe, expect, test } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { waitFor } from '../../../test-support/harness.ts'
 import { alive } from '../../../test-support/processes.ts'
 import { bootMcp, EVERYTHING, FAULTY, textOf, type Booted } from './support.ts'
@@ -16,9 +16,17 @@ const call = (b: Booted, name: string, args: unknown, signal = new AbortControll
   b.ctx.tools.execute({ callId: 'c1', name, arguments: JSON.stringify(args), signal })
 
 describe('server-everything over stdio', () => {
+  // One server for the calls that leave it as it was (a start costs a node process loading the whole server); the
+  // tests that change the config or stop it have their own.
+  let shared: Booted
+  beforeAll(async () => {
+    shared = await bootMcp({ servers: { everything: EVERYTHING } })
+    await shared.ctx.mcp.ready(process.cwd())
+  })
+  afterAll(() => shared.stop())
+
   test("its tools are offered as mcp__everything__<tool> with the server's schema, and calls reach it", async () => {
-    booted = await bootMcp({ servers: { everything: EVERYTHING } })
-    await booted.ctx.mcp.ready(process.cwd())
+    const booted = shared
     const names = booted.ctx.tools.names()
     expect(names).toContain('mcp__everything__echo')
     expect(names).toContain('mcp__everything__get-sum')
@@ -42,8 +50,7 @@ describe('server-everything over stdio', () => {
   })
 
   test('an image result becomes an image block; structured content and resources become text', async () => {
-    booted = await bootMcp({ servers: { everything: EVERYTHING } })
-    await booted.ctx.mcp.ready(process.cwd())
+    const booted = shared
     const image = await call(booted, 'mcp__everything__get-tiny-image', {})
     expect(image.isError).toBe(false)
     const block = image.content.find((b) => b.type === 'image')
@@ -57,8 +64,7 @@ describe('server-everything over stdio', () => {
   })
 
   test('cancelling a long-running call returns at once and the server keeps serving', async () => {
-    booted = await bootMcp({ servers: { everything: EVERYTHING } })
-    await booted.ctx.mcp.ready(process.cwd())
+    const booted = shared
     const controller = new AbortController()
     const pending = call(
       booted,
