@@ -1,6 +1,6 @@
 // Nothing a model asks of the file tools blocks the event loop or outlives its time limit: a catastrophic regex, a
 // cancel in the middle of one, replace_all over a huge single line, a huge file, a walk over a big tree.
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, ftruncateSync } from 'node:fs'
+import { closeSync, linkSync, mkdirSync, openSync, readFileSync, writeFileSync, ftruncateSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { unifiedDiff } from '@keel/fs'
@@ -161,10 +161,14 @@ describe('read, glob and ls are bounded in time', () => {
   it('glob, ls and grep stop a walk at the time limit', async () => {
     const t = await fsKeel({ timeoutMs: 1 })
     try {
-      // 200 folders to walk; two files each is enough to read, and creating files is what costs here.
+      // One file written, the other 1,999 hard links to it: creating a file costs ten times what linking one does.
       for (let d = 0; d < 200; d++) {
         mkdirSync(join(t.cwd, `d${d}`))
-        for (let f = 0; f < 2; f++) writeFileSync(join(t.cwd, `d${d}`, `f${f}.txt`), 'x\n')
+        for (let f = 0; f < 10; f++) {
+          const file = join(t.cwd, `d${d}`, `f${f}.txt`)
+          if (d + f === 0) writeFileSync(file, 'x\n')
+          else linkSync(join(t.cwd, 'd0', 'f0.txt'), file)
+        }
       }
       expect(await t.run('glob', { pattern: '**/*.txt' })).toEqual({
         isError: true,
