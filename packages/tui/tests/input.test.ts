@@ -1,5 +1,5 @@
 // The editor's input side: `@` path completion, Tab, a burst of keys, `!command` and `/model`.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -26,9 +26,18 @@ afterEach(async () => {
 function tree(files: Record<string, string>): string {
   const root = mkdtempSync(join(tmpdir(), 'keel-complete-'))
   dirs.push(root)
+  // A file whose text was written already is a hard link to that one: on some disks linking costs a tenth of
+  // creating a file, and the big trees here are thousands of empty files.
+  const written = new Map<string, string>()
   for (const [path, text] of Object.entries(files)) {
-    mkdirSync(join(root, path, '..'), { recursive: true })
-    writeFileSync(join(root, path), text)
+    const full = join(root, path)
+    mkdirSync(join(full, '..'), { recursive: true })
+    const same = written.get(text)
+    if (same) linkSync(same, full)
+    else {
+      writeFileSync(full, text)
+      written.set(text, full)
+    }
   }
   return root
 }
