@@ -118,6 +118,27 @@ describe('the sandbox service', () => {
     expect(existsSync(join(cwd, 'ro.txt'))).toBe(false)
   })
 
+  // Spawned as bwrap itself, its seccomp helper run by it directly (src/argv.ts): the filter still refuses a Unix
+  // socket (EPERM; without it, connecting to a missing socket says ENOENT), and the helper, given its variable by
+  // bwrap, still refuses a nested user namespace (which could undo the mounts), in both levels.
+  test.each(['workspace', 'read-only'] as const)(
+    "%s: bwrap runs without the runtime's shells, and its seccomp filter still refuses a Unix socket",
+    async (level) => {
+      if (!runs()) return
+      const wrapped = await service.wrap('true', { cwd, level })
+      await wrapped.dispose()
+      expect(wrapped.file).toMatch(/\/bwrap$/)
+      expect(wrapped.args.at(-4)).toMatch(/\/apply-seccomp$/)
+      const probe = `require('net').createConnection('/nonexistent.sock').on('error', (e) => console.log('unix:', e.code))`
+      const { text } = await sandboxed(
+        `${process.execPath} -e "${probe}"; unshare --user true 2>/dev/null; echo "userns=$?"`,
+        level,
+      )
+      expect(text).toContain('unix: EPERM')
+      expect(text).toContain('userns=1')
+    },
+  )
+
   test('read-only: reading still works', async ({ skip }) => {
     skip(!runs(), unavailable())
     const { text, outcome } = await sandboxed('cat inside.txt 2>/dev/null || echo none; ls / | head -1', 'read-only')
