@@ -3,7 +3,7 @@ import type { TSchema } from 'typebox'
 // `Build(schema).Evaluate().Check` and its Errors is `Errors(schema, value)`, exactly what is used here. The Validator
 // also imports TypeBox's whole Value module (Clean, Convert, Decode, Parse...) that Keel never calls: 356 KB to load
 // against 168 KB, before the first model request.
-import { Build, Errors } from 'typebox/schema'
+import { Build, Check, Errors } from 'typebox/schema'
 import { Settings } from 'typebox/system'
 
 interface RawError {
@@ -96,23 +96,36 @@ function allErrors(schema: TSchema, value: unknown) {
   }
 }
 
+/** Calls a schema is checked by the interpreter before it is compiled (see compileValidator). */
+const INTERPRETED_CALLS = 2
+
 /**
- * Compiles a schema on first use (compiling generates code, and most tools of a short session are never called);
- * the validator returns one path-qualified line per violation (empty when valid).
+ * A schema's validator, which returns one path-qualified line per violation (empty when valid). Compiling generates
+ * and evaluates code (2–6 ms for todo_write's schema), more than the engine's interpreter takes to check a call
+ * (well under a millisecond), and most tools of a short session are called a few times or never: the first calls are
+ * interpreted and a tool called more often is compiled then.
  */
 export function compileValidator(schema: TSchema): Validator {
   let check: ((value: unknown) => boolean) | null | undefined
+  let calls = 0
   return (value) => {
-    if (check === undefined) {
-      // A schema the compiler cannot read (an MCP server's, say) is left to the tool's own checks: the call goes
-      // through rather than failing every time.
+    calls++
+    // A schema the engine cannot read (an MCP server's, say) is left to the tool's own checks: the call goes through
+    // rather than failing every time.
+    if (check === undefined)
+      try {
+        Check(schema, value)
+        check = (candidate) => Check(schema, candidate)
+      } catch {
+        check = null
+      }
+    if (check && calls === INTERPRETED_CALLS + 1)
       try {
         const evaluated = Build(schema).Evaluate()
         check = (candidate) => evaluated.Check(candidate)
       } catch {
-        check = null
+        // the interpreter read it: keep it
       }
-    }
     if (check === null || check(value)) return []
     const lines: string[] = []
     for (const error of allErrors(schema, value)) {
