@@ -127,6 +127,8 @@ describe('keel -p (print mode)', () => {
     expect(result.stderr).toContain('→ echo hello-from-bash\n')
     expect(result.stderr).toContain('Plan 2/2\n  ✓ Look ␛[31maround\n  ✓ Report\n')
     expect(result.stderr).not.toContain('\u001b')
+    // Every task of the plan is done: no word of open tasks.
+    expect(result.stderr).not.toContain('open task')
     const dir = join(home, 'sessions')
     const files = readdirSync(join(dir, readdirSync(dir)[0]!)).filter((f) => f.endsWith('.jsonl'))
     expect(files).toHaveLength(1)
@@ -193,8 +195,7 @@ describe('keel -p (print mode)', () => {
     expect(result.status, result.stderr).toBe(0)
     expect(result.stdout).toBe('Which database should I use?\n')
     expect(result.stderr).toContain('keel: the turn ended with 2 open tasks: "Ask ␛[2Jthe user", "Finish"\n')
-    const finished = keel(['-p', 'go', '--model', script('finished', plan)])
-    expect(finished.stderr).not.toContain('open task')
+    // A turn whose plan is all done says nothing of it: the text test's run (the same plan) checks that.
   })
 
   test('the prompt may come on stdin', () => {
@@ -565,7 +566,8 @@ describe('keel -p against a provider that speaks the real wire format', () => {
           // The wire format is the point, not the sandbox: the bash call runs without one (no bubblewrap needed).
           '--yolo',
         ],
-        { cwd: work, env: { ...process.env, KEEL_HOME: home } },
+        // stdin closed, as a CI job has it: an open pipe that never writes costs `-p` its 2 s wait for piped text.
+        { cwd: work, env: { ...process.env, KEEL_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] },
       )
       let stdout = ''
       let stderr = ''

@@ -7,6 +7,10 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test, vi } from 'vitest'
 import { startFakeProvider, type FakeReply } from '../../../test-support/fake-provider.ts'
 import { run } from '../../../test-support/run.ts'
+import { parse } from '../src/args.ts'
+import { DEFAULT_COMPOSITION } from '../src/composition.ts'
+import { fail } from '../src/failure.ts'
+import { resolveSettings } from '../src/settings.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-first-'))
@@ -44,6 +48,30 @@ function clean(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 function keel(args: string[], options: Options) {
   const env = clean({ ...process.env, KEEL_MODEL: undefined, KEEL_HOME: options.home, ...options.env })
   return run(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd: options.cwd, env, input: options.input })
+}
+
+/**
+ * What main() prints and returns when `body` throws, run here with KEEL_HOME set to `home`: its failure goes through
+ * fail(), as main()'s does. stdout stays empty unless `body` writes there.
+ */
+async function inProcess(home: string, body: () => Promise<void>) {
+  const previous = process.env.KEEL_HOME
+  process.env.KEEL_HOME = home
+  let stderr = ''
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    stderr += String(chunk)
+    return true
+  })
+  try {
+    await body()
+    return { status: 0, stdout: '', stderr }
+  } catch (error) {
+    return { status: fail(error), stdout: '', stderr }
+  } finally {
+    write.mockRestore()
+    if (previous === undefined) delete process.env.KEEL_HOME
+    else process.env.KEEL_HOME = previous
+  }
 }
 
 /** Runs keel against a fake OpenAI-compatible provider (asynchronously: the provider lives in this process). */
@@ -252,24 +280,34 @@ describe('settings files', () => {
   test('a bad value, an unknown key, broken JSON and a credential are one line naming the file, exit 2', async () => {
     const p = project()
     const file = join(p.home, 'settings.json')
-    // Each case in a KEEL_HOME of its own, all of them at once.
+    // Each case in a KEEL_HOME of its own. The first through the binary, in print mode and `keel config` (every
+    // command validates the same way); the rest where main() checks them, resolveSettings, and reported by the
+    // fail() that main() ends with: the same stderr and exit code, without a process each.
     const checks: Promise<void>[] = []
+    let serial = Promise.resolve()
     const check = (content: string, expected: RegExp) => {
       const q = project()
       const file = join(q.home, 'settings.json')
       writeFileSync(file, content)
-      // Every command validates the same way; print mode once, `keel config` (the cheapest) for the rest.
-      const commands = checks.length === 0 ? [['config'], ['-p', 'hi', '--model', 'scripted/none']] : [['config']]
-      for (const args of commands)
-        checks.push(
-          keel(args, { home: q.home, cwd: q.app }).then((run) => {
-            expect(run.status, run.stderr).toBe(2)
-            expect(run.stdout).toBe('')
-            expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1)
-            expect(run.stderr).toMatch(expected)
-            expect(run.stderr).toContain(`keel: ${file}: `)
-          }),
-        )
+      const expectOneLine = (run: { status: number | null; stdout: string; stderr: string }) => {
+        expect(run.status, run.stderr).toBe(2)
+        expect(run.stdout).toBe('')
+        expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1)
+        expect(run.stderr).toMatch(expected)
+        expect(run.stderr).toContain(`keel: ${file}: `)
+      }
+      if (checks.length === 0) {
+        for (const args of [['config'], ['-p', 'hi', '--model', 'scripted/none']])
+          checks.push(keel(args, { home: q.home, cwd: q.app }).then(expectOneLine))
+        return
+      }
+      // One at a time: each sets KEEL_HOME and catches stderr for its own run.
+      serial = serial.then(() =>
+        inProcess(q.home, async () => {
+          await resolveSettings(parse(['config']).flags, q.app, DEFAULT_COMPOSITION)
+        }).then(expectOneLine),
+      )
+      checks.push(serial)
     }
     check(
       '{"todo":{"allowParallelInProgress":"maybe"}}',

@@ -10,7 +10,8 @@ import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
 import { alive, killQuietly, pidsIn, waitUntilGone } from '../../../test-support/processes.ts'
 import { parseDuration, printLimits } from '../src/print-limits.ts'
-import { parse } from '../src/args.ts'
+import { parse, UsageError } from '../src/args.ts'
+import { loadOutputSchema } from '../src/print-schema.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(tmpdir(), 'keel-headless-'))
@@ -360,34 +361,64 @@ describe('--output-schema', () => {
 })
 
 describe('bad input is one line and exit 2, before any request', () => {
+  // Each bad value is checked where main() checks it (parse, printLimits, loadOutputSchema), in this process; two
+  // runs of the binary, one per checker, show that such an error is one line and exit 2 before any request.
+  const cases: [string[], RegExp][] = [
+    [['--output-schema', 'prose.json'], /^--output-schema prose\.json: not JSON \(/],
+    [['--output-schema', 'typo.json'], /^--output-schema typo\.json: not a valid JSON Schema \(/],
+    [['--output-schema', 'list.json'], /^--output-schema list\.json: not a JSON Schema \(expected an object/],
+    [['--output-schema', 'missing.json'], /^--output-schema missing\.json: no such file$/],
+    [['--timeout', '0'], /^--timeout: expected a duration above 0/],
+    [['--timeout=-5s'], /^--timeout: expected a duration above 0/],
+    [['--timeout', 'soon'], /^--timeout: expected a duration above 0 .*"soon"/],
+    [['--max-turns', '0'], /^--max-turns: expected a whole number/],
+    [['--max-turns', '2.5'], /^--max-turns: expected a whole number/],
+    [['--max-budget-usd', '0'], /^--max-budget-usd: expected an amount of US dollars above 0/],
+    [['--max-budget-usd=-1'], /^--max-budget-usd: expected an amount/],
+  ]
+  function badFiles(cwd: string) {
+    writeFileSync(join(cwd, 'prose.json'), 'a verdict, please\n')
+    writeFileSync(join(cwd, 'typo.json'), JSON.stringify({ type: 'objekt' }))
+    writeFileSync(join(cwd, 'list.json'), '[1, 2]')
+  }
+
   test('schema files that are not JSON or not a schema, and limits that are 0, negative or do not parse', async () => {
+    const run = setup()
+    badFiles(run.cwd)
+    const before = process.cwd()
+    process.chdir(run.cwd)
+    try {
+      for (const [flags, line] of cases) {
+        const { flags: parsed } = parse(['-p', 'go', '--model', 'openai-compatible/test-model', ...flags])
+        const error = await (async () => {
+          printLimits(parsed, undefined)
+          if (parsed['output-schema']) await loadOutputSchema(parsed['output-schema'])
+        })().then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        )
+        expect(error, flags.join(' ')).toBeInstanceOf(UsageError)
+        expect((error as Error).message, flags.join(' ')).not.toContain('\n')
+        expect((error as Error).message, flags.join(' ')).toMatch(line)
+      }
+    } finally {
+      process.chdir(before)
+    }
+  })
+
+  test('through the binary, a bad schema file and a bad limit are each one line, exit 2, and no request', async () => {
     const fake = await startFakeProvider([{ text: 'should not be asked' }])
     try {
       const run = setup()
-      writeFileSync(join(run.cwd, 'prose.json'), 'a verdict, please\n')
-      writeFileSync(join(run.cwd, 'typo.json'), JSON.stringify({ type: 'objekt' }))
-      writeFileSync(join(run.cwd, 'list.json'), '[1, 2]')
-      const cases: [string[], RegExp][] = [
-        [['--output-schema', 'prose.json'], /^keel: --output-schema prose\.json: not JSON \(/],
-        [['--output-schema', 'typo.json'], /^keel: --output-schema typo\.json: not a valid JSON Schema \(/],
-        [['--output-schema', 'list.json'], /^keel: --output-schema list\.json: not a JSON Schema \(expected an object/],
-        [['--output-schema', 'missing.json'], /^keel: --output-schema missing\.json: no such file\n$/],
-        [['--timeout', '0'], /^keel: --timeout: expected a duration above 0/],
-        [['--timeout=-5s'], /^keel: --timeout: expected a duration above 0/],
-        [['--timeout', 'soon'], /^keel: --timeout: expected a duration above 0 .*"soon"/],
-        [['--max-turns', '0'], /^keel: --max-turns: expected a whole number/],
-        [['--max-turns', '2.5'], /^keel: --max-turns: expected a whole number/],
-        [['--max-budget-usd', '0'], /^keel: --max-budget-usd: expected an amount of US dollars above 0/],
-        [['--max-budget-usd=-1'], /^keel: --max-budget-usd: expected an amount/],
-      ]
-      for (const [flags, line] of cases) {
+      badFiles(run.cwd)
+      for (const [flags, line] of [cases[1]!, cases[5]!]) {
         const result = await keel(
           ['-p', 'go', '--model', 'openai-compatible/test-model', '--base-url', `${fake.url}/v1`, ...flags],
           run,
         )
         expect(result.status, `${flags.join(' ')}: ${result.stderr}`).toBe(2)
         expect(result.stderr.trimEnd().split('\n'), flags.join(' ')).toHaveLength(1)
-        expect(result.stderr, flags.join(' ')).toMatch(line)
+        expect(result.stderr, flags.join(' ')).toMatch(new RegExp(`^keel: ${line.source.slice(1)}`))
       }
       expect(fake.requests).toHaveLength(0)
     } finally {
