@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writ
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeEach, expect, test, vi } from 'vitest'
-import { settingsSnapshot, trustFolder, trustForThisRun } from '../src/index.ts'
+import { settingsSnapshot, trustFolder } from '../src/index.ts'
 
 vi.mock('node:fs', async (original) => {
   const real = await original<typeof import('node:fs')>()
@@ -63,7 +63,10 @@ test('a second use with nothing changed is the same answer and reads no file', (
   write(join(repo, '.mcp.json'), { mcpServers: {} })
   trustFolder(repo)
   age()
+  const filling = reads()
   const first = settingsSnapshot(repo)
+  // The spy sees this module's reads (a cached copy of it would make the check below pass for nothing).
+  expect(reads()).toBeGreaterThan(filling)
   expect(first.trust.trusted).toBe(true)
   expect(first.files.map((file) => file.scope)).toEqual(['user', 'project'])
   const before = reads()
@@ -131,7 +134,7 @@ test('a .git appearing below the root moves the project root, and so the files r
   expect(settingsSnapshot(sub).trust.folder).toBe(sub)
 })
 
-test('another KEEL_HOME, and --trust, count at the next use', () => {
+test('another KEEL_HOME counts at the next use', () => {
   write(join(repo, '.keel', 'settings.json'), { permissions: { allow: ['Bash(make)'] } })
   age()
   expect(settingsSnapshot(repo).trust.trusted).toBe(false)
@@ -140,7 +143,5 @@ test('another KEEL_HOME, and --trust, count at the next use', () => {
   write(join(other, 'settings.json'), { mode: 'ask' })
   process.env.KEEL_HOME = other
   expect(settingsSnapshot(repo).files[0]!.path).toBe(join(other, 'settings.json'))
-  // Last in this file: --trust lasts for the process.
-  trustForThisRun()
-  expect(settingsSnapshot(repo).trust.trusted).toBe(true)
+  // (--trust is in the key too; not tried here: it lasts for the process, which other test files share.)
 })
