@@ -13,8 +13,13 @@ const SYSTEM_TIERS = [
 const INCLUDE = ['packages/*/tests/**/*.test.ts', 'packages/*/tests/**/*.test.tsx', 'scripts/tests/**/*.test.ts']
 const EXCLUDE = ['**/node_modules/**', ...(UNIT ? SYSTEM_TIERS : [])]
 // Files that measure their own process (its peak RSS), or need a module state no other file has set (the TUI's
-// highlighter not loaded yet), and so get a fresh one.
-const OWN_PROCESS = ['packages/fs/tests/read-large.test.ts', 'packages/tui/tests/window.test.ts']
+// highlighter not loaded yet, node:fs mocked under the settings module to count its reads), and so get a fresh one.
+const OWN_PROCESS = [
+  'packages/fs/tests/read-large.test.ts',
+  'packages/tui/tests/window.test.ts',
+  'packages/settings/tests/snapshot.test.ts',
+  'packages/permissions/tests/project-rules.test.ts',
+]
 
 // What both projects share; the global setup (one build) stays at the root, where it runs once.
 const COMMON = { testTimeout: 30_000, hookTimeout: 30_000, pool: 'forks' } as const

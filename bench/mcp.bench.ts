@@ -1,5 +1,7 @@
-// What one MCP server costs the start: spawn → first model request with one stdio server configured (the published
-// server-everything, in a project .mcp.json), as a ratio to the same run with none. Medians; nothing is asserted.
+// What one MCP server costs a `keel -p` run: spawn → first model request, and spawn → exit, with one stdio server
+// configured (the published server-everything, in a trusted project .mcp.json), as ratios to the same run with none.
+// server-everything does not exit when its stdin closes, so the exit figure includes Keel's stop of it (stop.ts).
+// Medians; nothing is asserted.
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,12 +23,12 @@ function project(servers: Record<string, unknown>): string {
   return dir
 }
 
-async function firstRequest(cwd: string): Promise<number> {
+async function timed(cwd: string): Promise<{ request: number; exit: number }> {
   const fake = await startFakeProvider([{ text: 'ok' }])
   const started = Date.now()
   const child = spawn(
     process.execPath,
-    [keelBin, '-p', 'hi', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`],
+    [keelBin, '-p', 'hi', '--trust', '--model', 'openai-compatible/bench', '--base-url', `${fake.url}/v1`],
     {
       cwd,
       env: { ...process.env, KEEL_HOME: join(scratch, 'home') },
@@ -34,20 +36,26 @@ async function firstRequest(cwd: string): Promise<number> {
     },
   )
   await new Promise((done) => child.on('close', done))
+  const exit = Date.now() - started
   const at = fake.requests[0]?.at
   await fake.close()
-  return at === undefined ? NaN : at - started
+  return { request: at === undefined ? NaN : at - started, exit }
 }
 
 const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js')
 const none = project({})
 const one = project({ everything: { command: process.execPath, args: [everything, 'stdio'] } })
-const without: number[] = []
-const withOne: number[] = []
+const without: { request: number; exit: number }[] = []
+const withOne: { request: number; exit: number }[] = []
 for (let i = 0; i < RUNS; i++) {
-  without.push(await firstRequest(none))
-  withOne.push(await firstRequest(one))
+  without.push(await timed(none))
+  withOne.push(await timed(one))
 }
-row('keel -p: spawn → first request, no MCP server', ms(median(without)))
-row('keel -p: … with one stdio MCP server', ms(median(withOne)), ratio(median(withOne), median(without)), 'vs none')
+for (const key of ['request', 'exit'] as const) {
+  const base = median(without.map((run) => run[key]))
+  const value = median(withOne.map((run) => run[key]))
+  const what = key === 'request' ? 'first request' : 'exit'
+  row(`keel -p: spawn → ${what}, no MCP server`, ms(base))
+  row('keel -p: … with one stdio MCP server', ms(value), ratio(value, base), 'vs none')
+}
 rmSync(scratch, { recursive: true, force: true })

@@ -15,6 +15,7 @@ import { basename } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { isRemote, type ServerConfig } from './config.ts'
 import { screenTools } from './limits.ts'
+import { stopServer } from './stop.ts'
 import type { McpCallResult } from './result.ts'
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'closed'
@@ -78,7 +79,7 @@ export class Connection {
       this.error = undefined
     } catch (error) {
       this.fail(this.explain(error))
-      await this.client?.close().catch(() => {})
+      await this.shut(this.client)
     }
   }
 
@@ -163,7 +164,7 @@ export class Connection {
       )
     } catch (error) {
       this.client = undefined
-      await client.close().catch(() => {})
+      await this.shut(client)
       throw error
     }
   }
@@ -287,13 +288,23 @@ export class Connection {
     }
   }
 
-  /** Stops the server (a stdio server's process is ended by the SDK: stdin closed, then SIGTERM, then SIGKILL). */
+  /** Stops the server; a stdio server's process is gone when this resolves (stop.ts). */
   async close(): Promise<void> {
     this.closing = true
     if (this.state === 'starting' || this.state === 'ready') this.state = 'closed'
     const client = this.client
     this.client = undefined
-    await client?.close().catch(() => {})
+    await this.shut(client)
+  }
+
+  /**
+   * Closes the SDK client; for a stdio server the SDK closes its stdin and waits for it, and stop.ts signals it
+   * sooner than the SDK would. The pid is read first: the SDK forgets its process as soon as its close begins.
+   */
+  private async shut(client: Client | undefined): Promise<void> {
+    const pid = this.stdio?.pid
+    const closed = client?.close().catch(() => {}) ?? Promise.resolve()
+    await (pid ? stopServer(pid, closed) : closed)
   }
 
   private fail(message: string): void {

@@ -23,3 +23,4 @@ export {
   type TrustOffer,
   type TrustState,
 } from './trust.ts'
+export { settingsSnapshot, type SettingsSnapshot } from './snapshot.ts'

@@ -55,6 +55,11 @@ export function trustForThisRun(): void {
   trustedForRun = true
 }
 
+/** Whether `--trust` was given: it changes every trust answer without a file changing (snapshot.ts). */
+export function trustedThisRun(): boolean {
+  return trustedForRun
+}
+
 function storePath(): string {
   return join(keelHome(), 'trust.json')
 }
@@ -112,8 +117,11 @@ export const TRUSTED_PATHS: readonly { path: string; holds: string }[] = [
 const MAX_FOLDER_FILES = 2000
 const MAX_DEPTH = 16
 
-/** Every entry below `dir` in a stable order, as `path\0bytes` chunks (a link by its target, never followed). */
-function folderBytes(dir: string): Buffer | undefined {
+/**
+ * Every entry below `dir` in a stable order, as `path\0bytes` chunks (a link by its target, never followed). `seen`
+ * gets each entry looked at below `dir` (snapshot.ts stats them to tell whether the hash may have changed).
+ */
+function folderBytes(dir: string, seen?: string[]): Buffer | undefined {
   try {
     if (!lstatSync(dir).isDirectory()) return fileBytes(dir)
   } catch {
@@ -132,6 +140,7 @@ function folderBytes(dir: string): Buffer | undefined {
     for (const name of names) {
       if (++count > MAX_FOLDER_FILES || depth > MAX_DEPTH) return false
       const path = join(at, name)
+      seen?.push(path)
       const rel = relative(dir, path)
       let stats
       try {
@@ -179,14 +188,19 @@ function readStore(): Store {
   return { folders: {} }
 }
 
-/** Whether the folder of `cwd` is trusted, and what its trust would cover. */
-export function trustState(cwd: string): TrustState {
+/**
+ * Whether the folder of `cwd` is trusted, and what its trust would cover. `seen` gets every path the answer depends
+ * on: the real cwd, the project files and every entry of their folders, the trust record.
+ */
+export function trustState(cwd: string, seen?: string[]): TrustState {
   const at = real(cwd)
   const folder = real(projectRoot(at))
   const hasher = createHash('sha256')
   const files: string[] = []
+  seen?.push(storePath())
   for (const path of projectFiles(at)) {
-    const bytes = folderBytes(path)
+    seen?.push(path)
+    const bytes = folderBytes(path, seen)
     if (bytes === undefined) continue
     files.push(path)
     hasher.update(`${path}\0${bytes.length}\0`).update(bytes)
