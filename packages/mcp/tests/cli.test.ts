@@ -18,8 +18,8 @@ function project(servers: Record<string, unknown>): string {
   return dir
 }
 
-// The tests run side by side, each with its own KEEL_HOME: every keel process that started server-everything waits
-// about 2 s at exit (the SDK closes its stdin, waits 2 s, then sends SIGTERM), time the others use.
+// The tests run side by side, each with its own KEEL_HOME: every keel process starts server-everything (about 1 s)
+// and waits for it to exit, time the others use.
 let homes = 0
 function keel(args: string[], cwd: string, home: string) {
   return run(process.execPath, [join(root, 'bin/keel.js'), ...args], { cwd, env: { ...process.env, KEEL_HOME: home } })
