@@ -338,7 +338,7 @@ export class Shadow {
       }
       if (existsSync(index)) throw new GitError('another process made the index first')
       renameSync(seed, index)
-      if (!convertsToo) this.copy = copy
+      if (!convertsToo) copies.set(this.gitDir, { run: copy })
       return size
     } catch {
       rmSync(seed, { force: true })
@@ -346,26 +346,22 @@ export class Shadow {
     }
   }
 
-  /** The copy of the seeded index's objects into the shadow, begun by the first `writeTree` (`seed`). */
-  private copy?: () => Promise<unknown>
-  private copied?: Promise<unknown>
-
   /**
    * Waits for the seeded objects' copy. A copy that fails (the project lost objects its index names), or a seeded
    * index whose copy never ran (a process killed in between, found by `write-tree` missing a blob), leaves an index
    * that vouches for objects the shadow lacks: it is dropped, so the next snapshot reads every file.
    */
   private async seeded(): Promise<void> {
-    if (this.copy) {
-      this.copied ??= this.copy()
-      try {
-        await this.copied
-      } catch (error) {
-        this.unseed()
-        throw error
-      } finally {
-        this.copy = undefined
-      }
+    const copy = copies.get(this.gitDir)
+    if (!copy) return
+    copy.done ??= copy.run()
+    try {
+      await copy.done
+    } catch (error) {
+      this.unseed()
+      throw error
+    } finally {
+      copies.delete(this.gitDir)
     }
   }
 
@@ -528,6 +524,12 @@ export class Shadow {
     }
   }
 }
+
+/**
+ * Per shadow (its git directory), the copy of a seeded index's objects, begun by the first `writeTree` of any
+ * `Shadow` of that folder in this process (`seed`).
+ */
+const copies = new Map<string, { run: () => Promise<unknown>; done?: Promise<unknown> }>()
 
 /** The commit the project's HEAD names (a loose or packed ref, or a detached HEAD), read as files; undefined for none. */
 function projectHead(projectGit: string): string | undefined {

@@ -98,13 +98,28 @@ describe('the seeded first snapshot', () => {
         expect(readFileSync(join(cwd, `dir${d}`, `f${f}.txt`), 'utf8')).toBe(`file ${d}/${f}\n`)
   })
 
+  test('a failed copy drops the seeded index; the next snapshot reads every file', async () => {
+    const cwd = project()
+    const shadow = new Shadow(cwd, join(root!, 'home'))
+    await shadow.init()
+    expect(await shadow.seed(limits)).toBeDefined()
+    await shadow.add()
+    // The project's objects are gone before the copy ran.
+    rmSync(join(cwd, '.git', 'objects'), { recursive: true })
+    await expect(shadow.tree()).rejects.toThrow(/pack-objects/)
+    expect(shadow.warm()).toBe(false)
+    expect(await shadow.tree()).toBe(await unseededTree(cwd))
+  })
+
   test('a seeded index whose objects were never copied is dropped; the next snapshot reads every file', async () => {
     const cwd = project()
-    const killed = new Shadow(cwd, join(root!, 'home'))
+    const killed = new Shadow(cwd, join(root!, 'home-killed'))
     await killed.init()
     expect(await killed.seed(limits)).toBeDefined()
     await killed.add()
-    // Another process finds the index, but not the objects the killed one was to copy.
+    // Another process finds the index, but not the objects the killed one was to copy (its shadow copied aside, as
+    // the process that seeded it left it).
+    cpSync(join(root!, 'home-killed'), join(root!, 'home'), { recursive: true })
     const next = new Shadow(cwd, join(root!, 'home'))
     await next.init()
     await expect(next.tree()).rejects.toThrow(/invalid object/)
