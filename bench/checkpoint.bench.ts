@@ -143,7 +143,7 @@ try {
   row(
     'first writing tool waits, cold (first run here)',
     ms(pick(cold, 'firstToolWait')),
-    `${ratio(pick(cold, 'firstToolWait'), base)} git status (${cold.length} runs)`,
+    `${ratio(pick(cold, 'firstToolWait'), base)} git status (${cold.length} runs; target ≤ 2×)`,
   )
   row('first writing tool waits, checkpoints off', ms(pick(off, 'firstToolWait')))
   row(

@@ -274,8 +274,8 @@ export class Shadow {
    * entries git ignores (a force-added file, `.keel/`) are dropped, so the seeded index holds what an unseeded first
    * snapshot would. When the project converts files on their way in (`.gitattributes`, `core.autocrlf`), its blobs
    * are not the bytes on disk: every entry is then made racily clean, so git compares contents, not stat data.
-   * Measured (`measure`) while the blobs are copied. Returns the figures when it seeded; any failure leaves the
-   * shadow cold, as before.
+   * The blobs (and the trees of the project's HEAD) are copied after the first `add` (`writeTree` waits for it),
+   * unless the project converts. Returns the figures (`measure`) when it seeded; any failure leaves the shadow cold.
    */
   async seed(limits: Limits): Promise<Size | undefined> {
     const index = join(this.gitDir, 'index')
@@ -287,9 +287,7 @@ export class Shadow {
     try {
       copyFileSync(projectIndex, seed)
       chmodSync(seed, 0o600)
-      // Untracked-cache and fsmonitor data describe the project's setup; a split index's other half is not here
-      // (reading it fails, and the shadow stays cold).
-      await git(this.env(name), ['update-index', '--no-untracked-cache', '--no-fsmonitor', '--no-split-index'])
+      // A split index's other half is not here: reading it fails, and the shadow stays cold.
       const [entries, ignored] = await Promise.all([
         git(this.env(name), ['ls-files', '-s', '-v', '-z']),
         git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
@@ -305,25 +303,71 @@ export class Shadow {
         const path = entry.slice(tab + 1)
         if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
       }
-      if (ignored) await git(this.env(name), ['update-index', '--force-remove', '-z', '--stdin'], { input: ignored })
+      // Untracked-cache and fsmonitor data describe the project's setup, not the shadow's: dropped in the same
+      // process that drops the entries git ignores.
+      await git(
+        this.env(name),
+        [
+          'update-index',
+          '--no-untracked-cache',
+          '--no-fsmonitor',
+          '--no-split-index',
+          '--force-remove',
+          '-z',
+          '--stdin',
+        ],
+        { input: ignored },
+      )
       await this.dropOwn(name)
-      const [, convertsToo, size] = await Promise.all([
-        blobs.size &&
-          git(this.env(name), ['pack-objects', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
-            input: `${[...blobs].join('\n')}\n`,
-            env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
-          }),
-        converts || projectConverts(this.cwd),
-        this.measure(limits, name),
-      ])
-      if (convertsToo) utimesSync(seed, 1, 1)
+      const [convertsToo, size] = await Promise.all([converts || projectConverts(this.cwd), this.measure(limits, name)])
+      // The objects the index names (and the trees of the project's HEAD, which its cache of trees mostly names, so
+      // `write-tree` writes no tree of its own) are copied after the first `add`, not before it: that `add` needs
+      // only the stat data, and the tool waiting for it runs while they are copied. `writeTree` waits for the copy.
+      // When the project converts, that `add` reads every file: the objects are copied first, so the blobs it hashes
+      // are found in the pack instead of written one file each.
+      const head = projectHead(projectGit)
+      const wanted = `${head ? `${head}^{tree}\n` : ''}${[...blobs].join('\n')}\n`
+      const copy = () =>
+        git(this.env(), ['pack-objects', '--revs', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
+          input: wanted,
+          env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
+        })
+      if (convertsToo) {
+        await copy()
+        utimesSync(seed, 1, 1)
+      }
       if (existsSync(index)) throw new GitError('another process made the index first')
       renameSync(seed, index)
+      if (!convertsToo) copies.set(this.gitDir, { run: copy })
       return size
     } catch {
       rmSync(seed, { force: true })
       return undefined
     }
+  }
+
+  /**
+   * Waits for the seeded objects' copy. A copy that fails (the project lost objects its index names), or a seeded
+   * index whose copy never ran (a process killed in between, found by `write-tree` missing a blob), leaves an index
+   * that vouches for objects the shadow lacks: it is dropped, so the next snapshot reads every file.
+   */
+  private async seeded(): Promise<void> {
+    const copy = copies.get(this.gitDir)
+    if (!copy) return
+    copy.done ??= copy.run()
+    try {
+      await copy.done
+    } catch (error) {
+      this.unseed()
+      throw error
+    } finally {
+      copies.delete(this.gitDir)
+    }
+  }
+
+  private unseed(): void {
+    rmSync(join(this.gitDir, 'index'), { force: true })
+    this.trees.delete('index')
   }
 
   /** How many entries the project's own `.git/index` holds (what a `seed` would start from); 0 for none. */
@@ -356,7 +400,13 @@ export class Shadow {
     const before = checksum(file)
     const known = this.trees.get(index)
     if (before && known?.sum === before) return known.tree
-    const tree = (await git(this.env(index), ['write-tree'])).trim()
+    if (index === 'index') await this.seeded()
+    const tree = (
+      await git(this.env(index), ['write-tree']).catch((error: unknown) => {
+        if (index === 'index' && error instanceof GitError && /invalid object/.test(error.message)) this.unseed()
+        throw error
+      })
+    ).trim()
     // Kept only when the index did not change while git read it (write-tree itself may add its cache, or another
     // process snapshotting this folder may have written it): the next call then runs git again.
     if (before && checksum(file) === before) this.trees.set(index, { sum: before, tree })
@@ -473,6 +523,30 @@ export class Shadow {
       rmSync(join(this.gitDir, name), { force: true })
     }
   }
+}
+
+/**
+ * Per shadow (its git directory), the copy of a seeded index's objects, begun by the first `writeTree` of any
+ * `Shadow` of that folder in this process (`seed`).
+ */
+const copies = new Map<string, { run: () => Promise<unknown>; done?: Promise<unknown> }>()
+
+/** The commit the project's HEAD names (a loose or packed ref, or a detached HEAD), read as files; undefined for none. */
+function projectHead(projectGit: string): string | undefined {
+  const oid = /^[0-9a-f]{40}$/
+  try {
+    const head = readFileSync(join(projectGit, 'HEAD'), 'utf8').trim()
+    if (oid.test(head)) return head
+    const ref = /^ref: (refs\/[^\s]+)$/.exec(head)?.[1]
+    if (!ref) return undefined
+    if (existsSync(join(projectGit, ref))) {
+      const loose = readFileSync(join(projectGit, ref), 'utf8').trim()
+      return oid.test(loose) ? loose : undefined
+    }
+    for (const line of readFileSync(join(projectGit, 'packed-refs'), 'utf8').split('\n'))
+      if (line.endsWith(` ${ref}`) && oid.test(line.slice(0, 40))) return line.slice(0, 40)
+  } catch {}
+  return undefined
 }
 
 /** The number of entries a git index holds, from its header (0 for none, or a file that is no index). */
