@@ -32,8 +32,8 @@ export interface WrapOptions {
   tmpdir?: string
   /**
    * Asks about a host no allow list names while the command's connection waits (the permission policy, through the
-   * bash tool); `key` is the session, so asks from one session's commands go to that session. Without it, such a
-   * host is refused.
+   * bash tool); `key` is the session the command runs for. Asked only when this command is the one that can have
+   * connected (see `askHost`); without it, such a host is refused.
    */
   network?: { key: string; ask: (host: string, port: number | undefined, signal: AbortSignal) => Promise<HostAnswer> }
 }
@@ -65,6 +65,8 @@ export interface WrappedCommand {
 /** A wrapped command that has not been disposed: who asks about its hosts, what it was refused. */
 interface Running {
   network: WrapOptions['network']
+  /** Wrapped with the proxy's relays and variables, so it can be the command behind a connection the proxy asks about. */
+  proxied: boolean
   refused: Refusal[]
   /** One answer per host:port for the command's life (a client opens many connections to one host). */
   answers: Map<string, Promise<HostAnswer>>
@@ -165,6 +167,9 @@ export class SandboxService extends Service {
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {
       network: workspace ? options.network : undefined,
+      // Read after the wrap: one made while a start was under way waited for it and has the relays. A read-only
+      // command wrapped by a started runtime has them too (its one state decides for every wrap).
+      proxied: runtime.getLinuxHttpSocketPath() !== undefined || runtime.getProxyPort() !== undefined,
       refused: [],
       answers: new Map(),
       ended: new AbortController(),
@@ -191,27 +196,28 @@ export class SandboxService extends Service {
   }
 
   /**
-   * The runtime's ask about a host that no allow list named. It does not say which command connected, so the ask
-   * goes to the newest running command's session, and only when every running command that can ask belongs to that
-   * one session; otherwise the host is refused, naming why.
+   * The runtime's ask about a host that no allow list named. Its callback does not say which command connected (only
+   * a per-command allow list sees the id the connection presents), so a host is put to a command only when that
+   * command is the one running command that goes through the proxy: read-only commands and ones that cannot ask go
+   * through it too once the runtime is started, and another command's "yes" would let them through. With several
+   * running, or the one that can have connected unable to ask, the host is refused, naming why.
    */
   private async askHost(host: string, port: number | undefined): Promise<boolean | { allow: false; reason: string }> {
-    const running = [...this.running]
-    const askers = running.filter((entry) => entry.network)
-    const keys = new Set(askers.map((entry) => entry.network!.key))
-    const target = keys.size === 1 ? askers.at(-1)! : undefined
+    const candidates = [...this.running].filter((entry) => entry.proxied)
+    const target = candidates.length === 1 ? candidates[0]! : undefined
     let answer: HostAnswer
-    if (!target) {
+    if (!target?.network) {
       const reason =
-        keys.size > 1
-          ? `${host} is not on the sandbox's allowed domains, and commands of several sessions are running, so no one could be asked`
+        candidates.length > 1
+          ? `${host} is not on the sandbox's allowed domains, and ${candidates.length} sandboxed commands are running, so the sandbox cannot tell which one connected and asks no one`
           : `${host} is not on the sandbox's allowed domains`
       answer = { allowed: false, reason }
     } else {
       const id = `${host}:${port ?? ''}`
       let pending = target.answers.get(id)
       if (!pending) {
-        pending = target.network!.ask(host, port, target.ended.signal).catch((error: unknown) => ({
+        const { ask } = target.network
+        pending = ask(host, port, target.ended.signal).catch((error: unknown) => ({
           allowed: false as const,
           reason: `${host}: the question could not be answered (${(error as Error).message})`,
         }))
@@ -221,7 +227,8 @@ export class SandboxService extends Service {
     }
     if (answer.allowed) return true
     const refusal = { host, port, reason: answer.reason }
-    for (const entry of target ? [target] : running)
+    // Each command that can have connected names the refusal in its result: one of them did.
+    for (const entry of candidates)
       if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
     return { allow: false, reason: answer.reason }
   }
