@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path'
 import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { directArgv } from './argv.ts'
+import { recordPlaceholders, sweepPlaceholders } from './placeholders.ts'
 import { type Dangerous, dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
@@ -164,6 +165,7 @@ export class SandboxService extends Service {
     // Without the runtime's shells in front of bwrap and of its seccomp helper: the same programs, arguments and
     // environment, two bash starts fewer (see argv.ts).
     const [file, ...args] = directArgv(argv)
+    const released = await recordPlaceholders(file!, args)
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {
       network: workspace ? options.network : undefined,
@@ -191,6 +193,7 @@ export class SandboxService extends Service {
         runtime.cleanupAfterCommand()
         // A protected file that could not be mounted over and that the command created goes again.
         for (const path of guarded.undo) rmSync(path, { force: true, recursive: true })
+        await released()
       },
     }
   }
@@ -234,7 +237,8 @@ export class SandboxService extends Service {
   }
 
   private loaded(): Promise<Runtime> {
-    this.loading ??= import('@anthropic-ai/sandbox-runtime').then((module) => {
+    // What a Keel killed during a command left goes before this process's first wrap can mount over it.
+    this.loading ??= Promise.all([import('@anthropic-ai/sandbox-runtime'), sweepPlaceholders()]).then(([module]) => {
       // Configured but not started: what a wrap that can reach no host needs (see wrap), and the base every wrap
       // goes by.
       if (!module.SandboxManager.getConfig()) module.SandboxManager.updateConfig(baseConfig())

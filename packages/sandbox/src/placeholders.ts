@@ -1,0 +1,165 @@
+// bubblewrap makes an empty file or folder on the host for each missing path a workspace command's binds land on (the
+// cwd's absent `.bashrc`, `.keel`, `.vscode`…), and the runtime removes them when the command is cleaned up or the
+// process exits. A Keel killed by a signal it cannot handle leaves them in the person's folder. The runtime keeps
+// its list to itself, so each process writes the missing bind targets of its commands to a journal of its own under
+// $KEEL_HOME before it spawns them, and the next process to load the sandbox removes what a dead one left.
+import { lstat, mkdir, readdir, readFile, rename, rmdir, unlink, writeFile } from 'node:fs/promises'
+import { isAbsolute, join } from 'node:path'
+import { keelHome } from '@keel/session/paths'
+import { splitQuoted } from './argv.ts'
+
+/** bwrap's options that mount `<src>` on `<dest>`, creating `dest` when it is missing. */
+const BINDS = new Set(['--bind', '--bind-try', '--ro-bind', '--ro-bind-try', '--dev-bind', '--dev-bind-try'])
+
+function journalDir(): string {
+  return join(keelHome(), 'sandbox-placeholders')
+}
+
+/**
+ * The bind targets of a wrapped command that do not exist now: what bwrap will make on the host. From the words
+ * spawned (bwrap's own, or the runtime's `bash -c <line>` when that was left as it is); a line whose mounts go
+ * through a file names none, so nothing is recorded for it.
+ */
+async function missingTargets(file: string, args: readonly string[]): Promise<string[]> {
+  const words = file.endsWith('/bwrap') ? args : args[0] === '-c' ? (splitQuoted(args[1] ?? '') ?? []) : []
+  const targets: string[] = []
+  for (let at = 0; at < words.length && words[at] !== '--'; at++)
+    if (BINDS.has(words[at]!) && at + 2 < words.length) targets.push(words[(at += 2)]!)
+  const missing = await Promise.all(
+    targets.map((path) =>
+      lstat(path).then(
+        () => undefined,
+        (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? path : undefined),
+      ),
+    ),
+  )
+  return [...new Set(missing.filter((path) => path !== undefined))]
+}
+
+/**
+ * This process's journal: the placeholders of every command wrapped since none was running. The runtime removes
+ * them only once its last running command is cleaned up, so the journal goes at that moment too.
+ */
+const journal = { paths: new Set<string>(), running: 0, writes: Promise.resolve() }
+
+function writeJournal(): Promise<void> {
+  const dir = journalDir()
+  const file = join(dir, `${process.pid}.json`)
+  const next = journal.writes.then(async () => {
+    if (journal.running === 0 || journal.paths.size === 0) {
+      await unlink(file).catch(() => {})
+      return
+    }
+    await mkdir(dir, { recursive: true, mode: 0o700 })
+    const partial = join(dir, `${process.pid}.tmp`)
+    await writeFile(partial, JSON.stringify({ paths: [...journal.paths] }))
+    await rename(partial, file)
+  })
+  // A journal that cannot be written costs only the clean-up after a crash; the command still runs.
+  journal.writes = next.catch(() => {})
+  return journal.writes
+}
+
+/**
+ * Records the placeholders bwrap will make for the command about to be spawned; the returned function, called once
+ * the runtime has cleaned up after it, takes them off again.
+ */
+export async function recordPlaceholders(file: string, args: readonly string[]): Promise<() => Promise<void>> {
+  const paths = await missingTargets(file, args)
+  journal.running++
+  for (const path of paths) journal.paths.add(path)
+  if (paths.length) await writeJournal()
+  let released = false
+  return async () => {
+    if (released) return
+    released = true
+    journal.running--
+    if (journal.running > 0) return
+    journal.paths.clear()
+    await writeJournal()
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Still what bwrap made: an empty regular file or an empty folder (not a link). */
+async function stillPlaceholder(path: string): Promise<boolean> {
+  try {
+    const stat = await lstat(path)
+    if (stat.isFile()) return stat.size === 0
+    return stat.isDirectory() && (await readdir(path)).length === 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Every word of every running process's command line (Linux): a bwrap that outlived its Keel names its mount
+ * targets there, and removing one under it would take that sandbox's deny away.
+ */
+async function namedByRunning(): Promise<Set<string>> {
+  const words = new Set<string>()
+  const pids = await readdir('/proc').catch(() => [] as string[])
+  await Promise.all(
+    pids
+      .filter((name) => /^\d+$/.test(name))
+      .map((pid) =>
+        readFile(`/proc/${pid}/cmdline`, 'utf8').then(
+          (line) => {
+            for (const word of line.split('\0')) words.add(word)
+          },
+          () => {},
+        ),
+      ),
+  )
+  return words
+}
+
+let swept: Promise<void> | undefined
+
+/**
+ * Removes what dead Keel processes' commands left: each recorded path that is still an empty placeholder and that no
+ * running process names (see {@link namedByRunning}); a path the person has since filled stays, and one that existed
+ * before the command was never recorded. A live process's journal is left alone. Once per process, before its
+ * first wrap; never fails.
+ */
+export function sweepPlaceholders(dir = journalDir()): Promise<void> {
+  if (dir !== journalDir()) return sweep(dir)
+  swept ??= sweep(dir)
+  return swept
+}
+
+async function sweep(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[])
+  const dead = names.filter((name) => {
+    const pid = Number(/^(\d+)\.(?:json|tmp)$/.exec(name)?.[1])
+    return pid > 0 && pid !== process.pid && !alive(pid)
+  })
+  if (!dead.length) return
+  const recorded = new Set<string>()
+  for (const name of dead.filter((name) => name.endsWith('.json'))) {
+    try {
+      const { paths } = JSON.parse(await readFile(join(dir, name), 'utf8')) as { paths?: unknown }
+      if (Array.isArray(paths))
+        for (const path of paths) if (typeof path === 'string' && isAbsolute(path)) recorded.add(path)
+    } catch {}
+  }
+  const left = (await Promise.all([...recorded].map(async (path) => ((await stillPlaceholder(path)) ? path : ''))))
+    .filter(Boolean)
+    .sort((a, b) => b.length - a.length)
+  const named = left.length ? await namedByRunning() : new Set<string>()
+  // Deepest first, and each checked again right before it goes: a folder holding a file goes nowhere.
+  for (const path of left) {
+    if (named.has(path) || !(await stillPlaceholder(path))) continue
+    const stat = await lstat(path).catch(() => undefined)
+    await (stat?.isDirectory() ? rmdir(path) : unlink(path)).catch(() => {})
+  }
+  for (const name of dead) await unlink(join(dir, name)).catch(() => {})
+}
