@@ -410,7 +410,7 @@ describe('commands: a private temp dir, no credentials, plain output', () => {
       expect(text).not.toContain('HOST-WRITTEN')
       expect(existsSync(join(hostTemp, 'poison'))).toBe(false)
       expect(text).toContain('PRIVATE-OK')
-      expect(text).not.toMatch(new RegExp(`TMPDIR=${tmpdir()}\\n`))
+      expect(text).not.toMatch(new RegExp(`(^|\\n)TMPDIR=${tmpdir()}\\n`))
       for (const secret of [...Object.values(KEYS), 'ghp-SECRET', 'hunter2', 's3']) expect(text).not.toContain(secret)
       expect(text).toContain('BUILD_TOKEN=kept-token')
       for (const line of ['NO_COLOR=1', 'FORCE_COLOR=0', 'PAGER=cat', 'GIT_PAGER=cat', 'TERM=dumb'])
@@ -422,6 +422,25 @@ describe('commands: a private temp dir, no credentials, plain output', () => {
       rmSync(hostTemp, { recursive: true, force: true })
     }
   }, 60_000)
+
+  test.skipIf(!existsSync('/dev/shm'))(
+    'with the system temp dir under /dev, a sandboxed command still has a private TMPDIR it can write',
+    async () => {
+      const { dir, home } = repo()
+      const memory = mkdtempSync('/dev/shm/keel-trust-temp-')
+      try {
+        const steps = [bash('touch "$TMPDIR/mine" && echo PRIVATE-OK; echo "TMPDIR=$TMPDIR"'), { text: 'done' }]
+        const run = await keel(['-p', 'go', '--model', script(steps)], dir, home, { TMPDIR: memory })
+        expect(run.status, run.stderr).toBe(0)
+        const text = results(home)[0]!.text
+        expect(text).toContain('PRIVATE-OK')
+        expect(text).toMatch(/TMPDIR=\/(?!dev\/)\S*keel-session-/)
+      } finally {
+        rmSync(memory, { recursive: true, force: true })
+      }
+    },
+    60_000,
+  )
 
   test('KEEL_HOME and its folders are private, and so are the shadow git objects', async () => {
     const { dir, home } = repo()

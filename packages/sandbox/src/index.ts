@@ -138,6 +138,9 @@ export class SandboxService extends Service {
   async wrap(command: string, options: WrapOptions): Promise<WrappedCommand> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
+    // bwrap mounts a fresh /dev in every sandbox, so a folder under it would not be there for the command to run in.
+    if (underDev(options.cwd))
+      throw new Error(`${options.cwd} is under /dev, which the sandbox replaces with its own; run Keel from elsewhere`)
     const workspace = options.level === 'workspace'
     const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
     // A command that can reach no host (read-only, or no list and no one to ask) needs neither the proxy nor the
@@ -334,6 +337,11 @@ async function alwaysDenied(cwd: string, writable: string[]): Promise<Dangerous>
     folders.push(here)
   const found = await Promise.all(folders.map((folder) => dangerousPaths(folder)))
   return { paths: found.flatMap((one) => one.paths), repos: found.flatMap((one) => one.repos) }
+}
+
+function underDev(path: string): boolean {
+  const form = real(path)
+  return form === '/dev' || form.startsWith('/dev/')
 }
 
 function inside(path: string, root: string): boolean {

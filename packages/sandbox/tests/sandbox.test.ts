@@ -75,6 +75,18 @@ describe('the sandbox service', () => {
     if (IN_CI) expect(await service.status()).toEqual({ available: true })
   })
 
+  // bwrap mounts a fresh /dev in the sandbox: a cwd under it would be missing in there, so the wrap refuses it.
+  test('a cwd under /dev is refused, naming why', async ({ skip }) => {
+    skip(!runs() || !existsSync('/dev/shm'), unavailable() || 'no /dev/shm here')
+    const inDev = mkdtempSync('/dev/shm/keel-sandbox-cwd-')
+    try {
+      for (const level of ['workspace', 'read-only'] as const)
+        await expect(service.wrap('true', { cwd: inDev, level })).rejects.toThrow(/is under \/dev, which the sandbox/)
+    } finally {
+      rmSync(inDev, { recursive: true, force: true })
+    }
+  })
+
   test('workspace: a write into the cwd succeeds', async ({ skip }) => {
     skip(!runs(), unavailable())
     const { outcome, text } = await sandboxed('echo inside > inside.txt && echo wrote', 'workspace')
