@@ -194,6 +194,40 @@ describe.skipIf(skip)('web UI in headless Chromium', () => {
     }
     expect(pageErrors).toEqual([])
   }, 60_000)
+  test('a session link that lands while the page loads still opens that session', async () => {
+    const first = await context!.newPage()
+    await first.goto(served!.url)
+    await expect.poll(() => first.getByTestId('session-item').count(), { timeout: 15_000 }).toBeGreaterThan(0)
+    await first.getByTestId('session-item').first().click()
+    await expect.poll(() => new URL(first.url()).hash, { timeout: 15_000 }).toMatch(/^#s=/)
+    const hash = new URL(first.url()).hash
+    await first.close()
+    // The address becomes `#s=…` after the app's first render read it and before its hashchange listener exists
+    // (the second one registered; the token's is the first), as when a link is opened into a tab still loading:
+    // that change's event went to no one, so the app must read the address again once it listens.
+    const tab = await context!.newPage()
+    await tab.addInitScript((late: string) => {
+      const add = window.addEventListener.bind(window)
+      let seen = 0
+      window.addEventListener = ((
+        type: string,
+        ...rest: Parameters<typeof add> extends [unknown, ...infer R] ? R : never
+      ) => {
+        if (type === 'hashchange' && ++seen === 2) history.replaceState(null, '', late)
+        return add(type, ...rest)
+      }) as typeof window.addEventListener
+    }, hash)
+    const pageErrors: string[] = []
+    tab.on('pageerror', (error) => pageErrors.push(error.message))
+    try {
+      await tab.goto(served!.url)
+      await expect.poll(() => tab.getByTestId('assistant-message').count(), { timeout: 15_000 }).toBeGreaterThan(0)
+      expect(new URL(tab.url()).hash).toBe(hash)
+    } finally {
+      await tab.close()
+    }
+    expect(pageErrors).toEqual([])
+  }, 60_000)
 })
 
 /** Keeps the README screenshot in step with the test's: run with KEEL_UPDATE_DOCS=1 to copy it. */

@@ -161,6 +161,9 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
   useEffect(() => {
     const onHash = () => setSelected(sessionFromHash())
     window.addEventListener('hashchange', onHash)
+    // The first render read the address before this listener existed: a `#s=` that arrived in between (a link
+    // opened into this tab while it loaded) fired its hashchange to no one, so read the address again now.
+    onHash()
     return () => window.removeEventListener('hashchange', onHash)
   }, [])
 
