@@ -119,7 +119,8 @@ export class FileBackend implements SessionBackend {
     const writer = SessionWriter.create(draft, header)
     try {
       try {
-        for (const event of events) writer.write(event)
+        // One fsync for the whole copy, before the link makes it visible: it is all or nothing anyway.
+        for (const event of events) writer.write(event, true)
         writer.sync()
       } finally {
         writer.close()

@@ -172,14 +172,18 @@ export class SessionWriter {
   private broken: Error | undefined
   /** A durability point was deferred (`write(event, true)`) and no fsync has covered it yet. */
   private unsettled = false
+  /** Bytes an fsync of this writer covers; `close()` and `sync()` skip theirs when nothing was written since. */
+  private synced: number
 
   private constructor(
     readonly path: string,
     fd: number,
     size: number,
+    synced: number,
   ) {
     this.fd = fd
     this.size = size
+    this.synced = synced
   }
 
   /** Creates the file (never over an existing entry, never through a symlink) and writes the header durably. */
@@ -197,7 +201,7 @@ export class SessionWriter {
       writeAll(fd, bytes, 0)
       sessionFileIo.fsync(fd)
       syncDirectory(dirname(path))
-      return new SessionWriter(path, fd, bytes.length)
+      return new SessionWriter(path, fd, bytes.length, bytes.length)
     } catch (error) {
       closeSync(fd)
       try {
@@ -210,17 +214,21 @@ export class SessionWriter {
   /** Opens an existing file for appending (same checks as a read), cutting a torn tail beyond `validBytes` first. */
   static reopen(path: string, validBytes: number): SessionWriter {
     const { fd, stats } = openSessionFile(path, 'write')
+    // An earlier process wrote these bytes; whether its last fsync covered them is not known, so the first close
+    // syncs unless the cut below already did.
+    let synced = -1
     try {
       if (stats.size !== validBytes) {
         sessionFileIo.truncate(fd, validBytes)
         sessionFileIo.fsync(fd)
+        synced = validBytes
       }
     } catch (error) {
       closeSync(fd)
       throw new SessionFileError(path, 0, `cannot cut the torn tail off: ${errnoText(error)}`)
     }
     // The fd that was checked is the one written to (positioned writes at `size`): no second open to race.
-    return new SessionWriter(path, fd, validBytes)
+    return new SessionWriter(path, fd, validBytes, synced)
   }
 
   /** With `defer`, a durable type's fsync waits for `settle()` (or the next durable write that is not deferred). */
@@ -235,6 +243,7 @@ export class SessionWriter {
       else if (DURABLE_TYPES.has(event.type)) {
         sessionFileIo.fsync(this.fd)
         this.unsettled = false
+        this.synced = this.size + bytes.length
       }
     } catch (error) {
       const failure = new SessionWriteError(this.path, event.type, error)
@@ -257,6 +266,7 @@ export class SessionWriter {
     try {
       sessionFileIo.fsync(this.fd)
       this.unsettled = false
+      this.synced = this.size
     } catch (error) {
       this.broken = new SessionWriteError(this.path, 'a batch of events', error)
       throw this.broken
@@ -264,13 +274,16 @@ export class SessionWriter {
   }
 
   sync(): void {
-    if (this.fd !== undefined) sessionFileIo.fsync(this.fd)
+    if (this.fd === undefined || this.synced === this.size) return
+    sessionFileIo.fsync(this.fd)
+    this.synced = this.size
+    this.unsettled = false
   }
 
   close(): void {
     if (this.fd === undefined) return
     try {
-      sessionFileIo.fsync(this.fd)
+      if (this.synced !== this.size) sessionFileIo.fsync(this.fd)
     } catch {}
     closeSync(this.fd)
     this.fd = undefined
