@@ -10,18 +10,6 @@
 // plain run is sent early: a new session of a real provider, no --config, no --allow and no MCP server (their tools
 // are only known once the servers are up).
 import { createHash, randomUUID } from 'node:crypto'
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
-import { dirname, join } from 'node:path'
 import { systemPrompt } from '@keel/agent/prompt'
 import type {
   CacheTtl,
@@ -37,7 +25,7 @@ import { createProvider, PROVIDER_NAMES, reasoningFor, splitSpec } from '@keel/l
 import { withRetries } from '@keel/llm/retries'
 import { readProjectServers } from '@keel/mcp/config'
 import type { ContentBlock } from '@keel/session/messages'
-import { keelHome } from '@keel/session/paths'
+import { readCache, writeCache } from '@keel/session/cache'
 import { loadInstructions, type Instructions } from '@keel/settings'
 import type { Flags } from './args.ts'
 import { SHIPPED_COMPOSITION } from './composition.ts'
@@ -57,9 +45,7 @@ interface StoredTools {
   tools: readonly ToolSchema[]
 }
 
-function cacheFile(): string {
-  return join(keelHome(), 'cache', 'first-request.json')
-}
+const CACHE_NAME = 'first-request.json'
 
 /** What the stored tools hold for: this Keel and these settings (a settings file can change a tool's config). */
 export function toolsKey(version: string, overrides: Record<string, unknown> | undefined): string {
@@ -67,34 +53,9 @@ export function toolsKey(version: string, overrides: Record<string, unknown> | u
   return createHash('sha256').update(inputs).digest('hex').slice(0, 32)
 }
 
-/** Far more than the shipped tools' schemas (about 20 KB); anything bigger is not ours. */
-const CACHE_LIMIT = 4 * 1024 * 1024
-
-/**
- * The cache file's text, or undefined unless it is a regular file under CACHE_LIMIT. KEEL_HOME is a folder anyone can
- * put things in: opened without following a link and without blocking, a FIFO or a link to /dev/zero put there
- * cannot hang or flood the start.
- */
-function readCache(file: string): string | undefined {
-  let fd: number
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  } catch {
-    return undefined
-  }
-  try {
-    const stats = fstatSync(fd)
-    return stats.isFile() && stats.size <= CACHE_LIMIT ? readFileSync(fd, 'utf8') : undefined
-  } catch {
-    return undefined
-  } finally {
-    closeSync(fd)
-  }
-}
-
 function storedTools(key: string): readonly ToolSchema[] | undefined {
   try {
-    const stored = JSON.parse(readCache(cacheFile()) ?? '') as StoredTools
+    const stored = JSON.parse(readCache(CACHE_NAME) ?? '') as StoredTools
     return stored.key === key && Array.isArray(stored.tools) ? stored.tools : undefined
   } catch {
     return undefined
@@ -103,20 +64,7 @@ function storedTools(key: string): readonly ToolSchema[] | undefined {
 
 /** Keeps the tools a first request was sent with, for the next run; a cache, so a failure to write is ignored. */
 export function rememberTools(key: string, tools: readonly ToolSchema[]): void {
-  const file = cacheFile()
-  const temporary = `${file}.${process.pid}.tmp`
-  try {
-    const text = JSON.stringify({ key, tools } satisfies StoredTools)
-    if (readCache(file) === text) return
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
-    writeFileSync(temporary, text)
-    renameSync(temporary, file)
-  } catch {
-    // A full disk fails the write after the file was made: no half-written temporary stays behind.
-    try {
-      rmSync(temporary, { force: true })
-    } catch {}
-  }
+  writeCache(CACHE_NAME, JSON.stringify({ key, tools } satisfies StoredTools))
 }
 
 export interface FirstRequestOptions {
