@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { execFile } from 'node:child_process'
-import { accessSync, constants, existsSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { existsSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join, relative, sep } from 'node:path'
+import { isAbsolute, relative, sep } from 'node:path'
 import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { directArgv } from './argv.ts'
+import { cachedProbe, probe, rememberProbe, type SandboxStatus, which } from './probe.ts'
 import { recordPlaceholders, sweepPlaceholders } from './placeholders.ts'
 import { type Dangerous, dangerousPaths, SEARCH_DEPTH } from './dangerous.ts'
 import { type Context, Service } from 'cordis'
@@ -22,7 +22,7 @@ declare module 'cordis' {
  * Keel's protected paths; `read-only`: nothing writable.
  */
 export type SandboxedLevel = 'workspace' | 'read-only'
-export type SandboxStatus = { available: true } | { available: false; reason: string }
+export type { SandboxStatus }
 
 export interface WrapOptions {
   cwd: string
@@ -76,9 +76,6 @@ interface Running {
 
 type Runtime = typeof import('@anthropic-ai/sandbox-runtime')['SandboxManager']
 
-const HOW_TO_FIX =
-  'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
-
 /**
  * `ctx.sandbox`: runs a command under @anthropic-ai/sandbox-runtime (bubblewrap and socat on Linux, Seatbelt on
  * macOS). The runtime keeps process-wide state (its network proxies), so one service owns it: initialised on the
@@ -86,14 +83,16 @@ const HOW_TO_FIX =
  */
 export class SandboxService extends Service {
   private probed: Promise<SandboxStatus> | undefined
+  /** The probe's answer came from the cache: checked for real once the first command has run (see probe.ts). */
+  private unverified = false
+  /** Stops a check for real still running when the plugin goes, so it never holds Keel's exit. */
+  private readonly verifying = new AbortController()
   /** The runtime's code, loaded; what a wrap that can reach no host needs (see {@link wrap}). */
   private loading: Promise<Runtime> | undefined
   /** The runtime initialised: its proxy and the bridges to it, for commands that may reach a host. */
   private runtime: Promise<Runtime> | undefined
   /** Set when the plugin goes: no warm-up or wrap starts the runtime after that. */
   private disposed = false
-  /** By the order they were wrapped: the newest is asked for first. */
-  private readonly running = new Set<Running>()
 
   constructor(
     ctx: Context,
@@ -102,6 +101,7 @@ export class SandboxService extends Service {
     super(ctx, 'sandbox', true)
     ctx.on('dispose', async () => {
       this.disposed = true
+      this.verifying.abort()
       const runtime = this.runtime
       this.runtime = undefined
       if (!runtime) return
@@ -119,8 +119,28 @@ export class SandboxService extends Service {
 
   /** Whether commands can be sandboxed here; probed once (tools present, user namespaces usable) and cached. */
   status(): Promise<SandboxStatus> {
-    this.probed ??= probe()
+    if (this.probed) return this.probed
+    const cached = cachedProbe()
+    this.unverified = cached !== undefined
+    this.probed = cached ? Promise.resolve(cached) : this.probeNow()
     return this.probed
+  }
+
+  private probeNow(signal?: AbortSignal): Promise<SandboxStatus> {
+    return probe(signal).then((status) => {
+      if (!signal?.aborted) rememberProbe(status)
+      return status
+    })
+  }
+
+  /** After the first command of a cached answer: the real probe, off every command's path; a no takes effect. */
+  private verify(): void {
+    if (!this.unverified || this.disposed) return
+    this.unverified = false
+    const signal = this.verifying.signal
+    void this.probeNow(signal).then((status) => {
+      if (!status.available && !signal.aborted) this.probed = Promise.resolve(status)
+    })
   }
 
   /**
@@ -136,6 +156,16 @@ export class SandboxService extends Service {
   }
 
   async wrap(command: string, options: WrapOptions): Promise<WrappedCommand> {
+    try {
+      return await this.wrapNow(command, options)
+    } catch (error) {
+      // A cached yes that no longer holds can fail the wrap itself (the runtime finds a part missing).
+      this.verify()
+      throw error
+    }
+  }
+
+  private async wrapNow(command: string, options: WrapOptions): Promise<WrappedCommand> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
     // bwrap mounts a fresh /dev in every sandbox, so a folder under it would not be there for the command to run in.
@@ -179,9 +209,9 @@ export class SandboxService extends Service {
       answers: new Map(),
       ended: new AbortController(),
     }
-    this.running.add(running)
+    commands.add(running)
     let disposed = false
-    const all = this.running
+    const verify = () => this.verify()
     return {
       file: file!,
       args,
@@ -190,53 +220,16 @@ export class SandboxService extends Service {
       async dispose() {
         if (disposed) return
         disposed = true
-        all.delete(running)
+        commands.delete(running)
         running.ended.abort()
         if (domains.length) runtime.unregisterCommandNetworkLists(commandId)
         runtime.cleanupAfterCommand()
         // A protected file that could not be mounted over and that the command created goes again.
         for (const path of guarded.undo) rmSync(path, { force: true, recursive: true })
         await released()
+        verify()
       },
     }
-  }
-
-  /**
-   * The runtime's ask about a host that no allow list named. Its callback does not say which command connected (only
-   * a per-command allow list sees the id the connection presents), so a host is put to a command only when that
-   * command is the one running command that goes through the proxy: read-only commands and ones that cannot ask go
-   * through it too once the runtime is started, and another command's "yes" would let them through. With several
-   * running, or the one that can have connected unable to ask, the host is refused, naming why.
-   */
-  private async askHost(host: string, port: number | undefined): Promise<boolean | { allow: false; reason: string }> {
-    const candidates = [...this.running].filter((entry) => entry.proxied)
-    const target = candidates.length === 1 ? candidates[0]! : undefined
-    let answer: HostAnswer
-    if (!target?.network) {
-      const reason =
-        candidates.length > 1
-          ? `${host} is not on the sandbox's allowed domains, and ${candidates.length} sandboxed commands are running, so the sandbox cannot tell which one connected and asks no one`
-          : `${host} is not on the sandbox's allowed domains`
-      answer = { allowed: false, reason }
-    } else {
-      const id = `${host}:${port ?? ''}`
-      let pending = target.answers.get(id)
-      if (!pending) {
-        const { ask } = target.network
-        pending = ask(host, port, target.ended.signal).catch((error: unknown) => ({
-          allowed: false as const,
-          reason: `${host}: the question could not be answered (${(error as Error).message})`,
-        }))
-        target.answers.set(id, pending)
-      }
-      answer = await pending
-    }
-    if (answer.allowed) return true
-    const refusal = { host, port, reason: answer.reason }
-    // Each command that can have connected names the refusal in its result: one of them did.
-    for (const entry of candidates)
-      if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
-    return { allow: false, reason: answer.reason }
   }
 
   private loaded(): Promise<Runtime> {
@@ -263,7 +256,7 @@ export class SandboxService extends Service {
       if (this.disposed) throw new Error('the sandbox plugin is disposed')
       // Each wrap says what its level may write and which hosts it may reach, and a host none of that names is asked
       // about (askHost).
-      await SandboxManager.initialize(baseConfig(), ({ host, port }) => this.askHost(host, port))
+      await SandboxManager.initialize(baseConfig(), ({ host, port }) => askHost(host, port))
       return SandboxManager
     })()
     this.runtime.catch(() => {
@@ -271,6 +264,51 @@ export class SandboxService extends Service {
     })
     return this.runtime
   }
+}
+
+/**
+ * The wrapped commands not yet disposed, by the order they were wrapped, of every service in the process: the
+ * runtime's proxy and its ask callback are one per process (a second \`initialize\` keeps the first one's callback), so
+ * the question of which command connected is asked of all of them, whichever plugin started the runtime.
+ */
+const commands = new Set<Running>()
+
+/**
+ * The runtime's ask about a host that no allow list named. Its callback does not say which command connected (only
+ * a per-command allow list sees the id the connection presents), so a host is put to a command only when that
+ * command is the one running command that goes through the proxy: read-only commands and ones that cannot ask go
+ * through it too once the runtime is started, and another command's "yes" would let them through. With several
+ * running, or the one that can have connected unable to ask, the host is refused, naming why.
+ */
+async function askHost(host: string, port: number | undefined): Promise<boolean | { allow: false; reason: string }> {
+  const candidates = [...commands].filter((entry) => entry.proxied)
+  const target = candidates.length === 1 ? candidates[0]! : undefined
+  let answer: HostAnswer
+  if (!target?.network) {
+    const reason =
+      candidates.length > 1
+        ? `${host} is not on the sandbox's allowed domains, and ${candidates.length} sandboxed commands are running, so the sandbox cannot tell which one connected and asks no one`
+        : `${host} is not on the sandbox's allowed domains`
+    answer = { allowed: false, reason }
+  } else {
+    const id = `${host}:${port ?? ''}`
+    let pending = target.answers.get(id)
+    if (!pending) {
+      const { ask } = target.network
+      pending = ask(host, port, target.ended.signal).catch((error: unknown) => ({
+        allowed: false as const,
+        reason: `${host}: the question could not be answered (${(error as Error).message})`,
+      }))
+      target.answers.set(id, pending)
+    }
+    answer = await pending
+  }
+  if (answer.allowed) return true
+  const refusal = { host, port, reason: answer.reason }
+  // Each command that can have connected names the refusal in its result: one of them did.
+  for (const entry of candidates)
+    if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
+  return { allow: false, reason: answer.reason }
 }
 
 /** The last plugin's reset of the runtime, which a start waits for: the runtime's state is one per process. */
@@ -354,63 +392,6 @@ function real(path: string): string {
     return realpathSync.native(path)
   } catch {
     return path
-  }
-}
-
-/** `bin` on PATH, as `which` finds it: looked up here, where a `which` process cost a spawn each at the start. */
-function which(bin: string): string | undefined {
-  if (process.platform !== 'linux') return undefined
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue
-    const path = join(dir, bin)
-    try {
-      accessSync(path, constants.X_OK)
-      if (statSync(path).isFile()) return path
-    } catch {}
-  }
-  return undefined
-}
-
-/** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
-async function probe(): Promise<SandboxStatus> {
-  try {
-    const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
-    if (!SandboxManager.isSupportedPlatform()) return { available: false, reason: `no sandbox for ${process.platform}` }
-    // rg named here: the runtime's own config names `true` for it (baseConfig), which would always be found.
-    const check = await SandboxManager.checkDependenciesAsync({ command: 'rg' })
-    if (check.errors.length) return { available: false, reason: `${check.errors.join('; ')}: ${HOW_TO_FIX}` }
-    if (process.platform === 'linux') {
-      const failure = await new Promise<string | undefined>((done) => {
-        execFile(
-          'bwrap',
-          [
-            '--ro-bind',
-            '/',
-            '/',
-            '--unshare-user',
-            '--unshare-net',
-            '--unshare-pid',
-            '--dev',
-            '/dev',
-            '--proc',
-            '/proc',
-            'true',
-          ],
-          { timeout: 10_000 },
-          (error, _out, stderr) => {
-            done(error ? String(stderr).trim().split('\n')[0] || error.message : undefined)
-          },
-        )
-      })
-      if (failure)
-        return {
-          available: false,
-          reason: `bubblewrap cannot create namespaces here (${failure}); allow unprivileged user namespaces or run with --mode yolo`,
-        }
-    }
-    return { available: true }
-  } catch (error) {
-    return { available: false, reason: `the sandbox runtime did not load: ${(error as Error).message}` }
   }
 }
 

@@ -170,4 +170,39 @@ describe.skipIf(skip)('a connection is decided by the command that made it', () 
       await held.stop()
     }
   })
+
+  // Last: the second plugin's dispose resets the process's runtime.
+  test('a second Keel in the process is asked about its own command, though the first one started the proxy', async () => {
+    // The runtime keeps the callback of the first initialize for the process; the second plugin's start reuses it.
+    const other = new Context()
+    other.plugin(sandboxPlugin, { allowedDomains: [] })
+    await other.start()
+    try {
+      await waitFor(() => other.get('sandbox'), 'the second sandbox service')
+      const second = other.get('sandbox')!
+      const asked: string[] = []
+      hits = 0
+      const wrapped = await second.wrap(fetchCommand(), { cwd, level: 'workspace', network: yes('s2', asked) })
+      let text = ''
+      try {
+        await runCommand({
+          file: wrapped.file,
+          args: wrapped.args,
+          cwd,
+          timeoutMs: 60_000,
+          signal: new AbortController().signal,
+          onText: (t) => {
+            text += t
+          },
+        })
+      } finally {
+        await wrapped.dispose()
+      }
+      expect(asked).toEqual([`s2 localhost:${port}`])
+      expect(text).toContain('hello-from-the-host')
+      expect(hits).toBe(1)
+    } finally {
+      await other.stop()
+    }
+  })
 })
