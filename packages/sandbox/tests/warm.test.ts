@@ -115,6 +115,27 @@ describe.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the sandbox start tests'))
     expect(during).toBe(1)
   }, 60_000)
 
+  test('a call of another tool a step before the first bash starts it, so that command waits for less', async () => {
+    const k = await start('auto', [
+      {
+        toolCalls: [
+          { id: 'c1', name: 'todo_write', arguments: { todos: [{ content: 'Look', status: 'in_progress' }] } },
+        ],
+      },
+      { toolCalls: [{ id: 'c2', name: 'bash', arguments: { command: 'echo hi' } }] },
+      { text: 'done' },
+    ])
+    const agent = k.agent()
+    let started = false
+    // By the time the first step's call is logged, the runtime's start (not just its code) is under way.
+    k.ctx.on('session/event', (_session, event) => {
+      if (event.type === 'tool/call' && event.data.name === 'todo_write')
+        started = (k.ctx.get('sandbox') as unknown as { runtime?: unknown }).runtime !== undefined
+    })
+    expect((await agent.prompt('go')).reason).toBe('completed')
+    expect(started).toBe(true)
+  }, 60_000)
+
   for (const [mode, step] of [
     ['yolo', { reasoning: 'let me think this over', delayMs: 150 }],
     ['auto', { text: 'an answer in words alone', delayMs: 150 }],

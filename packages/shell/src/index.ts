@@ -29,11 +29,13 @@ export function apply(ctx: Context, config: Config): void {
   // reap.ts covers a process that exits without disposing.
   ctx.on('dispose', () => jobs.endAll('shutdown'))
   ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
-  // The model is reasoning, or has started writing a bash call: time enough (the rest of its answer) to get the
-  // sandbox ready before the command runs. Not at the turn's start: its request is not out yet then, and a turn the
-  // model answers with text alone never needs the sandbox (its code alone is tens of ms to load).
+  // The model is reasoning, or has started writing a tool call: a turn that uses tools is the one that runs
+  // commands, and its first `bash` often comes a step or two later (a plan first), so the sandbox is got ready from
+  // the first call of any tool, with the rest of the answer and those steps as its time. Not at the turn's start: its
+  // request is not out yet then, and a turn the model answers with text alone never needs the sandbox (its code
+  // alone is tens of ms to load).
   ctx.on('agent/delta', (_agent, delta) => {
-    if (delta.kind === 'reasoning' || (delta.kind === 'tool-input' && delta.name === 'bash')) warmSandbox(ctx)
+    if (delta.kind === 'reasoning' || delta.kind === 'tool-input') warmSandbox(ctx)
   })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
