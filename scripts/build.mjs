@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { cordisPatches } from './cordis-patches.mjs'
+import { sandboxRuntimePatches } from './runtime-patches.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const quiet = process.argv.includes('--quiet')
@@ -55,7 +56,7 @@ const result = await build({
   // none. The sandbox runtime is bundled: a global install has no node_modules, and without the runtime every command
   // would be denied. Bundled, it looks for its seccomp helpers beside the bundle (copied below).
   external: ['vite', '@vitejs/plugin-react', 'playwright-core', 'esbuild', 'typescript', 'tsx'],
-  plugins: [cordisPatches],
+  plugins: [cordisPatches, sandboxRuntimePatches],
 })
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile))
 mkdirSync(next)

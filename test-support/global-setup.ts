@@ -17,7 +17,7 @@ const { bundleIsFresh } = createRequire(import.meta.url)('../bin/bundle-fresh.js
 function bundleIsCurrent(): boolean {
   if (!bundleIsFresh(root)) return false
   const built = statSync(`${root}dist/bin.cjs`).mtimeMs
-  const makers = ['scripts/build.mjs', 'scripts/cordis-patches.mjs', 'package-lock.json']
+  const makers = ['scripts/build.mjs', 'scripts/cordis-patches.mjs', 'scripts/runtime-patches.mjs', 'package-lock.json']
   return makers.every((file) => statSync(`${root}${file}`).mtimeMs <= built)
 }
 

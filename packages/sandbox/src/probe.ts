@@ -6,10 +6,10 @@
 // changed answer replaces it. A wrong "yes" is the safe way round: the wrap then fails and the command does not run.
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { accessSync, constants, readFileSync, readlinkSync, statSync } from 'node:fs'
+import { readFileSync, readlinkSync, statSync } from 'node:fs'
 import { release } from 'node:os'
-import { delimiter, join } from 'node:path'
 import { readCache, writeCache } from '@keel/session/cache'
+import { which } from './which.ts'
 
 export type SandboxStatus = { available: true } | { available: false; reason: string }
 
@@ -73,20 +73,6 @@ export function rememberProbe(status: SandboxStatus): void {
 
 const HOW_TO_FIX =
   'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
-
-/** `bin` on PATH, as `which` finds it: looked up here, where a `which` process cost a spawn each at the start. */
-export function which(bin: string): string | undefined {
-  if (process.platform !== 'linux') return undefined
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue
-    const path = join(dir, bin)
-    try {
-      accessSync(path, constants.X_OK)
-      if (statSync(path).isFile()) return path
-    } catch {}
-  }
-  return undefined
-}
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
 export async function probe(signal?: AbortSignal): Promise<SandboxStatus> {

@@ -1,0 +1,4 @@
+import type { Plugin } from 'esbuild'
+
+/** See runtime-patches.mjs. */
+export const sandboxRuntimePatches: Plugin

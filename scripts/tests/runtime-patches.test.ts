@@ -1,0 +1,94 @@
+// The bundle's sandbox runtime looks programs up in process (scripts/runtime-patches.mjs). A probe asking its
+// `whichSync` what `which` is asked (a program on PATH, one missing, one whose first match is not executable or is a
+// folder, a path with a slash, a missing path) is bundled twice, with and without the patch, and run with a `which`
+// of the test's own first on PATH that notes each call: both must give the same answers, and only the unpatched one
+// may spawn it.
+import { spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { build } from 'esbuild'
+import { afterAll, expect, test } from 'vitest'
+import { sandboxRuntimePatches } from '../runtime-patches.mjs'
+
+const root = join(import.meta.dirname, '../..')
+const scratch = join(root, '.keel-test', `runtime-patches-${process.pid}`)
+const first = join(scratch, 'first')
+const log = join(scratch, 'which.log')
+mkdirSync(join(first, 'shadowed-by-a-folder'), { recursive: true })
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+const realWhich = (process.env.PATH ?? '')
+  .split(delimiter)
+  .map((dir) => join(dir, 'which'))
+  .find((path) => existsSync(path))!
+writeFileSync(join(first, 'which'), `#!/bin/sh\necho "$@" >> '${log}'\nexec '${realWhich}' "$@"\n`)
+chmodSync(join(first, 'which'), 0o755)
+// Earlier on PATH than the real `sh`, but not executable: both must skip it.
+writeFileSync(join(first, 'sh'), '#!/bin/sh\n')
+chmodSync(join(first, 'sh'), 0o644)
+
+const ASKED = ['sh', 'bash', 'keel-no-such-program', 'shadowed-by-a-folder', '/bin/sh', '/no/such/file', first]
+
+async function runProbe(patched: boolean): Promise<{ answers: unknown[]; spawned: string[] }> {
+  const entry = join(scratch, 'probe.mjs')
+  writeFileSync(
+    entry,
+    `import { whichSync } from '@anthropic-ai/sandbox-runtime/dist/utils/which.js'\n` +
+      `console.log(JSON.stringify(${JSON.stringify(ASKED)}.map((bin) => whichSync(bin))))\n`,
+  )
+  const outfile = join(scratch, patched ? 'patched.cjs' : 'plain.cjs')
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    nodePaths: [join(root, 'node_modules')],
+    logLevel: 'error',
+    plugins: patched ? [sandboxRuntimePatches] : [],
+  })
+  rmSync(log, { force: true })
+  const run = spawnSync(process.execPath, [outfile], {
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${first}${delimiter}${process.env.PATH}` },
+  })
+  expect(run.status, run.stderr).toBe(0)
+  const spawned = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []
+  return { answers: JSON.parse(run.stdout), spawned }
+}
+
+test('the patched runtime finds what `which` finds, without spawning it', async () => {
+  const plain = await runProbe(false)
+  const patched = await runProbe(true)
+  expect(patched.answers).toEqual(plain.answers)
+  // The probe reaches both answers: found (the real sh, past the unexecutable one) and not found.
+  expect(plain.answers[0]).not.toBe(join(first, 'sh'))
+  expect(plain.answers[0]).toMatch(/\/sh$/)
+  expect(plain.answers[2]).toBeNull()
+  expect(plain.spawned).toHaveLength(ASKED.length)
+  expect(patched.spawned).toEqual([])
+})
+
+test('a runtime the patch no longer fits fails the build', async () => {
+  const fake = join(scratch, 'node_modules/@anthropic-ai/sandbox-runtime')
+  mkdirSync(join(fake, 'dist/utils'), { recursive: true })
+  writeFileSync(join(fake, 'package.json'), JSON.stringify({ name: '@anthropic-ai/sandbox-runtime', type: 'module' }))
+  writeFileSync(join(fake, 'dist/utils/which.js'), 'export function whichSync(bin) { return null }\n')
+  const entry = join(scratch, 'uses-fake.mjs')
+  writeFileSync(
+    entry,
+    `import { whichSync } from '@anthropic-ai/sandbox-runtime/dist/utils/which.js'\nconsole.log(whichSync)\n`,
+  )
+  await expect(
+    build({
+      entryPoints: [entry],
+      outfile: join(scratch, 'fake-out.mjs'),
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      logLevel: 'silent',
+      plugins: [sandboxRuntimePatches],
+    }),
+  ).rejects.toThrow(/the sandbox runtime changed, this patch no longer applies/)
+})
