@@ -7,7 +7,7 @@
 // KEEL_BENCH_COMPARE=<another checkout> runs that checkout's `bin/keel.js` too, interleaved in the same run (a
 // before/after, set up as checkpoint.bench.ts says), and prints its figures against the same baseline.
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -40,6 +40,10 @@ type Figures = { mean: number; firstBash: number; laterBash: number; end: number
 function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
   mkdirSync(home)
+  // Each run has a home of its own (its session log is read back), but a person's runs share one: what a run keeps in
+  // $KEEL_HOME/cache (the sandbox probe's answer) is handed to the checkout's next run.
+  const kept = join(scratch, `cache-${checkouts.indexOf(checkout)}`)
+  if (existsSync(kept)) cpSync(kept, join(home, 'cache'), { recursive: true })
   if (!variant.checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
   const run = spawnSync(
     process.execPath,
@@ -55,6 +59,7 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
     { cwd: work, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8' },
   )
   if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
+  if (existsSync(join(home, 'cache'))) cpSync(join(home, 'cache'), kept, { recursive: true })
   const dir = join(home, 'sessions')
   const file = readdirSync(dir, { recursive: true, encoding: 'utf8' }).find((name) => name.endsWith('.jsonl'))!
   const events = readFileSync(join(dir, file), 'utf8')
