@@ -183,23 +183,26 @@ export class SandboxService extends Service {
     // A start that failed leaves the runtime with no config, and a wrap with none would scan the process's cwd again.
     if (!runtime.getConfig()) runtime.updateConfig(baseConfig())
     const allowWrite = workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : []
-    // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files was
-    // computed for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
-    const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
-    const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
-    const custom: Partial<SandboxRuntimeConfig> = {
-      filesystem: { denyRead: unreadableTargets(), allowWrite, denyWrite },
-      network: { allowedDomains: [], deniedDomains: [] },
-    }
-    // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.
-    const inner = options.tmpdir ? `export TMPDIR=${shellQuote(options.tmpdir)}; ${command}` : command
-    // The proxy decides per connection; a per-command list rides on an unguessable id (see the runtime's README).
-    const commandId = randomBytes(16).toString('base64url')
-    const { argv } = await runtime.wrapWithSandboxArgv(inner, 'bash', custom, undefined, options.cwd, { commandId })
-    // Without the runtime's shells in front of bwrap and of its seccomp helper: the same programs, arguments and
-    // environment, two bash starts fewer (see argv.ts).
-    const [file, ...args] = directArgv(argv)
-    const released = await recordPlaceholders(file!, args)
+    // One wrap at a time, each with its placeholders made before the next looks at the disk (see placeholders.ts).
+    const { guarded, commandId, file, args, released } = await oneAtATime(async () => {
+      // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files was
+      // computed for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
+      const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
+      const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
+      const custom: Partial<SandboxRuntimeConfig> = {
+        filesystem: { denyRead: unreadableTargets(), allowWrite, denyWrite },
+        network: { allowedDomains: [], deniedDomains: [] },
+      }
+      // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.
+      const inner = options.tmpdir ? `export TMPDIR=${shellQuote(options.tmpdir)}; ${command}` : command
+      // The proxy decides per connection; a per-command list rides on an unguessable id (see the runtime's README).
+      const commandId = randomBytes(16).toString('base64url')
+      const { argv } = await runtime.wrapWithSandboxArgv(inner, 'bash', custom, undefined, options.cwd, { commandId })
+      // Without the runtime's shells in front of bwrap and of its seccomp helper: the same programs, arguments and
+      // environment, two bash starts fewer (see argv.ts).
+      const [file, ...args] = directArgv(argv)
+      return { guarded, commandId, file: file!, args, released: await recordPlaceholders(file!, args) }
+    })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {
       network: workspace ? options.network : undefined,
@@ -310,6 +313,15 @@ async function askHost(host: string, port: number | undefined): Promise<boolean 
   for (const entry of candidates)
     if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
   return { allow: false, reason: answer.reason }
+}
+
+/** The wraps of the process, one after another (see placeholders.ts for why). */
+let wrapping: Promise<unknown> = Promise.resolve()
+
+function oneAtATime<T>(make: () => Promise<T>): Promise<T> {
+  const next = wrapping.then(make)
+  wrapping = next.catch(() => {})
+  return next
 }
 
 /** The last plugin's reset of the runtime, which a start waits for: the runtime's state is one per process. */

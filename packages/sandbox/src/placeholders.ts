@@ -3,8 +3,14 @@
 // process exits. A Keel killed by a signal it cannot handle leaves them in the person's folder. The runtime keeps
 // its list to itself, so each process writes the missing bind targets of its commands to a journal of its own under
 // $KEEL_HOME before it spawns them, and the next process to load the sandbox removes what a dead one left.
-import { lstat, mkdir, readdir, readFile, rename, rmdir, unlink, writeFile } from 'node:fs/promises'
-import { isAbsolute, join } from 'node:path'
+//
+// They are also made here, before the wrap is handed out, rather than by bwrap once its process starts: the runtime
+// decides each command's mounts from what is on disk when it wraps it, and a second command wrapped while the first
+// one's bwrap was making them (two `bash` calls of one step, a background job and the next command) saw half of them:
+// `.claude` made but `.claude/commands` not, so it mounted a placeholder inside a folder it had made read-only, and
+// bwrap refused to start ("Can't create file at …/.claude/commands: Read-only file system").
+import { lstat, mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
+import { dirname, isAbsolute, join } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { splitQuoted } from './argv.ts'
 
@@ -20,20 +26,42 @@ function journalDir(): string {
  * spawned (bwrap's own, or the runtime's `bash -c <line>` when that was left as it is); a line whose mounts go
  * through a file names none, so nothing is recorded for it.
  */
-async function missingTargets(file: string, args: readonly string[]): Promise<string[]> {
+async function missingTargets(file: string, args: readonly string[]): Promise<Bind[]> {
   const words = file.endsWith('/bwrap') ? args : args[0] === '-c' ? (splitQuoted(args[1] ?? '') ?? []) : []
-  const targets: string[] = []
+  const binds: Bind[] = []
   for (let at = 0; at < words.length && words[at] !== '--'; at++)
-    if (BINDS.has(words[at]!) && at + 2 < words.length) targets.push(words[(at += 2)]!)
+    if (BINDS.has(words[at]!) && at + 2 < words.length) {
+      binds.push({ source: words[at + 1]!, target: words[at + 2]! })
+      at += 2
+    }
   const missing = await Promise.all(
-    targets.map((path) =>
-      lstat(path).then(
+    binds.map((bind) =>
+      lstat(bind.target).then(
         () => undefined,
-        (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? path : undefined),
+        (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? bind : undefined),
       ),
     ),
   )
-  return [...new Set(missing.filter((path) => path !== undefined))]
+  const seen = new Set<string>()
+  return missing.filter((bind): bind is Bind => bind !== undefined && !seen.has(bind.target) && !!seen.add(bind.target))
+}
+
+interface Bind {
+  source: string
+  target: string
+}
+
+/**
+ * Makes the mount point bwrap would make: an empty folder for a folder's bind, else an empty file. Only where the
+ * folder holding it exists (the runtime's placeholders are the first missing part of a path); any failure leaves it
+ * to bwrap, as before.
+ */
+async function makeMountPoint({ source, target }: Bind): Promise<void> {
+  try {
+    await stat(dirname(target))
+    if ((await stat(source)).isDirectory()) await mkdir(target)
+    else await writeFile(target, '', { flag: 'wx' })
+  } catch {}
 }
 
 /**
@@ -61,14 +89,17 @@ function writeJournal(): Promise<void> {
 }
 
 /**
- * Records the placeholders bwrap will make for the command about to be spawned; the returned function, called once
- * the runtime has cleaned up after it, takes them off again.
+ * Records the placeholders bwrap would make for the command about to be spawned, then makes them; the returned
+ * function, called once the runtime has cleaned up after it, takes them off the journal again.
  */
 export async function recordPlaceholders(file: string, args: readonly string[]): Promise<() => Promise<void>> {
-  const paths = await missingTargets(file, args)
+  const missing = await missingTargets(file, args)
+  const paths = missing.map((bind) => bind.target)
   journal.running++
   for (const path of paths) journal.paths.add(path)
   if (paths.length) await writeJournal()
+  // Parents before children (a folder's placeholder can hold another's), after the journal names them.
+  for (const bind of missing.sort((a, b) => a.target.length - b.target.length)) await makeMountPoint(bind)
   let released = false
   return async () => {
     if (released) return

@@ -4,13 +4,17 @@
 // a journal under $KEEL_HOME before spawning (src/placeholders.ts), and the next process to load the sandbox removes
 // what a dead one left that is still an empty placeholder.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { Context } from 'cordis'
 import { afterAll, expect, test } from 'vitest'
+import * as sandboxPlugin from '@keel/sandbox'
+import type { WrappedCommand } from '@keel/sandbox'
+import { runCommand } from '@keel/shell'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
-import { IN_CI } from '../../../test-support/system-tools.ts'
+import { HAS_BWRAP, IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { sweepPlaceholders } from '../src/placeholders.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -138,3 +142,54 @@ test.runIf(process.platform === 'linux')('a placeholder a running process names 
     holder.kill('SIGKILL')
   }
 })
+
+test.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the placeholders of overlapping commands'))(
+  "a wrap's placeholders are on disk when it is handed out, so commands that overlap in one folder all start",
+  async () => {
+    const ctx = new Context()
+    ctx.plugin(sandboxPlugin, { allowedDomains: [] })
+    await ctx.start()
+    try {
+      await waitFor(() => ctx.get('sandbox'), 'the sandbox service')
+      const sandbox = ctx.get('sandbox')!
+      for (let round = 0; round < 5; round++) {
+        const cwd = mkdtempSync(join(scratch, 'overlap-'))
+        // Nothing spawned yet: the mount points the runtime decided on exist already.
+        const first = await sandbox.wrap('sleep 0.5', { cwd, level: 'workspace' })
+        expect(statSync(join(cwd, '.claude')).isDirectory()).toBe(true)
+        expect(readFileSync(join(cwd, '.bashrc'), 'utf8')).toBe('')
+        // The second is wrapped while the first's bwrap starts, as a background job and the next command are.
+        const running = runWrapped(first, cwd)
+        const second = await sandbox.wrap('echo second', { cwd, level: 'workspace' })
+        const [a, b] = await Promise.all([running, runWrapped(second, cwd)])
+        expect(a).toEqual({ code: 0, text: '' })
+        expect(b).toEqual({ code: 0, text: 'second\n' })
+        // The last command's end takes them all away again.
+        expect(readdirSync(cwd)).toEqual([])
+      }
+    } finally {
+      await ctx.stop()
+    }
+  },
+  60_000,
+)
+
+async function runWrapped(wrapped: WrappedCommand, cwd: string): Promise<{ code: number | undefined; text: string }> {
+  let text = ''
+  try {
+    const outcome = await runCommand({
+      file: wrapped.file,
+      args: wrapped.args,
+      cwd,
+      timeoutMs: 30_000,
+      signal: new AbortController().signal,
+      onText(chunk) {
+        text += chunk
+      },
+      contained: true,
+    })
+    return { code: outcome.kind === 'exited' ? (outcome.code ?? undefined) : undefined, text }
+  } finally {
+    await wrapped.dispose()
+  }
+}
