@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 
 /**
@@ -31,6 +32,25 @@ export async function stopServer(pid: number, closed: Promise<unknown>, timing =
     for (const target of targets) signalQuietly(target, signal)
   }
   await finished
+  // The pipes close as a killed process releases its files, a moment before it has exited: wait for that moment too,
+  // so that a close that resolved means the processes are gone (bounded: a SIGKILLed process cannot hold out).
+  for (let tries = 0; tries < 100 && [...targets].some(running); tries++) await delay(5)
+}
+
+/** Whether `pid` has not exited yet (a zombie has: it only waits for its parent to reap it). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z'
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
+  }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function delay(ms: number): Promise<void> {
