@@ -132,6 +132,16 @@ test.skipIf(skip)(
     tmux.type('ask', 'go on')
     tmux.key('ask', 'Enter')
     await until(has('Second turn.'), 'the second turn', 20_000, screen)
+    // A `!command` typed while a turn runs stays in the editor (only prompts queue): the turn's text is on screen a
+    // moment before it ends, so wait for its end on the log.
+    await until(
+      () =>
+        onlySessionEvents(home).filter((event) => event.type === 'turn/end').length >= 2 &&
+        !screen().includes('esc to cancel'),
+      'the second turn to end',
+      20_000,
+      screen,
+    )
     tmux.type('ask', '!touch bang.txt')
     tmux.key('ask', 'Enter')
     await until(() => existsSync(join(cwd, 'bang.txt')), 'the ! command to run', 20_000, screen)
