@@ -212,11 +212,12 @@ describe('limits', () => {
     }
   })
 
-  test('--timeout 2s during a long command: reason timeout, exit 124, no process left, the log closed', async () => {
+  test('--timeout 5s during a long command: reason timeout, exit 124, no process left, the log closed', async () => {
     // Two sleepers a plain kill of the shell would leave running: one in the shell's group, one that left it.
     const sleepers = "sleep 30 & echo $! > pids; setsid sh -c 'echo $$ >> pids; exec sleep 30' & wait"
     const run = setup([{ toolCalls: [{ name: 'bash', arguments: { command: sleepers } }] }, { text: 'never' }])
-    const pending = keel(['-p', 'wait', '--model', run.model, '--timeout', '2s', '--output-format', 'json'], run, {
+    // The limit counts from the start: 5 s leaves a loaded machine's boot and first request time to reach the command.
+    const pending = keel(['-p', 'wait', '--model', run.model, '--timeout', '5s', '--output-format', 'json'], run, {
       // Unsandboxed, so the pids the command writes are the host's: a sandbox has its own pid namespace.
       KEEL_MODE: 'yolo',
     })
@@ -227,7 +228,7 @@ describe('limits', () => {
     const result = await pending
     expect(result.status, result.stderr).toBe(124)
     expect(JSON.parse(result.stdout)).toMatchObject({ reason: 'timeout', text: '' })
-    expect(result.stderr).toContain('the run reached its time limit (--timeout 2s)')
+    expect(result.stderr).toContain('the run reached its time limit (--timeout 5s)')
     await waitUntilGone(pids)
     expect(pids.some(alive)).toBe(false)
     const [log] = sessionLogs(run.home)
