@@ -87,6 +87,9 @@ export async function probe(signal?: AbortSignal): Promise<SandboxStatus> {
         execFile(
           'bwrap',
           [
+            // Without it, a probe stopped midway (a timeout, a plugin disposed while it checks) leaves the namespace's
+            // own init behind, orphaned, for good.
+            '--die-with-parent',
             '--ro-bind',
             '/',
             '/',

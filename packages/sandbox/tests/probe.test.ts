@@ -20,7 +20,7 @@ const deny = join(scratch, 'deny')
 const home = join(scratch, 'home')
 const previous = { path: process.env.PATH, home: process.env.KEEL_HOME }
 /** The probe's namespace check, as the fake logs it. */
-const PROBE = '--ro-bind / / --unshare-user --unshare-net --unshare-pid --dev /dev --proc /proc true'
+const PROBE = '--die-with-parent --ro-bind / / --unshare-user --unshare-net --unshare-pid --dev /dev --proc /proc true'
 
 let ctx: Context | undefined
 afterEach(async () => {
