@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, relative, sep } from 'node:path'
 import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { directArgv } from './argv.ts'
+import { forgetBridges, recordBridges, sweepBridges } from './bridges.ts'
 import { cachedProbe, probe, rememberProbe, type SandboxStatus } from './probe.ts'
 import { which } from './which.ts'
 import { recordPlaceholders, sweepPlaceholders } from './placeholders.ts'
@@ -110,7 +111,11 @@ export class SandboxService extends Service {
       // spawned, which then keeps Keel from exiting. The next start in this process waits for it (the runtime's
       // state is process-wide: a reset still running would take down the bridge of the next start).
       const undone = runtime.then(
-        (manager) => manager.reset().catch(() => {}),
+        (manager) =>
+          manager
+            .reset()
+            .catch(() => {})
+            .then(forgetBridges),
         () => {},
       )
       resetting = undone
@@ -260,7 +265,10 @@ export class SandboxService extends Service {
       if (this.disposed) throw new Error('the sandbox plugin is disposed')
       // Each wrap says what its level may write and which hosts it may reach, and a host none of that names is asked
       // about (askHost).
+      // What a Keel killed while its runtime ran left (its host bridges) goes before this one starts its own.
+      await sweepBridges()
       await SandboxManager.initialize(baseConfig(), ({ host, port }) => askHost(host, port))
+      void recordBridges()
       return SandboxManager
     })()
     this.runtime.catch(() => {

@@ -13,6 +13,7 @@ import { lstat, mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile
 import { dirname, isAbsolute, join } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { splitQuoted } from './argv.ts'
+import { deadJournals } from './journal.ts'
 
 /** bwrap's options that mount `<src>` on `<dest>`, creating `dest` when it is missing. */
 const BINDS = new Set(['--bind', '--bind-try', '--ro-bind', '--ro-bind-try', '--dev-bind', '--dev-bind-try'])
@@ -111,15 +112,6 @@ export async function recordPlaceholders(file: string, args: readonly string[]):
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** Still what bwrap made: an empty regular file or an empty folder (not a link). */
 async function stillPlaceholder(path: string): Promise<boolean> {
   try {
@@ -168,19 +160,12 @@ export function sweepPlaceholders(dir = journalDir()): Promise<void> {
 }
 
 async function sweep(dir: string): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[])
-  const dead = names.filter((name) => {
-    const pid = Number(/^(\d+)\.(?:json|tmp)$/.exec(name)?.[1])
-    return pid > 0 && pid !== process.pid && !alive(pid)
-  })
-  if (!dead.length) return
+  const dead = await deadJournals(dir)
   const recorded = new Set<string>()
-  for (const name of dead.filter((name) => name.endsWith('.json'))) {
-    try {
-      const { paths } = JSON.parse(await readFile(join(dir, name), 'utf8')) as { paths?: unknown }
-      if (Array.isArray(paths))
-        for (const path of paths) if (typeof path === 'string' && isAbsolute(path)) recorded.add(path)
-    } catch {}
+  for (const record of dead.records) {
+    const paths = (record as { paths?: unknown } | undefined)?.paths
+    if (Array.isArray(paths))
+      for (const path of paths) if (typeof path === 'string' && isAbsolute(path)) recorded.add(path)
   }
   const left = (await Promise.all([...recorded].map(async (path) => ((await stillPlaceholder(path)) ? path : ''))))
     .filter(Boolean)
@@ -192,5 +177,5 @@ async function sweep(dir: string): Promise<void> {
     const stat = await lstat(path).catch(() => undefined)
     await (stat?.isDirectory() ? rmdir(path) : unlink(path)).catch(() => {})
   }
-  for (const name of dead) await unlink(join(dir, name)).catch(() => {})
+  await dead.remove()
 }

@@ -14,6 +14,7 @@ import type { WrappedCommand } from '@keel/sandbox'
 import { runCommand } from '@keel/shell'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
+import { alive, waitUntilGone } from '../../../test-support/processes.ts'
 import { HAS_BWRAP, IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { sweepPlaceholders } from '../src/placeholders.ts'
 
@@ -51,17 +52,37 @@ async function keelRunning(cwd: string, command: string) {
   }
 }
 
-/** Runs `sleep 30` sandboxed through `keel -p` in a new folder, and SIGKILLs keel once the command runs. */
-async function killedDuringCommand(): Promise<string> {
+/** The runtime's host bridges that `parent` started: socat relaying one of its sockets to its proxy. */
+function bridgesOf(parent: number): number[] {
+  const found: number[] = []
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue
+      if (/UNIX-LISTEN:\S*claude-http-/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) found.push(Number(pid))
+    } catch {}
+  }
+  return found
+}
+
+/**
+ * Runs `sleep 30` sandboxed through `keel -p` in a new folder, and SIGKILLs keel once the command runs; its folder,
+ * and the host bridges keel had started (auto mode: its commands may be asked about hosts).
+ */
+async function killedDuringCommand(): Promise<{ cwd: string; bridges: number[] }> {
   const cwd = mkdtempSync(join(scratch, 'work-'))
   const { keel, closed } = await keelRunning(cwd, 'sleep 30')
+  let bridges: number[] = []
   try {
     await waitFor(() => readdirSync(cwd).includes('.bashrc'), 'the sandboxed command to start', 30_000)
+    bridges = bridgesOf(keel.pid!)
+    // The journal of them is written just after the runtime's start.
+    await waitFor(() => existsSync(join(home, 'sandbox-bridges', `${keel.pid}.json`)), 'the bridges journal', 10_000)
   } finally {
     keel.kill('SIGKILL')
     await closed()
   }
-  return cwd
+  return { cwd, bridges }
 }
 
 /**
@@ -79,8 +100,11 @@ function killSandboxOf(cwd: string): void {
 test.runIf(IN_CI)(
   "what a keel killed during a sandboxed command left goes at the next one's first command",
   async () => {
-    const cwd = await killedDuringCommand()
+    const { cwd, bridges } = await killedDuringCommand()
     killSandboxOf(cwd)
+    // Its bridge outlives it, orphaned.
+    expect(bridges).toHaveLength(1)
+    expect(bridges.filter(alive)).toEqual(bridges)
     const left = readdirSync(cwd)
     expect(left).toContain('.bashrc')
     writeFileSync(join(cwd, '.mcp.json'), '{}')
@@ -90,6 +114,9 @@ test.runIf(IN_CI)(
     expect(readdirSync(cwd)).toEqual(['.mcp.json'])
     expect(readFileSync(join(cwd, '.mcp.json'), 'utf8')).toBe('{}')
     expect(readdirSync(join(home, 'sandbox-placeholders'))).toEqual([])
+    // The next keel's runtime start stopped the dead one's bridge; its own journal went with its reset.
+    await waitUntilGone(bridges)
+    expect(readdirSync(join(home, 'sandbox-bridges'))).toEqual([])
   },
 )
 
