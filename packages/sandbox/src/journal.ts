@@ -4,7 +4,7 @@
 import { readdir, readFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 
-export function alive(pid: number): boolean {
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true
