@@ -38,14 +38,27 @@ async function processOf(pid: number): Promise<{ parent: number; start: string; 
 
 const isBridge = (argv: string[]) => argv.some((word) => BRIDGE.test(word))
 
+/**
+ * The children of `pid`: from its threads' `children` lists (a read per thread, where reading every process's stat
+ * costs two reads per process running), else every process whose parent it is.
+ */
+async function childrenOf(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[])
+  const lists = await Promise.all(
+    tasks.map((task) => readFile(`/proc/${pid}/task/${task}/children`, 'utf8').catch(() => undefined)),
+  )
+  if (lists.some((list) => list !== undefined))
+    return lists.flatMap((list) => (list ?? '').split(' ').filter(Boolean).map(Number))
+  return (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number)
+}
+
 /** Writes this process's bridges down (Linux); call once the runtime has started. Never fails. */
 export async function recordBridges(): Promise<void> {
   if (process.platform !== 'linux') return
   try {
-    const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number)
     const found: Bridge[] = []
     await Promise.all(
-      pids.map(async (pid) => {
+      (await childrenOf(process.pid)).map(async (pid) => {
         const info = await processOf(pid)
         if (info?.parent === process.pid && isBridge(info.argv)) found.push({ pid, start: info.start })
       }),
