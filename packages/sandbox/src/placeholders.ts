@@ -10,7 +10,7 @@
 // `.claude` made but `.claude/commands` not, so it mounted a placeholder inside a folder it had made read-only, and
 // bwrap refused to start ("Can't create file at …/.claude/commands: Read-only file system").
 import { lstat, mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
-import { dirname, isAbsolute, join } from 'node:path'
+import { isAbsolute, join } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { splitQuoted } from './argv.ts'
 import { deadJournals } from './journal.ts'
@@ -53,16 +53,35 @@ interface Bind {
 }
 
 /**
- * Makes the mount point bwrap would make: an empty folder for a folder's bind, else an empty file. Only where the
- * folder holding it exists (the runtime's placeholders are the first missing part of a path); any failure leaves it
- * to bwrap, as before.
+ * Makes the mount points bwrap would make: an empty folder for a folder's bind, else an empty file, never a folder
+ * above it (the runtime's placeholders are the first missing part of a path). All at once, then again one by one for
+ * those whose folder was another one's placeholder; what still fails is left to bwrap, as before.
  */
-async function makeMountPoint({ source, target }: Bind): Promise<void> {
-  try {
-    await stat(dirname(target))
-    if ((await stat(source)).isDirectory()) await mkdir(target)
-    else await writeFile(target, '', { flag: 'wx' })
-  } catch {}
+async function makeMountPoints(binds: Bind[]): Promise<void> {
+  const folders = new Map<string, Promise<boolean>>()
+  const isFolder = (source: string) => {
+    let known = folders.get(source)
+    if (!known) {
+      known = stat(source).then(
+        (info) => info.isDirectory(),
+        () => false,
+      )
+      folders.set(source, known)
+    }
+    return known
+  }
+  const make = async ({ source, target }: Bind) => {
+    try {
+      if (await isFolder(source)) await mkdir(target)
+      else await writeFile(target, '', { flag: 'wx' })
+      return true
+    } catch {
+      return false
+    }
+  }
+  const made = await Promise.all(binds.map(make))
+  for (const bind of binds.filter((_, i) => !made[i]).sort((a, b) => a.target.length - b.target.length))
+    await make(bind)
 }
 
 /**
@@ -99,8 +118,8 @@ export async function recordPlaceholders(file: string, args: readonly string[]):
   journal.running++
   for (const path of paths) journal.paths.add(path)
   if (paths.length) await writeJournal()
-  // Parents before children (a folder's placeholder can hold another's), after the journal names them.
-  for (const bind of missing.sort((a, b) => a.target.length - b.target.length)) await makeMountPoint(bind)
+  // After the journal names them.
+  await makeMountPoints(missing)
   let released = false
   return async () => {
     if (released) return
