@@ -2,7 +2,7 @@
 // `whichSync` what `which` is asked (a program on PATH, one missing, one whose first match is not executable or is a
 // folder, a path with a slash, a missing path) is bundled twice, with and without the patch, and run with a `which`
 // of the test's own first on PATH that notes each call: both must give the same answers, and only the unpatched one
-// may spawn it.
+// may spawn it. And the bridge's sockets are looked for in short steps, as long in all.
 import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -69,6 +69,41 @@ test('the patched runtime finds what `which` finds, without spawning it', async 
   expect(plain.spawned).toHaveLength(ASKED.length)
   expect(patched.spawned).toEqual([])
 })
+
+test("the patched runtime looks for its bridge's sockets every 5 ms, for as long in all", async () => {
+  // A socat that never listens: both give up, after their own number of looks (0.6 s in all either way).
+  const socat = join(scratch, 'socat-that-never-listens')
+  writeFileSync(socat, '#!/bin/sh\nexec sleep 5\n')
+  chmodSync(socat, 0o755)
+  const entry = join(scratch, 'bridge.mjs')
+  writeFileSync(
+    entry,
+    `import { initializeLinuxNetworkBridge } from '@anthropic-ai/sandbox-runtime/dist/sandbox/linux-sandbox-utils.js'\n` +
+      `initializeLinuxNetworkBridge(1, 1, process.argv[2]).then(() => console.log('ready'), (e) => console.log(e.message))\n`,
+  )
+  const said: string[] = []
+  for (const patched of [false, true]) {
+    const outfile = join(scratch, patched ? 'bridge-patched.cjs' : 'bridge-plain.cjs')
+    await build({
+      entryPoints: [entry],
+      outfile,
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      nodePaths: [join(root, 'node_modules')],
+      logLevel: 'error',
+      plugins: patched ? [sandboxRuntimePatches] : [],
+    })
+    const run = spawnSync(process.execPath, [outfile, socat], { encoding: 'utf8', timeout: 20_000 })
+    expect(run.status, run.stderr).toBe(0)
+    said.push(run.stdout.trim())
+  }
+  expect(said).toEqual([
+    'Failed to create bridge sockets after 5 attempts',
+    'Failed to create bridge sockets after 121 attempts',
+  ])
+}, 60_000)
 
 test('a runtime the patch no longer fits fails the build', async () => {
   const fake = join(scratch, 'node_modules/@anthropic-ai/sandbox-runtime')
