@@ -139,14 +139,22 @@ export class SandboxService extends Service {
     })
   }
 
-  /** After the first command of a cached answer: the real probe, off every command's path; a no takes effect. */
-  private verify(): void {
+  /**
+   * The real probe for a cached answer: at once after a wrap that failed, else a while after the first command
+   * (right after it, its processes' start fell in the gap before the model's next request). A no takes effect.
+   */
+  private verify(soon: boolean): void {
     if (!this.unverified || this.disposed) return
     this.unverified = false
     const signal = this.verifying.signal
-    void this.probeNow(signal).then((status) => {
-      if (!status.available && !signal.aborted) this.probed = Promise.resolve(status)
-    })
+    const check = () => {
+      if (signal.aborted) return
+      void this.probeNow(signal).then((status) => {
+        if (!status.available && !signal.aborted) this.probed = Promise.resolve(status)
+      })
+    }
+    if (soon) check()
+    else setTimeout(check, VERIFY_AFTER_MS).unref()
   }
 
   /**
@@ -166,7 +174,7 @@ export class SandboxService extends Service {
       return await this.wrapNow(command, options)
     } catch (error) {
       // A cached yes that no longer holds can fail the wrap itself (the runtime finds a part missing).
-      this.verify()
+      this.verify(true)
       throw error
     }
   }
@@ -220,7 +228,7 @@ export class SandboxService extends Service {
     }
     commands.add(running)
     let disposed = false
-    const verify = () => this.verify()
+    const verify = () => this.verify(false)
     return {
       file: file!,
       args,
@@ -322,6 +330,9 @@ async function askHost(host: string, port: number | undefined): Promise<boolean 
     if (!entry.refused.some((r) => r.host === host && r.port === port)) entry.refused.push(refusal)
   return { allow: false, reason: answer.reason }
 }
+
+/** How long after the first command a cached probe answer is checked (a run that ends sooner checks nothing). */
+const VERIFY_AFTER_MS = 2000
 
 /** The wraps of the process, one after another (see placeholders.ts for why). */
 let wrapping: Promise<unknown> = Promise.resolve()
