@@ -3,7 +3,7 @@
 // stop: a Keel killed by SIGKILL leaves them running, orphaned, for good. So once the runtime has started, each
 // process writes its bridges (pid and start time, which a reused pid does not share) to a journal of its own under
 // $KEEL_HOME, and the next process to start the runtime stops those of dead processes that still run the same line.
-import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, readlink, realpath, rename, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { deadJournals } from './journal.ts'
@@ -79,6 +79,16 @@ export async function forgetBridges(): Promise<void> {
   await unlink(join(journalDir(), `${process.pid}.json`)).catch(() => {})
 }
 
+/** Whether `pid` runs the program this process runs (Node, for Keel). */
+async function sameProgram(pid: number): Promise<boolean> {
+  try {
+    const [theirs, ours] = await Promise.all([readlink(`/proc/${pid}/exe`), realpath(process.execPath)])
+    return theirs === ours
+  } catch {
+    return false
+  }
+}
+
 let swept: Promise<void> | undefined
 
 /**
@@ -101,6 +111,9 @@ async function sweep(dir: string): Promise<void> {
         if (!Number.isInteger(bridge.pid) || typeof bridge.start !== 'string') continue
         const info = await processOf(bridge.pid!)
         if (info?.start !== bridge.start || !isBridge(info.argv)) continue
+        // An orphan's parent is whatever reaps orphans here; a bridge whose parent runs this program belongs to a
+        // live Keel (a journal in $KEEL_HOME can name any pid: it is a hint, never an order to stop another's).
+        if (await sameProgram(info.parent)) continue
         try {
           process.kill(bridge.pid!, 'SIGTERM')
         } catch {}

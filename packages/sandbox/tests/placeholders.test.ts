@@ -16,6 +16,7 @@ import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
 import { alive, waitUntilGone } from '../../../test-support/processes.ts'
 import { HAS_BWRAP, IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
+import { sweepBridges } from '../src/bridges.ts'
 import { sweepPlaceholders } from '../src/placeholders.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -220,3 +221,40 @@ async function runWrapped(wrapped: WrappedCommand, cwd: string): Promise<{ code:
     await wrapped.dispose()
   }
 }
+
+test.runIf(process.platform === 'linux')(
+  "a dead process's journal stops an orphaned bridge, never one a live Keel's process runs or a reused pid",
+  async () => {
+    const line = 'UNIX-LISTEN:/tmp/claude-http-0123abcd.sock,fork,reuseaddr'
+    // One that looks like a bridge and whose parent is this (Node) process, as a live Keel's bridge is.
+    const owned = spawn('sh', ['-c', 'sleep 30; :', line], { stdio: 'ignore' })
+    // One orphaned: its parent shell has exited, so whatever reaps orphans is its parent now.
+    const orphan = Number(
+      spawnSync('sh', ['-c', `sh -c 'sleep 30; :' '${line}' >/dev/null 2>&1 & echo $!`], { encoding: 'utf8' }).stdout,
+    )
+    try {
+      await waitFor(() => alive(owned.pid!) && alive(orphan), 'the stand-ins')
+      const startOf = (pid: number) => {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!
+      }
+      const dir = mkdtempSync(join(scratch, 'bridges-'))
+      const bridges = [
+        { pid: owned.pid!, start: startOf(owned.pid!) },
+        { pid: orphan, start: startOf(orphan) },
+        // A pid whose start time is not the recorded one: another process now.
+        { pid: process.pid, start: '1' },
+      ]
+      writeFileSync(join(dir, `${deadPid()}.json`), JSON.stringify({ bridges }))
+      await sweepBridges(dir)
+      await waitUntilGone([orphan])
+      expect(alive(owned.pid!)).toBe(true)
+      expect(readdirSync(dir)).toEqual([])
+    } finally {
+      owned.kill('SIGKILL')
+      try {
+        process.kill(orphan, 'SIGKILL')
+      } catch {}
+    }
+  },
+)
