@@ -87,7 +87,10 @@ export class SandboxService extends Service {
   private probed: Promise<SandboxStatus> | undefined
   /** The probe's answer came from the cache: checked for real once the first command has run (see probe.ts). */
   private unverified = false
-  /** Stops a check for real still running when the plugin goes, so it never holds Keel's exit. */
+  /**
+   * Aborted when the plugin goes: no check for real starts after that, and one under way is let finish (its bwrap
+   * takes milliseconds; killed in the middle of its start it left the namespace's init behind, orphaned, for good).
+   */
   private readonly verifying = new AbortController()
   /** The runtime's code, loaded; what a wrap that can reach no host needs (see {@link wrap}). */
   private loading: Promise<Runtime> | undefined
@@ -132,9 +135,9 @@ export class SandboxService extends Service {
     return this.probed
   }
 
-  private probeNow(signal?: AbortSignal): Promise<SandboxStatus> {
-    return probe(signal).then((status) => {
-      if (!signal?.aborted) rememberProbe(status)
+  private probeNow(): Promise<SandboxStatus> {
+    return probe().then((status) => {
+      rememberProbe(status)
       return status
     })
   }
@@ -149,7 +152,7 @@ export class SandboxService extends Service {
     const signal = this.verifying.signal
     const check = () => {
       if (signal.aborted) return
-      void this.probeNow(signal).then((status) => {
+      void this.probeNow().then((status) => {
         if (!status.available && !signal.aborted) this.probed = Promise.resolve(status)
       })
     }

@@ -75,7 +75,7 @@ const HOW_TO_FIX =
   'install bubblewrap, socat and ripgrep (Debian: apt-get install bubblewrap socat ripgrep), or run with --mode yolo'
 
 /** The runtime's own dependency check (bwrap, socat, ripgrep), then a real namespace: containers often forbid them. */
-export async function probe(signal?: AbortSignal): Promise<SandboxStatus> {
+export async function probe(): Promise<SandboxStatus> {
   try {
     const { SandboxManager } = await import('@anthropic-ai/sandbox-runtime')
     if (!SandboxManager.isSupportedPlatform()) return { available: false, reason: `no sandbox for ${process.platform}` }
@@ -87,8 +87,8 @@ export async function probe(signal?: AbortSignal): Promise<SandboxStatus> {
         execFile(
           'bwrap',
           [
-            // Without it, a probe stopped midway (a timeout, a plugin disposed while it checks) leaves the namespace's
-            // own init behind, orphaned, for good.
+            // So that a bwrap whose parent goes takes its namespace with it. (One killed in the middle of its start,
+            // as its timeout does, can still leave the namespace's init behind, waiting on it.)
             '--die-with-parent',
             '--ro-bind',
             '/',
@@ -102,7 +102,7 @@ export async function probe(signal?: AbortSignal): Promise<SandboxStatus> {
             '/proc',
             'true',
           ],
-          { timeout: 10_000, ...(signal ? { signal } : {}) },
+          { timeout: 10_000 },
           (error, _out, stderr) => {
             done(error ? String(stderr).trim().split('\n')[0] || error.message : undefined)
           },
