@@ -29,14 +29,11 @@ chmodSync(join(first, 'sh'), 0o644)
 
 const ASKED = ['sh', 'bash', 'keel-no-such-program', 'shadowed-by-a-folder', '/bin/sh', '/no/such/file', first]
 
-async function runProbe(patched: boolean): Promise<{ answers: unknown[]; spawned: string[] }> {
-  const entry = join(scratch, 'probe.mjs')
-  writeFileSync(
-    entry,
-    `import { whichSync } from '@anthropic-ai/sandbox-runtime/dist/utils/which.js'\n` +
-      `console.log(JSON.stringify(${JSON.stringify(ASKED)}.map((bin) => whichSync(bin))))\n`,
-  )
-  const outfile = join(scratch, patched ? 'patched.cjs' : 'plain.cjs')
+/** Bundles `source` as `name`, with the patches or without, as CommonJS like the shipped bundle; the file. */
+async function bundled(name: string, source: string, patched: boolean): Promise<string> {
+  const entry = join(scratch, `${name}.mjs`)
+  writeFileSync(entry, source)
+  const outfile = join(scratch, `${name}-${patched ? 'patched' : 'plain'}.cjs`)
   await build({
     entryPoints: [entry],
     outfile,
@@ -48,6 +45,16 @@ async function runProbe(patched: boolean): Promise<{ answers: unknown[]; spawned
     logLevel: 'error',
     plugins: patched ? [sandboxRuntimePatches] : [],
   })
+  return outfile
+}
+
+async function runProbe(patched: boolean): Promise<{ answers: unknown[]; spawned: string[] }> {
+  const outfile = await bundled(
+    'which',
+    `import { whichSync } from '@anthropic-ai/sandbox-runtime/dist/utils/which.js'\n` +
+      `console.log(JSON.stringify(${JSON.stringify(ASKED)}.map((bin) => whichSync(bin))))\n`,
+    patched,
+  )
   rmSync(log, { force: true })
   const run = spawnSync(process.execPath, [outfile], {
     encoding: 'utf8',
@@ -75,26 +82,12 @@ test("the patched runtime looks for its bridge's sockets every 5 ms, for as long
   const socat = join(scratch, 'socat-that-never-listens')
   writeFileSync(socat, '#!/bin/sh\nexec sleep 5\n')
   chmodSync(socat, 0o755)
-  const entry = join(scratch, 'bridge.mjs')
-  writeFileSync(
-    entry,
+  const source =
     `import { initializeLinuxNetworkBridge } from '@anthropic-ai/sandbox-runtime/dist/sandbox/linux-sandbox-utils.js'\n` +
-      `initializeLinuxNetworkBridge(1, 1, process.argv[2]).then(() => console.log('ready'), (e) => console.log(e.message))\n`,
-  )
+    `initializeLinuxNetworkBridge(1, 1, process.argv[2]).then(() => console.log('ready'), (e) => console.log(e.message))\n`
   const said: string[] = []
   for (const patched of [false, true]) {
-    const outfile = join(scratch, patched ? 'bridge-patched.cjs' : 'bridge-plain.cjs')
-    await build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      format: 'cjs',
-      platform: 'node',
-      target: 'node20',
-      nodePaths: [join(root, 'node_modules')],
-      logLevel: 'error',
-      plugins: patched ? [sandboxRuntimePatches] : [],
-    })
+    const outfile = await bundled('bridge', source, patched)
     const run = spawnSync(process.execPath, [outfile, socat], { encoding: 'utf8', timeout: 20_000 })
     expect(run.status, run.stderr).toBe(0)
     said.push(run.stdout.trim())

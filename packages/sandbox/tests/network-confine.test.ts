@@ -12,6 +12,7 @@ import * as sandboxPlugin from '@keel/sandbox'
 import type { HostAnswer, SandboxedLevel, SandboxService, WrapOptions } from '@keel/sandbox'
 import { runCommand } from '@keel/shell'
 import { waitFor } from '../../../test-support/harness.ts'
+import { runWrapped } from './run-wrapped.ts'
 import { HAS_BWRAP, skipWithout } from '../../../test-support/system-tools.ts'
 
 const skip = skipWithout('bwrap', HAS_BWRAP, 'the real sandbox')
@@ -182,22 +183,11 @@ describe.skipIf(skip)('a connection is decided by the command that made it', () 
       const second = other.get('sandbox')!
       const asked: string[] = []
       hits = 0
-      const wrapped = await second.wrap(fetchCommand(), { cwd, level: 'workspace', network: yes('s2', asked) })
-      let text = ''
-      try {
-        await runCommand({
-          file: wrapped.file,
-          args: wrapped.args,
-          cwd,
-          timeoutMs: 60_000,
-          signal: new AbortController().signal,
-          onText: (t) => {
-            text += t
-          },
-        })
-      } finally {
-        await wrapped.dispose()
-      }
+      const { text } = await runWrapped(
+        await second.wrap(fetchCommand(), { cwd, level: 'workspace', network: yes('s2', asked) }),
+        cwd,
+        60_000,
+      )
       expect(asked).toEqual([`s2 localhost:${port}`])
       expect(text).toContain('hello-from-the-host')
       expect(hits).toBe(1)

@@ -10,13 +10,12 @@ import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterAll, expect, test } from 'vitest'
 import * as sandboxPlugin from '@keel/sandbox'
-import type { WrappedCommand } from '@keel/sandbox'
-import { runCommand } from '@keel/shell'
 import { startFakeProvider } from '../../../test-support/fake-provider.ts'
 import { waitFor } from '../../../test-support/harness.ts'
 import { alive, waitUntilGone } from '../../../test-support/processes.ts'
 import { HAS_BWRAP, IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { sweepBridges } from '../src/bridges.ts'
+import { runWrapped } from './run-wrapped.ts'
 import { sweepPlaceholders } from '../src/placeholders.ts'
 
 const root = join(import.meta.dirname, '../../..')
@@ -201,26 +200,6 @@ test.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the placeholders of overlappin
   },
   60_000,
 )
-
-async function runWrapped(wrapped: WrappedCommand, cwd: string): Promise<{ code: number | undefined; text: string }> {
-  let text = ''
-  try {
-    const outcome = await runCommand({
-      file: wrapped.file,
-      args: wrapped.args,
-      cwd,
-      timeoutMs: 30_000,
-      signal: new AbortController().signal,
-      onText(chunk) {
-        text += chunk
-      },
-      contained: true,
-    })
-    return { code: outcome.kind === 'exited' ? (outcome.code ?? undefined) : undefined, text }
-  } finally {
-    await wrapped.dispose()
-  }
-}
 
 test.runIf(process.platform === 'linux')(
   "a dead process's journal stops an orphaned bridge, never one a live Keel's process runs or a reused pid",

@@ -9,9 +9,9 @@ import { Context } from 'cordis'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import * as sandboxPlugin from '@keel/sandbox'
 import type { SandboxService } from '@keel/sandbox'
-import { runCommand } from '@keel/shell'
 import { waitFor } from '../../../test-support/harness.ts'
 import { HAS_BWRAP, skipWithout } from '../../../test-support/system-tools.ts'
+import { runWrapped } from './run-wrapped.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-probe-'))
 const bin = join(scratch, 'bin')
@@ -54,24 +54,7 @@ function probes(): number {
 
 /** Runs `echo hi` in the workspace sandbox; its exit code and output. */
 async function echo(sandbox: SandboxService): Promise<{ code: number | undefined; text: string }> {
-  const wrapped = await sandbox.wrap('echo hi', { cwd: scratch, level: 'workspace' })
-  let text = ''
-  try {
-    const outcome = await runCommand({
-      file: wrapped.file,
-      args: wrapped.args,
-      cwd: scratch,
-      timeoutMs: 30_000,
-      signal: new AbortController().signal,
-      onText(chunk) {
-        text += chunk
-      },
-      contained: true,
-    })
-    return { code: outcome.kind === 'exited' ? (outcome.code ?? undefined) : undefined, text }
-  } finally {
-    await wrapped.dispose()
-  }
+  return runWrapped(await sandbox.wrap('echo hi', { cwd: scratch, level: 'workspace' }), scratch)
 }
 
 describe.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the sandbox probe cache tests'))(
