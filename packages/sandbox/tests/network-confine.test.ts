@@ -57,22 +57,8 @@ function yes(key: string, asked: string[]): NonNullable<WrapOptions['network']> 
 /** Runs `command` sandboxed to its end. */
 async function run(command: string, level: SandboxedLevel, network?: WrapOptions['network']) {
   const wrapped = await service.wrap(command, { cwd, level, ...(network ? { network } : {}) })
-  let text = ''
-  try {
-    const outcome = await runCommand({
-      file: wrapped.file,
-      args: wrapped.args,
-      cwd,
-      timeoutMs: 60_000,
-      signal: new AbortController().signal,
-      onText: (t) => {
-        text += t
-      },
-    })
-    return { outcome, text, refused: [...wrapped.refused] }
-  } finally {
-    await wrapped.dispose()
-  }
+  const { text } = await runWrapped(wrapped, cwd, 60_000)
+  return { text, refused: [...wrapped.refused] }
 }
 
 /** A command kept running (it connects nowhere) until the returned stop is called; an asking workspace one by default. */
