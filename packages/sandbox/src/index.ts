@@ -217,7 +217,7 @@ export class SandboxService extends Service {
       // Without the runtime's shells in front of bwrap and of its seccomp helper: the same programs, arguments and
       // environment, two bash starts fewer (see argv.ts).
       const [file, ...args] = directArgv(argv)
-      return { guarded, commandId, file: file!, args, released: await recordPlaceholders(file!, args) }
+      return { guarded, commandId, file: file!, args, released: await recordPlaceholders(file!, args, allowWrite) }
     })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {

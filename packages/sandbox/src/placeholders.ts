@@ -9,8 +9,8 @@
 // one's bwrap was making them (two `bash` calls of one step, a background job and the next command) saw half of them:
 // `.claude` made but `.claude/commands` not, so it mounted a placeholder inside a folder it had made read-only, and
 // bwrap refused to start ("Can't create file at …/.claude/commands: Read-only file system").
-import { lstat, mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
-import { isAbsolute, join } from 'node:path'
+import { lstat, mkdir, readdir, readFile, realpath, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
+import { dirname, isAbsolute, join, sep } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { splitQuoted } from './argv.ts'
 import { deadJournals } from './journal.ts'
@@ -55,9 +55,19 @@ interface Bind {
 /**
  * Makes the mount points bwrap would make: an empty folder for a folder's bind, else an empty file, never a folder
  * above it (the runtime's placeholders are the first missing part of a path). All at once, then again one by one for
- * those whose folder was another one's placeholder; what still fails is left to bwrap, as before.
+ * those whose folder was another one's placeholder; what still fails is left to bwrap, as before. Only where the
+ * folder that holds it, links resolved, lies in `writable` (what the command may write itself): a link in the
+ * project can point the runtime's target anywhere, and Keel writes with the person's rights, not the sandbox's.
  */
-async function makeMountPoints(binds: Bind[]): Promise<void> {
+async function makeMountPoints(binds: Bind[], writable: readonly string[]): Promise<void> {
+  const roots = await Promise.all(writable.map((root) => realpath(root).catch(() => undefined)))
+  const inside = async (target: string) => {
+    const folder = await realpath(dirname(target)).catch(() => undefined)
+    return (
+      folder !== undefined &&
+      roots.some((root) => root !== undefined && (folder === root || folder.startsWith(`${root}${sep}`)))
+    )
+  }
   const folders = new Map<string, Promise<boolean>>()
   const isFolder = (source: string) => {
     let known = folders.get(source)
@@ -72,6 +82,7 @@ async function makeMountPoints(binds: Bind[]): Promise<void> {
   }
   const make = async ({ source, target }: Bind) => {
     try {
+      if (!(await inside(target))) return true
       if (await isFolder(source)) await mkdir(target)
       else await writeFile(target, '', { flag: 'wx' })
       return true
@@ -112,14 +123,18 @@ function writeJournal(): Promise<void> {
  * Records the placeholders bwrap would make for the command about to be spawned, then makes them; the returned
  * function, called once the runtime has cleaned up after it, takes them off the journal again.
  */
-export async function recordPlaceholders(file: string, args: readonly string[]): Promise<() => Promise<void>> {
+export async function recordPlaceholders(
+  file: string,
+  args: readonly string[],
+  writable: readonly string[],
+): Promise<() => Promise<void>> {
   const missing = await missingTargets(file, args)
   const paths = missing.map((bind) => bind.target)
   journal.running++
   for (const path of paths) journal.paths.add(path)
   if (paths.length) await writeJournal()
   // After the journal names them.
-  await makeMountPoints(missing)
+  await makeMountPoints(missing, writable)
   let released = false
   return async () => {
     if (released) return

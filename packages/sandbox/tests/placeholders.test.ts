@@ -4,7 +4,17 @@
 // a journal under $KEEL_HOME before spawning (src/placeholders.ts), and the next process to load the sandbox removes
 // what a dead one left that is still an empty placeholder.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -16,7 +26,7 @@ import { alive, waitUntilGone } from '../../../test-support/processes.ts'
 import { HAS_BWRAP, IN_CI, skipWithout } from '../../../test-support/system-tools.ts'
 import { sweepBridges } from '../src/bridges.ts'
 import { runWrapped } from './run-wrapped.ts'
-import { sweepPlaceholders } from '../src/placeholders.ts'
+import { recordPlaceholders, sweepPlaceholders } from '../src/placeholders.ts'
 
 const root = join(import.meta.dirname, '../../..')
 const scratch = mkdtempSync(join(homedir(), '.keel-placeholders-test-'))
@@ -237,3 +247,20 @@ test.runIf(process.platform === 'linux')(
     }
   },
 )
+
+test('Keel makes a mount point only where the command could write it itself, links resolved', async () => {
+  const cwd = mkdtempSync(join(scratch, 'confined-'))
+  const outside = mkdtempSync(join(scratch, 'outside-'))
+  mkdirSync(join(cwd, 'real'))
+  symlinkSync(outside, join(cwd, 'linked'))
+  const args = ['--ro-bind', '/dev/null', join(cwd, 'real', '.bashrc')]
+  args.push('--ro-bind', '/dev/null', join(cwd, 'linked', '.bashrc'), '--ro-bind', '/dev/null', join(outside, '.envrc'))
+  const release = await recordPlaceholders('/usr/bin/bwrap', [...args, '--', 'true'], [cwd])
+  try {
+    expect(readdirSync(join(cwd, 'real'))).toEqual(['.bashrc'])
+    // Through the link, and outside: left to bwrap, which makes them inside the sandbox only where it may.
+    expect(readdirSync(outside)).toEqual([])
+  } finally {
+    await release()
+  }
+})
