@@ -264,3 +264,16 @@ test('Keel makes a mount point only where the command could write it itself, lin
     await release()
   }
 })
+
+test.runIf(process.platform !== 'win32')(
+  "a FIFO or a huge file in a journal's place holds neither sweep",
+  async () => {
+    const dir = mkdtempSync(join(scratch, 'fifo-'))
+    spawnSync('mkfifo', [join(dir, `${deadPid()}.json`)])
+    writeFileSync(join(dir, `${deadPid()}.json`), `{"paths":["${'x'.repeat(2 * 1024 * 1024)}"]}`)
+    await sweepPlaceholders(dir)
+    await sweepBridges(dir)
+    expect(readdirSync(dir)).toEqual([])
+  },
+  10_000,
+)
