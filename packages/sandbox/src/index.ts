@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, relative, sep } from 'node:path'
 import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { directArgv } from './argv.ts'
+import { diskState } from './disk-state.ts'
+import { oneAtATime } from './mount-points.ts'
 import { forgetBridges, recordBridges, sweepBridges } from './bridges.ts'
 import { cachedProbe, probe, rememberProbe, type SandboxStatus } from './probe.ts'
 import { which } from './which.ts'
@@ -77,6 +79,73 @@ interface Running {
 }
 
 type Runtime = typeof import('@anthropic-ai/sandbox-runtime')['SandboxManager']
+
+/** A sandbox wrapped ahead of the command it will run (see `SandboxService.prepare`). */
+export interface PreparedSandbox {
+  /** What to spawn, with a pipe for stdin: the shell it starts reads the command from there, to its end. */
+  file: string
+  args: string[]
+  contained: boolean
+  /**
+   * Whether a wrap made now would be this one: the same paths protected and unreadable, nothing on disk under or
+   * above them changed since (see disk-state.ts), the proxy as it was. False once taken or disposed.
+   */
+  current(): Promise<boolean>
+  /** The sandbox becomes its command's: it counts as running from here, and a host it meets is asked of `network`. */
+  take(network?: WrapOptions['network']): WrappedCommand
+  /** Not taken after all: what it holds goes (call once its process has exited). */
+  dispose(): Promise<void>
+}
+
+/** A wrap made, not yet counted as running. */
+interface Made {
+  wrapped: WrappedCommand
+  /** The wrap's decisions (see {@link decide}) and the disk under them when it was made. */
+  key: string
+  state: string
+  proxied: boolean
+  runtime: { proxied(): boolean }
+  take(network: WrapOptions['network']): void
+}
+
+/**
+ * What a prepared sandbox's shell runs: the command read from stdin, then `bash -c` of it as the runtime's line would
+ * run it (the same shell, `$0`, and a script parsed as it runs), with stdin at its end like an unprepared command's.
+ * `cat`, not `read`: bash's `read` takes a pipe one byte per call, and a command may be a long heredoc.
+ */
+const PREPARED_SHELL = '__keel_command=$(cat) && exec "$BASH" -c "$__keel_command" </dev/null'
+
+function proxiedBy(runtime: Runtime): boolean {
+  return runtime.getLinuxHttpSocketPath() !== undefined || runtime.getProxyPort() !== undefined
+}
+
+/** What a wrap for `options` decides from the disk: what it may write, what it must not write or read, what it may reach. */
+interface Decided {
+  allowWrite: string[]
+  denyWrite: string[]
+  denyRead: string[]
+  undo: string[]
+  /** All of it, as one string a later wrap's can be compared with. */
+  key: string
+  /** Every path the wrap names, whose identity on disk its mounts depend on. */
+  paths: string[]
+}
+
+async function decide(options: WrapOptions, domains: readonly string[]): Promise<Decided> {
+  const workspace = options.level === 'workspace'
+  const allowWrite = workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : []
+  const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
+  const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
+  const denyRead = unreadableTargets()
+  return {
+    allowWrite,
+    denyWrite,
+    denyRead,
+    undo: guarded.undo,
+    key: JSON.stringify([allowWrite, denyWrite, denyRead, guarded.undo, domains]),
+    paths: [...allowWrite, ...denyWrite, ...denyRead, ...guarded.undo],
+  }
+}
 
 /**
  * `ctx.sandbox`: runs a command under @anthropic-ai/sandbox-runtime (bubblewrap and socat on Linux, Seatbelt on
@@ -183,13 +252,52 @@ export class SandboxService extends Service {
   }
 
   private async wrapNow(command: string, options: WrapOptions): Promise<WrappedCommand> {
+    const made = await this.make(command, options)
+    made.take(options.network)
+    return made.wrapped
+  }
+
+  /**
+   * A sandbox made before its command is known: its shell reads the command from its stdin, runs it as `bash -c`
+   * would, with stdin then at its end. Spawned while the model writes the next call, it takes a sandboxed command's
+   * set-up (the wrap, bwrap's namespaces and mounts, the relays) off the call (see `Spares` in @keel/shell). It
+   * counts as running only once taken; until then no host is asked of it. Used at most once.
+   */
+  async prepare(options: WrapOptions): Promise<PreparedSandbox> {
+    const made = await this.make(PREPARED_SHELL, options)
+    let taken = false
+    return {
+      file: made.wrapped.file,
+      args: made.wrapped.args,
+      contained: made.wrapped.contained,
+      current: async () => {
+        if (taken || this.disposed) return false
+        const now = await decide(options, this.domainsOf(options))
+        return now.key === made.key && made.proxied === made.runtime.proxied() && diskState(now.paths) === made.state
+      },
+      take: (network) => {
+        if (taken) throw new Error('a prepared sandbox runs one command')
+        taken = true
+        made.take(network)
+        return made.wrapped
+      },
+      dispose: () => made.wrapped.dispose(),
+    }
+  }
+
+  private domainsOf(options: WrapOptions): string[] {
+    return options.level === 'workspace' ? (options.allowedDomains ?? this.config.allowedDomains) : []
+  }
+
+  /** The wrap of `command` for `options`, not yet counted as running (`take` does that). */
+  private async make(command: string, options: WrapOptions): Promise<Made> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
     // bwrap mounts a fresh /dev in every sandbox, so a folder under it would not be there for the command to run in.
     if (underDev(options.cwd))
       throw new Error(`${options.cwd} is under /dev, which the sandbox replaces with its own; run Keel from elsewhere`)
     const workspace = options.level === 'workspace'
-    const domains = workspace ? (options.allowedDomains ?? this.config.allowedDomains) : []
+    const domains = this.domainsOf(options)
     // A command that can reach no host (read-only, or no list and no one to ask) needs neither the proxy nor the
     // relays to it: wrapped by a runtime that is configured but was never started, it gets `--unshare-net` alone, no
     // socat (about a third of a sandboxed call) and no bridge to start. Once the runtime is initialised for a command
@@ -198,15 +306,14 @@ export class SandboxService extends Service {
     const runtime = reaches ? await this.started() : await this.loaded()
     // A start that failed leaves the runtime with no config, and a wrap with none would scan the process's cwd again.
     if (!runtime.getConfig()) runtime.updateConfig(baseConfig())
-    const allowWrite = workspace ? [options.cwd, options.tmpdir ?? tmpdir()] : []
     // One wrap at a time, each with its placeholders made before the next looks at the disk (see placeholders.ts).
-    const { guarded, commandId, file, args, released } = await oneAtATime(async () => {
+    const { decided, commandId, file, args, released, state } = await oneAtATime(async () => {
       // Both lists come from this session's cwd on every wrap: the runtime's own list of always-denied files was
       // computed for the process's cwd, which is not the session's under --cwd, in ACP, or with serve --all.
-      const guarded = workspace ? await guard(options.cwd, allowWrite) : { deny: [], undo: [] }
-      const denyWrite = [...guarded.deny, ...(workspace ? SHARED_TEMPS.filter((dir) => existsSync(dir)) : [])]
+      const decided = await decide(options, domains)
+      const { allowWrite, denyWrite, denyRead } = decided
       const custom: Partial<SandboxRuntimeConfig> = {
-        filesystem: { denyRead: unreadableTargets(), allowWrite, denyWrite },
+        filesystem: { denyRead, allowWrite, denyWrite },
         network: { allowedDomains: [], deniedDomains: [] },
       }
       // The runtime points TMPDIR at its own shared folder; the session's private one replaces it.
@@ -217,22 +324,23 @@ export class SandboxService extends Service {
       // Without the runtime's shells in front of bwrap and of its seccomp helper: the same programs, arguments and
       // environment, two bash starts fewer (see argv.ts).
       const [file, ...args] = directArgv(argv)
-      return { guarded, commandId, file: file!, args, released: await recordPlaceholders(file!, args, allowWrite) }
+      const released = await recordPlaceholders(file!, args, allowWrite)
+      // After the placeholders: they are what the binds were made on.
+      return { decided, commandId, file: file!, args, released, state: diskState(decided.paths) }
     })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {
-      network: workspace ? options.network : undefined,
+      network: undefined,
       // Read after the wrap: one made while a start was under way waited for it and has the relays. A read-only
       // command wrapped by a started runtime has them too (its one state decides for every wrap).
-      proxied: runtime.getLinuxHttpSocketPath() !== undefined || runtime.getProxyPort() !== undefined,
+      proxied: proxiedBy(runtime),
       refused: [],
       answers: new Map(),
       ended: new AbortController(),
     }
-    commands.add(running)
     let disposed = false
     const verify = () => this.verify(false)
-    return {
+    const wrapped: WrappedCommand = {
       file: file!,
       args,
       refused: running.refused,
@@ -245,9 +353,21 @@ export class SandboxService extends Service {
         if (domains.length) runtime.unregisterCommandNetworkLists(commandId)
         runtime.cleanupAfterCommand()
         // A protected file that could not be mounted over and that the command created goes again.
-        for (const path of guarded.undo) rmSync(path, { force: true, recursive: true })
+        for (const path of decided.undo) rmSync(path, { force: true, recursive: true })
         await released()
         verify()
+      },
+    }
+    return {
+      wrapped,
+      key: decided.key,
+      state,
+      proxied: running.proxied,
+      runtime: { proxied: () => proxiedBy(runtime) },
+      take(network) {
+        if (disposed) throw new Error('the sandbox was disposed before its command came')
+        running.network = workspace ? network : undefined
+        commands.add(running)
       },
     }
   }
@@ -336,15 +456,6 @@ async function askHost(host: string, port: number | undefined): Promise<boolean 
 
 /** How long after the first command a cached probe answer is checked (a run that ends sooner checks nothing). */
 const VERIFY_AFTER_MS = 2000
-
-/** The wraps of the process, one after another (see placeholders.ts for why). */
-let wrapping: Promise<unknown> = Promise.resolve()
-
-function oneAtATime<T>(make: () => Promise<T>): Promise<T> {
-  const next = wrapping.then(make)
-  wrapping = next.catch(() => {})
-  return next
-}
 
 /** The last plugin's reset of the runtime, which a start waits for: the runtime's state is one per process. */
 let resetting: Promise<void> = Promise.resolve()

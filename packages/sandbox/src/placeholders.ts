@@ -14,6 +14,7 @@ import { dirname, isAbsolute, join, sep } from 'node:path'
 import { keelHome } from '@keel/session/paths'
 import { splitQuoted } from './argv.ts'
 import { deadJournals } from './journal.ts'
+import { points } from './mount-points.ts'
 
 /** bwrap's options that mount `<src>` on `<dest>`, creating `dest` when it is missing. */
 const BINDS = new Set(['--bind', '--bind-try', '--ro-bind', '--ro-bind-try', '--dev-bind', '--dev-bind-try'])
@@ -99,7 +100,7 @@ async function makeMountPoints(binds: Bind[], writable: readonly string[]): Prom
  * This process's journal: the placeholders of every command wrapped since none was running. The runtime removes
  * them only once its last running command is cleaned up, so the journal goes at that moment too.
  */
-const journal = { paths: new Set<string>(), running: 0, writes: Promise.resolve() }
+const journal = { paths: points, running: 0, writes: Promise.resolve() }
 
 function writeJournal(): Promise<void> {
   const dir = journalDir()
