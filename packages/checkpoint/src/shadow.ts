@@ -22,6 +22,7 @@ import {
 import { lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
+import { mountPoints, mountPointsNow } from '@keel/sandbox/mount-points'
 import { cwdSlug, sessionsRoot } from '@keel/session/paths'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
@@ -119,7 +120,12 @@ function anchored(path: string): string {
  * an ignored folder that an exclude item names from its first character, so the item must start with a wildcard.
  */
 function excluded(path: string): string {
-  return `:(exclude,glob)\\${path[0]}${path.slice(1).replace(/[*?[\]\\]/g, '\\$&')}/**`
+  return `${excludedPath(path)}/**`
+}
+
+/** An exclude pathspec for exactly the file `path` (its first character escaped, as {@link excluded} says). */
+function excludedPath(path: string): string {
+  return `:(exclude,glob)\\${path[0]}${path.slice(1).replace(/[*?[\]\\]/g, '\\$&')}`
 }
 
 /** Whether the person's git would convert the project's files on `git add` (autocrlf, an attributes file). */
@@ -380,11 +386,22 @@ export class Shadow {
     return existsSync(join(this.gitDir, 'index'))
   }
 
-  /** Stages the work tree into `index` (a stat cache: only files whose stat data changed are read). */
+  /**
+   * Stages the work tree into `index` (a stat cache: only files whose stat data changed are read). A running sandbox's
+   * mount points for missing protected files (an empty `.bashrc`, `.mcp.json`…) are not the person's: left out, so a
+   * rewind never brings them back as files.
+   */
   async add(index = 'index'): Promise<void> {
-    await retryOnLock(join(this.gitDir, `${index}.lock`), () =>
-      git(this.env(index), ['add', '-A', '--ignore-errors', ...this.pathspec()]),
+    const lock = join(this.gitDir, `${index}.lock`)
+    const inTree = (points: Iterable<string>) => [...points].flatMap((path) => inside(this.cwd, path) ?? [])
+    const before = await mountPoints()
+    await retryOnLock(lock, () =>
+      git(this.env(index), ['add', '-A', '--ignore-errors', ...this.pathspec(), ...inTree(before).map(excludedPath)]),
     )
+    // A sandbox wrapped during the walk made mount points it may have read: they come out of the index again.
+    const late = inTree([...mountPointsNow()].filter((path) => !before.has(path)))
+    if (late.length)
+      await retryOnLock(lock, () => git(this.env(index), ['update-index', '--force-remove', '--', ...late]))
   }
 
   /** Per index, the tree of its content as it was when `write-tree` last ran, by the index's checksum. */
