@@ -5,7 +5,8 @@ import { commandEnv } from './env.ts'
 import type { Jobs } from './jobs.ts'
 import { CappedOutput } from './output.ts'
 import { leftoverCount, withLeftoverCount } from './leftovers.ts'
-import { runCommand, type RunOutcome } from './run.ts'
+import { prepareShell, runCommand, type RunOutcome } from './run.ts'
+import type { Spares, TakenSpare } from './spares.ts'
 import { SessionTemps } from './temp.ts'
 
 const Parameters = Type.Object(
@@ -56,6 +57,7 @@ export function bashTool(
   sandbox: SandboxSource = () => undefined,
   temps: SessionTemps = new SessionTemps(),
   jobs?: Jobs,
+  spares?: Spares,
 ) {
   return defineTool({
     name: 'bash',
@@ -68,7 +70,10 @@ export function bashTool(
       const output = new CappedOutput(config.outputHead, config.outputTail)
       const cwd = exec.agent?.cwd ?? process.cwd()
       const tmp = temps.of(exec.agent?.id ?? 'default')
+      const env = commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
       let wrapped: WrappedCommand | undefined
+      let spare: TakenSpare | undefined
+      let nextSpare: (() => void) | undefined
       if (exec.sandbox === 'workspace' || exec.sandbox === 'read-only') {
         // Asked to contain the command: it runs in the sandbox or not at all, never unsandboxed.
         const service = sandbox()
@@ -86,12 +91,33 @@ export function bashTool(
           // A host no allow list names is asked about through the permission policy, by this call's session.
           const session = exec.agent?.session
           const key = session?.header.parent?.sessionId ?? session?.id ?? 'default'
-          wrapped = await service.wrap(args.background ? args.command : withLeftoverCount(args.command), {
+          const options = {
             cwd,
             level: exec.sandbox,
             tmpdir: tmp,
             ...(exec.network ? { network: { key, ask: exec.network } } : {}),
-          })
+          }
+          // A foreground command of a turn runs in a sandbox started for it after the turn's last one, if that still
+          // fits, and leaves one for the next (see spares.ts: none outside a turn).
+          const spareKey =
+            spares && session && !args.background && typeof service.prepare === 'function'
+              ? JSON.stringify([session.id, cwd, exec.sandbox, tmp, exec.network !== undefined, env])
+              : undefined
+          spare = spareKey ? await spares!.take(spareKey) : undefined
+          wrapped = spare
+            ? spare.sandbox.take(options.network)
+            : await service.wrap(args.background ? args.command : withLeftoverCount(args.command), options)
+          if (spareKey && session)
+            nextSpare = () =>
+              spares!.prepare({
+                key: spareKey,
+                session: session.id,
+                make: async () => {
+                  const sandbox = await service.prepare(options)
+                  const shell = prepareShell({ file: sandbox.file, args: sandbox.args, cwd, env, onReport: () => {} })
+                  return { sandbox, shell }
+                },
+              })
         } catch (error) {
           return {
             isError: true,
@@ -104,7 +130,6 @@ export function bashTool(
           }
         }
       }
-      const env = commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
       if (args.background) {
         const session = exec.agent?.session
         const fail = (text: string) => {
@@ -128,27 +153,32 @@ export function bashTool(
       let outcome: RunOutcome
       let report = ''
       try {
-        outcome = await runCommand({
-          file: wrapped?.file ?? 'bash',
-          args: wrapped?.args ?? ['-c', args.command],
-          cwd,
-          env,
-          timeoutMs: timeoutSeconds * 1000,
-          signal: exec.signal,
-          onText: (text) => {
-            output.push(text)
-            exec.onUpdate?.(text)
+        outcome = await runCommand(
+          {
+            file: wrapped?.file ?? 'bash',
+            args: wrapped?.args ?? ['-c', args.command],
+            cwd,
+            env,
+            timeoutMs: timeoutSeconds * 1000,
+            signal: exec.signal,
+            onText: (text) => {
+              output.push(text)
+              exec.onUpdate?.(text)
+            },
+            ...(wrapped
+              ? {
+                  onReport: (text: string) => {
+                    report += text
+                  },
+                  contained: wrapped.contained,
+                }
+              : {}),
           },
-          ...(wrapped
-            ? {
-                onReport: (text: string) => {
-                  report += text
-                },
-                contained: wrapped.contained,
-              }
-            : {}),
-        })
+          spare ? { shell: spare.shell, input: withLeftoverCount(args.command) } : undefined,
+        )
       } finally {
+        // Before this one's wrap goes: the placeholders it shares with the next stay on disk rather than go and return.
+        if (!exec.signal.aborted) nextSpare?.()
         await wrapped?.dispose().catch(() => {})
       }
       if (outcome.kind === 'spawn-error')

@@ -5,6 +5,7 @@ import { bashTool } from './bash.ts'
 import type { Config } from './config.ts'
 import { Jobs } from './jobs.ts'
 import { jobKillTool, jobOutputTool } from './job-tools.ts'
+import { Spares } from './spares.ts'
 import { SessionTemps } from './temp.ts'
 
 export { bashTool, statusText, type SandboxSource } from './bash.ts'
@@ -28,25 +29,39 @@ export function apply(ctx: Context, config: Config): void {
   // Jobs die with their session, on a rewind of it, and with the plugin (Keel shutting down); the exit hook of
   // reap.ts covers a process that exits without disposing.
   ctx.on('dispose', () => jobs.endAll('shutdown'))
-  ctx.on('session/closed', (session) => void jobs.endSession(session, 'session-end'))
+  // A sandbox started for a session's next command lives for its turn (see spares.ts).
+  const spares = new Spares()
+  ctx.on('dispose', () => spares.close())
+  ctx.on('session/closed', (session) => {
+    void jobs.endSession(session, 'session-end')
+    void spares.forget(session.id)
+  })
+
   // The model is reasoning, or has started writing a tool call: a turn that uses tools is the one that runs
   // commands, and its first `bash` often comes a step or two later (a plan first), so the sandbox is got ready from
   // the first call of any tool, with the rest of the answer and those steps as its time. Not at the turn's start: its
   // request is not out yet then, and a turn the model answers with text alone never needs the sandbox (its code
   // alone is tens of ms to load).
-  ctx.on('agent/delta', (_agent, delta) => {
+  ctx.on('agent/delta', (agent, delta) => {
     if (delta.kind === 'reasoning' || delta.kind === 'tool-input') warmSandbox(ctx)
+    // The first delta of a call names its tool.
+    if (delta.kind === 'tool-input' && delta.name === 'bash') spares.warm(agent.session.id)
   })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
     // After this event is published: its `job/kill` events cannot be appended from inside its listeners.
-    if ((event.type as string) === 'checkpoint/restore') queueMicrotask(() => void jobs.endSession(session, 'rewind'))
+    if ((event.type as string) === 'checkpoint/restore') {
+      queueMicrotask(() => void jobs.endSession(session, 'rewind'))
+      void spares.drop(session.id)
+    }
+    if (event.type === 'turn/start') spares.begin(session.id)
+    if (event.type === 'turn/end') void spares.end(session.id)
   })
   ctx.inject(['invariants'], (ctx) => {
     ctx.invariants.allowBetweenTurns('job/exit')
     ctx.invariants.allowBetweenTurns('job/kill')
   })
-  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs))
+  ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs, spares))
   ctx.tools.register(jobOutputTool(jobs))
   ctx.tools.register(jobKillTool(jobs))
 }

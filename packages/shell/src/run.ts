@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { StringDecoder } from 'node:string_decoder'
 import type { Readable } from 'node:stream'
 import { killCall, newMarkerVariable, track, type CallMark } from './reap.ts'
@@ -30,6 +30,60 @@ export interface RunOptions {
   contained?: boolean
 }
 
+/**
+ * A shell spawned before its command is known (a prepared sandbox's, see spares.ts): its stdin is a pipe, and the
+ * command is written there when the call comes. Until then its output waits in its pipes.
+ */
+export interface PreparedShell {
+  readonly child: ChildProcess
+  readonly mark: CallMark | undefined
+  /** Whether it exited before its command came: there is nothing left to run the command in. */
+  exited(): boolean
+  /** Kills what it started and resolves once it has exited (for a spare no command took). */
+  kill(): Promise<void>
+}
+
+/** Spawns `file args` as runCommand would, its stdin a pipe, to wait for the command `runCommand` gives it. */
+export function prepareShell(options: Pick<RunOptions, 'file' | 'args' | 'cwd' | 'env' | 'onReport'>): PreparedShell {
+  const variable = newMarkerVariable()
+  const child = spawn(options.file, options.args, {
+    cwd: options.cwd,
+    detached: true,
+    stdio: options.onReport ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+    env: { ...(options.env ?? process.env), [variable]: '1' },
+  })
+  const mark = child.pid === undefined ? undefined : { pgid: child.pid, variable, spawnedAt: Date.now() }
+  const untrack = mark ? track(mark) : () => {}
+  let gone = false
+  const exit = new Promise<void>((done) => {
+    child.on('exit', () => {
+      gone = true
+      done()
+    })
+    child.on('error', () => {
+      if (child.pid === undefined) {
+        gone = true
+        done()
+      }
+    })
+  })
+  child.stdin?.on('error', () => {})
+  void exit.then(untrack)
+  return {
+    child,
+    mark,
+    exited: () => gone || child.exitCode !== null || child.signalCode !== null,
+    async kill() {
+      if (mark && !gone)
+        try {
+          process.kill(-mark.pgid, 'SIGKILL')
+        } catch {}
+      for (const stream of child.stdio) stream?.destroy()
+      await exit
+    },
+  }
+}
+
 export type RunOutcome =
   | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; leftovers: number | 'some'; seconds: number }
   | { kind: 'timeout'; seconds: number }
@@ -44,28 +98,37 @@ const REAP_GRACE_MS = 2000
  * Whatever the command left running (background jobs, processes that escaped the group) is killed at that point,
  * and reading stops after a short drain even if something still holds the pipes open.
  */
-export function runCommand(options: RunOptions): Promise<RunOutcome> {
+export function runCommand(
+  options: RunOptions,
+  prepared?: { shell: PreparedShell; input: string },
+): Promise<RunOutcome> {
   const started = Date.now()
   const seconds = () => (Date.now() - started) / 1000
   const variable = newMarkerVariable()
   return new Promise((resolve) => {
-    let child
-    try {
-      child = spawn(options.file, options.args, {
-        cwd: options.cwd,
-        detached: true,
-        stdio: options.onReport ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
-        env: { ...(options.env ?? process.env), [variable]: '1' },
-      })
-    } catch (error) {
-      resolve({ kind: 'spawn-error', message: (error as Error).message })
-      return
-    }
+    let child: ChildProcess
     let mark: CallMark | undefined
     let untrack = () => {}
-    if (child.pid !== undefined) {
-      mark = { pgid: child.pid, variable, spawnedAt: started }
-      untrack = track(mark)
+    if (prepared) {
+      // Tracked since it was spawned (prepareShell), and untracked once it exits.
+      ;({ child, mark } = prepared.shell)
+      child.stdin?.end(prepared.input)
+    } else {
+      try {
+        child = spawn(options.file, options.args, {
+          cwd: options.cwd,
+          detached: true,
+          stdio: options.onReport ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+          env: { ...(options.env ?? process.env), [variable]: '1' },
+        })
+      } catch (error) {
+        resolve({ kind: 'spawn-error', message: (error as Error).message })
+        return
+      }
+      if (child.pid !== undefined) {
+        mark = { pgid: child.pid, variable, spawnedAt: started }
+        untrack = track(mark)
+      }
     }
     let ending: 'timeout' | 'cancelled' | undefined
     let settled = false

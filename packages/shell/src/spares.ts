@@ -1,0 +1,115 @@
+// A sandboxed `bash` call used to spend most of its time before the command began: the runtime's wrap, bwrap's
+// namespaces and mounts, the relays to the proxy (25–30 ms against 3 ms for the command on a quiet machine). After a
+// sandboxed command, the next one of that session most often runs in the same sandbox (same cwd, level, temp folder
+// and environment), so one is started for it while the model writes the next step: a spare, whose shell waits for
+// its command on stdin. The call takes it only if a wrap made now would be the same one (`current`, from
+// @keel/sandbox); otherwise it is thrown away and the call wraps as before. A spare runs one command, like any wrap.
+//
+// It lives for its session's turn: while one waits, the sandbox's placeholders for missing protected files stay on
+// disk (as they do while a command runs), so the turn's end, a rewind and the session's close kill it.
+import type { PreparedSandbox } from '@keel/sandbox'
+import type { PreparedShell } from './run.ts'
+
+/** What makes a spare, and which session's turn it belongs to. */
+export interface SpareRecipe {
+  /** The call's cwd, level, temp folder, environment, and whether it could ask about hosts: what a spare must match. */
+  key: string
+  session: string
+  make(): Promise<{ sandbox: PreparedSandbox; shell: PreparedShell }>
+}
+
+interface Spare {
+  key: string
+  session: string
+  made: Promise<{ sandbox: PreparedSandbox; shell: PreparedShell } | undefined>
+}
+
+/** A spare that matched its call: the call runs its command in `shell` and then disposes what `take` returned. */
+export interface TakenSpare {
+  sandbox: PreparedSandbox
+  shell: PreparedShell
+}
+
+export class Spares {
+  /** One spare per key, being made or made. */
+  private readonly waiting = new Map<string, Spare>()
+  /**
+   * The sessions in a turn: only their commands leave a spare. A command outside one (a person's `!command`) would
+   * leave its placeholders on disk until the next turn's end.
+   */
+  private readonly turns = new Set<string>()
+  /** Each session's last recipe: a turn's first `bash` call, once the model starts writing it, gets a spare made by it. */
+  private readonly recipes = new Map<string, SpareRecipe>()
+  private closed = false
+
+  /** `session`'s turn began. */
+  begin(session: string): void {
+    this.turns.add(session)
+  }
+
+  /** The spare for `key` if one is made and still current: the caller's from here. Undefined when none fits. */
+  async take(key: string): Promise<TakenSpare | undefined> {
+    const spare = this.waiting.get(key)
+    if (!spare) return undefined
+    this.waiting.delete(key)
+    const made = await spare.made
+    if (!made) return undefined
+    // Checked again after the await, and then nothing awaits before the command is written to it (runCommand).
+    if (!made.shell.exited() && (await made.sandbox.current()) && !made.shell.exited()) return made
+    void discard(made)
+    return undefined
+  }
+
+  /** Starts a spare for the recipe's key in the background, unless one is there (or the spares are closed). */
+  prepare(recipe: SpareRecipe): void {
+    this.recipes.set(recipe.session, recipe)
+    if (this.closed || !this.turns.has(recipe.session) || this.waiting.has(recipe.key)) return
+    const spare: Spare = {
+      key: recipe.key,
+      session: recipe.session,
+      made: recipe.make().catch(() => undefined),
+    }
+    this.waiting.set(recipe.key, spare)
+  }
+
+  /**
+   * The model has begun a `bash` call in `session`: the first of a turn gets the spare its last command's settings
+   * make (a spare after a command is made anyway). The call takes it only if its own settings are the same.
+   */
+  warm(session: string): void {
+    const recipe = this.recipes.get(session)
+    if (recipe) this.prepare(recipe)
+  }
+
+  /** Kills the spares of `session` (its files were rewound). */
+  async drop(session: string): Promise<void> {
+    const dropped = [...this.waiting.values()].filter((spare) => spare.session === session)
+    for (const spare of dropped) this.waiting.delete(spare.key)
+    await Promise.all(dropped.map((spare) => spare.made.then((made) => made && discard(made))))
+  }
+
+  /** `session`'s turn ended: its spares go, and it makes none until its next turn. */
+  end(session: string): Promise<void> {
+    this.turns.delete(session)
+    return this.drop(session)
+  }
+
+  /** `session` closed: nothing of it is kept. */
+  forget(session: string): Promise<void> {
+    this.recipes.delete(session)
+    return this.end(session)
+  }
+
+  /** Kills every spare, and makes none after (the plugin goes). */
+  async close(): Promise<void> {
+    this.closed = true
+    const all = [...this.waiting.values()]
+    this.waiting.clear()
+    await Promise.all(all.map((spare) => spare.made.then((made) => made && discard(made))))
+  }
+}
+
+async function discard(made: { sandbox: PreparedSandbox; shell: PreparedShell }): Promise<void> {
+  await made.shell.kill()
+  await made.sandbox.dispose().catch(() => {})
+}
