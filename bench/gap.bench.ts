@@ -29,14 +29,35 @@ const thinking = join(scratch, 'thinking.json')
 const reasons = { ...steps[0], reasoning: 'thinking it over', delayMs: 100 }
 writeFileSync(thinking, JSON.stringify({ steps: [reasons, ...steps.slice(1)] }))
 
+// A model that takes 150 ms to answer each step after the first (a fast hosted model is slower): what a sandboxed
+// command costs when the sandbox for it could be started while the model wrote the call (@keel/shell's spares.ts).
+const paced = join(scratch, 'paced.json')
+writeFileSync(
+  paced,
+  JSON.stringify({ steps: steps.map((step, i) => (i === 0 ? step : { ...step, reasoning: '.', delayMs: 150 })) }),
+)
+
 type Variant = { label: string; mode: string; checkpoints: boolean; script?: string }
 const variants: Variant[] = [
   { label: 'auto (sandbox, checkpoints)', mode: 'auto', checkpoints: true },
   { label: 'yolo (checkpoints)', mode: 'yolo', checkpoints: true },
   { label: 'yolo, checkpoints off', mode: 'yolo', checkpoints: false },
   { label: 'auto, a first answer that reasons', mode: 'auto', checkpoints: true, script: thinking },
+  { label: 'auto, answers after 150 ms', mode: 'auto', checkpoints: true, script: paced },
+  { label: 'yolo, checkpoints off, answers after 150 ms', mode: 'yolo', checkpoints: false, script: paced },
 ]
-type Figures = { mean: number; firstBash: number; laterBash: number; end: number; firstWait: number; laterWait: number }
+type Figures = {
+  mean: number
+  firstBash: number
+  laterBash: number
+  end: number
+  firstWait: number
+  laterWait: number
+  /** A later `bash` call → its result (calls 2–4 of the turn). */
+  laterRun: number
+  /** Each tool step's answer → its last result, the mean: Keel's part of a gap, whatever the model's pace. */
+  work: number
+}
 function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
   mkdirSync(home)
@@ -75,7 +96,12 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
   // the permission check, the main thread busy with the sandbox's warm-up).
   const calls = events.filter((event) => event.type === 'tool/call').map((event) => event.time)
   const waits = calls.slice(2, 6).map((time, i) => time - answers[i + 2]!)
+  const results = events.filter((event) => event.type === 'tool/result').map((event) => event.time)
+  const runs = results.slice(3, 6).map((time, i) => time - calls[i + 3]!)
+  const spent = results.map((time, i) => time - answers[i]!)
   return {
+    laterRun: median(runs),
+    work: spent.reduce((a, b) => a + b, 0) / spent.length,
     firstWait: waits[0]!,
     laterWait: median(waits.slice(1)),
     mean: gaps.reduce((a, b) => a + b, 0) / gaps.length,
@@ -101,7 +127,7 @@ try {
 }
 
 function report(pick: (variant: Variant, key: keyof Figures) => number): void {
-  const [auto, yolo, off, thinks] = variants as [Variant, Variant, Variant, Variant]
+  const [auto, yolo, off, thinks, paced, pacedOff] = variants as [Variant, Variant, Variant, Variant, Variant, Variant]
   const base = pick(off, 'mean')
   row(`mean gap, ${off.label} (median of ${RUNS})`, ms(base))
   row(`mean gap, ${yolo.label}`, ms(pick(yolo, 'mean')), ratio(pick(yolo, 'mean'), base))
@@ -122,6 +148,16 @@ function report(pick: (variant: Variant, key: keyof Figures) => number): void {
     `${ratio(pick(auto, 'laterBash'), pick(yolo, 'laterBash'))} unsandboxed (target ≤ 2×)`,
   )
   row('unsandboxed bash gap, later (yolo)', ms(pick(yolo, 'laterBash')))
+  row(
+    'sandboxed bash call → result, later, answers after 150 ms',
+    ms(pick(paced, 'laterRun')),
+    `${ratio(pick(paced, 'laterRun'), pick(pacedOff, 'laterRun'))} unsandboxed (${ms(pick(pacedOff, 'laterRun'))}; target ≤ 2×)`,
+  )
+  row(
+    "answer → the step's results, mean, answers after 150 ms, auto",
+    ms(pick(paced, 'work')),
+    `${ratio(pick(paced, 'work'), pick(pacedOff, 'work'))} yolo with checkpoints off (${ms(pick(pacedOff, 'work'))})`,
+  )
   row(
     'answer → first bash call, auto / yolo / checkpoints off',
     `${ms(pick(auto, 'firstWait'))} / ${ms(pick(yolo, 'firstWait'))} / ${ms(pick(off, 'firstWait'))}`,
