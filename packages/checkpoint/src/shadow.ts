@@ -22,7 +22,7 @@ import {
 import { lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
-import { mountPoints, mountPointsNow } from '@keel/sandbox/mount-points'
+import { mountPointsNow } from '@keel/sandbox/mount-points'
 import { cwdSlug, sessionsRoot } from '@keel/session/paths'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
 
@@ -394,7 +394,8 @@ export class Shadow {
   async add(index = 'index'): Promise<void> {
     const lock = join(this.gitDir, `${index}.lock`)
     const inTree = (points: Iterable<string>) => [...points].flatMap((path) => inside(this.cwd, path) ?? [])
-    const before = await mountPoints()
+    // Read now, not once a wrap under way is done: what it makes is in the set before it is on disk, and taken out below.
+    const before = mountPointsNow()
     await retryOnLock(lock, () =>
       git(this.env(index), ['add', '-A', '--ignore-errors', ...this.pathspec(), ...inTree(before).map(excludedPath)]),
     )

@@ -5,7 +5,6 @@ import { isAbsolute, relative, sep } from 'node:path'
 import { protectedEntries, protectedTargets, unreadableTargets } from '@keel/settings'
 import { directArgv } from './argv.ts'
 import { diskState } from './disk-state.ts'
-import { oneAtATime } from './mount-points.ts'
 import { forgetBridges, recordBridges, sweepBridges } from './bridges.ts'
 import { cachedProbe, probe, rememberProbe, type SandboxStatus } from './probe.ts'
 import { which } from './which.ts'
@@ -456,6 +455,15 @@ async function askHost(host: string, port: number | undefined): Promise<boolean 
 
 /** How long after the first command a cached probe answer is checked (a run that ends sooner checks nothing). */
 const VERIFY_AFTER_MS = 2000
+
+/** The wraps of the process, one after another (see placeholders.ts for why). */
+let wrapping: Promise<unknown> = Promise.resolve()
+
+function oneAtATime<T>(make: () => Promise<T>): Promise<T> {
+  const next = wrapping.then(make)
+  wrapping = next.catch(() => {})
+  return next
+}
 
 /** The last plugin's reset of the runtime, which a start waits for: the runtime's state is one per process. */
 let resetting: Promise<void> = Promise.resolve()

@@ -5,21 +5,11 @@
 /** Every placeholder made since no sandbox was running; the runtime removes them all when the last one ends. */
 export const points = new Set<string>()
 
-/** The wraps of the process, one after another (see placeholders.ts for why). */
-let wrapping: Promise<unknown> = Promise.resolve()
-
-export function oneAtATime<T>(make: () => Promise<T>): Promise<T> {
-  const next = wrapping.then(make)
-  wrapping = next.catch(() => {})
-  return next
-}
-
-/** The mount points on disk once no wrap is making any: a path made after this resolves was absent before it. */
-export function mountPoints(): Promise<ReadonlySet<string>> {
-  return wrapping.then(() => new Set(points))
-}
-
-/** The mount points now, a wrap perhaps making more (what a walk that began before it may have read). */
+/**
+ * The mount points now: every one on disk, and perhaps some a wrap under way has yet to make (each is in the set
+ * before it is made). A walk of the tree that reads this before it starts and again after it ends knows which it
+ * cannot have taken for the person's files.
+ */
 export function mountPointsNow(): ReadonlySet<string> {
   return new Set(points)
 }

@@ -5,8 +5,8 @@ import { commandEnv } from './env.ts'
 import type { Jobs } from './jobs.ts'
 import { CappedOutput } from './output.ts'
 import { leftoverCount, withLeftoverCount } from './leftovers.ts'
-import { prepareShell, runCommand, type RunOutcome } from './run.ts'
-import type { Spares, TakenSpare } from './spares.ts'
+import { runCommand, type RunOutcome } from './run.ts'
+import { type Spares, spareKey, spareRecipe, type TakenSpare } from './spares.ts'
 import { SessionTemps } from './temp.ts'
 
 const Parameters = Type.Object(
@@ -46,6 +46,11 @@ function exitOf(outcome: Exclude<RunOutcome, { kind: 'spawn-error' | 'cancelled'
   return { kind: 'exited' as const, code: outcome.code }
 }
 
+/** A command's environment: Keel's, through the policy of env.ts, with the session's own temp folder. */
+export function callEnv(config: Config, tmp: string): Record<string, string> {
+  return commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
+}
+
 /** The sandbox service when it is loaded; `bash` asks it each call, so a sandbox loaded later is used. */
 export type SandboxSource = () => SandboxService | undefined
 
@@ -70,7 +75,7 @@ export function bashTool(
       const output = new CappedOutput(config.outputHead, config.outputTail)
       const cwd = exec.agent?.cwd ?? process.cwd()
       const tmp = temps.of(exec.agent?.id ?? 'default')
-      const env = commandEnv(config.env ?? { passthrough: [], set: {} }, { TMPDIR: tmp })
+      const env = callEnv(config, tmp)
       let wrapped: WrappedCommand | undefined
       let spare: TakenSpare | undefined
       let nextSpare: (() => void) | undefined
@@ -99,25 +104,15 @@ export function bashTool(
           }
           // A foreground command of a turn runs in a sandbox started for it after the turn's last one, if that still
           // fits, and leaves one for the next (see spares.ts: none outside a turn).
-          const spareKey =
+          const settings =
             spares && session && !args.background && typeof service.prepare === 'function'
-              ? JSON.stringify([session.id, cwd, exec.sandbox, tmp, exec.network !== undefined, env])
+              ? { session: session.id, cwd, level: exec.sandbox, tmpdir: tmp, network: exec.network !== undefined, env }
               : undefined
-          spare = spareKey ? await spares!.take(spareKey) : undefined
+          spare = settings ? await spares!.take(spareKey(settings)) : undefined
           wrapped = spare
             ? spare.sandbox.take(options.network)
             : await service.wrap(args.background ? args.command : withLeftoverCount(args.command), options)
-          if (spareKey && session)
-            nextSpare = () =>
-              spares!.prepare({
-                key: spareKey,
-                session: session.id,
-                make: async () => {
-                  const sandbox = await service.prepare(options)
-                  const shell = prepareShell({ file: sandbox.file, args: sandbox.args, cwd, env, onReport: () => {} })
-                  return { sandbox, shell }
-                },
-              })
+          if (settings) nextSpare = () => spares!.prepare(spareRecipe(service, settings))
         } catch (error) {
           return {
             isError: true,

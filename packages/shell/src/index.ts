@@ -1,11 +1,11 @@
 import type { Context } from 'cordis'
-import type {} from '@keel/agent'
+import type { Agent } from '@keel/agent'
 import { writesNothing, type PermissionMode } from '@keel/permissions'
-import { bashTool } from './bash.ts'
+import { bashTool, callEnv } from './bash.ts'
 import type { Config } from './config.ts'
 import { Jobs } from './jobs.ts'
 import { jobKillTool, jobOutputTool } from './job-tools.ts'
-import { Spares } from './spares.ts'
+import { type SpareRecipe, Spares, spareRecipe } from './spares.ts'
 import { SessionTemps } from './temp.ts'
 
 export { bashTool, statusText, type SandboxSource } from './bash.ts'
@@ -29,9 +29,11 @@ export function apply(ctx: Context, config: Config): void {
   // Jobs die with their session, on a rewind of it, and with the plugin (Keel shutting down); the exit hook of
   // reap.ts covers a process that exits without disposing.
   ctx.on('dispose', () => jobs.endAll('shutdown'))
-  // A sandbox started for a session's next command lives for its turn (see spares.ts).
+  // A sandbox started for a session's next command lives for its turn (see spares.ts): the turn ends once its spares
+  // are gone, and their placeholders with them, so a door that reports the end finds the folder as the person left it.
   const spares = new Spares()
   ctx.on('dispose', () => spares.close())
+  ctx.on('agent/before-turn-end', (agent) => spares.end(agent.session.id))
   ctx.on('session/closed', (session) => {
     void jobs.endSession(session, 'session-end')
     void spares.forget(session.id)
@@ -44,8 +46,7 @@ export function apply(ctx: Context, config: Config): void {
   // alone is tens of ms to load).
   ctx.on('agent/delta', (agent, delta) => {
     if (delta.kind === 'reasoning' || delta.kind === 'tool-input') warmSandbox(ctx)
-    // The first delta of a call names its tool.
-    if (delta.kind === 'tool-input' && delta.name === 'bash') spares.warm(agent.session.id)
+    if (delta.kind === 'tool-input') spares.warm(agent.session.id, () => guessedRecipe(ctx, config, temps, agent))
   })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
@@ -55,7 +56,6 @@ export function apply(ctx: Context, config: Config): void {
       void spares.drop(session.id)
     }
     if (event.type === 'turn/start') spares.begin(session.id)
-    if (event.type === 'turn/end') void spares.end(session.id)
   })
   ctx.inject(['invariants'], (ctx) => {
     ctx.invariants.allowBetweenTurns('job/exit')
@@ -64,6 +64,27 @@ export function apply(ctx: Context, config: Config): void {
   ctx.tools.register(bashTool(config, () => ctx.get('sandbox') ?? undefined, temps, jobs, spares))
   ctx.tools.register(jobOutputTool(jobs))
   ctx.tools.register(jobKillTool(jobs))
+}
+
+/**
+ * The spare a session that has run no command gets: the settings its first sandboxed `bash` call most likely has,
+ * from the permission mode (`read-only` where nothing may be written, else `workspace`; hosts asked about wherever a
+ * policy can answer). A call with other settings leaves it unused, and the turn's end kills it.
+ */
+function guessedRecipe(ctx: Context, config: Config, temps: SessionTemps, agent: Agent): SpareRecipe | undefined {
+  const permissions = ctx.get('permissions') as { mode?: PermissionMode; authorizeHost?: unknown } | undefined
+  const mode = permissions?.mode
+  const sandbox = ctx.get('sandbox')
+  if (!mode || mode === 'yolo' || typeof sandbox?.prepare !== 'function') return undefined
+  const tmp = temps.of(agent.id)
+  return spareRecipe(sandbox, {
+    session: agent.session.id,
+    cwd: agent.cwd,
+    level: writesNothing(mode) ? 'read-only' : 'workspace',
+    tmpdir: tmp,
+    network: typeof permissions?.authorizeHost === 'function',
+    env: callEnv(config, tmp),
+  })
 }
 
 /**

@@ -7,8 +7,46 @@
 //
 // It lives for its session's turn: while one waits, the sandbox's placeholders for missing protected files stay on
 // disk (as they do while a command runs), so the turn's end, a rewind and the session's close kill it.
-import type { PreparedSandbox } from '@keel/sandbox'
-import type { PreparedShell } from './run.ts'
+import type { PreparedSandbox, SandboxedLevel, SandboxService } from '@keel/sandbox'
+import { type PreparedShell, prepareShell } from './run.ts'
+
+/** What a sandboxed call runs with, all of which its spare must have been made for. */
+export interface SpareSettings {
+  session: string
+  cwd: string
+  level: SandboxedLevel
+  tmpdir: string
+  /** Whether the call may ask about hosts (it then runs beside the proxy's relays). */
+  network: boolean
+  env: Record<string, string>
+}
+
+/** The key of the spare a call with `settings` can take. */
+export function spareKey(settings: SpareSettings): string {
+  const { session, cwd, level, tmpdir, network, env } = settings
+  return JSON.stringify([session, cwd, level, tmpdir, network, env])
+}
+
+/** How to make a spare for calls with `settings`: a prepared sandbox, and its shell spawned, waiting. */
+export function spareRecipe(service: SandboxService, settings: SpareSettings): SpareRecipe {
+  const { session, cwd, level, tmpdir, network, env } = settings
+  return {
+    key: spareKey(settings),
+    session,
+    make: async () => {
+      // The question about hosts is the taker's (`take`); this one only says the relays are wanted.
+      const ask = async () => ({ allowed: false as const, reason: 'no command has taken this sandbox' })
+      const sandbox = await service.prepare({
+        cwd,
+        level,
+        tmpdir,
+        ...(network ? { network: { key: session, ask } } : {}),
+      })
+      const shell = prepareShell({ file: sandbox.file, args: sandbox.args, cwd, env, onReport: () => {} })
+      return { sandbox, shell }
+    },
+  }
+}
 
 /** What makes a spare, and which session's turn it belongs to. */
 export interface SpareRecipe {
@@ -73,11 +111,12 @@ export class Spares {
   }
 
   /**
-   * The model has begun a `bash` call in `session`: the first of a turn gets the spare its last command's settings
-   * make (a spare after a command is made anyway). The call takes it only if its own settings are the same.
+   * The model has begun a tool call in `session`: a turn's first sandboxed command usually follows within a step or
+   * two, and gets the spare its session's last command's settings make, or `guess`'s for a session that has run
+   * none (a spare after a command is made anyway). A call takes it only if its own settings are the same.
    */
-  warm(session: string): void {
-    const recipe = this.recipes.get(session)
+  warm(session: string, guess: () => SpareRecipe | undefined): void {
+    const recipe = this.recipes.get(session) ?? guess()
     if (recipe) this.prepare(recipe)
   }
 
