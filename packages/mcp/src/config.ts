@@ -94,7 +94,7 @@ export function expandEnv(config: ServerConfig, server: string, env: NodeJS.Proc
 
 /**
  * Reads `<project root>/.mcp.json` (`{ "mcpServers": { name: config } }`, the format Claude Code and others read).
- * Returns no servers when the file is absent; a file that is not valid is an error naming it and the key.
+ * Returns no servers when the file is absent or empty; a file that is not valid is an error naming it and the key.
  */
 export function readProjectServers(cwd: string): { file?: string; servers: Record<string, ServerConfig> } {
   const file = join(projectRoot(cwd), '.mcp.json')
@@ -108,6 +108,8 @@ export function readProjectServers(cwd: string): { file?: string; servers: Recor
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { servers: {} }
     throw new McpConfigError(`${file}: ${(error as Error).message}`)
   }
+  // The sandbox keeps an empty file where a missing .mcp.json is while a command runs (its mount point): no servers.
+  if (text === '') return { servers: {} }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

@@ -43,6 +43,9 @@ describe('configuration', () => {
       file: join(root, '.mcp.json'),
       servers: { s: { command: 'srv' } },
     })
+    // Empty, as the sandbox keeps a missing one while a command runs (its mount point): no servers.
+    writeFileSync(join(root, '.mcp.json'), '')
+    expect(readProjectServers(root)).toEqual({ servers: {} })
     writeFileSync(join(root, '.mcp.json'), '{ not json')
     expect(() => readProjectServers(root)).toThrow(`${join(root, '.mcp.json')}: not valid JSON`)
     // A FIFO or a link to a device is refused at once instead of blocking the read.

@@ -58,7 +58,10 @@ export function readSettingsFile(path: string, scope: SettingsFile['scope']): Se
     text = readFileSync(path, 'utf8')
   } catch (error) {
     if (error instanceof SettingsError) throw error
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    // A path below a file names no file: the sandbox keeps an empty file where a missing `.keel` is while a command
+    // runs (its mount point), and a reader must not take that for a broken settings file.
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
     throw new SettingsError(`${path}: cannot read: ${(error as Error).message}`)
   }
   let data: unknown

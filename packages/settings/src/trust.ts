@@ -201,7 +201,9 @@ export function trustState(cwd: string, seen?: string[]): TrustState {
   for (const path of projectFiles(at)) {
     seen?.push(path)
     const bytes = folderBytes(path, seen)
-    if (bytes === undefined) continue
+    // An empty file or folder configures nothing, as an absent one: it is also what the sandbox keeps where a missing
+    // `.mcp.json` or `.keel/commands` is while a command runs (its mount point), which must not cost the folder its trust.
+    if (bytes === undefined || bytes.length === 0) continue
     files.push(path)
     hasher.update(`${path}\0${bytes.length}\0`).update(bytes)
   }

@@ -2,7 +2,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeEach, expect, test } from 'vitest'
-import { loadInstructions, mergeLayers, projectDirs, projectRoot, readSettingsFiles } from '../src/index.ts'
+import {
+  loadInstructions,
+  mergeLayers,
+  projectDirs,
+  projectRoot,
+  protectedEntries,
+  readSettingsFiles,
+} from '../src/index.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'keel-settings-'))
 const previousHome = process.env.KEEL_HOME
@@ -80,4 +87,12 @@ test("the user's settings file is read once even when KEEL_HOME sits inside the 
   mkdirSync(process.env.KEEL_HOME)
   writeFileSync(join(process.env.KEEL_HOME, 'settings.json'), '{"model":"a/b"}')
   expect(readSettingsFiles(join(dir, 'r')).map((file) => file.scope)).toEqual(['user'])
+})
+
+test("an empty file where .keel is (the sandbox's mount point while a command runs) hides no settings", () => {
+  mkdirSync(join(dir, 'r', '.git'), { recursive: true })
+  writeFileSync(join(dir, 'r', '.keel'), '')
+  writeFileSync(join(process.env.KEEL_HOME!, 'settings.json'), '{"protectedPaths":["package.json"]}')
+  expect(readSettingsFiles(join(dir, 'r')).map((file) => file.scope)).toEqual(['user'])
+  expect(protectedEntries(join(dir, 'r'))).toContain('package.json')
 })

@@ -85,6 +85,16 @@ test('trust covers the exact bytes: a change, a new .mcp.json or a subfolder fil
   expect(trustState(repo).trusted).toBe(false)
 })
 
+test("an empty .mcp.json or commands folder (the sandbox's mount points while a command runs) keeps trust", () => {
+  writeFileSync(join(repo, '.keel', 'settings.json'), '{"mode":"yolo"}')
+  trustFolder(repo)
+  writeFileSync(join(repo, '.mcp.json'), '')
+  mkdirSync(join(repo, '.keel', 'commands'))
+  expect(trustState(repo).trusted).toBe(true)
+  writeFileSync(join(repo, '.mcp.json'), '{}')
+  expect(trustState(repo).trusted).toBe(false)
+})
+
 test('every path of TRUSTED_PATHS is in the hash: a command file added, changed or linked asks again', () => {
   trustFolder(repo)
   for (const entry of TRUSTED_PATHS) {
