@@ -14,7 +14,8 @@ import {
   readSync,
   realpathSync,
 } from 'node:fs'
-import { join, sep } from 'node:path'
+import { isAbsolute, join, relative, sep } from 'node:path'
+import { mountPointsNow } from '@keel/sandbox/mount-points'
 import { readdir } from 'node:fs/promises'
 import { Slicer } from './limit.ts'
 import type { Scope } from './paths.ts'
@@ -44,6 +45,7 @@ export async function eachDirectory(
 ): Promise<boolean> {
   const rules = await loadRules(root, scope.realCwd, scope)
   const slicer = new Slicer(signal)
+  const placeholders = mountPointsUnder(root)
   // A level at a time, several directories read at once on the thread pool while the last ones are judged here: a
   // promise per directory is cheap, where one per entry was not.
   let level = ['']
@@ -57,8 +59,11 @@ export async function eachDirectory(
       if (signal.aborted) throw signal.reason
       for (let i = 0; i < dirs.length; i++) {
         const dir = dirs[i]!
-        const entries = read[i]
-        if (!entries) continue
+        const found = read[i]
+        if (!found) continue
+        const entries = placeholders.size
+          ? found.filter((entry) => !placeholders.has(dir ? `${dir}/${entry.name}` : entry.name))
+          : found
         // The root's own .gitignore is loaded with the rules above it.
         if (dir && entries.some((entry) => entry.name === '.gitignore' && entry.isFile())) {
           const text = await readText(join(root, dir, '.gitignore'), scope)
@@ -78,6 +83,34 @@ export async function eachDirectory(
     level = next
   }
   return true
+}
+
+/**
+ * The sandbox's empty mount points for missing protected files under `root` (relative, `/`-separated), while a
+ * sandboxed command runs or a spare waits for the next (`@keel/sandbox/mount-points`): not the person's files, so no
+ * listing shows them to the model or the person.
+ */
+function mountPointsUnder(root: string): Set<string> {
+  const under = new Set<string>()
+  const points = mountPointsNow()
+  if (!points.size) return under
+  let real: string
+  try {
+    real = realpathSync(root)
+  } catch {
+    return under
+  }
+  for (const point of points) {
+    let at: string
+    try {
+      at = realpathSync(point)
+    } catch {
+      continue
+    }
+    const rel = relative(real, at)
+    if (rel && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) under.add(rel.split(sep).join('/'))
+  }
+  return under
 }
 
 /**
