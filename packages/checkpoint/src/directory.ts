@@ -1,5 +1,5 @@
 import { keelHome } from '@keel/session/paths'
-import { type Limits, Shadow } from './shadow.ts'
+import { type Limits, Shadow, sameLimits } from './shadow.ts'
 
 // No cordis here: print mode begins a folder's first snapshot from `prepare` before the plugins load.
 
@@ -79,7 +79,7 @@ export function openDirectory(cwd: string, limits: Limits): Directory {
   const shadow = new Shadow(cwd, keelHome())
   const early = prepared.get(shadow.gitDir)
   prepared.delete(shadow.gitDir)
-  if (early?.limits.maxFiles === limits.maxFiles && early.limits.maxBytes === limits.maxBytes) return early
+  if (early && sameLimits(early.limits, limits)) return early
   // Judged by other limits, it is checked again, its captures queued after the early ones (one index, one at a time).
   return makeDirectory(shadow, limits, early?.queue)
 }

@@ -39,6 +39,10 @@ export const Config: Schema<Config> = Schema.object({
     .min(1)
     .default(500_000_000)
     .description('A directory larger than this many bytes (after .gitignore) gets no checkpoints.'),
+  listSeconds: Schema.natural()
+    .min(1)
+    .default(10)
+    .description('A directory git cannot list in this many seconds (after .gitignore) gets no checkpoints.'),
 })
 
 /** `ctx.checkpoints`, and a snapshot before each model request that follows a turn start or a change. */

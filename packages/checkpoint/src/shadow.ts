@@ -45,6 +45,8 @@ const BYTE_EXACT = '* -text !eol -filter -ident !working-tree-encoding\n'
 export interface Limits {
   maxFiles: number
   maxBytes: number
+  /** How long git may take to list the folder before it counts as too large (default {@link LIST_SECONDS}). */
+  listSeconds?: number
 }
 
 /** What a snapshot holds, and which limit it passes (`over`, in words). */
@@ -64,7 +66,13 @@ function overOf(limits: Limits, files: number, bytes: number): { over?: string }
 }
 
 /** How long the listing of a folder's files may take before the folder counts as too large for checkpoints. */
-const LIST_LIMIT_MS = 10_000
+const LIST_SECONDS = 10
+
+/** Whether two sets of limits judge a folder alike (a check begun early is taken over only then). */
+export function sameLimits(a: Limits, b: Limits): boolean {
+  const seconds = (limits: Limits) => limits.listSeconds ?? LIST_SECONDS
+  return a.maxFiles === b.maxFiles && a.maxBytes === b.maxBytes && seconds(a) === seconds(b)
+}
 
 /** One `ls-files --debug` block, the stat data git prints after each path the index holds. */
 const DEBUG_BLOCK = /^ {2}ctime:[^\n]*\n {2}mtime:[^\n]*\n {2}dev:[^\n]*\n {2}uid:[^\n]*\n {2}size: (\d+)\t[^\n]*\n/
@@ -222,8 +230,9 @@ export class Shadow {
   async measure(limits: Limits, index = 'index'): Promise<Size> {
     // git walks the whole folder before it prints a line of `--others`: in a folder with no .gitignore over millions
     // of files (a home, /tmp) that took two minutes, all of it waited for by the first writing tool, only for the
-    // answer to be "too many". A folder git cannot list in LIST_LIMIT_MS is over any limit a snapshot could keep.
-    const listed = AbortSignal.timeout(LIST_LIMIT_MS)
+    // answer to be "too many". A folder git cannot list in `listSeconds` is over any limit a snapshot could keep.
+    const seconds = limits.listSeconds ?? LIST_SECONDS
+    const listed = AbortSignal.timeout(seconds * 1000)
     const listing = await git(
       this.env(index),
       ['ls-files', '-z', '--debug', '--cached', '--others', '--exclude-standard', ...this.pathspec()],
@@ -232,8 +241,7 @@ export class Shadow {
       if (listed.aborted) return undefined
       throw error
     })
-    if (listing === undefined)
-      return { files: 0, bytes: 0, over: `more files than git lists in ${LIST_LIMIT_MS / 1000} s` }
+    if (listing === undefined) return { files: 0, bytes: 0, over: `more files than git lists in ${seconds} s` }
     const { files, bytes: indexed, others } = parseDebugListing(listing)
     const size = await this.sized(limits, files, indexed, others)
     try {

@@ -299,7 +299,7 @@ describe('checkpoint snapshots', () => {
 
   test('a folder git cannot list in time is too large: the check does not wait out the whole walk', async () => {
     // A home or /tmp with no .gitignore: git walked millions of files for two minutes before printing. Here a `git`
-    // first on PATH lists a few, then hangs as such a walk would (60 s); the check gives up after LIST_LIMIT_MS.
+    // first on PATH lists a few, then hangs as such a walk would (60 s); the check gives up after `listSeconds`.
     const bin = mkdtempSync(join(tmpdir(), 'keel-git-endless-'))
     const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
     writeFileSync(
@@ -317,7 +317,7 @@ exec '${real}' "$@"
     try {
       keel = await makeKeel({
         steps: [{ text: 'a' }],
-        plugins: [[checkpointPlugin, config]],
+        plugins: [[checkpointPlugin, { ...config, listSeconds: 1 }]],
       })
       const warnings: string[] = []
       keel.ctx.on('keel/notice', (notice) => {
@@ -325,7 +325,7 @@ exec '${real}' "$@"
       })
       await keel.agent().prompt('one')
       expect(warnings).toEqual([
-        `checkpoints are off for ${keel.cwd}: it holds more files than git lists in 10 s; files cannot be rewound there`,
+        `checkpoints are off for ${keel.cwd}: it holds more files than git lists in 1 s; files cannot be rewound there`,
       ])
     } finally {
       process.env.PATH = path

@@ -32,6 +32,10 @@ export const SHIPPED_COMPOSITION: readonly EntryOptions[] = [
     name: '@keel/mcp',
     config: { projectFile: true, startTimeoutMs: 30000, callTimeoutMs: 120000, maxResultChars: 25000 },
   },
-  { id: 'checkpoint', name: '@keel/checkpoint', config: { enabled: true, maxFiles: 50000, maxBytes: 500000000 } },
+  {
+    id: 'checkpoint',
+    name: '@keel/checkpoint',
+    config: { enabled: true, maxFiles: 50000, maxBytes: 500000000, listSeconds: 10 },
+  },
   { id: 'extend', name: '@keel/extend', config: { hookFiles: [] } },
 ]

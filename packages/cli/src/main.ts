@@ -117,9 +117,15 @@ export async function main(argv: string[]): Promise<number> {
 /** Begins the first snapshot of `cwd` (`@keel/checkpoint/prepare`) unless the settings turn checkpoints off. */
 async function prepareCheckpoints(override: Record<string, unknown> | undefined, cwd: string): Promise<void> {
   const shipped = SHIPPED_COMPOSITION.find((entry) => entry.id === 'checkpoint')?.config as Record<string, unknown>
-  const config = { ...shipped, ...override } as { enabled?: boolean; maxFiles: number; maxBytes: number }
+  const config = { ...shipped, ...override } as {
+    enabled?: boolean
+    maxFiles: number
+    maxBytes: number
+    listSeconds: number
+  }
   if (config.enabled === false) return
-  ;(await import('@keel/checkpoint/prepare')).prepare(cwd, { maxFiles: config.maxFiles, maxBytes: config.maxBytes })
+  const { maxFiles, maxBytes, listSeconds } = config
+  ;(await import('@keel/checkpoint/prepare')).prepare(cwd, { maxFiles, maxBytes, listSeconds })
 }
 
 /** The commands with a front door, which show the held-back line as a notice. */
