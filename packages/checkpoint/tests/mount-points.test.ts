@@ -2,7 +2,7 @@
 // `.mcp.json`…); a snapshot taken meanwhile must not hold them, or a rewind would bring them back as files. Those
 // made before the walk are left out of it; one a wrap made during it comes out of the index again afterwards.
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, test } from 'vitest'
@@ -24,7 +24,7 @@ const held = (shadow: Shadow, tree: string) =>
 function setUp() {
   root = mkdtempSync(join(tmpdir(), 'keel-mount-points-'))
   const cwd = join(root, 'cwd')
-  execFileSync('mkdir', ['-p', cwd])
+  mkdirSync(cwd)
   writeFileSync(join(cwd, 'mine.txt'), 'mine\n')
   return { cwd, shadow: new Shadow(cwd, join(root, 'home')) }
 }
@@ -45,10 +45,34 @@ test('a mount point made while git walks comes out of the index again', async ()
   const { cwd, shadow } = setUp()
   await shadow.init()
   writeFileSync(join(cwd, '.profile'), '')
-  const adding = shadow.add()
-  // After the add has read the mount points, before its git is done: a wrap made one meanwhile.
-  await new Promise((done) => setTimeout(done, 0))
-  points.add(join(cwd, '.profile'))
-  await adding
+  // A git first on PATH whose `add` has read the tree (and taken the empty .profile) before a wrap makes the mount
+  // point, and ends only after it: the walk and the wrap overlap for certain.
+  const bin = join(root!, 'bin')
+  const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
+  mkdirSync(bin)
+  writeFileSync(
+    join(bin, 'git'),
+    `#!/bin/sh
+case " $* " in *" add "*)
+  '${real}' "$@" || exit $?
+  : > '${join(root!, 'walked')}'
+  while [ ! -e '${join(root!, 'go')}' ]; do sleep 0.01; done
+  exit 0;;
+esac
+exec '${real}' "$@"
+`,
+    { mode: 0o755 },
+  )
+  const path = process.env.PATH
+  process.env.PATH = `${bin}:${path}`
+  try {
+    const adding = shadow.add()
+    while (!existsSync(join(root!, 'walked'))) await new Promise((done) => setTimeout(done, 5))
+    points.add(join(cwd, '.profile'))
+    writeFileSync(join(root!, 'go'), '')
+    await adding
+  } finally {
+    process.env.PATH = path
+  }
   expect(held(shadow, await shadow.writeTree())).toEqual(['mine.txt'])
 })

@@ -26,7 +26,7 @@ type Steps = NonNullable<Parameters<typeof makeKeel>[0]>['steps']
 /**
  * A turn in auto mode (commands in the workspace sandbox) through the real loop, with the service's fresh wraps and
  * prepared sandboxes counted. `between` runs at the reasoning that opens step `at` (1-based), 300 ms after the step
- * before it ended: by then the spare made after that step's command is ready (a model's answer is longer).
+ * before it ended, once the spare made after that step's command is made, and 300 ms before the step's call.
  */
 async function turn(
   steps: Steps,
@@ -57,17 +57,26 @@ async function turn(
     counts.wraps++
     return wrap(...args)
   }
+  // The last spare asked for: the change waits until it is made (its mounts decided), whatever the machine's load.
+  let lastPrepared: Promise<unknown> = Promise.resolve()
   service.prepare = (...args) => {
     counts.prepared++
-    return prepare(...args)
+    const made = prepare(...args)
+    lastPrepared = made.catch(() => {})
+    return made
   }
   let requests = 0
+  let started = false
   let changed = false
   k.ctx.on('agent/request', () => void requests++)
   k.ctx.on('agent/delta', (_agent, delta) => {
-    if (between && !changed && delta.kind === 'reasoning' && requests === between.at) {
-      changed = true
-      between.change(k.cwd)
+    if (between && !started && delta.kind === 'reasoning' && requests === between.at) {
+      started = true
+      // The call comes one pause (300 ms) after this reasoning.
+      void lastPrepared.then(() => {
+        between.change(k.cwd)
+        changed = true
+      })
     }
   })
   before?.(k.cwd)
