@@ -57,6 +57,14 @@ type Figures = {
   laterRun: number
   /** Each tool step's answer → its last result, the mean: Keel's part of a gap, whatever the model's pace. */
   work: number
+  /** CPU time of the run, Keel and every process it reaped (ms, 10 ms ticks). */
+  cpu: number
+}
+
+/** This process's reaped children's user and system time, in clock ticks (100 a second). */
+function childTicks(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')
+  return Number(fields[13]) + Number(fields[14])
 }
 function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const home = join(scratch, `home-${variants.indexOf(variant)}-${n}-${checkouts.indexOf(checkout)}`)
@@ -66,6 +74,7 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const kept = join(scratch, `cache-${checkouts.indexOf(checkout)}`)
   if (existsSync(kept)) cpSync(kept, join(home, 'cache'), { recursive: true })
   if (!variant.checkpoints) writeFileSync(join(home, 'settings.json'), '{"checkpoint":{"enabled":false}}')
+  const ticks = childTicks()
   const run = spawnSync(
     process.execPath,
     [
@@ -80,6 +89,8 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
     { cwd: work, env: { ...process.env, KEEL_HOME: home }, encoding: 'utf8' },
   )
   if (run.status !== 0) throw new Error(`keel exited ${run.status}: ${run.stderr}`)
+  // Keel's CPU and that of every process it reaped (git, the sandboxes, spares left unused included), in ms.
+  const cpu = (childTicks() - ticks) * 10
   if (existsSync(join(home, 'cache'))) cpSync(join(home, 'cache'), kept, { recursive: true })
   const dir = join(home, 'sessions')
   const file = readdirSync(dir, { recursive: true, encoding: 'utf8' }).find((name) => name.endsWith('.jsonl'))!
@@ -101,6 +112,7 @@ function runOnce(variant: Variant, n: number, checkout: string): Figures {
   const spent = results.map((time, i) => time - answers[i]!)
   return {
     laterRun: median(runs),
+    cpu,
     work: spent.reduce((a, b) => a + b, 0) / spent.length,
     firstWait: waits[0]!,
     laterWait: median(waits.slice(1)),
@@ -152,6 +164,11 @@ function report(pick: (variant: Variant, key: keyof Figures) => number): void {
     'sandboxed bash call → result, later, answers after 150 ms',
     ms(pick(paced, 'laterRun')),
     `${ratio(pick(paced, 'laterRun'), pick(pacedOff, 'laterRun'))} unsandboxed (${ms(pick(pacedOff, 'laterRun'))}; target ≤ 2×)`,
+  )
+  row(
+    'CPU of the whole run (Keel and what it reaped), answers after 150 ms, auto',
+    ms(pick(paced, 'cpu')),
+    `${ratio(pick(paced, 'cpu'), pick(pacedOff, 'cpu'))} yolo with checkpoints off (${ms(pick(pacedOff, 'cpu'))})`,
   )
   row(
     "answer → the step's results, mean, answers after 150 ms, auto",
