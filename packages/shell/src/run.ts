@@ -79,7 +79,10 @@ export function prepareShell(options: Pick<RunOptions, 'file' | 'args' | 'cwd' |
           process.kill(-mark.pgid, 'SIGKILL')
         } catch {}
       for (const stream of child.stdio) stream?.destroy()
-      await exit
+      // A process stuck in the kernel is not waited for past the grace a command's kill gets: a turn's end waits here.
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([exit, new Promise((done) => (timer = setTimeout(done, REAP_GRACE_MS)))])
+      clearTimeout(timer)
     },
   }
 }
