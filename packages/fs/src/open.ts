@@ -5,9 +5,10 @@
 // verified component at a time and are renamed over the target, so a link planted at the target is replaced, never
 // written through.
 import { randomBytes } from 'node:crypto'
-import { constants, existsSync, type Stats } from 'node:fs'
+import { constants, existsSync, realpathSync, type Stats } from 'node:fs'
 import { lstat, mkdir, open, readlink, realpath, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, relative, sep } from 'node:path'
+import { mountPointsNow } from '@keel/sandbox/mount-points'
 import { escapedError, isInside, PathError, type ResolvedPath, type Scope } from './paths.ts'
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY, O_DIRECTORY } = constants
@@ -43,6 +44,17 @@ async function verifyInside(handle: FileHandle, path: string, display: string, s
   if (!isInside(scope.realCwd, where)) throw escapedError(display, where, scope)
 }
 
+/** Whether `real` is one of the mount points this process's sandboxes keep (`@keel/sandbox/mount-points`). */
+function isMountPoint(real: string): boolean {
+  for (const point of mountPointsNow()) {
+    if (point === real) return true
+    try {
+      if (realpathSync(point) === real) return true
+    } catch {}
+  }
+  return false
+}
+
 export interface OpenedFile {
   handle: FileHandle
   stats: Stats
@@ -60,6 +72,9 @@ export async function openRegular(real: string, display: string, scope: Scope, t
       throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
     throw error
   })
+  // The sandbox's empty stand-in for a missing protected file, while a sandbox lives (see files.ts): still missing.
+  if (before.isFile() && before.size === 0 && isMountPoint(real))
+    throw new Error(`${display} does not exist${tool === 'edit' ? '; use write to create it' : ''}`)
   // `real` has no symlinks left in it; one here means the path changed after it was checked.
   if (!before.isFile() && !before.isSymbolicLink()) throw notRegular(display, before, tool)
   let handle: FileHandle
