@@ -42,8 +42,14 @@ export function spareRecipe(service: SandboxService, settings: SpareSettings): S
         tmpdir,
         ...(network ? { network: { key: session, ask } } : {}),
       })
-      const shell = prepareShell({ file: sandbox.file, args: sandbox.args, cwd, env, onReport: () => {} })
-      return { sandbox, shell }
+      try {
+        const shell = prepareShell({ file: sandbox.file, args: sandbox.args, cwd, env, onReport: () => {} })
+        return { sandbox, shell }
+      } catch (error) {
+        // A spawn refused at once (no process to wait for): the wrap holds the placeholders until it is disposed.
+        await sandbox.dispose().catch(() => {})
+        throw error
+      }
     },
   }
 }
