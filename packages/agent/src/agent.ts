@@ -177,10 +177,12 @@ export class Agent implements ToolAgent {
   /**
    * A follow-up queued during a turn runs as the next turn, unless the turn was cancelled: then the queue is kept
    * (the door says so) until the person's next prompt, whose turn delivers the steering and then the follow-ups.
+   * Steering that came after the turn's last step (while its end was written: the hooks, the end's waits) reached no
+   * step: it is the next turn's prompt, before any follow-up, as it would have come before them in the turn.
    */
   private runFollowUp(result: TurnResult): void {
     if (result.reason === 'aborted' || this.status === 'disposed' || this.running) return
-    const next = this.queue.takeFirst('follow-up')
+    const next = this.queue.takeFirst('steer') ?? this.queue.takeFirst('follow-up')
     if (next) this.prompt(next.content).catch(() => {})
   }
 

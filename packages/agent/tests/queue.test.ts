@@ -52,6 +52,18 @@ describe('the prompt queue', () => {
     expect(userTexts(keel.model.requests[1]!.messages)).toEqual(['edit the file', 'use b.ts'])
   })
 
+  test("a steering message sent after the turn's last step, as its end is written, is the next turn's prompt", async () => {
+    keel = await makeKeel({ steps: [{ text: 'First.' }, { text: 'Second.' }] })
+    const agent = keel.agent()
+    // The end of a turn waits for its plugins (a snapshot, a sandbox to stop): a sentence typed then met no step.
+    keel.ctx.on('agent/before-turn-end', async () => {
+      if (keel!.model.requests.length === 1) agent.send('one more thing')
+    })
+    expect((await agent.prompt('one')).reason).toBe('completed')
+    await waitFor(() => keel!.model.requests.length === 2 && !agent.queue.size, 'the next turn')
+    expect(userTexts(keel.model.requests[1]!.messages)).toEqual(['one', 'one more thing'])
+  })
+
   test('a follow-up runs as the next turn; idle, send starts a turn', async () => {
     keel = await makeKeel({ steps: [{ text: 'First.', delayMs: 30 }, { text: 'Second.' }] })
     const agent = keel.agent()
