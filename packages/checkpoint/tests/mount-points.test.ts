@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterEach, expect, test } from 'vitest'
 import { points } from '@keel/sandbox/mount-points'
 import { Shadow } from '../src/shadow.ts'
+import { withGitFirstOnPath } from './git-on-path.ts'
 
 let root: string | undefined
 afterEach(() => {
@@ -47,32 +48,19 @@ test('a mount point made while git walks comes out of the index again', async ()
   writeFileSync(join(cwd, '.profile'), '')
   // A git first on PATH whose `add` has read the tree (and taken the empty .profile) before a wrap makes the mount
   // point, and ends only after it: the walk and the wrap overlap for certain.
-  const bin = join(root!, 'bin')
-  const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
-  mkdirSync(bin)
-  writeFileSync(
-    join(bin, 'git'),
-    `#!/bin/sh
-case " $* " in *" add "*)
+  await withGitFirstOnPath(
+    (real) => `*" add "*)
   '${real}' "$@" || exit $?
   : > '${join(root!, 'walked')}'
   while [ ! -e '${join(root!, 'go')}' ]; do sleep 0.01; done
-  exit 0;;
-esac
-exec '${real}' "$@"
-`,
-    { mode: 0o755 },
+  exit 0;;`,
+    async () => {
+      const adding = shadow.add()
+      while (!existsSync(join(root!, 'walked'))) await new Promise((done) => setTimeout(done, 5))
+      points.add(join(cwd, '.profile'))
+      writeFileSync(join(root!, 'go'), '')
+      await adding
+    },
   )
-  const path = process.env.PATH
-  process.env.PATH = `${bin}:${path}`
-  try {
-    const adding = shadow.add()
-    while (!existsSync(join(root!, 'walked'))) await new Promise((done) => setTimeout(done, 5))
-    points.add(join(cwd, '.profile'))
-    writeFileSync(join(root!, 'go'), '')
-    await adding
-  } finally {
-    process.env.PATH = path
-  }
   expect(held(shadow, await shadow.writeTree())).toEqual(['mine.txt'])
 })

@@ -8,6 +8,7 @@ import { Type } from 'typebox'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { Agent } from '@keel/agent'
 import { cwdSlug, type SessionEvent } from '@keel/session'
+import { withGitFirstOnPath } from './git-on-path.ts'
 import * as checkpointPlugin from '../src/index.ts'
 import { makeKeel, type Keel } from '../../../test-support/harness.ts'
 
@@ -300,37 +301,24 @@ describe('checkpoint snapshots', () => {
   test('a folder git cannot list in time is too large: the check does not wait out the whole walk', async () => {
     // A home or /tmp with no .gitignore: git walked millions of files for two minutes before printing. Here a `git`
     // first on PATH lists a few, then hangs as such a walk would (60 s); the check gives up after `listSeconds`.
-    const bin = mkdtempSync(join(tmpdir(), 'keel-git-endless-'))
-    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim()
-    writeFileSync(
-      join(bin, 'git'),
-      `#!/bin/sh
-case " $* " in *" ls-files "*" --others "*)
-  i=0; while [ $i -lt 10 ]; do printf 'f%s\\0' $i; i=$((i+1)); done; exec sleep 60;;
-esac
-exec '${real}' "$@"
-`,
-      { mode: 0o755 },
+    await withGitFirstOnPath(
+      () => `*" ls-files "*" --others "*)
+  i=0; while [ $i -lt 10 ]; do printf 'f%s\\0' $i; i=$((i+1)); done; exec sleep 60;;`,
+      async () => {
+        keel = await makeKeel({
+          steps: [{ text: 'a' }],
+          plugins: [[checkpointPlugin, { ...config, listSeconds: 1 }]],
+        })
+        const warnings: string[] = []
+        keel.ctx.on('keel/notice', (notice) => {
+          if (notice.source === 'checkpoint') warnings.push(notice.text)
+        })
+        await keel.agent().prompt('one')
+        expect(warnings).toEqual([
+          `checkpoints are off for ${keel.cwd}: it holds more files than git lists in 1 s; files cannot be rewound there`,
+        ])
+      },
     )
-    const path = process.env.PATH
-    process.env.PATH = `${bin}:${path}`
-    try {
-      keel = await makeKeel({
-        steps: [{ text: 'a' }],
-        plugins: [[checkpointPlugin, { ...config, listSeconds: 1 }]],
-      })
-      const warnings: string[] = []
-      keel.ctx.on('keel/notice', (notice) => {
-        if (notice.source === 'checkpoint') warnings.push(notice.text)
-      })
-      await keel.agent().prompt('one')
-      expect(warnings).toEqual([
-        `checkpoints are off for ${keel.cwd}: it holds more files than git lists in 1 s; files cannot be rewound there`,
-      ])
-    } finally {
-      process.env.PATH = path
-      rmSync(bin, { recursive: true, force: true })
-    }
   }, 40_000)
 
   test('a rewind is recorded between turns, which the dev invariants accept for checkpoint events only', async () => {

@@ -37,10 +37,36 @@ async function turn(
   } = {},
 ) {
   const { between, before, plugins: extra = [] } = options
+  const { k, counts, lastPrepared } = await counted(
+    steps!.map((step, i) => (between && i + 1 === between.at ? { reasoning: '.', delayMs: 300, ...step } : step)),
+    extra,
+  )
+  let requests = 0
+  let started = false
+  let changed = false
+  k.ctx.on('agent/request', () => void requests++)
+  k.ctx.on('agent/delta', (_agent, delta) => {
+    if (between && !started && delta.kind === 'reasoning' && requests === between.at) {
+      started = true
+      // The call comes one pause (300 ms) after this reasoning.
+      void lastPrepared().then(() => {
+        between.change(k.cwd)
+        changed = true
+      })
+    }
+  })
+  before?.(k.cwd)
+  const agent = k.agent()
+  const result = await agent.prompt('go')
+  expect(result.reason).toBe('completed')
+  if (between) expect(changed).toBe(true)
+  return { k, agent, counts, results: resultTexts(agent) }
+}
+
+/** Keel in auto mode with the real sandbox, the service's fresh wraps and prepared sandboxes counted. */
+async function counted(steps: Steps, extra: Plugins = []) {
   keel = await makeKeel({
-    steps: steps!.map((step, i) =>
-      between && i + 1 === between.at ? { reasoning: '.', delayMs: 300, ...step } : step,
-    ),
+    steps,
     plugins: [
       [permissionsPlugin, { mode: 'auto', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
       [sandboxPlugin, { allowedDomains: [] }],
@@ -57,38 +83,21 @@ async function turn(
     counts.wraps++
     return wrap(...args)
   }
-  // The last spare asked for: the change waits until it is made (its mounts decided), whatever the machine's load.
-  let lastPrepared: Promise<unknown> = Promise.resolve()
+  // The last spare asked for: a change to the disk waits until it is made (its mounts decided), whatever the load.
+  let last: Promise<unknown> = Promise.resolve()
   service.prepare = (...args) => {
     counts.prepared++
     const made = prepare(...args)
-    lastPrepared = made.catch(() => {})
+    last = made.catch(() => {})
     return made
   }
-  let requests = 0
-  let started = false
-  let changed = false
-  k.ctx.on('agent/request', () => void requests++)
-  k.ctx.on('agent/delta', (_agent, delta) => {
-    if (between && !started && delta.kind === 'reasoning' && requests === between.at) {
-      started = true
-      // The call comes one pause (300 ms) after this reasoning.
-      void lastPrepared.then(() => {
-        between.change(k.cwd)
-        changed = true
-      })
-    }
-  })
-  before?.(k.cwd)
-  const agent = k.agent()
-  const result = await agent.prompt('go')
-  expect(result.reason).toBe('completed')
-  if (between) expect(changed).toBe(true)
-  const results = agent.session.events
+  return { k, counts, lastPrepared: () => last }
+}
+
+const resultTexts = (agent: { session: { events: readonly SessionEvent[] } }) =>
+  agent.session.events
     .filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')
     .map((e) => textOfContent(e.data.content))
-  return { k, agent, counts, results }
-}
 
 type Plugins = NonNullable<NonNullable<Parameters<typeof makeKeel>[0]>['plugins']>
 
@@ -154,63 +163,29 @@ describe.skipIf(skipWithout('bubblewrap', HAS_BWRAP, 'the spare sandbox tests'))
     }, 60_000)
 
     test("each turn's first command runs in a spare made as the model began writing it; none waits between turns", async () => {
-      keel = await makeKeel({
-        steps: [run('echo one'), { text: 'first' }, run('echo two'), { text: 'second' }],
-        plugins: [
-          [permissionsPlugin, { mode: 'auto', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
-          [sandboxPlugin, { allowedDomains: [] }],
-        ],
-      })
-      const k = keel
-      await waitFor(() => k.ctx.get('permissions') && k.ctx.get('sandbox'), 'plugins')
-      const service = k.ctx.get('sandbox') as SandboxService
-      let wraps = 0
-      const wrap = service.wrap.bind(service)
-      service.wrap = (...args) => {
-        wraps++
-        return wrap(...args)
-      }
+      const { k, counts } = await counted([run('echo one'), { text: 'first' }, run('echo two'), { text: 'second' }])
       const agent = k.agent()
       expect((await agent.prompt('one')).reason).toBe('completed')
       // Between turns nothing waits: no sandbox, no placeholder on disk.
       await waitFor(() => sandboxes().length === 0, 'no sandbox between turns')
       expect(existsSync(join(k.cwd, '.bashrc'))).toBe(false)
       expect((await agent.prompt('two')).reason).toBe('completed')
-      const texts = agent.session.events
-        .filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')
-        .map((e) => textOfContent(e.data.content))
+      const texts = resultTexts(agent)
       expect(texts[1]).toContain('two')
-      expect(wraps).toBe(0)
+      expect(counts.wraps).toBe(0)
     }, 60_000)
 
     test('a cancel reaches the command in a spare', async () => {
-      keel = await makeKeel({
-        steps: [run('true'), run('sleep 30'), { text: 'never' }],
-        plugins: [
-          [permissionsPlugin, { mode: 'auto', allow: [], deny: [], sandbox: { allowedDomains: [] } }],
-          [sandboxPlugin, { allowedDomains: [] }],
-        ],
-      })
-      const k = keel
-      await waitFor(() => k.ctx.get('permissions') && k.ctx.get('sandbox'), 'plugins')
-      const service = k.ctx.get('sandbox') as SandboxService
-      let wraps = 0
-      const wrap = service.wrap.bind(service)
-      service.wrap = (...args) => {
-        wraps++
-        return wrap(...args)
-      }
+      const { k, counts } = await counted([run('true'), run('sleep 30'), { text: 'never' }])
       const agent = k.agent()
       k.ctx.on('session/event', (_session, event) => {
         if (event.type === 'tool/call' && JSON.stringify(event.data).includes('sleep 30'))
           setTimeout(() => agent.cancel(), 300)
       })
       expect((await agent.prompt('go')).reason).toBe('aborted')
-      const texts = agent.session.events
-        .filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')
-        .map((e) => textOfContent(e.data.content))
+      const texts = resultTexts(agent)
       expect(texts[1]).toContain('[cancelled by the user]')
-      expect(wraps).toBe(0)
+      expect(counts.wraps).toBe(0)
       await waitFor(() => sandboxes().length === 0, 'no sandbox left running')
     }, 60_000)
 
