@@ -263,7 +263,7 @@ export class SandboxService extends Service {
    * counts as running only once taken; until then no host is asked of it. Used at most once.
    */
   async prepare(options: WrapOptions): Promise<PreparedSandbox> {
-    const made = await this.make(PREPARED_SHELL, options)
+    const made = await this.make(PREPARED_SHELL, options, true)
     let taken = false
     return {
       file: made.wrapped.file,
@@ -288,8 +288,8 @@ export class SandboxService extends Service {
     return options.level === 'workspace' ? (options.allowedDomains ?? this.config.allowedDomains) : []
   }
 
-  /** The wrap of `command` for `options`, not yet counted as running (`take` does that). */
-  private async make(command: string, options: WrapOptions): Promise<Made> {
+  /** The wrap of `command` for `options`, not yet counted as running (`take` does that); `prepared`: see {@link prepare}. */
+  private async make(command: string, options: WrapOptions, prepared = false): Promise<Made> {
     const status = await this.status()
     if (!status.available) throw new Error(`the sandbox is unavailable: ${status.reason}`)
     // bwrap mounts a fresh /dev in every sandbox, so a folder under it would not be there for the command to run in.
@@ -325,7 +325,8 @@ export class SandboxService extends Service {
       const [file, ...args] = directArgv(argv)
       const released = await recordPlaceholders(file!, args, allowWrite)
       // After the placeholders: they are what the binds were made on.
-      return { decided, commandId, file: file!, args, released, state: diskState(decided.paths) }
+      // Only a prepared sandbox is compared with the disk later (`current`); a wrap's command starts at once.
+      return { decided, commandId, file: file!, args, released, state: prepared ? diskState(decided.paths) : '' }
     })
     if (domains.length) runtime.registerCommandNetworkLists(commandId, { allowedDomains: domains })
     const running: Running = {
