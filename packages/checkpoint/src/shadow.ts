@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process'
 import {
   chmodSync,
   closeSync,
-  copyFileSync,
   existsSync,
   fstatSync,
   mkdirSync,
@@ -58,6 +57,8 @@ export interface Size {
 
 /** The last measure's figures, kept in the shadow: a new process judges the limits by them (`recall`). */
 const MEASURE_FILE = 'keel-measure.json'
+/** The signatures of the index extensions a seed drops: untracked cache, fsmonitor data, a split index's link. */
+const INDEX_EXTENSIONS = /UNTR|FSMN|link/
 
 function overOf(limits: Limits, files: number, bytes: number): { over?: string } {
   if (files > limits.maxFiles) return { over: `${files} files (the limit is ${limits.maxFiles})` }
@@ -100,6 +101,32 @@ function parseDebugListing(listing: string): { files: number; bytes: number; oth
     path = next
   }
   return { files, bytes, others }
+}
+
+/**
+ * `ls-files -s -v -z` of a seed: the blobs its entries name (a blob at several paths more than once: pack-objects
+ * takes it once), and whether a `.gitattributes` is among them. Throws unless every entry is one git looks at
+ * (tag H, stage 0). Read by offsets, not split into pieces: the seed waits on this for every entry of a large index.
+ */
+function seedEntries(listing: string): { blobs: string[]; attributes: boolean } {
+  const blobs: string[] = []
+  let attributes = false
+  for (let at = 0; at < listing.length; ) {
+    const end = listing.indexOf('\0', at)
+    const stop = end === -1 ? listing.length : end
+    // "<tag> <mode> <object> <stage>\t<path>"
+    const mode = listing.indexOf(' ', at) + 1
+    const object = listing.indexOf(' ', mode) + 1
+    const stage = listing.indexOf(' ', object) + 1
+    const tab = listing.indexOf('\t', stage)
+    if (mode !== at + 2 || listing[at] !== 'H' || tab !== stage + 1 || listing[stage] !== '0')
+      throw new GitError('the project index is not a plain one')
+    if (listing.slice(mode, object - 1) !== '160000') blobs.push(listing.slice(object, stage - 1))
+    const name = stop - '.gitattributes'.length
+    if (listing.startsWith('.gitattributes', name) && (name === tab + 1 || listing[name - 1] === '/')) attributes = true
+    at = stop + 1
+  }
+  return { blobs, attributes }
 }
 
 /** `path` as a path inside `cwd` (git's spelling), or undefined when it is `cwd` itself or lies outside it. */
@@ -299,48 +326,47 @@ export class Shadow {
     const name = `index.seed-${process.pid}`
     const seed = join(this.gitDir, name)
     try {
-      copyFileSync(projectIndex, seed)
+      const bytes = readFileSync(projectIndex)
+      writeFileSync(seed, bytes, { mode: 0o600 })
       chmodSync(seed, 0o600)
-      // A split index's other half is not here: reading it fails, and the shadow stays cold.
-      const [entries, ignored] = await Promise.all([
+      // A split index's other half is not here: reading it fails, and the shadow stays cold. The measure runs beside
+      // the listings, on the copy as it came, so a process's start (which holds the main thread) hides it; it stands
+      // unless entries git ignores are dropped below (Keel's own folders it leaves out itself).
+      const [entries, ignored, early, projectConvertsToo] = await Promise.all([
         git(this.env(name), ['ls-files', '-s', '-v', '-z']),
         git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
+        this.measure(limits, name),
+        projectConverts(this.cwd),
       ])
-      const blobs = new Set<string>()
-      let converts = existsSync(join(projectGit, 'info', 'attributes'))
-      for (const entry of entries.split('\0')) {
-        if (!entry) continue
-        const tab = entry.indexOf('\t')
-        const [tag, mode, object, stage] = entry.slice(0, tab).split(' ')
-        if (tag !== 'H' || stage !== '0') throw new GitError('the project index is not a plain one')
-        if (mode !== '160000') blobs.add(object!)
-        const path = entry.slice(tab + 1)
-        if (path === '.gitattributes' || path.endsWith('/.gitattributes')) converts = true
-      }
+      const { blobs, attributes } = seedEntries(entries)
+      const converts = attributes || existsSync(join(projectGit, 'info', 'attributes'))
       // Untracked-cache and fsmonitor data describe the project's setup, not the shadow's: dropped in the same
-      // process that drops the entries git ignores.
-      await git(
-        this.env(name),
-        [
-          'update-index',
-          '--no-untracked-cache',
-          '--no-fsmonitor',
-          '--no-split-index',
-          '--force-remove',
-          '-z',
-          '--stdin',
-        ],
-        { input: ignored },
-      )
+      // process that drops the entries git ignores. Neither there (no extension's signature anywhere in the file: a
+      // path that holds one only costs this process), nothing to do.
+      if (ignored || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
+        await git(
+          this.env(name),
+          [
+            'update-index',
+            '--no-untracked-cache',
+            '--no-fsmonitor',
+            '--no-split-index',
+            '--force-remove',
+            '-z',
+            '--stdin',
+          ],
+          { input: ignored },
+        )
       await this.dropOwn(name)
-      const [convertsToo, size] = await Promise.all([converts || projectConverts(this.cwd), this.measure(limits, name)])
+      const size = ignored ? await this.measure(limits, name) : early
+      const convertsToo = converts || projectConvertsToo
       // The objects the index names (and the trees of the project's HEAD, which its cache of trees mostly names, so
       // `write-tree` writes no tree of its own) are copied after the first `add`, not before it: that `add` needs
       // only the stat data, and the tool waiting for it runs while they are copied. `writeTree` waits for the copy.
       // When the project converts, that `add` reads every file: the objects are copied first, so the blobs it hashes
       // are found in the pack instead of written one file each.
       const head = projectHead(projectGit)
-      const wanted = `${head ? `${head}^{tree}\n` : ''}${[...blobs].join('\n')}\n`
+      const wanted = `${head ? `${head}^{tree}\n` : ''}${blobs.join('\n')}\n`
       const copy = () =>
         git(this.env(), ['pack-objects', '--revs', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
           input: wanted,

@@ -8,6 +8,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   renameSync,
   rmSync,
   utimesSync,
@@ -111,5 +112,35 @@ describe('a cold shadow seeded from the project index', () => {
     expect(await shadow.seed(limits)).toBeUndefined()
     expect(existsSync(join(shadow.gitDir, 'index'))).toBe(false)
     expect(shadow.warm()).toBe(false)
+  })
+
+  test('an index with an untracked cache and nothing ignored: seeded without it, measured, its attributes kept', async () => {
+    root = mkdtempSync(join(tmpdir(), 'keel-seed-'))
+    const cwd = join(root, 'project')
+    mkdirSync(join(cwd, 'sub'), { recursive: true })
+    for (let f = 0; f < 20; f++) writeFileSync(join(cwd, `f${f}.txt`), `file ${f}\n`)
+    // Attributes in a folder below the top: the project converts, so its LF blob is not what the disk holds.
+    writeFileSync(join(cwd, 'sub', '.gitattributes'), '*.txt text\n')
+    writeFileSync(join(cwd, 'sub', 'crlf.txt'), 'one\r\ntwo\r\n')
+    const old = Date.now() / 1000 - 3600
+    for (const entry of readdirSync(cwd, { recursive: true, encoding: 'utf8' })) utimesSync(join(cwd, entry), old, old)
+    git(cwd, ['init', '-q'])
+    git(cwd, ['add', '-A'])
+    git(cwd, ['commit', '-qm', 'init'])
+    git(cwd, ['update-index', '--untracked-cache'])
+    git(cwd, ['-c', 'core.untrackedCache=true', 'status', '--porcelain'])
+    expect(readFileSync(join(cwd, '.git', 'index'), 'latin1')).toContain('UNTR')
+    writeFileSync(join(cwd, 'new.txt'), 'not tracked yet\n')
+
+    const shadow = new Shadow(cwd, join(root, 'home'))
+    await shadow.init()
+    // 20 files, the attributes, the converted file and the new one: what the snapshot holds.
+    expect(await shadow.seed(limits)).toMatchObject({ files: 23 })
+    expect(readFileSync(join(shadow.gitDir, 'index'), 'latin1')).not.toContain('UNTR')
+    const tree = await shadow.tree()
+    const show = (path: string) =>
+      execFileSync('git', ['--git-dir', shadow.gitDir, 'cat-file', 'blob', `${tree}:${path}`], { encoding: 'utf8' })
+    expect(show('sub/crlf.txt')).toBe('one\r\ntwo\r\n')
+    expect(show('new.txt')).toBe('not tracked yet\n')
   })
 })
