@@ -14,13 +14,16 @@ const INCLUDE = ['packages/*/tests/**/*.test.ts', 'packages/*/tests/**/*.test.ts
 const EXCLUDE = ['**/node_modules/**', ...(UNIT ? SYSTEM_TIERS : [])]
 // Files that measure their own process (its peak RSS), or need a module state no other file has set (the TUI's
 // highlighter not loaded yet, node:fs mocked under the settings module to count its reads), or put a program of their
-// own on PATH that module state would keep for later files (the sandbox's `bwrap`), and so get a fresh one.
+// own on PATH that module state would keep for later files (the sandbox's `bwrap`), or see whether a module loaded
+// (the shell parser), and so get a fresh one.
 const OWN_PROCESS = [
   'packages/sandbox/tests/probe.test.ts',
   'packages/fs/tests/read-large.test.ts',
   'packages/tui/tests/window.test.ts',
   'packages/settings/tests/snapshot.test.ts',
   'packages/permissions/tests/project-rules.test.ts',
+  'packages/shell/tests/parser-preload.test.ts',
+  'packages/shell/tests/parser-preload-reasoning.test.ts',
 ]
 
 // What both projects share; the global setup (one build) stays at the root, where it runs once. The module cache keeps

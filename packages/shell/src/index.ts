@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import type { Agent } from '@keel/agent'
-import { writesNothing, type PermissionMode } from '@keel/permissions'
+import { loadShellParser, type PermissionMode, writesNothing } from '@keel/permissions'
 import { bashTool, callEnv } from './bash.ts'
 import type { Config } from './config.ts'
 import { Jobs } from './jobs.ts'
@@ -47,6 +47,10 @@ export function apply(ctx: Context, config: Config): void {
   ctx.on('agent/delta', (agent, delta) => {
     if (delta.kind === 'reasoning' || delta.kind === 'tool-input') warmSandbox(ctx)
     if (delta.kind === 'tool-input') spares.warm(agent.session.id, () => guessedRecipe(ctx, config, temps, agent))
+    // The permission check of a command with a pipe, a redirect or a quote needs the shell parser, whose code takes
+    // ~60 ms to load (once a process): loaded while the model reasons or begins a bash call, it is ready when the
+    // call is judged instead of in front of it.
+    if (delta.kind === 'reasoning' || (delta.kind === 'tool-input' && delta.name === 'bash')) void loadShellParser()
   })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
