@@ -296,7 +296,7 @@ describe('the fixture of real commands', () => {
             ...['--setenv', 'PATH', shims, '--setenv', 'HOME', work],
             ...['/bin/bash', '-c', command],
           ],
-          { encoding: 'utf8', input: '', timeout: 3000, maxBuffer: 16 * 1024 * 1024 },
+          { encoding: 'utf8', input: '', timeout: 1000, maxBuffer: 16 * 1024 * 1024 },
         )
         const after = snapshot(work)
         const ran = readMarks(marks)
