@@ -24,6 +24,7 @@ import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
 import { mountPointsNow } from '@keel/sandbox/mount-points'
 import { cwdSlug, sessionsRoot } from '@keel/session/paths'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
+import { type IndexSizes, indexSizes } from './index-file.ts'
 
 /** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
 export interface Change {
@@ -260,21 +261,45 @@ export class Shadow {
     // answer to be "too many". A folder git cannot list in `listSeconds` is over any limit a snapshot could keep.
     const seconds = limits.listSeconds ?? LIST_SECONDS
     const listed = AbortSignal.timeout(seconds * 1000)
+    // The index's own figures when it reads whole (none yet: every file is another); else git's listing of them.
+    const cached = this.indexed(index)
     const listing = await git(
       this.env(index),
-      ['ls-files', '-z', '--debug', '--cached', '--others', '--exclude-standard', ...this.pathspec()],
+      [
+        'ls-files',
+        '-z',
+        ...(cached ? [] : ['--debug', '--cached']),
+        '--others',
+        '--exclude-standard',
+        ...this.pathspec(),
+      ],
       { signal: listed },
     ).catch((error: unknown) => {
       if (listed.aborted) return undefined
       throw error
     })
     if (listing === undefined) return { files: 0, bytes: 0, over: `more files than git lists in ${seconds} s` }
-    const { files, bytes: indexed, others } = parseDebugListing(listing)
-    const size = await this.sized(limits, files, indexed, others)
+    const {
+      files,
+      bytes: indexed,
+      others,
+    } = cached ? { ...cached, others: listing.split('\0').filter(Boolean) } : parseDebugListing(listing)
+    const size = await this.sized(limits, cached ? files + others.length : files, indexed, others)
     try {
       writeFileSync(join(this.gitDir, MEASURE_FILE), JSON.stringify({ files: size.files, bytes: size.bytes }))
     } catch {}
     return size
+  }
+
+  /** The figures of the files `index` holds, read from the file (none: nothing), or undefined to ask git. */
+  private indexed(index: string): IndexSizes | undefined {
+    let buffer: Buffer
+    try {
+      buffer = readFileSync(join(this.gitDir, index))
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { files: 0, bytes: 0 } : undefined
+    }
+    return indexSizes(buffer, this.own)
   }
 
   /** The last measure's figures, judged against `limits`; undefined for a shadow never measured. */

@@ -1,0 +1,100 @@
+/** What a measure needs of a git index: how many paths it holds and the sizes git recorded for them. */
+export interface IndexSizes {
+  files: number
+  bytes: number
+}
+
+/** SHA-1 object names; an index of SHA-256 ones fails the check that the entries end where the extensions begin. */
+const HASH = 20
+/** Stat data (ten 32-bit fields), the object name, the flags: where an entry's path (or extended flags) begins. */
+const FIXED = 40 + HASH + 2
+const SIZE_AT = 36
+const MODE_AT = 24
+const EXTENDED = 0x4000
+const STAGE = 0x3000
+const NAME_LENGTH = 0xfff
+const DIRECTORY = 0o040000
+
+const u32 = (b: Buffer, at: number) => ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0
+
+/**
+ * Reads a git index file directly (gitformat-index, versions 2 to 4): its paths (each once, whatever its stages)
+ * and their recorded sizes, leaving out paths under `without` (folders, git's spelling). Undefined for an index this
+ * does not read whole (another version or hash, a sparse index's folder entries, a torn file): ask git instead.
+ * `ls-files --debug` prints the same figures, but its listing of a 20,000-file index is 2.9 MB for Node to read and
+ * parse on the path of the first writing tool. In a process's first measure this loop runs unoptimised: it calls
+ * nothing per entry it can do without (a native call, a string per path took 20 ms of 20,000 entries; now 3).
+ */
+export function indexSizes(buffer: Buffer, without: readonly string[] = []): IndexSizes | undefined {
+  if (buffer.length < 12 + HASH || buffer.toString('latin1', 0, 4) !== 'DIRC') return undefined
+  const version = u32(buffer, 4)
+  if (version < 2 || version > 4) return undefined
+  const count = u32(buffer, 8)
+  // Paths are held to `without` as the bytes they are (latin1 keeps one character a byte, so v4's prefix counts
+  // hold), and made into strings only then.
+  const folders = without.map((path) => Buffer.from(`${path}/`, 'utf8').toString('latin1'))
+  const end = buffer.length - HASH
+  let at = 12
+  let path = ''
+  /** Where the previous path lies (versions 2 and 3), its length (version 4, whose paths build on it), its stage. */
+  let previousStart = 0
+  let previousLength = 0
+  let previousStaged = false
+  let files = 0
+  let bytes = 0
+  for (let i = 0; i < count; i++) {
+    if (at + FIXED > end) return undefined
+    const flags = (buffer[at + FIXED - 2]! << 8) | buffer[at + FIXED - 1]!
+    const extended = (flags & EXTENDED) !== 0
+    if (extended && version < 3) return undefined
+    if ((u32(buffer, at + MODE_AT) & 0o170000) === DIRECTORY) return undefined
+    const staged = (flags & STAGE) !== 0
+    const start = at + FIXED + (extended ? 2 : 0)
+    // A path held more than once is a conflict's stages, one after another.
+    let same = false
+    let next: number
+    if (version === 4) {
+      // A varint (git's varint.c): how many bytes of the previous path to drop, then the rest of this one.
+      let p = start
+      let byte = buffer[p++] ?? 0
+      let strip = byte & 127
+      while (byte & 128) {
+        byte = buffer[p++] ?? 0
+        strip = (strip + 1) * 128 + (byte & 127)
+      }
+      let nul = p
+      while (nul < end && buffer[nul] !== 0) nul++
+      if (nul >= end || strip > previousLength) return undefined
+      same = staged && previousStaged && strip === 0 && nul === p
+      previousLength += nul - p - strip
+      if (folders.length) path = path.slice(0, path.length - strip) + buffer.toString('latin1', p, nul)
+      next = nul + 1
+    } else {
+      let length = flags & NAME_LENGTH
+      if (length === NAME_LENGTH) while (start + length < end && buffer[start + length] !== 0) length++
+      const nul = start + length
+      if (nul >= end || buffer[nul] !== 0) return undefined
+      // One to eight NULs pad the entry to a multiple of eight bytes.
+      next = at + ((start - at + length + 8) & ~7)
+      if (next > end) return undefined
+      for (let k = nul; k < next; k++) if (buffer[k] !== 0) return undefined
+      same =
+        staged &&
+        previousStaged &&
+        length === previousLength &&
+        buffer.compare(buffer, previousStart, previousStart + length, start, nul) === 0
+      previousStart = start
+      previousLength = length
+      if (folders.length) path = buffer.toString('latin1', start, nul)
+    }
+    previousStaged = staged
+    if (!same && !(folders.length && folders.some((folder) => path.startsWith(folder)))) {
+      files++
+      bytes += u32(buffer, at + SIZE_AT)
+    }
+    at = next
+  }
+  // Then the extensions (a signature and a length each), then the checksum: anything else is misread.
+  while (at + 8 <= end) at += 8 + u32(buffer, at + 4)
+  return at === end ? { files, bytes } : undefined
+}
