@@ -23,7 +23,6 @@ const OWN_PROCESS = [
   'packages/settings/tests/snapshot.test.ts',
   'packages/permissions/tests/project-rules.test.ts',
   'packages/shell/tests/parser-preload.test.ts',
-  'packages/shell/tests/parser-preload-reasoning.test.ts',
 ]
 
 // What both projects share; the global setup (one build) stays at the root, where it runs once. The module cache keeps

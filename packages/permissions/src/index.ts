@@ -7,7 +7,13 @@ export * from './types.ts'
 export { PermissionService, declined, declinedReason, hostRefusal, type PermissionsConfig } from './service.ts'
 export { decide, type PolicyInput } from './policy.ts'
 export { parseRule, parseRules, type Rule } from './rules.ts'
-export { analyzeCommand, type CommandAnalysis, loadShellParser, type SimpleCommand } from './command.ts'
+export {
+  analyzeCommand,
+  type CommandAnalysis,
+  loadShellParser,
+  needsShellParser,
+  type SimpleCommand,
+} from './command.ts'
 export { isReadOnly, READ_ONLY_COMMANDS } from './readonly.ts'
 export { summarize } from './describe.ts'
 export { suggestRules, type Suggestion } from './suggest.ts'

@@ -1,8 +1,9 @@
 import type { Context } from 'cordis'
 import type { Agent } from '@keel/agent'
-import { loadShellParser, type PermissionMode, writesNothing } from '@keel/permissions'
+import { type PermissionMode, writesNothing } from '@keel/permissions'
 import { bashTool, callEnv } from './bash.ts'
 import type { Config } from './config.ts'
+import { parserPreload } from './parser-preload.ts'
 import { Jobs } from './jobs.ts'
 import { jobKillTool, jobOutputTool } from './job-tools.ts'
 import { type SpareRecipe, Spares, spareRecipe } from './spares.ts'
@@ -39,6 +40,7 @@ export function apply(ctx: Context, config: Config): void {
     void spares.forget(session.id)
   })
 
+  const preloadParser = parserPreload()
   // The model is reasoning, or has started writing a tool call: a turn that uses tools is the one that runs
   // commands, and its first `bash` often comes a step or two later (a plan first), so the sandbox is got ready from
   // the first call of any tool, with the rest of the answer and those steps as its time. Not at the turn's start: its
@@ -47,10 +49,7 @@ export function apply(ctx: Context, config: Config): void {
   ctx.on('agent/delta', (agent, delta) => {
     if (delta.kind === 'reasoning' || delta.kind === 'tool-input') warmSandbox(ctx)
     if (delta.kind === 'tool-input') spares.warm(agent.session.id, () => guessedRecipe(ctx, config, temps, agent))
-    // The permission check of a command with a pipe, a redirect or a quote needs the shell parser, whose code takes
-    // ~60 ms to load (once a process): loaded while the model reasons or begins a bash call, it is ready when the
-    // call is judged instead of in front of it.
-    if (delta.kind === 'reasoning' || (delta.kind === 'tool-input' && delta.name === 'bash')) void loadShellParser()
+    preloadParser(agent, delta)
   })
   ctx.on('session/event', (session, event) => {
     // Written by @keel/checkpoint when it rewinds the session's files (not a dependency: a string is enough).
