@@ -49,19 +49,30 @@ export async function openAgent(
     if (!id) throw new UsageError(`no session to continue in ${cwd}`)
   }
   if (id && flags.fork) id = ctx.sessions.branch(id)
-  // A reopened session keeps the model its log records, unless --model names one.
-  const recorded = id ? lastModel(ctx.sessions.read(id).events) : undefined
-  const chosen = modelFlag === undefined ? recorded : undefined
-  const model = chosen
-    ? await createModel(ctx, flags, chosen.spec, chosen.baseUrl)
-    : await createModel(ctx, flags, modelSpec(flags))
-  if (id) {
-    const { agent, repairs } = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })
-    // --model on a reopened session: the log says so, so the next -c continues on it.
-    if (!chosen && recorded && recorded.spec !== recordModel.spec) agent.session.append('session/model', recordModel)
-    return { agent, repairs, resumed: true }
+  if (!id) {
+    const model = await createModel(ctx, flags, modelSpec(flags))
+    return { agent: ctx.agents.create({ cwd, model, recordModel, ...limit }), repairs: [], resumed: false }
   }
-  return { agent: ctx.agents.create({ cwd, model, recordModel, ...limit }), repairs: [], resumed: false }
+  // Opened once, before its model is known: the resume below takes the open session over, so a long log is read and
+  // parsed once (reading it for its model first doubled what `keel -c` waits for at 2,000 turns).
+  const held = ctx.sessions.get(id) !== undefined
+  const opened = ctx.sessions.open(id)
+  // A reopened session keeps the model its log records, unless --model names one.
+  const recorded = lastModel(opened.session.events)
+  const chosen = modelFlag === undefined ? recorded : undefined
+  let model: LlmAdapter
+  try {
+    model = chosen
+      ? await createModel(ctx, flags, chosen.spec, chosen.baseUrl)
+      : await createModel(ctx, flags, modelSpec(flags))
+  } catch (error) {
+    if (!held) ctx.sessions.close(opened.session)
+    throw error
+  }
+  const { agent, repairs } = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })
+  // --model on a reopened session: the log says so, so the next -c continues on it.
+  if (!chosen && recorded && recorded.spec !== recordModel.spec) agent.session.append('session/model', recordModel)
+  return { agent, repairs: [...opened.repairs, ...repairs], resumed: true }
 }
 
 /**
