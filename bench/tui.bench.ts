@@ -3,12 +3,15 @@
 // run. The first paint is timed in a fresh process each round (bench/tui-paint.ts), as a person gets it: in one
 // process the second paint finds the parser and renderer compiled and says nothing of a real start. The transcript
 // draws a window of a few screens, so the frame and the keys should not grow with the session; reading the log does.
-import { spawnSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ScriptStep } from '@keel/llm'
 import { KeelApp } from '../packages/tui/src/app.ts'
 import { loadHighlighter } from '../packages/tui/src/highlight.ts'
 import { fillSession, RecordingTerminal } from '../packages/tui/tests/support.ts'
+import { HAS_TMUX, Tmux } from '../packages/tui/tests/tmux.ts'
 import { makeKeel } from '../test-support/harness.ts'
 import { median, ms, ratio, row } from './stats.ts'
 import { answer } from './tui-answer.ts'
@@ -75,6 +78,54 @@ row('first paint, 2,000 turns', ms(paintOf(2000, 'paint')), ratio(paintOf(2000, 
 const PARTS = { reopen: 'the log reopened', app: 'the fold and the app', frame: 'the first frame' } as const
 for (const [part, label] of Object.entries(PARTS) as [keyof typeof PARTS, string][])
   row(`  ${label}, 2,000 turns (20 turns)`, ms(paintOf(2000, part)), `(${ms(paintOf(20, part))})`)
+
+// The whole of it as a person sees it, when tmux is here: `keel -c` (the bundle) spawned in a terminal until the last
+// turn's answer is on its screen (read every few ms: each read is a tmux process), against the same for 20 turns.
+if (HAS_TMUX) {
+  const require = createRequire(import.meta.url)
+  const { bundleIsFresh } = require('../bin/bundle-fresh.js') as { bundleIsFresh(root: string): boolean }
+  if (!bundleIsFresh(root)) execFileSync(process.execPath, [join(root, 'scripts/build.mjs'), '--quiet'])
+  const tmux = new Tmux(100, 40)
+  const logs = new Map<number, Keel>()
+  for (const turns of [20, 2000]) {
+    const keel = await makeKeel({ steps: [] as ScriptStep[] })
+    const written = keel.agent({ fileNow: true })
+    fillSession(written.session, turns, answer)
+    keel.ctx.agents.close(written)
+    logs.set(turns, keel)
+  }
+  const shown = new Map<number, number[]>()
+  try {
+    for (let round = 0; round < ROUNDS; round++)
+      for (const turns of round % 2 ? [2000, 20] : [20, 2000]) {
+        const { home, cwd } = logs.get(turns)!
+        const name = `paint-${round}-${turns}`
+        const started = performance.now()
+        tmux.start(
+          name,
+          `cd '${cwd}' && KEEL_HOME='${home}' exec '${process.execPath}' '${join(root, 'bin/keel.js')}' -c --model scripted/demo`,
+        )
+        const last = `Turn ${turns}:`
+        while (!tmux.screen(name).includes(last)) {
+          if (performance.now() - started > 30_000)
+            throw new Error(`keel -c never showed ${last}:\n${tmux.screen(name)}`)
+        }
+        shown.set(turns, [...(shown.get(turns) ?? []), performance.now() - started])
+        // Ctrl+C twice quits, releasing the session for the next round (the pane, and the server with it, then end).
+        tmux.key(name, 'C-c')
+        tmux.key(name, 'C-c')
+        const quitting = performance.now()
+        while (tmux.running(name) && performance.now() - quitting < 5_000)
+          await new Promise((done) => setTimeout(done, 20))
+      }
+  } finally {
+    tmux.dispose()
+    for (const keel of logs.values()) await keel.dispose()
+  }
+  const of = (turns: number) => median(shown.get(turns)!)
+  row('keel -c in a terminal → last turn shown, 20 turns', ms(of(20)))
+  row('keel -c in a terminal → last turn shown, 2,000', ms(of(2000)), ratio(of(2000), of(20)))
+} else console.log('(keel -c in a terminal: tmux is not installed)')
 
 const sessions: { turns: number; keel: Keel; agent: ReturnType<Keel['agent']> }[] = []
 for (const turns of [20, 2000]) {

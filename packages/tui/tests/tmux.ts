@@ -46,6 +46,11 @@ export class Tmux {
     return this.run('capture-pane', '-p', '-e', '-t', name)
   }
 
+  /** Whether the session `name` is still there (its pane's program has not ended). */
+  running(name: string): boolean {
+    return spawnSync('tmux', ['-L', this.socket, 'has-session', '-t', name]).status === 0
+  }
+
   type(name: string, text: string): void {
     this.run('send-keys', '-t', name, '-l', text)
   }
