@@ -31,8 +31,9 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
   if (version < 2 || version > 4) return undefined
   const count = u32(buffer, 8)
   // Paths are held to `without` as the bytes they are (latin1 keeps one character a byte, so v4's prefix counts
-  // hold), and made into strings only then.
+  // hold), and only by their first bytes, as long as the longest folder: a made-up file's long paths cost no more.
   const folders = without.map((path) => Buffer.from(`${path}/`, 'utf8').toString('latin1'))
+  const width = Math.max(0, ...folders.map((folder) => folder.length))
   const end = buffer.length - HASH
   let at = 12
   let path = ''
@@ -66,8 +67,11 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
       while (nul < end && buffer[nul] !== 0) nul++
       if (nul >= end || strip > previousLength) return undefined
       same = staged && previousStaged && strip === 0 && nul === p
+      if (width) {
+        const kept = path.slice(0, previousLength - strip)
+        path = kept + buffer.toString('latin1', p, Math.min(nul, p + width - kept.length))
+      }
       previousLength += nul - p - strip
-      if (folders.length) path = path.slice(0, path.length - strip) + buffer.toString('latin1', p, nul)
       next = nul + 1
     } else {
       let length = flags & NAME_LENGTH
@@ -85,7 +89,7 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
         buffer.compare(buffer, previousStart, previousStart + length, start, nul) === 0
       previousStart = start
       previousLength = length
-      if (folders.length) path = buffer.toString('latin1', start, nul)
+      if (width) path = buffer.toString('latin1', start, Math.min(nul, start + width))
     }
     previousStaged = staged
     if (!same && !(folders.length && folders.some((folder) => path.startsWith(folder)))) {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import {
   chmodSync,
   closeSync,
+  copyFileSync,
   existsSync,
   fstatSync,
   mkdirSync,
@@ -58,6 +59,28 @@ export interface Size {
 
 /** The last measure's figures, kept in the shadow: a new process judges the limits by them (`recall`). */
 const MEASURE_FILE = 'keel-measure.json'
+/** An index file larger than this is not read into memory (git lists it instead): a project's could be any size. */
+const INDEX_READ_BYTES = 64 * 1024 * 1024
+
+/** The index file at `path` (throws as `readFileSync` does), or undefined when it is larger than the bound. */
+function readIndexFile(path: string): Buffer | undefined {
+  const fd = openSync(path, 'r')
+  try {
+    const { size } = fstatSync(fd)
+    if (size > INDEX_READ_BYTES) return undefined
+    const buffer = Buffer.allocUnsafe(size)
+    let read = 0
+    while (read < size) {
+      const n = readSync(fd, buffer, read, size - read, read)
+      if (n === 0) break
+      read += n
+    }
+    return buffer.subarray(0, read)
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** The signatures of the index extensions a seed drops: untracked cache, fsmonitor data, a split index's link. */
 const INDEX_EXTENSIONS = /UNTR|FSMN|link/
 
@@ -293,13 +316,13 @@ export class Shadow {
 
   /** The figures of the files `index` holds, read from the file (none: nothing), or undefined to ask git. */
   private indexed(index: string): IndexSizes | undefined {
-    let buffer: Buffer
+    let buffer: Buffer | undefined
     try {
-      buffer = readFileSync(join(this.gitDir, index))
+      buffer = readIndexFile(join(this.gitDir, index))
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { files: 0, bytes: 0 } : undefined
     }
-    return indexSizes(buffer, this.own)
+    return buffer && indexSizes(buffer, this.own)
   }
 
   /** The last measure's figures, judged against `limits`; undefined for a shadow never measured. */
@@ -351,8 +374,11 @@ export class Shadow {
     const name = `index.seed-${process.pid}`
     const seed = join(this.gitDir, name)
     try {
-      const bytes = readFileSync(projectIndex)
-      writeFileSync(seed, bytes, { mode: 0o600 })
+      // Read into memory only up to a bound (the project's file is not Keel's: it could be any size); a larger one is
+      // copied as it is and taken to hold the extensions the seed drops.
+      const bytes = readIndexFile(projectIndex)
+      if (bytes) writeFileSync(seed, bytes, { mode: 0o600 })
+      else copyFileSync(projectIndex, seed)
       chmodSync(seed, 0o600)
       // A split index's other half is not here: reading it fails, and the shadow stays cold. The measure runs beside
       // the listings, on the copy as it came, so a process's start (which holds the main thread) hides it; it stands
@@ -368,7 +394,7 @@ export class Shadow {
       // Untracked-cache and fsmonitor data describe the project's setup, not the shadow's: dropped in the same
       // process that drops the entries git ignores. Neither there (no extension's signature anywhere in the file: a
       // path that holds one only costs this process), nothing to do.
-      if (ignored || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
+      if (ignored || !bytes || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
         await git(
           this.env(name),
           [

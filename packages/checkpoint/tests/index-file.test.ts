@@ -115,4 +115,25 @@ describe('a git index read directly', () => {
     expect(git(sparse, 'ls-files', '--sparse')).toContain('deep/\n')
     expect(indexSizes(indexOf(sparse))).toBeUndefined()
   })
+
+  test("a made-up index's long prefix-compressed paths cost a pass, not their rebuilding", () => {
+    // Version 4: each entry keeps the whole previous path and adds a folder of 100 bytes, so the last is 5 MB long. Rebuilt per
+    // entry to be held to a folder left out, that was 125 GB of copying: this would not return.
+    const entries = 50_000
+    const entry = Buffer.alloc(62 + 1 + 100 + 1)
+    entry.writeUInt32BE(0o100644, 24)
+    entry.writeUInt16BE(0xfff, 60)
+    entry.fill('a', 63, 162)
+    entry.write('/', 162, 'latin1')
+    const header = Buffer.alloc(12)
+    header.write('DIRC', 0, 'latin1')
+    header.writeUInt32BE(4, 4)
+    header.writeUInt32BE(entries, 8)
+    const index = Buffer.concat([header, ...Array.from({ length: entries }, () => entry), Buffer.alloc(20)])
+    const folder = 'a'.repeat(99)
+    expect(indexSizes(index, ['kept/out'])).toEqual({ files: entries, bytes: 0 })
+    // Every path but the first (`a…a/`) lies under the second folder down.
+    expect(indexSizes(index, [`${folder}/${folder}`])).toEqual({ files: 1, bytes: 0 })
+    expect(indexSizes(index, [folder])).toEqual({ files: 0, bytes: 0 })
+  })
 })
