@@ -5,6 +5,12 @@ import { loadShellParser, needsShellParser } from '@keel/permissions'
 const COMMAND_SO_FAR = /"command"\s*:\s*"((?:[^"\\]|\\.)*)/
 /** The word being written: judged once it ends (`tim` may become `time`, `in` may become `install.sh`). */
 const OPEN_WORD = /[\w./:,+@%=-]*$/
+/**
+ * A call's argument text is read again at each delta, so it is read only this far: a command whose start is plain
+ * words for longer is judged as before, the parser loading at its check (a model's megabyte of arguments in tiny
+ * deltas must not cost the main thread the square of it).
+ */
+const WATCHED_CHARS = 8192
 
 /**
  * The permission check of a command with a pipe, a redirect or a quote needs the shell parser (~60 ms of code to
@@ -28,6 +34,10 @@ export function parserPreload(load: () => Promise<void> = loadShellParser): (age
     const before = calls.get(delta.index)
     if (before === undefined) return
     const text = before + delta.text
+    if (text.length > WATCHED_CHARS) {
+      calls.delete(delta.index)
+      return
+    }
     calls.set(delta.index, text)
     const escaped = COMMAND_SO_FAR.exec(text)?.[1]
     if (escaped === undefined) return

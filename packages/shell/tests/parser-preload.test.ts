@@ -41,6 +41,12 @@ test.each([
   expect(loadsFor('bash', pieces)).toBe(0)
 })
 
+test('a command read no further than its first 8 KB: plain words that long, then a pipe, load nothing', () => {
+  const plain = `{"command":"echo ${'word '.repeat(2000)}`
+  expect(loadsFor('bash', [plain, '| cat"}'])).toBe(0)
+  expect(loadsFor('bash', [plain.slice(0, 4000), '| cat"}'])).toBe(1)
+})
+
 test("another tool's arguments load nothing, a command among them too", () => {
   expect(loadsFor('grep', ['{"pattern":"a|b', '"}'])).toBe(0)
   expect(loadsFor('an_mcp_tool', ['{"command":"a | ', 'b"}'])).toBe(0)
