@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import {
   chmodSync,
   closeSync,
-  copyFileSync,
+  constants,
   existsSync,
   fstatSync,
   mkdirSync,
@@ -62,12 +62,16 @@ const MEASURE_FILE = 'keel-measure.json'
 /** An index file larger than this is not read into memory (git lists it instead): a project's could be any size. */
 const INDEX_READ_BYTES = 64 * 1024 * 1024
 
-/** The index file at `path` (throws as `readFileSync` does), or undefined when it is larger than the bound. */
+/**
+ * The index file at `path` (throws as `readFileSync` does), or undefined when it is larger than the bound or no
+ * regular file: opened without blocking, so a FIFO where a project's `.git/index` belongs cannot hang the process.
+ */
 function readIndexFile(path: string): Buffer | undefined {
-  const fd = openSync(path, 'r')
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   try {
-    const { size } = fstatSync(fd)
-    if (size > INDEX_READ_BYTES) return undefined
+    const stat = fstatSync(fd)
+    if (!stat.isFile() || stat.size > INDEX_READ_BYTES) return undefined
+    const { size } = stat
     const buffer = Buffer.allocUnsafe(size)
     let read = 0
     while (read < size) {
@@ -374,11 +378,11 @@ export class Shadow {
     const name = `index.seed-${process.pid}`
     const seed = join(this.gitDir, name)
     try {
-      // Read into memory only up to a bound (the project's file is not Keel's: it could be any size); a larger one is
-      // copied as it is and taken to hold the extensions the seed drops.
+      // The project's file is not Keel's: one over the bound (an index of hundreds of thousands of entries, over any
+      // limit a snapshot keeps) or no regular file seeds nothing.
       const bytes = readIndexFile(projectIndex)
-      if (bytes) writeFileSync(seed, bytes, { mode: 0o600 })
-      else copyFileSync(projectIndex, seed)
+      if (!bytes) return undefined
+      writeFileSync(seed, bytes, { mode: 0o600 })
       chmodSync(seed, 0o600)
       // A split index's other half is not here: reading it fails, and the shadow stays cold. The measure runs beside
       // the listings, on the copy as it came, so a process's start (which holds the main thread) hides it; it stands
@@ -394,7 +398,7 @@ export class Shadow {
       // Untracked-cache and fsmonitor data describe the project's setup, not the shadow's: dropped in the same
       // process that drops the entries git ignores. Neither there (no extension's signature anywhere in the file: a
       // path that holds one only costs this process), nothing to do.
-      if (ignored || !bytes || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
+      if (ignored || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
         await git(
           this.env(name),
           [
@@ -657,7 +661,8 @@ function indexEntries(file: string): number {
   const header = Buffer.alloc(12)
   let fd: number | undefined
   try {
-    fd = openSync(file, 'r')
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+    if (!fstatSync(fd).isFile()) return 0
     if (readSync(fd, header, 0, 12, 0) < 12 || header.toString('latin1', 0, 4) !== 'DIRC') return 0
     return header.readUInt32BE(8)
   } catch {

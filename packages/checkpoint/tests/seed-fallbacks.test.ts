@@ -3,7 +3,7 @@
 // exact after the project's `git gc --prune=now` took the objects its index named; a seeded index whose objects were
 // never copied (a process killed in between) is dropped, and the next snapshot reads every file.
 import { execFileSync } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -73,6 +73,24 @@ describe('the seeded first snapshot', () => {
     await shadow.init()
     await shadow.seed(limits)
     expect(await shadow.tree()).toBe(await unseededTree(cwd))
+  })
+
+  test('a FIFO or a device where the project index belongs seeds nothing, and blocks nothing', async () => {
+    for (const make of [
+      (index: string) => execFileSync('mkfifo', [index]),
+      (index: string) => symlinkSync('/dev/zero', index),
+    ]) {
+      const cwd = project()
+      const index = join(cwd, '.git', 'index')
+      rmSync(index)
+      make(index)
+      const shadow = new Shadow(cwd, join(root!, 'home'))
+      await shadow.init()
+      expect(shadow.projectEntries()).toBe(0)
+      expect(await shadow.seed(limits)).toBeUndefined()
+      expect(shadow.warm()).toBe(false)
+      rmSync(root!, { recursive: true, force: true })
+    }
   })
 
   test('rewinds exactly after the project gc pruned the objects its index named', async () => {
