@@ -69,6 +69,8 @@ for (const [name, steps] of Object.entries(scripts))
 
 interface Run {
   firstToolWait: number
+  /** Answer → the first call's result: the wait and the call's own work (its permission check, the command). */
+  firstToolResult: number
   answerToEnd: number
   gits: number
 }
@@ -102,6 +104,7 @@ function keel(home: string, script: keyof typeof scripts, checkpoints = true, ch
   const call = events.find((event) => event.type === 'tool/call')!
   return {
     firstToolWait: call.time - answers[0]!.time,
+    firstToolResult: events.find((event) => event.type === 'tool/result')!.time - answers[0]!.time,
     answerToEnd: events.find((event) => event.type === 'turn/end')!.time - answers.at(-1)!.time,
     gits: readFileSync(gitLog, 'utf8').split('\n').filter(Boolean).length,
   }
@@ -146,6 +149,12 @@ try {
     `${ratio(pick(cold, 'firstToolWait'), base)} git status (${cold.length} runs; target ≤ 2×)`,
   )
   row('first writing tool waits, checkpoints off', ms(pick(off, 'firstToolWait')))
+  // What precedes the call's start can move across it (a module the call needs, loaded before or after the call is
+  // logged): the answer → result rows say whether the call as a whole moved.
+  row(
+    '  answer → its result, warm / cold / off',
+    `${ms(pick(warm, 'firstToolResult'))} / ${ms(pick(cold, 'firstToolResult'))} / ${ms(pick(off, 'firstToolResult'))}`,
+  )
   row(
     'answer → turn end after a bash, checkpoints on',
     ms(pick(warm, 'answerToEnd')),
@@ -166,6 +175,10 @@ try {
       `${compare}: first writing tool, cold`,
       ms(pick(other.cold, 'firstToolWait')),
       ratio(pick(other.cold, 'firstToolWait'), base),
+    )
+    row(
+      `${compare}:   answer → its result, warm / cold`,
+      `${ms(pick(other.warm, 'firstToolResult'))} / ${ms(pick(other.cold, 'firstToolResult'))}`,
     )
     row(
       `${compare}: answer → turn end`,
