@@ -1,6 +1,7 @@
 import { CURSOR_MARKER } from '@mariozechner/pi-tui'
 import { Type } from 'typebox'
-import { afterEach, describe, expect, test } from 'vitest'
+import { appendFileSync, readFileSync } from 'node:fs'
+import { afterEach, describe, expect, test, vi } from 'vitest'
 import type { ScriptStep } from '@keel/llm'
 import * as compactionPlugin from '@keel/compaction'
 import * as mcpPlugin from '@keel/mcp'
@@ -197,6 +198,27 @@ describe('interactive app (in-process, recording terminal)', () => {
     app.submit(`/resume ${firstId.slice(0, 8)}`)
     expect(app.agent.id).toBe(firstId)
     expect(screen(app)).toContain('› remember me')
+    expect(screen(app)).toContain('first answer')
+  })
+
+  test("/resume reads the session's log once, and says what its reopening repaired", async () => {
+    const { app } = await start([{ text: 'first answer' }])
+    app.submit('remember me')
+    await idle(app)
+    const firstId = app.agent.id
+    app.submit('/new')
+    // The log as a crash leaves it: a turn begun and never ended.
+    const file = keel!.ctx.sessions.pathOf(firstId)!
+    const seq = readFileSync(file, 'utf8').trim().split('\n').length - 1
+    appendFileSync(
+      file,
+      `${JSON.stringify({ type: 'turn/start', seq, time: Date.now(), data: { turn: 2, trigger: 'prompt' } })}\n`,
+    )
+    const read = vi.spyOn(keel!.ctx.sessions, 'read')
+    app.submit(`/resume ${firstId}`)
+    await waitFor(() => app.agent.id === firstId, 'the resumed session')
+    expect(read).not.toHaveBeenCalled()
+    expect(screen(app)).toContain('turn 2 was left open by a crash; closed it as interrupted')
     expect(screen(app)).toContain('first answer')
   })
 

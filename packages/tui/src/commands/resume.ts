@@ -1,4 +1,5 @@
 import { lastModel, type LlmAdapter } from '@keel/agent'
+import type { OpenedSession } from '@keel/session'
 import { errorLine } from '@keel/session/text'
 import { escapeLine } from '../safe.ts'
 import type { Command, CommandActions } from './command.ts'
@@ -33,13 +34,20 @@ async function resumeId(actions: CommandActions, arg: string): Promise<void> {
     return actions.note('warn', `${matches.length} sessions start with ${arg}; type more of the id.`)
   if (id === actions.agent.id) return actions.note('info', 'That is the session already open.')
   // The model the session's log records (the one it started on, or its last /model choice); otherwise it continues
-  // with the model in use.
+  // with the model in use. Read from the session opened here, which the resume below takes over: a long log is read
+  // once. Closed again if nothing takes it (unless this process held it open already).
   let model: LlmAdapter = actions.agent.model
   let chosen: { spec: string; baseUrl?: string } | undefined
+  const held = actions.ctx.sessions.get(id) !== undefined
+  let opened: OpenedSession | undefined
   try {
-    chosen = lastModel(actions.ctx.sessions.read(id).events)
+    opened = actions.ctx.sessions.open(id)
+    chosen = lastModel(opened.session.events)
   } catch {
-    chosen = undefined // an unknown id: agents.resume below says so
+    chosen = undefined // an unknown or locked id: agents.resume below says so
+  }
+  const release = () => {
+    if (opened && !held) actions.ctx.sessions.close(opened.session)
   }
   let spec = actions.model.current
   if (chosen && chosen.spec !== spec) {
@@ -53,8 +61,15 @@ async function resumeId(actions: CommandActions, arg: string): Promise<void> {
       )
     }
   }
-  if (actions.turnRunning()) return void actions.busy()
+  if (actions.turnRunning()) {
+    release()
+    return void actions.busy()
+  }
   const resumed = `Resumed session ${id} on ${escapeLine(spec)}.`
-  if (actions.replaceAgent(() => actions.ctx.agents.resume(id, { model, recordModel: { spec } }), resumed))
-    actions.model.show(spec)
+  const make = () => {
+    const next = actions.ctx.agents.resume(id, { model, recordModel: { spec } })
+    return { agent: next.agent, repairs: [...(opened?.repairs ?? []), ...next.repairs] }
+  }
+  if (actions.replaceAgent(make, resumed)) actions.model.show(spec)
+  else release()
 }
