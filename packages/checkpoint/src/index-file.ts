@@ -4,14 +4,31 @@ export interface IndexSizes {
   bytes: number
 }
 
+/** And what a seed needs of one (`Shadow.seed`), read in the same pass. */
+export interface IndexFigures extends IndexSizes {
+  /** Every entry is one git looks at in full: stage 0, neither assume-unchanged nor skip-worktree. */
+  plain: boolean
+  /** Whether a `.gitattributes` is among the paths; undefined for version 4 (its paths are not rebuilt whole). */
+  attributes: boolean | undefined
+  /** The signatures of its extensions (`TREE`, `UNTR`, …). */
+  extensions: string[]
+  /** The object names of its entries but gitlinks', in hex: made when asked (a seed's copy wants them later). */
+  blobs(): string[]
+}
+
 /** SHA-1 object names; an index of SHA-256 ones fails the check that the entries end where the extensions begin. */
 const HASH = 20
 /** Stat data (ten 32-bit fields), the object name, the flags: where an entry's path (or extended flags) begins. */
 const FIXED = 40 + HASH + 2
 const SIZE_AT = 36
 const MODE_AT = 24
+const ASSUME_VALID = 0x8000
 const EXTENDED = 0x4000
 const STAGE = 0x3000
+/** In the extended flags (version 3 and up). */
+const SKIP_WORKTREE = 0x4000
+const GITLINK = 0o160000
+const ATTRIBUTES = Buffer.from('.gitattributes', 'latin1')
 const NAME_LENGTH = 0xfff
 const DIRECTORY = 0o040000
 
@@ -25,7 +42,7 @@ const u32 = (b: Buffer, at: number) => ((b[at]! << 24) | (b[at + 1]! << 16) | (b
  * parse on the path of the first writing tool. In a process's first measure this loop runs unoptimised: it calls
  * nothing per entry it can do without (a native call, a string per path took 20 ms of 20,000 entries; now 3).
  */
-export function indexSizes(buffer: Buffer, without: readonly string[] = []): IndexSizes | undefined {
+export function indexSizes(buffer: Buffer, without: readonly string[] = []): IndexFigures | undefined {
   if (buffer.length < 12 + HASH || buffer.toString('latin1', 0, 4) !== 'DIRC') return undefined
   const version = u32(buffer, 4)
   if (version < 2 || version > 4) return undefined
@@ -43,13 +60,19 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
   let previousStaged = false
   let files = 0
   let bytes = 0
+  let plain = true
+  let attributes = false
+  const objects: number[] = []
   for (let i = 0; i < count; i++) {
     if (at + FIXED > end) return undefined
     const flags = (buffer[at + FIXED - 2]! << 8) | buffer[at + FIXED - 1]!
     const extended = (flags & EXTENDED) !== 0
     if (extended && version < 3) return undefined
-    if ((u32(buffer, at + MODE_AT) & 0o170000) === DIRECTORY) return undefined
+    const mode = u32(buffer, at + MODE_AT)
+    if ((mode & 0o170000) === DIRECTORY) return undefined
+    if (mode !== GITLINK) objects.push(at + 40)
     const staged = (flags & STAGE) !== 0
+    if (staged || flags & ASSUME_VALID || (extended && (buffer[at + FIXED]! << 8) & SKIP_WORKTREE)) plain = false
     const start = at + FIXED + (extended ? 2 : 0)
     // A path held more than once is a conflict's stages, one after another.
     let same = false
@@ -90,6 +113,14 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
       previousStart = start
       previousLength = length
       if (width) path = buffer.toString('latin1', start, Math.min(nul, start + width))
+      const name = nul - ATTRIBUTES.length
+      if (
+        name >= start &&
+        buffer[nul - 1] === 0x73 &&
+        (name === start || buffer[name - 1] === 0x2f) &&
+        buffer.compare(ATTRIBUTES, 0, ATTRIBUTES.length, name, nul) === 0
+      )
+        attributes = true
     }
     previousStaged = staged
     if (!same && !(folders.length && folders.some((folder) => path.startsWith(folder)))) {
@@ -98,7 +129,20 @@ export function indexSizes(buffer: Buffer, without: readonly string[] = []): Ind
     }
     at = next
   }
-  // Then the extensions (a signature and a length each), then the checksum: anything else is misread.
-  while (at + 8 <= end) at += 8 + u32(buffer, at + 4)
-  return at === end ? { files, bytes } : undefined
+  // Then the extensions (a signature and a length each), then the checksum: anything else is misread. A split
+  // index's entries are in another file (`link` names it): this one does not hold them.
+  const extensions: string[] = []
+  while (at + 8 <= end) {
+    extensions.push(buffer.toString('latin1', at, at + 4))
+    at += 8 + u32(buffer, at + 4)
+  }
+  if (at !== end || extensions.includes('link')) return undefined
+  return {
+    files,
+    bytes,
+    plain,
+    attributes: version === 4 ? undefined : attributes,
+    extensions,
+    blobs: () => objects.map((offset) => buffer.toString('hex', offset, offset + HASH)),
+  }
 }

@@ -25,7 +25,7 @@ import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path'
 import { mountPointsNow } from '@keel/sandbox/mount-points'
 import { cwdSlug, sessionsRoot } from '@keel/session/paths'
 import { GIT_TIMEOUT_MS, git, GitError, type GitEnv } from './git.ts'
-import { type IndexSizes, indexSizes } from './index-file.ts'
+import { type IndexFigures, type IndexSizes, indexSizes } from './index-file.ts'
 
 /** One path that differs between two snapshots, as git names it: Added, Deleted, Modified, or a Type change. */
 export interface Change {
@@ -282,14 +282,14 @@ export class Shadow {
    * holds come from its stat cache (`ls-files --debug`); only the others are lstat'ed, so a warm or seeded shadow is
    * measured by one git process. The figures are kept in the shadow (`recall`) for the next process.
    */
-  async measure(limits: Limits, index = 'index'): Promise<Size> {
+  async measure(limits: Limits, index = 'index', read = this.indexed(index)): Promise<Size> {
     // git walks the whole folder before it prints a line of `--others`: in a folder with no .gitignore over millions
     // of files (a home, /tmp) that took two minutes, all of it waited for by the first writing tool, only for the
     // answer to be "too many". A folder git cannot list in `listSeconds` is over any limit a snapshot could keep.
     const seconds = limits.listSeconds ?? LIST_SECONDS
     const listed = AbortSignal.timeout(seconds * 1000)
     // The index's own figures when it reads whole (none yet: every file is another); else git's listing of them.
-    const cached = this.indexed(index)
+    const cached = read
     const listing = await git(
       this.env(index),
       [
@@ -319,7 +319,7 @@ export class Shadow {
   }
 
   /** The figures of the files `index` holds, read from the file (none: nothing), or undefined to ask git. */
-  private indexed(index: string): IndexSizes | undefined {
+  private indexed(index: string): IndexFigures | IndexSizes | undefined {
     let buffer: Buffer | undefined
     try {
       buffer = readIndexFile(join(this.gitDir, index))
@@ -384,21 +384,27 @@ export class Shadow {
       if (!bytes) return undefined
       writeFileSync(seed, bytes, { mode: 0o600 })
       chmodSync(seed, 0o600)
-      // A split index's other half is not here: reading it fails, and the shadow stays cold. The measure runs beside
-      // the listings, on the copy as it came, so a process's start (which holds the main thread) hides it; it stands
-      // unless entries git ignores are dropped below (Keel's own folders it leaves out itself).
-      const [entries, ignored, early, projectConvertsToo] = await Promise.all([
-        git(this.env(name), ['ls-files', '-s', '-v', '-z']),
+      // The entries come from the file itself when it reads whole (versions 2 and 3), else from git (a split index's
+      // other half is not here: reading it fails, and the shadow stays cold). The measure runs beside the listing of
+      // ignored entries, on the copy as it came, so a process's start (which holds the main thread) hides it; it
+      // stands unless entries git ignores are dropped below (Keel's own folders it leaves out itself).
+      const read = indexSizes(bytes, this.own)
+      const whole = read?.attributes === undefined ? undefined : read
+      const [listing, ignored, early, projectConvertsToo] = await Promise.all([
+        whole ? undefined : git(this.env(name), ['ls-files', '-s', '-v', '-z']),
         git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
-        this.measure(limits, name),
+        this.measure(limits, name, read),
         projectConverts(this.cwd),
       ])
-      const { blobs, attributes } = seedEntries(entries)
-      const converts = attributes || existsSync(join(projectGit, 'info', 'attributes'))
+      if (whole && !whole.plain) throw new GitError('the project index is not a plain one')
+      const listed = listing === undefined ? undefined : seedEntries(listing)
+      const blobs = whole ? whole.blobs : () => listed!.blobs
+      const converts = (whole?.attributes ?? listed!.attributes) || existsSync(join(projectGit, 'info', 'attributes'))
       // Untracked-cache and fsmonitor data describe the project's setup, not the shadow's: dropped in the same
       // process that drops the entries git ignores. Neither there (no extension's signature anywhere in the file: a
       // path that holds one only costs this process), nothing to do.
-      if (ignored || INDEX_EXTENSIONS.test(bytes.toString('latin1')))
+      const extensions = whole ? whole.extensions.join(' ') : bytes.toString('latin1')
+      if (ignored || INDEX_EXTENSIONS.test(extensions))
         await git(
           this.env(name),
           [
@@ -421,10 +427,9 @@ export class Shadow {
       // When the project converts, that `add` reads every file: the objects are copied first, so the blobs it hashes
       // are found in the pack instead of written one file each.
       const head = projectHead(projectGit)
-      const wanted = `${head ? `${head}^{tree}\n` : ''}${blobs.join('\n')}\n`
       const copy = () =>
         git(this.env(), ['pack-objects', '--revs', '-q', join(this.gitDir, 'objects', 'pack', 'pack')], {
-          input: wanted,
+          input: `${head ? `${head}^{tree}\n` : ''}${blobs().join('\n')}\n`,
           env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(projectGit, 'objects') },
         })
       if (convertsToo) {

@@ -76,8 +76,8 @@ describe('a git index read directly', () => {
       git(cwd, 'update-index', '--index-version', '2')
       expect(indexOf(cwd).readUInt32BE(4)).toBe(2)
     }
-    expect(indexSizes(indexOf(cwd))).toEqual(gitFigures(cwd))
-    expect(indexSizes(indexOf(cwd), ['ünï/own'])).toEqual(gitFigures(cwd, 'ünï/own'))
+    expect(indexSizes(indexOf(cwd))).toMatchObject(gitFigures(cwd))
+    expect(indexSizes(indexOf(cwd), ['ünï/own'])).toMatchObject(gitFigures(cwd, 'ünï/own'))
     expect(gitFigures(cwd).files).toBe(version === 2 ? 35 : 36)
   })
 
@@ -91,7 +91,7 @@ describe('a git index read directly', () => {
     git(cwd, 'commit', '-qam', 'ours')
     expect(() => git(cwd, 'merge', '-q', 'other')).toThrow()
     expect(git(cwd, 'ls-files', '-u')).toContain('f1.txt')
-    expect(indexSizes(indexOf(cwd))).toEqual(gitFigures(cwd))
+    expect(indexSizes(indexOf(cwd))).toMatchObject(gitFigures(cwd))
   })
 
   test('an index it cannot read whole is left to git', () => {
@@ -131,9 +131,50 @@ describe('a git index read directly', () => {
     header.writeUInt32BE(entries, 8)
     const index = Buffer.concat([header, ...Array.from({ length: entries }, () => entry), Buffer.alloc(20)])
     const folder = 'a'.repeat(99)
-    expect(indexSizes(index, ['kept/out'])).toEqual({ files: entries, bytes: 0 })
+    expect(indexSizes(index, ['kept/out'])).toMatchObject({ files: entries, bytes: 0 })
     // Every path but the first (`a…a/`) lies under the second folder down.
-    expect(indexSizes(index, [`${folder}/${folder}`])).toEqual({ files: 1, bytes: 0 })
-    expect(indexSizes(index, [folder])).toEqual({ files: 0, bytes: 0 })
+    expect(indexSizes(index, [`${folder}/${folder}`])).toMatchObject({ files: 1, bytes: 0 })
+    expect(indexSizes(index, [folder])).toMatchObject({ files: 0, bytes: 0 })
+  })
+
+  test('what a seed reads of it: plain or not, attributes, extensions, and the objects git lists', () => {
+    const cwd = repository()
+    // A gitlink (a submodule's commit) names no blob; symlinks and files do.
+    const commit = git(cwd, 'rev-parse', 'HEAD').trim()
+    git(cwd, 'update-index', '--add', '--cacheinfo', `160000,${commit},vendored`)
+    const read = () => indexSizes(indexOf(cwd))!
+    const listed = git(cwd, 'ls-files', '-s')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('160000'))
+      .map((line) => line.split(' ')[1])
+    expect(read().blobs().sort()).toEqual(listed.sort())
+    expect(read()).toMatchObject({ plain: true, attributes: false })
+    expect(read().extensions).toContain('TREE')
+    // A `.gitattributes` below the top counts; a name that only ends like one does not.
+    writeFileSync(join(cwd, 'x.gitattributes'), 'not one\n')
+    git(cwd, 'add', 'x.gitattributes')
+    expect(read().attributes).toBe(false)
+    writeFileSync(join(cwd, 'deep', '.gitattributes'), '*.txt text\n')
+    git(cwd, 'add', 'deep/.gitattributes')
+    expect(read().attributes).toBe(true)
+    // Version 4's paths are not rebuilt whole: whether it has attributes is left to git.
+    git(cwd, 'update-index', '--index-version', '4')
+    expect(read().attributes).toBeUndefined()
+    git(cwd, 'update-index', '--index-version', '3')
+    // Entries git would not look at in full.
+    git(cwd, 'update-index', '--assume-unchanged', 'f1.txt')
+    expect(read().plain).toBe(false)
+    git(cwd, 'update-index', '--no-assume-unchanged', 'f1.txt')
+    git(cwd, 'update-index', '--skip-worktree', 'f2.txt')
+    expect(read().plain).toBe(false)
+    git(cwd, 'update-index', '--no-skip-worktree', 'f2.txt')
+    expect(read().plain).toBe(true)
+    git(cwd, '-c', 'core.untrackedCache=true', 'status', '--porcelain')
+    git(cwd, 'update-index', '--untracked-cache')
+    git(cwd, '-c', 'core.untrackedCache=true', 'status', '--porcelain')
+    expect(read().extensions).toContain('UNTR')
+    // A split index holds its entries in another file.
+    git(cwd, 'update-index', '--split-index')
+    expect(indexSizes(indexOf(cwd))).toBeUndefined()
   })
 })
