@@ -8,7 +8,7 @@ import type { QueuedPrompt } from './queue.ts'
 
 export * from './agent.ts'
 export type { QueueKind, QueuedPrompt } from './queue.ts'
-export { lastModel, lastModelChoice, modelSpecOf } from './model-choice.ts'
+export { lastModel, lastModelChoice, modelSpecOf, openForResume } from './model-choice.ts'
 export { systemPrompt } from './prompt.ts'
 export type { HookedAgent, HookedCall, PreToolVerdict, TurnHooks } from './hooks.ts'
 

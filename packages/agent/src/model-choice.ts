@@ -1,4 +1,4 @@
-import type { SessionEvent } from '@keel/session'
+import type { OpenedSession, SessionEvent, SessionStore } from '@keel/session'
 
 declare module '@keel/session' {
   interface SessionEventMap {
@@ -18,6 +18,26 @@ export function lastModel(events: readonly SessionEvent[]): { spec: string; base
     if (event.type === 'session/model') return event.data
   }
   return undefined
+}
+
+/**
+ * Session `id` opened for a resume that needs its recorded model first (`keel -c`, `/resume`): the resume then takes
+ * over the session opened here (the store hands it the live one), so a long log is read and parsed once. `release`
+ * closes it again when no resume took it over, unless this process held it open already. Throws as `open` does.
+ */
+export function openForResume(
+  sessions: Pick<SessionStore, 'get' | 'open' | 'close'>,
+  id: string,
+): { opened: OpenedSession; recorded: { spec: string; baseUrl?: string } | undefined; release(): void } {
+  const held = sessions.get(id) !== undefined
+  const opened = sessions.open(id)
+  return {
+    opened,
+    recorded: lastModel(opened.session.events),
+    release: () => {
+      if (!held) sessions.close(opened.session)
+    },
+  }
 }
 
 /** The spec of `lastModel`, or undefined when the log records none (a session from before models were recorded). */

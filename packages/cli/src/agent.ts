@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { lastModel, type Agent, type LlmAdapter } from '@keel/agent'
+import { type Agent, type LlmAdapter, openForResume } from '@keel/agent'
 import { modelSpec, UsageError, workingDirectory, type Flags } from './args.ts'
 import type { FirstRequest } from './first-request.ts'
 import { mcpOf } from './mcp.ts'
@@ -53,12 +53,9 @@ export async function openAgent(
     const model = await createModel(ctx, flags, modelSpec(flags))
     return { agent: ctx.agents.create({ cwd, model, recordModel, ...limit }), repairs: [], resumed: false }
   }
-  // Opened once, before its model is known: the resume below takes the open session over, so a long log is read and
-  // parsed once (reading it for its model first doubled what `keel -c` waits for at 2,000 turns).
-  const held = ctx.sessions.get(id) !== undefined
-  const opened = ctx.sessions.open(id)
+  // Opened before its model is known, and taken over by the resume below (`openForResume`: the log is read once).
+  const { opened, recorded, release } = openForResume(ctx.sessions, id)
   // A reopened session keeps the model its log records, unless --model names one.
-  const recorded = lastModel(opened.session.events)
   const chosen = modelFlag === undefined ? recorded : undefined
   let model: LlmAdapter
   try {
@@ -66,7 +63,7 @@ export async function openAgent(
       ? await createModel(ctx, flags, chosen.spec, chosen.baseUrl)
       : await createModel(ctx, flags, modelSpec(flags))
   } catch (error) {
-    if (!held) ctx.sessions.close(opened.session)
+    release()
     throw error
   }
   const { agent, repairs } = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })

@@ -1,5 +1,4 @@
-import { lastModel, type LlmAdapter } from '@keel/agent'
-import type { OpenedSession } from '@keel/session'
+import { type LlmAdapter, openForResume } from '@keel/agent'
 import { errorLine } from '@keel/session/text'
 import { escapeLine } from '../safe.ts'
 import type { Command, CommandActions } from './command.ts'
@@ -33,22 +32,17 @@ async function resumeId(actions: CommandActions, arg: string): Promise<void> {
   if (matches.length > 1)
     return actions.note('warn', `${matches.length} sessions start with ${arg}; type more of the id.`)
   if (id === actions.agent.id) return actions.note('info', 'That is the session already open.')
-  // The model the session's log records (the one it started on, or its last /model choice); otherwise it continues
-  // with the model in use. Read from the session opened here, which the resume below takes over: a long log is read
-  // once. Closed again if nothing takes it (unless this process held it open already).
+  // The model the session's log records (the one it started on, or its last /model choice), read from the session
+  // the resume below takes over (`openForResume`); otherwise it continues with the model in use.
   let model: LlmAdapter = actions.agent.model
-  let chosen: { spec: string; baseUrl?: string } | undefined
-  const held = actions.ctx.sessions.get(id) !== undefined
-  let opened: OpenedSession | undefined
+  let resuming: ReturnType<typeof openForResume> | undefined
   try {
-    opened = actions.ctx.sessions.open(id)
-    chosen = lastModel(opened.session.events)
+    resuming = openForResume(actions.ctx.sessions, id)
   } catch {
-    chosen = undefined // an unknown or locked id: agents.resume below says so
+    resuming = undefined // an unknown or locked id: agents.resume below says so
   }
-  const release = () => {
-    if (opened && !held) actions.ctx.sessions.close(opened.session)
-  }
+  const chosen = resuming?.recorded
+  const release = () => resuming?.release()
   let spec = actions.model.current
   if (chosen && chosen.spec !== spec) {
     try {
@@ -68,7 +62,7 @@ async function resumeId(actions: CommandActions, arg: string): Promise<void> {
   const resumed = `Resumed session ${id} on ${escapeLine(spec)}.`
   const make = () => {
     const next = actions.ctx.agents.resume(id, { model, recordModel: { spec } })
-    return { agent: next.agent, repairs: [...(opened?.repairs ?? []), ...next.repairs] }
+    return { agent: next.agent, repairs: [...(resuming?.opened.repairs ?? []), ...next.repairs] }
   }
   if (actions.replaceAgent(make, resumed)) actions.model.show(spec)
   else release()
