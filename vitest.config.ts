@@ -39,9 +39,9 @@ export default defineConfig({
   test: {
     ...COMMON,
     // Vitest's default is one worker per core less one: a single worker on a 2-core machine. Most test time here is
-    // spent waiting on child processes (keel, tmux, Chromium, git, MCP servers) or on a clock: with three files at
-    // once the whole run kept 1.55 of the 2 cores busy (user + sys over wall, 230 s), with four 1.62 (214 s).
-    maxWorkers: 4,
+    // spent waiting on child processes (keel, tmux, Chromium, git, MCP servers), so three files at once keep both
+    // cores busy.
+    maxWorkers: 3,
     globalSetup: ['test-support/global-setup.ts'],
     projects: [
       {
