@@ -193,10 +193,10 @@ export class RemoteSessions {
     }
     if (last === undefined) {
       this.sent.set(id, seq - 1)
-      if (seq === 0) {
-        const header = this.served.ctx.sessions.headerOf(id)
-        if (header) this.served.hub.broadcast({ type: 'session/created', session: this.served.infoOfHeader(header) })
-      }
+      // First heard of here, from whatever seq: its first announcements may have come before this host listened (the
+      // tabs then list it on this frame, which they take as a cue to list again).
+      const header = this.served.ctx.sessions.headerOf(id)
+      if (header) this.served.hub.broadcast({ type: 'session/created', session: this.served.infoOfHeader(header) })
     } else if (seq <= last) return
     this.due.add(id)
     this.schedule()

@@ -143,8 +143,10 @@ function Main({ onUnauthorized }: { onUnauthorized: () => void }) {
         )
           callBack({ kind: 'turn-end', sessionId: frame.sessionId, reason: frame.event.data.reason })
         storeRef.current?.accept(frame)
-        if (frame.type === 'session/created' || frame.type === 'agent/status') refreshSoon()
-        else if (frame.type === 'hello') {
+        // The list again on each connection's hello too: a session made elsewhere while this tab was not connected
+        // (its page loading, a dropped connection) was announced to nobody here.
+        if (frame.type === 'session/created' || frame.type === 'agent/status' || frame.type === 'hello') refreshSoon()
+        if (frame.type === 'hello') {
           setNotices(frame.notices ?? [])
           followNotifySettings(frame.notify)
         } else if (frame.type === 'notice') setNotices((shown) => [...shown, frame.notice].slice(-MAX_NOTICES))
