@@ -70,16 +70,7 @@ function readIndexFile(path: string): Buffer | undefined {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   try {
     const stat = fstatSync(fd)
-    if (!stat.isFile() || stat.size > INDEX_READ_BYTES) return undefined
-    const { size } = stat
-    const buffer = Buffer.allocUnsafe(size)
-    let read = 0
-    while (read < size) {
-      const n = readSync(fd, buffer, read, size - read, read)
-      if (n === 0) break
-      read += n
-    }
-    return buffer.subarray(0, read)
+    return stat.isFile() && stat.size <= INDEX_READ_BYTES ? readFileSync(fd) : undefined
   } finally {
     closeSync(fd)
   }
@@ -282,14 +273,19 @@ export class Shadow {
    * holds come from its stat cache (`ls-files --debug`); only the others are lstat'ed, so a warm or seeded shadow is
    * measured by one git process. The figures are kept in the shadow (`recall`) for the next process.
    */
-  async measure(limits: Limits, index = 'index', read = this.indexed(index)): Promise<Size> {
+  async measure(
+    limits: Limits,
+    index = 'index',
+    /** The index file as a caller already read it (`null`: it reads whole only through git). */
+    read: IndexSizes | null = this.indexed(index) ?? null,
+  ): Promise<Size> {
     // git walks the whole folder before it prints a line of `--others`: in a folder with no .gitignore over millions
     // of files (a home, /tmp) that took two minutes, all of it waited for by the first writing tool, only for the
     // answer to be "too many". A folder git cannot list in `listSeconds` is over any limit a snapshot could keep.
     const seconds = limits.listSeconds ?? LIST_SECONDS
     const listed = AbortSignal.timeout(seconds * 1000)
     // The index's own figures when it reads whole (none yet: every file is another); else git's listing of them.
-    const cached = read
+    const cached = read ?? undefined
     const listing = await git(
       this.env(index),
       [
@@ -393,7 +389,7 @@ export class Shadow {
       const [listing, ignored, early, projectConvertsToo] = await Promise.all([
         whole ? undefined : git(this.env(name), ['ls-files', '-s', '-v', '-z']),
         git(this.env(name), ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard']),
-        this.measure(limits, name, read),
+        this.measure(limits, name, read ?? null),
         projectConverts(this.cwd),
       ])
       if (whole && !whole.plain) throw new GitError('the project index is not a plain one')

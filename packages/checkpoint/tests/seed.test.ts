@@ -29,6 +29,20 @@ const limits = { maxFiles: 50_000, maxBytes: 500_000_000 }
 const git = (cwd: string, args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' })
 
+/**
+ * `cwd`'s files made an hour old, as a checkout usually is (git's index then vouches for them by their stat data
+ * alone: files written in the second of the `git add` are racily clean, and compared by content anyway), and
+ * committed, `forced` added past .gitignore.
+ */
+function commitAnHourOld(cwd: string, forced: string[] = []): void {
+  const old = Date.now() / 1000 - 3600
+  for (const entry of readdirSync(cwd, { recursive: true, encoding: 'utf8' })) utimesSync(join(cwd, entry), old, old)
+  git(cwd, ['init', '-q'])
+  git(cwd, ['add', '-A'])
+  if (forced.length) git(cwd, ['add', '-f', ...forced])
+  git(cwd, ['commit', '-qm', 'init'])
+}
+
 /** A committed project of 300 files, one a CRLF file under `text=auto`, then one file changed and one added. */
 function project(): string {
   root = mkdtempSync(join(tmpdir(), 'keel-seed-'))
@@ -43,14 +57,7 @@ function project(): string {
   writeFileSync(join(cwd, 'secret.env'), 'TOKEN=1\n')
   mkdirSync(join(cwd, '.keel'))
   writeFileSync(join(cwd, '.keel', 'settings.json'), '{}\n')
-  // An hour old, as a checkout usually is: git's index then vouches for them by their stat data alone (files written
-  // in the second of the `git add` are racily clean, and compared by content anyway).
-  const old = Date.now() / 1000 - 3600
-  for (const entry of readdirSync(cwd, { recursive: true, encoding: 'utf8' })) utimesSync(join(cwd, entry), old, old)
-  git(cwd, ['init', '-q'])
-  git(cwd, ['add', '-A'])
-  git(cwd, ['add', '-f', 'secret.env'])
-  git(cwd, ['commit', '-qm', 'init'])
+  commitAnHourOld(cwd, ['secret.env'])
   writeFileSync(join(cwd, 'dir0', 'f0.txt'), 'changed since the commit\n')
   writeFileSync(join(cwd, 'new.txt'), 'not tracked yet\n')
   return cwd
@@ -122,11 +129,7 @@ describe('a cold shadow seeded from the project index', () => {
     // Attributes in a folder below the top: the project converts, so its LF blob is not what the disk holds.
     writeFileSync(join(cwd, 'sub', '.gitattributes'), '*.txt text\n')
     writeFileSync(join(cwd, 'sub', 'crlf.txt'), 'one\r\ntwo\r\n')
-    const old = Date.now() / 1000 - 3600
-    for (const entry of readdirSync(cwd, { recursive: true, encoding: 'utf8' })) utimesSync(join(cwd, entry), old, old)
-    git(cwd, ['init', '-q'])
-    git(cwd, ['add', '-A'])
-    git(cwd, ['commit', '-qm', 'init'])
+    commitAnHourOld(cwd)
     git(cwd, ['update-index', '--untracked-cache'])
     git(cwd, ['-c', 'core.untrackedCache=true', 'status', '--porcelain'])
     expect(readFileSync(join(cwd, '.git', 'index'), 'latin1')).toContain('UNTR')

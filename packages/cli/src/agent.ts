@@ -57,16 +57,17 @@ export async function openAgent(
   const { opened, recorded, release } = openForResume(ctx.sessions, id)
   // A reopened session keeps the model its log records, unless --model names one.
   const chosen = modelFlag === undefined ? recorded : undefined
-  let model: LlmAdapter
+  let resumed: ReturnType<typeof ctx.agents.resume>
   try {
-    model = chosen
+    const model = chosen
       ? await createModel(ctx, flags, chosen.spec, chosen.baseUrl)
       : await createModel(ctx, flags, modelSpec(flags))
+    resumed = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })
   } catch (error) {
     release()
     throw error
   }
-  const { agent, repairs } = ctx.agents.resume(id, { model, cwd, recordModel, ...limit })
+  const { agent, repairs } = resumed
   // --model on a reopened session: the log says so, so the next -c continues on it.
   if (!chosen && recorded && recorded.spec !== recordModel.spec) agent.session.append('session/model', recordModel)
   return { agent, repairs: [...opened.repairs, ...repairs], resumed: true }
