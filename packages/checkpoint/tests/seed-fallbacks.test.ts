@@ -75,10 +75,11 @@ describe('the seeded first snapshot', () => {
     expect(await shadow.tree()).toBe(await unseededTree(cwd))
   })
 
-  test('a FIFO or a device where the project index belongs seeds nothing, and blocks nothing', async () => {
+  test('a FIFO, a device or a folder where the project index belongs seeds nothing, and blocks nothing', async () => {
     for (const make of [
       (index: string) => execFileSync('mkfifo', [index]),
       (index: string) => symlinkSync('/dev/zero', index),
+      (index: string) => mkdirSync(index),
     ]) {
       const cwd = project()
       const index = join(cwd, '.git', 'index')
